@@ -1,0 +1,403 @@
+//! The primitive operations of the flowgraph language, defined once.
+//!
+//! [`Op`] is generated from one table (name, arity, infix spelling, commutativity), in the
+//! manner of LuaJIT's `lj_ir.h`: parsers, printers, the checker, the trace recorder and the
+//! constant folder all read the same table. [`apply1`] and [`apply2`] are the exact semantics:
+//! integers are unbounded, with a 64-bit fast path that falls back to big integers when a
+//! result does not fit.
+
+use std::fmt;
+
+use num_bigint::BigInt;
+use num_integer::Integer;
+use num_traits::{Signed, ToPrimitive, Zero};
+
+use crate::Value;
+
+/// The largest left shift flowjit performs: a result of more than 2^24 bits (2 MiB) is
+/// refused with [`OpError::ShiftTooLarge`] instead of exhausting memory.
+pub const MAX_SHIFT: u64 = 1 << 24;
+
+macro_rules! ops {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal, $arity:literal, $infix:expr, $commutative:literal;)*) => {
+        /// A primitive operation.
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+        pub enum Op {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Op {
+            /// Every operation, in table order.
+            pub const ALL: &'static [Op] = &[$(Op::$variant,)*];
+
+            /// The operation's name, as the Prolog syntax and `name(args)` spell it.
+            pub const fn name(self) -> &'static str {
+                match self { $(Op::$variant => $name,)* }
+            }
+
+            /// How many arguments the operation takes.
+            pub const fn arity(self) -> usize {
+                match self { $(Op::$variant => $arity,)* }
+            }
+
+            /// The infix operator of the readable syntax, if the operation has one.
+            pub const fn infix(self) -> Option<&'static str> {
+                match self { $(Op::$variant => $infix,)* }
+            }
+
+            /// Whether `op(a, b) == op(b, a)` for all arguments.
+            pub const fn is_commutative(self) -> bool {
+                match self { $(Op::$variant => $commutative,)* }
+            }
+
+            /// The operation called `name`, if there is one.
+            pub fn from_name(name: &str) -> Option<Op> {
+                match name { $($name => Some(Op::$variant),)* _ => None }
+            }
+
+            /// The operation spelled `symbol` as an infix operator, if there is one.
+            pub fn from_infix(symbol: &str) -> Option<Op> {
+                Op::ALL.iter().copied().find(|op| op.infix() == Some(symbol))
+            }
+        }
+    };
+}
+
+ops! {
+    /// `same(x)`: `x`.
+    Same = "same", 1, None, false;
+    /// `add(a, b)`: `a + b`.
+    Add = "add", 2, Some("+"), true;
+    /// `sub(a, b)`: `a - b`.
+    Sub = "sub", 2, Some("-"), false;
+    /// `mul(a, b)`: `a * b`.
+    Mul = "mul", 2, Some("*"), true;
+    /// `eq(a, b)`: 1 if structurally equal, else 0; any values.
+    Eq = "eq", 2, Some("=="), true;
+    /// `ge(a, b)`: 1 if `a >= b`, else 0.
+    Ge = "ge", 2, Some(">="), false;
+    /// `readlist(list, i)`: the element at 0-based index `i`.
+    Readlist = "readlist", 2, None, false;
+    /// `ne(a, b)`: 1 if not structurally equal, else 0.
+    Ne = "ne", 2, Some("!="), true;
+    /// `lt(a, b)`: 1 if `a < b`, else 0.
+    Lt = "lt", 2, Some("<"), false;
+    /// `le(a, b)`: 1 if `a <= b`, else 0.
+    Le = "le", 2, Some("<="), false;
+    /// `gt(a, b)`: 1 if `a > b`, else 0.
+    Gt = "gt", 2, Some(">"), false;
+    /// `div(a, b)`: floor division (Python's `//`).
+    Div = "div", 2, Some("//"), false;
+    /// `mod(a, b)`: the remainder of floor division (Python's `%`); its sign is `b`'s.
+    Mod = "mod", 2, Some("%"), false;
+    /// `and(a, b)`: bitwise and, two's complement, unbounded.
+    And = "and", 2, Some("&"), true;
+    /// `or(a, b)`: bitwise or.
+    Or = "or", 2, Some("|"), true;
+    /// `xor(a, b)`: bitwise exclusive or.
+    Xor = "xor", 2, Some("^"), true;
+    /// `shl(a, n)`: `a * 2^n`; `n` must not be negative.
+    Shl = "shl", 2, Some("<<"), false;
+    /// `shr(a, n)`: `floor(a / 2^n)`; `n` must not be negative.
+    Shr = "shr", 2, Some(">>"), false;
+    /// `neg(a)`: `-a`.
+    Neg = "neg", 1, None, false;
+    /// `not(a)`: 1 if `a == 0`, else 0.
+    Not = "not", 1, None, false;
+    /// `len(list)`: the number of elements.
+    Len = "len", 1, None, false;
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why an operation failed. The `Display` form is the message after `error: `.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OpError {
+    /// An argument of the wrong kind.
+    #[error("type error: {op} expects {expected}, got {}", describe(.got))]
+    Type {
+        /// The operation.
+        op: Op,
+        /// What it expects, such as `an integer` or `a list`.
+        expected: &'static str,
+        /// What it got.
+        got: Value,
+    },
+    /// `readlist` with an index outside the list.
+    #[error("readlist: index {index} out of range for a list of length {len}")]
+    IndexOutOfRange {
+        /// The index.
+        index: Value,
+        /// The list's length.
+        len: usize,
+    },
+    /// `div` or `mod` by zero.
+    #[error("division by zero in {op}")]
+    DivisionByZero {
+        /// The operation.
+        op: Op,
+    },
+    /// `shl` or `shr` by a negative count.
+    #[error("negative shift count {count} in {op}")]
+    NegativeShift {
+        /// The operation.
+        op: Op,
+        /// The count.
+        count: Value,
+    },
+    /// `shl` by more than [`MAX_SHIFT`] bits.
+    #[error("shift count {count} too large in shl (at most {MAX_SHIFT})")]
+    ShiftTooLarge {
+        /// The count.
+        count: Value,
+    },
+}
+
+/// `the atom foo`, `the list [1,2]`, `the integer 3`; long values are shortened.
+fn describe(v: &Value) -> String {
+    let mut text = v.to_string();
+    if text.len() > 60 {
+        let mut cut = 57;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("...");
+    }
+    format!("the {} {text}", v.kind())
+}
+
+fn type_error(op: Op, expected: &'static str, got: &Value) -> OpError {
+    OpError::Type {
+        op,
+        expected,
+        got: got.clone(),
+    }
+}
+
+fn bool_value(b: bool) -> Value {
+    Value::Int(b as i64)
+}
+
+/// Applies a one-argument operation.
+///
+/// # Panics
+/// If `op` does not take one argument; the checker rejects such programs before they run.
+#[inline]
+pub fn apply1(op: Op, a: &Value) -> Result<Value, OpError> {
+    match (op, a) {
+        (Op::Same, _) => Ok(a.clone()),
+        (Op::Neg, Value::Int(x)) => Ok(match x.checked_neg() {
+            Some(r) => Value::Int(r),
+            None => Value::from_bigint(-BigInt::from(*x)),
+        }),
+        (Op::Neg, Value::Big(x)) => Ok(Value::from_bigint(-(**x).clone())),
+        (Op::Not, Value::Int(x)) => Ok(bool_value(*x == 0)),
+        (Op::Not, Value::Big(_)) => Ok(Value::Int(0)),
+        (Op::Neg | Op::Not, _) => Err(type_error(op, "an integer", a)),
+        (Op::Len, Value::List(l)) => Ok(Value::Int(l.len() as i64)),
+        (Op::Len, _) => Err(type_error(op, "a list", a)),
+        _ => panic!("{op} does not take one argument"),
+    }
+}
+
+/// Applies a two-argument operation.
+///
+/// # Panics
+/// If `op` does not take two arguments; the checker rejects such programs before they run.
+#[inline]
+pub fn apply2(op: Op, a: &Value, b: &Value) -> Result<Value, OpError> {
+    if let (Value::Int(x), Value::Int(y)) = (a, b) {
+        let (x, y) = (*x, *y);
+        let fast = match op {
+            Op::Add => x.checked_add(y),
+            Op::Sub => x.checked_sub(y),
+            Op::Mul => x.checked_mul(y),
+            Op::Eq => Some((x == y) as i64),
+            Op::Ne => Some((x != y) as i64),
+            Op::Ge => Some((x >= y) as i64),
+            Op::Lt => Some((x < y) as i64),
+            Op::Le => Some((x <= y) as i64),
+            Op::Gt => Some((x > y) as i64),
+            Op::And => Some(x & y),
+            Op::Or => Some(x | y),
+            Op::Xor => Some(x ^ y),
+            _ => None,
+        };
+        if let Some(r) = fast {
+            return Ok(Value::Int(r));
+        }
+    }
+    apply2_slow(op, a, b)
+}
+
+#[cold]
+fn apply2_slow(op: Op, a: &Value, b: &Value) -> Result<Value, OpError> {
+    match op {
+        Op::Eq => return Ok(bool_value(a == b)),
+        Op::Ne => return Ok(bool_value(a != b)),
+        Op::Readlist => return readlist(a, b),
+        _ => {}
+    }
+    let (Some(x), Some(y)) = (a.to_bigint(), b.to_bigint()) else {
+        let culprit = if a.is_int() { b } else { a };
+        return Err(type_error(op, "integers", culprit));
+    };
+    let (x, y) = (x.as_ref(), y.as_ref());
+    let result = match op {
+        Op::Add => x + y,
+        Op::Sub => x - y,
+        Op::Mul => x * y,
+        Op::Ge => return Ok(bool_value(x >= y)),
+        Op::Lt => return Ok(bool_value(x < y)),
+        Op::Le => return Ok(bool_value(x <= y)),
+        Op::Gt => return Ok(bool_value(x > y)),
+        Op::Div | Op::Mod if y.is_zero() => return Err(OpError::DivisionByZero { op }),
+        Op::Div => x.div_floor(y),
+        Op::Mod => x.mod_floor(y),
+        Op::And => x & y,
+        Op::Or => x | y,
+        Op::Xor => x ^ y,
+        Op::Shl | Op::Shr if y.is_negative() => {
+            return Err(OpError::NegativeShift {
+                op,
+                count: b.clone(),
+            })
+        }
+        Op::Shl => match y.to_u64() {
+            _ if x.is_zero() => BigInt::zero(),
+            Some(n) if n <= MAX_SHIFT => x << n,
+            _ => return Err(OpError::ShiftTooLarge { count: b.clone() }),
+        },
+        // `>>` on a BigInt rounds towards negative infinity, like Python's.
+        Op::Shr => match y.to_u64() {
+            Some(n) => x >> n,
+            None if x.is_negative() => BigInt::from(-1),
+            None => BigInt::zero(),
+        },
+        _ => panic!("{op} does not take two arguments"),
+    };
+    Ok(Value::from_bigint(result))
+}
+
+fn readlist(list: &Value, index: &Value) -> Result<Value, OpError> {
+    let Value::List(items) = list else {
+        return Err(type_error(Op::Readlist, "a list as its first argument", list));
+    };
+    if !index.is_int() {
+        return Err(type_error(
+            Op::Readlist,
+            "an integer index as its second argument",
+            index,
+        ));
+    }
+    let found = match index {
+        Value::Int(i) => usize::try_from(*i).ok().and_then(|i| items.get(i)),
+        _ => None,
+    };
+    found.cloned().ok_or_else(|| OpError::IndexOutOfRange {
+        index: index.clone(),
+        len: items.len(),
+    })
+}
+
+/// Applies `op` to `args`, which must have `op.arity()` elements.
+pub fn apply(op: Op, args: &[Value]) -> Result<Value, OpError> {
+    match args {
+        [a] => apply1(op, a),
+        [a, b] => apply2(op, a, b),
+        _ => panic!("{op} given {} arguments", args.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(n: i64) -> Value {
+        Value::Int(n)
+    }
+
+    fn big(s: &str) -> Value {
+        Value::from_bigint(s.parse().unwrap())
+    }
+
+    #[test]
+    fn table_round_trips_names_and_symbols() {
+        for &op in Op::ALL {
+            assert_eq!(Op::from_name(op.name()), Some(op));
+            if let Some(sym) = op.infix() {
+                assert_eq!(Op::from_infix(sym), Some(op));
+            }
+        }
+    }
+
+    #[test]
+    fn arithmetic_leaves_64_bits_exactly() {
+        assert_eq!(apply2(Op::Add, &int(i64::MAX), &int(1)), Ok(big("9223372036854775808")));
+        assert_eq!(apply2(Op::Sub, &int(i64::MIN), &int(1)), Ok(big("-9223372036854775809")));
+        assert_eq!(
+            apply2(Op::Mul, &int(10_000_000_000), &int(10_000_000_000)),
+            Ok(big("100000000000000000000"))
+        );
+        // ...and comes back to the fast path when the result fits again.
+        assert_eq!(apply2(Op::Sub, &big("9223372036854775808"), &int(1)), Ok(int(i64::MAX)));
+        assert_eq!(apply1(Op::Neg, &int(i64::MIN)), Ok(big("9223372036854775808")));
+    }
+
+    #[test]
+    fn division_floors_like_python() {
+        let cases = [(7, 2, 3, 1), (-7, 2, -4, 1), (7, -2, -4, -1), (-7, -2, 3, -1), (6, 3, 2, 0)];
+        for (a, b, q, r) in cases {
+            assert_eq!(apply2(Op::Div, &int(a), &int(b)), Ok(int(q)), "{a} // {b}");
+            assert_eq!(apply2(Op::Mod, &int(a), &int(b)), Ok(int(r)), "{a} % {b}");
+        }
+        assert_eq!(apply2(Op::Div, &int(i64::MIN), &int(-1)), Ok(big("9223372036854775808")));
+        assert_eq!(apply2(Op::Mod, &int(i64::MIN), &int(-1)), Ok(int(0)));
+        assert_eq!(
+            apply2(Op::Div, &int(1), &int(0)),
+            Err(OpError::DivisionByZero { op: Op::Div })
+        );
+    }
+
+    #[test]
+    fn bitwise_is_twos_complement_and_unbounded() {
+        assert_eq!(apply2(Op::And, &int(-1), &int(12)), Ok(int(12)));
+        assert_eq!(apply2(Op::Shl, &int(1), &int(64)), Ok(big("18446744073709551616")));
+        assert_eq!(apply2(Op::Shl, &int(-3), &int(2)), Ok(int(-12)));
+        assert_eq!(apply2(Op::Shr, &int(-7), &int(1)), Ok(int(-4)));
+        assert_eq!(apply2(Op::Shr, &int(-7), &int(100)), Ok(int(-1)));
+        assert_eq!(apply2(Op::Shr, &big("-18446744073709551617"), &int(64)), Ok(int(-2)));
+        assert_eq!(apply2(Op::Xor, &big("18446744073709551616"), &int(1)), Ok(big("18446744073709551617")));
+        assert!(matches!(apply2(Op::Shl, &int(1), &int(-1)), Err(OpError::NegativeShift { .. })));
+        assert!(matches!(apply2(Op::Shl, &int(1), &big("100000000000000000000")), Err(OpError::ShiftTooLarge { .. })));
+        assert_eq!(apply2(Op::Shl, &int(0), &big("100000000000000000000")), Ok(int(0)));
+    }
+
+    #[test]
+    fn comparisons_and_equality() {
+        assert_eq!(apply2(Op::Ge, &big("100000000000000000000"), &int(5)), Ok(int(1)));
+        assert_eq!(apply2(Op::Eq, &Value::atom("a"), &Value::atom("a")), Ok(int(1)));
+        assert_eq!(apply2(Op::Eq, &Value::atom("a"), &int(1)), Ok(int(0)));
+        let l = Value::list(vec![int(1), Value::atom("x")]);
+        assert_eq!(apply2(Op::Eq, &l, &l.clone()), Ok(int(1)));
+        let err = apply2(Op::Ge, &Value::atom("a"), &int(1)).unwrap_err();
+        assert_eq!(err.to_string(), "type error: ge expects integers, got the atom a");
+    }
+
+    #[test]
+    fn readlist_checks_its_index() {
+        let l = Value::list(vec![int(10), int(20)]);
+        assert_eq!(apply2(Op::Readlist, &l, &int(1)), Ok(int(20)));
+        let err = apply2(Op::Readlist, &l, &int(2)).unwrap_err();
+        assert_eq!(err.to_string(), "readlist: index 2 out of range for a list of length 2");
+        assert!(apply2(Op::Readlist, &l, &int(-1)).is_err());
+        assert!(matches!(apply2(Op::Readlist, &int(1), &int(0)), Err(OpError::Type { .. })));
+        assert_eq!(apply1(Op::Len, &l), Ok(int(2)));
+        assert_eq!(apply1(Op::Not, &int(0)), Ok(int(1)));
+    }
+}
