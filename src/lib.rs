@@ -1,0 +1,23 @@
+//! # flowjit
+//!
+//! A meta-tracing JIT for the flowgraph language of the articles *Comparing Partial
+//! Evaluation to Tracing*. See `docs/ARCHITECTURE.md` for the pipeline.
+//!
+//! ## Glossary
+//! - **block**: a label, a sequence of operations and one terminator.
+//! - **back edge**: a jump to a block that does not come later in the source; every loop has
+//!   one, and its target is where hot loops are counted and traces start.
+//! - **trace anchor**: the label a trace starts at and closes its loop at.
+//! - **guard**: a check in a trace that the path recorded is the path taken.
+//! - **resume variables**: the values a guard writes back when it fails, so that the
+//!   interpreter continues exactly where the trace left off.
+//! - **promote**: a hint that freezes a variable's current value into the trace behind a
+//!   `guard_value`.
+//! - **green**: a variable that identifies a position in an interpreted program
+//!   (`bytecode`, `pc`), constant inside a trace.
+//! - **residual program**: what partial evaluation leaves of a program.
+#![deny(missing_docs)]
+
+pub mod cli;
+pub mod interp;
+pub mod lang;

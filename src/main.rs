@@ -1,1 +1,5 @@
-fn main(){}
+//! The `flowjit` binary.
+
+fn main() -> std::process::ExitCode {
+    flowjit::cli::main()
+}

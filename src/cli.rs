@@ -1,0 +1,319 @@
+//! The `flowjit` command line: argument parsing and output only.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use flowjit_runtime::Value;
+
+use crate::interp;
+use crate::lang::{self, bytecode, diag, Diagnostic, Program, Slot, Source, Syntax};
+
+/// A meta-tracing JIT for the flowgraph language of "Comparing Partial Evaluation to Tracing".
+#[derive(Parser, Debug)]
+#[command(name = "flowjit", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a program from --entry (default: the first block).
+    Run {
+        /// The program (.fg readable syntax, .pl Prolog terms).
+        program: PathBuf,
+        /// Inputs, NAME=VALUE with VALUE in Prolog-term form (x=10, op=jump_if_a, l=[a,1]).
+        inputs: Vec<String>,
+        /// The label to start at.
+        #[arg(long)]
+        entry: Option<String>,
+        /// Run options.
+        #[command(flatten)]
+        opts: RunOpts,
+    },
+    /// The articles' do_trace: trace at once from LABEL, close the loop at LABEL, run the
+    /// trace, and let the interpreter finish when it exits.
+    Trace {
+        /// The program.
+        program: PathBuf,
+        /// Inputs, NAME=VALUE.
+        inputs: Vec<String>,
+        /// The label to trace from.
+        #[arg(long)]
+        from: String,
+        /// Run options.
+        #[command(flatten)]
+        opts: RunOpts,
+    },
+    /// Partially evaluate a program with NAME=VALUE inputs static.
+    Pe {
+        /// The program.
+        program: PathBuf,
+        /// Static inputs, NAME=VALUE.
+        inputs: Vec<String>,
+        /// The label to specialize.
+        #[arg(long)]
+        entry: String,
+        /// Syntax of the residual program.
+        #[arg(long, value_enum, default_value = "fg")]
+        format: Syntax,
+        /// Print the residual program before clean-up.
+        #[arg(long)]
+        raw: bool,
+    },
+    /// Run a register-machine bytecode program (.bc) on the bundled interpreter, which is
+    /// written in the flowgraph language. Registers a r0 r1 r2 start at 0 unless given.
+    Bytecode {
+        /// The bytecode program.
+        file: PathBuf,
+        /// Registers, REG=VALUE (a=16).
+        inputs: Vec<String>,
+        /// Run options.
+        #[command(flatten)]
+        opts: RunOpts,
+    },
+    /// Interpreter and JIT side by side: a table of timings and the speedup.
+    Bench {
+        /// The program.
+        program: PathBuf,
+        /// Inputs, NAME=VALUE.
+        inputs: Vec<String>,
+        /// Print JSON for machines.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// How a program is executed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Hot loops become machine code.
+    Jit,
+    /// Hot loops are traced, optimized and run on a trace interpreter.
+    Trace,
+    /// The plain interpreter.
+    Interp,
+}
+
+/// The flags shared by `run`, `trace` and `bytecode`.
+#[derive(Args, Debug, Clone)]
+pub struct RunOpts {
+    /// jit: hot loops become machine code (the default once available); trace: traces run
+    /// on a trace interpreter; interp: the plain interpreter.
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// Hot-loop threshold: back-edge count before tracing.
+    #[arg(long)]
+    pub threshold: Option<u64>,
+    /// Guard failures before a bridge is traced.
+    #[arg(long)]
+    pub bridge_threshold: Option<u64>,
+    /// Optimizer passes, by name, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub passes: Option<Vec<String>>,
+    /// Run no optimizer pass.
+    #[arg(long)]
+    pub no_opt: bool,
+    /// Print to stderr: trace, opt, ir, asm (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub dump: Vec<String>,
+    /// ISA for ir/asm dumps: x86_64 or aarch64.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Print statistics to stderr.
+    #[arg(long)]
+    pub stats: bool,
+    /// Stop with an error after N interpreted operations.
+    #[arg(long)]
+    pub max_steps: Option<u64>,
+    /// The program's syntax, instead of the one its extension implies.
+    #[arg(long, value_enum)]
+    pub syntax: Option<Syntax>,
+}
+
+/// Why the command failed, with the exit status that goes with it.
+pub enum Failure {
+    /// Bad usage, an unreadable or invalid program: exit status 2. Already reported.
+    Usage,
+    /// A runtime error in the program: exit status 1. Already reported.
+    Runtime,
+}
+
+type CliResult<T> = Result<T, Failure>;
+
+fn usage_error(message: impl std::fmt::Display) -> Failure {
+    eprintln!("error: {message}");
+    Failure::Usage
+}
+
+/// Runs the command line and returns the process's exit status.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Runtime) => ExitCode::from(1),
+        Err(Failure::Usage) => ExitCode::from(2),
+    }
+}
+
+fn dispatch(command: Command) -> CliResult<()> {
+    match command {
+        Command::Run {
+            program,
+            inputs,
+            entry,
+            opts,
+        } => {
+            let path = program.display().to_string();
+            let text = read_file(&program)?;
+            let syntax = opts.syntax.unwrap_or_else(|| Syntax::from_path(&path));
+            let loaded = load_program(&path, &text, syntax)?;
+            let entry = resolve_entry(&loaded, entry.as_deref())?;
+            let inputs = parse_inputs(&loaded, &inputs)?;
+            execute(&loaded, entry, &inputs, &opts)
+        }
+        Command::Bytecode { file, inputs, opts } => {
+            let path = file.display().to_string();
+            let text = read_file(&file)?;
+            let cells = bytecode::assemble(&text).map_err(|d| report(&path, &text, &d))?;
+            let loaded = load_program(
+                bytecode::REGMACHINE_NAME,
+                bytecode::REGMACHINE_SOURCE,
+                Syntax::Fg,
+            )?;
+            let entry = resolve_entry(&loaded, Some(bytecode::REGMACHINE_ENTRY))?;
+            let mut given = Vec::new();
+            for word in &inputs {
+                let (name, value) = parse_input(word)?;
+                if !bytecode::REGISTERS.contains(&name.as_str()) {
+                    return Err(usage_error(format!(
+                        "`{name}` is not a register of the machine (registers: {})",
+                        bytecode::REGISTERS.join(" ")
+                    )));
+                }
+                given.push((name, value));
+            }
+            let mut all = vec![
+                ("bytecode".to_string(), Value::list(cells)),
+                ("pc".to_string(), Value::Int(0)),
+            ];
+            for reg in bytecode::REGISTERS {
+                let v = given
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| n == reg)
+                    .map_or(Value::Int(0), |(_, v)| v.clone());
+                all.push((reg.to_string(), v));
+            }
+            let inputs = all
+                .into_iter()
+                .map(|(n, v)| {
+                    let slot = loaded.program.slot(&n).expect("the bundled interpreter uses every register");
+                    (slot, v)
+                })
+                .collect::<Vec<_>>();
+            execute(&loaded, entry, &inputs, &opts)
+        }
+        Command::Trace { .. } => Err(usage_error("`flowjit trace` is not available yet")),
+        Command::Pe { .. } => Err(usage_error("`flowjit pe` is not available yet")),
+        Command::Bench { .. } => Err(usage_error("`flowjit bench` is not available yet")),
+    }
+}
+
+/// A checked program with the source it came from.
+struct Loaded {
+    program: Program,
+}
+
+fn read_file(path: &PathBuf) -> CliResult<String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| usage_error(format!("cannot read {}: {e}", path.display())))
+}
+
+fn report(name: &str, text: &str, diags: &[Diagnostic]) -> Failure {
+    let source = Source::new(name, text);
+    eprint!("{}", source.render(diags, diag::stderr_color()));
+    Failure::Usage
+}
+
+fn load_program(name: &str, text: &str, syntax: Syntax) -> CliResult<Loaded> {
+    let (_, program) = lang::load(text, syntax).map_err(|d| report(name, text, &d))?;
+    Ok(Loaded { program })
+}
+
+fn resolve_entry(loaded: &Loaded, entry: Option<&str>) -> CliResult<lang::BlockId> {
+    match entry {
+        None => Ok(lang::BlockId(0)),
+        Some(label) => loaded
+            .program
+            .block_id(label)
+            .ok_or_else(|| usage_error(format!("no block is labelled `{label}`"))),
+    }
+}
+
+fn parse_input(word: &str) -> CliResult<(String, Value)> {
+    let Some((name, text)) = word.split_once('=') else {
+        return Err(usage_error(format!(
+            "input `{word}` is not of the form NAME=VALUE"
+        )));
+    };
+    if !lang::ast::is_plain_name(name) {
+        return Err(usage_error(format!(
+            "input `{word}`: `{name}` is not a variable name"
+        )));
+    }
+    let value = lang::parse_value(text).map_err(|d| {
+        let source = Source::new(format!("input {name}"), text);
+        eprint!("{}", source.render(&[d], diag::stderr_color()));
+        Failure::Usage
+    })?;
+    Ok((name.to_string(), value))
+}
+
+fn parse_inputs(loaded: &Loaded, words: &[String]) -> CliResult<Vec<(Slot, Value)>> {
+    words
+        .iter()
+        .map(|word| {
+            let (name, value) = parse_input(word)?;
+            let slot = loaded.program.slot(&name).ok_or_else(|| {
+                usage_error(format!("input `{name}` is not a variable of the program"))
+            })?;
+            Ok((slot, value))
+        })
+        .collect()
+}
+
+fn execute(
+    loaded: &Loaded,
+    entry: lang::BlockId,
+    inputs: &[(Slot, Value)],
+    opts: &RunOpts,
+) -> CliResult<()> {
+    match opts.mode {
+        None | Some(Mode::Interp) => {}
+        Some(Mode::Jit) => return Err(usage_error("--mode jit is not available yet")),
+        Some(Mode::Trace) => return Err(usage_error("--mode trace is not available yet")),
+    }
+    let result = interp::run_program(&loaded.program, entry, inputs, opts.max_steps);
+    finish(result)
+}
+
+fn finish(result: Result<Value, interp::RuntimeError>) -> CliResult<()> {
+    match result {
+        Ok(value) => {
+            let mut out = std::io::stdout().lock();
+            // A closed pipe is not the program's failure.
+            let _ = writeln!(out, "{value}");
+            let _ = out.flush();
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Err(Failure::Runtime)
+        }
+    }
+}

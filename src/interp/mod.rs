@@ -1,0 +1,254 @@
+//! The interpreter: the reference semantics every other executor is tested against.
+//!
+//! Variables live in a frame of slots, resolved when the program was checked, so running a
+//! program never looks a name up. The interpreter is built from two step functions, [`step`]
+//! (one statement) and [`branch`] (one terminator), which the trace recorder calls too: a
+//! trace records exactly what the interpreter does.
+//!
+//! [`run`] interprets from a position until the program stops, an error happens, or the
+//! [`Monitor`] asks to take over at a back edge. It never recurses: the JIT driver calls it
+//! in a loop, alternating with machine code.
+
+use flowjit_runtime::{ops, OpError, Value};
+
+use crate::lang::{BlockId, Inst, Jump, Operand, Program, Slot, Terminator};
+
+/// The variables of a running program, indexed by slot; `None` for never written.
+pub type Frame = Vec<Option<Value>>;
+
+/// A position in a program: a block and the index of a statement in it (the block's length
+/// means its terminator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Position {
+    /// The block.
+    pub block: BlockId,
+    /// The statement's index.
+    pub inst: usize,
+}
+
+impl Position {
+    /// The start of `block`.
+    pub fn start(block: BlockId) -> Position {
+        Position { block, inst: 0 }
+    }
+}
+
+/// What went wrong, without where.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ErrorKind {
+    /// A variable was read before it was ever written.
+    #[error("key_not_found({0})")]
+    KeyNotFound(String),
+    /// An operation failed.
+    #[error(transparent)]
+    Op(#[from] OpError),
+    /// `--max-steps` operations were interpreted and the program wanted more.
+    #[error("step limit reached: the program did not stop within {0} operations")]
+    MaxSteps(u64),
+}
+
+/// A runtime error: what went wrong and in which block.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} (in block {block})")]
+pub struct RuntimeError {
+    /// What went wrong.
+    pub kind: ErrorKind,
+    /// The label of the block it went wrong in.
+    pub block: String,
+}
+
+/// How a call of [`run`] ended, when it did not end in an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// `print_and_stop` ran with this value.
+    Stop(Value),
+    /// The monitor took over at a back edge to this block; the frame is as it is on entry
+    /// to the block.
+    Hot(BlockId),
+}
+
+/// Watches the interpreter's back edges and may take control there.
+pub trait Monitor {
+    /// A back edge from block `from` to `target` is about to be taken. Returning `true` ends
+    /// [`run`] with [`Exit::Hot`].
+    fn back_edge(&mut self, from: BlockId, target: BlockId) -> bool;
+}
+
+/// A monitor that never takes over: plain interpretation.
+pub struct NoMonitor;
+
+impl Monitor for NoMonitor {
+    #[inline(always)]
+    fn back_edge(&mut self, _from: BlockId, _target: BlockId) -> bool {
+        false
+    }
+}
+
+/// The `--max-steps` budget: how many more operations may be interpreted.
+#[derive(Clone, Copy, Debug)]
+pub struct Steps {
+    /// The limit given, if any.
+    pub limit: Option<u64>,
+    /// Operations left.
+    pub left: u64,
+}
+
+impl Steps {
+    /// A budget of `limit` operations, or none.
+    pub fn new(limit: Option<u64>) -> Steps {
+        Steps {
+            limit,
+            left: limit.unwrap_or(u64::MAX),
+        }
+    }
+
+    /// How many operations have been used.
+    pub fn used(&self) -> u64 {
+        self.limit.unwrap_or(u64::MAX) - self.left
+    }
+}
+
+/// Reads a variable: its value, or `key_not_found`.
+#[inline(always)]
+pub fn read<'f>(program: &Program, frame: &'f Frame, slot: Slot) -> Result<&'f Value, ErrorKind> {
+    match &frame[slot.index()] {
+        Some(v) => Ok(v),
+        None => Err(ErrorKind::KeyNotFound(program.var(slot).to_string())),
+    }
+}
+
+/// The value of an operand.
+#[inline(always)]
+pub fn operand<'a>(
+    program: &Program,
+    frame: &'a Frame,
+    arg: &'a Operand,
+) -> Result<&'a Value, ErrorKind> {
+    match arg {
+        Operand::Var(slot) => read(program, frame, *slot),
+        Operand::Const(v) => Ok(v),
+    }
+}
+
+/// Executes one statement.
+#[inline(always)]
+pub fn step(program: &Program, frame: &mut Frame, inst: &Inst) -> Result<(), ErrorKind> {
+    match inst {
+        Inst::Op2 { dst, op, a, b } => {
+            let v = ops::apply2(*op, operand(program, frame, a)?, operand(program, frame, b)?)?;
+            frame[dst.index()] = Some(v);
+        }
+        Inst::Op1 { dst, op, a } => {
+            let v = ops::apply1(*op, operand(program, frame, a)?)?;
+            frame[dst.index()] = Some(v);
+        }
+        Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => {}
+    }
+    Ok(())
+}
+
+/// Where a terminator goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// On to another block.
+    Jump(Jump),
+    /// The program stops, printing this value.
+    Stop(Value),
+}
+
+/// Evaluates a terminator.
+#[inline(always)]
+pub fn branch(program: &Program, frame: &Frame, term: &Terminator) -> Result<Flow, ErrorKind> {
+    Ok(match term {
+        Terminator::Goto(j) | Terminator::Promote { target: j, .. } => Flow::Jump(*j),
+        Terminator::If { cond, then, els } => {
+            if read(program, frame, *cond)?.is_false() {
+                Flow::Jump(*els)
+            } else {
+                Flow::Jump(*then)
+            }
+        }
+        Terminator::PrintAndStop(arg) => Flow::Stop(operand(program, frame, arg)?.clone()),
+    })
+}
+
+/// Interprets from `at` until the program stops, fails, or `monitor` takes over.
+pub fn run<M: Monitor>(
+    program: &Program,
+    frame: &mut Frame,
+    at: Position,
+    steps: &mut Steps,
+    monitor: &mut M,
+) -> Result<Exit, RuntimeError> {
+    let mut id = at.block;
+    let mut first = at.inst;
+    loop {
+        let block = &program.blocks[id.index()];
+        let fail = |kind| RuntimeError {
+            kind,
+            block: block.name.clone(),
+        };
+        let rest = &block.insts[first..];
+        let cost = if first == 0 {
+            block.cost
+        } else {
+            rest.iter().filter(|i| !i.is_hint()).count() as u64 + 1
+        };
+        if steps.left >= cost {
+            steps.left -= cost;
+            for inst in rest {
+                step(program, frame, inst).map_err(fail)?;
+            }
+        } else {
+            // Not enough budget for the whole block: go one operation at a time, so that the
+            // limit stops the program exactly after the last allowed operation.
+            for inst in rest {
+                if !inst.is_hint() {
+                    if steps.left == 0 {
+                        return Err(fail(ErrorKind::MaxSteps(steps.limit.unwrap_or(0))));
+                    }
+                    steps.left -= 1;
+                }
+                step(program, frame, inst).map_err(fail)?;
+            }
+            if steps.left == 0 {
+                return Err(fail(ErrorKind::MaxSteps(steps.limit.unwrap_or(0))));
+            }
+            steps.left -= 1;
+        }
+        first = 0;
+        match branch(program, frame, &block.term).map_err(fail)? {
+            Flow::Jump(j) => {
+                if j.back_edge && monitor.back_edge(id, j.target) {
+                    return Ok(Exit::Hot(j.target));
+                }
+                id = j.target;
+            }
+            Flow::Stop(v) => return Ok(Exit::Stop(v)),
+        }
+    }
+}
+
+/// A fresh frame for `program` with the given inputs set.
+pub fn frame_with(program: &Program, inputs: &[(Slot, Value)]) -> Frame {
+    let mut frame = vec![None; program.frame_size()];
+    for (slot, v) in inputs {
+        frame[slot.index()] = Some(v.clone());
+    }
+    frame
+}
+
+/// Runs `program` from `entry` with `inputs` and returns the value it prints.
+pub fn run_program(
+    program: &Program,
+    entry: BlockId,
+    inputs: &[(Slot, Value)],
+    max_steps: Option<u64>,
+) -> Result<Value, RuntimeError> {
+    let mut frame = frame_with(program, inputs);
+    let mut steps = Steps::new(max_steps);
+    match run(program, &mut frame, Position::start(entry), &mut steps, &mut NoMonitor)? {
+        Exit::Stop(v) => Ok(v),
+        Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+    }
+}

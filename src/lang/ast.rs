@@ -1,0 +1,208 @@
+//! The syntax tree both syntaxes parse to, with source spans.
+//!
+//! Names are still names here; [`crate::lang::check`] turns an [`Ast`] into a
+//! [`crate::lang::Program`] whose variables are frame slots and whose labels are block indices.
+//! Operation names are kept as written, so that an unknown operation is reported by the
+//! checker with the other problems rather than stopping the parse.
+
+use flowjit_runtime::Value;
+
+/// A byte range in the source text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Span {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// The span from `start` to `end`.
+    pub fn new(start: usize, end: usize) -> Span {
+        Span { start, end }
+    }
+
+    /// The smallest span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span::new(self.start.min(other.start), self.end.max(other.end))
+    }
+}
+
+/// A name (of a variable, label or operation) and where it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Name {
+    /// The name.
+    pub text: String,
+    /// Where it was written.
+    pub span: Span,
+}
+
+impl Name {
+    /// A name with the given text and span.
+    pub fn new(text: impl Into<String>, span: Span) -> Name {
+        Name {
+            text: text.into(),
+            span,
+        }
+    }
+}
+
+/// An argument of an operation: a variable or a constant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Arg {
+    /// `var(x)`, or `x` in the readable syntax.
+    Var(Name),
+    /// `const(c)`: an integer, an atom or a list.
+    Const(Value, Span),
+}
+
+impl Arg {
+    /// Where the argument was written.
+    pub fn span(&self) -> Span {
+        match self {
+            Arg::Var(name) => name.span,
+            Arg::Const(_, span) => *span,
+        }
+    }
+}
+
+/// A statement: an operation assigning a variable, or a hint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stmt {
+    /// `dst = op(args...)`.
+    Op {
+        /// The variable assigned.
+        dst: Name,
+        /// The operation, by name (checked later).
+        op: Name,
+        /// The arguments.
+        args: Vec<Arg>,
+    },
+    /// `promote(v)`: a hint to freeze `v`'s value into the trace.
+    Promote(Name),
+    /// `jit_merge_point(greens...)`: marks the dispatch loop of an interpreter.
+    MergePoint {
+        /// The green variables.
+        greens: Vec<Name>,
+        /// The whole hint.
+        span: Span,
+    },
+    /// `can_enter_jit`: marks a backward jump of the interpreted program.
+    CanEnterJit(Span),
+}
+
+/// How a block ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Term {
+    /// `goto L` / `jump(L)`.
+    Goto(Name),
+    /// `if v goto L1 else goto L2`.
+    If {
+        /// The condition variable.
+        cond: Name,
+        /// Taken when `cond` is not the integer 0.
+        then: Name,
+        /// Taken when `cond` is 0.
+        els: Name,
+    },
+    /// `print_and_stop(arg)`.
+    PrintAndStop(Arg),
+    /// `promote(v, L)`: jump to `L`, freezing `v` for the tracer.
+    Promote {
+        /// The promoted variable.
+        var: Name,
+        /// Where to continue.
+        target: Name,
+    },
+}
+
+/// A labelled block: statements, then one terminator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// The block's label.
+    pub label: Name,
+    /// The statements, in order.
+    pub stmts: Vec<Stmt>,
+    /// The terminator.
+    pub term: Term,
+    /// Where the terminator was written.
+    pub term_span: Span,
+}
+
+/// A parsed program: its blocks in source order.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Ast {
+    /// The blocks, in source order.
+    pub blocks: Vec<Block>,
+}
+
+impl Ast {
+    /// The same program with every span set to zero, for comparing programs parsed from
+    /// different texts.
+    pub fn without_spans(&self) -> Ast {
+        let z = Span::default();
+        let name = |n: &Name| Name::new(n.text.clone(), z);
+        let arg = |a: &Arg| match a {
+            Arg::Var(n) => Arg::Var(name(n)),
+            Arg::Const(v, _) => Arg::Const(v.clone(), z),
+        };
+        let blocks = self
+            .blocks
+            .iter()
+            .map(|b| Block {
+                label: name(&b.label),
+                stmts: b
+                    .stmts
+                    .iter()
+                    .map(|s| match s {
+                        Stmt::Op { dst, op, args } => Stmt::Op {
+                            dst: name(dst),
+                            op: name(op),
+                            args: args.iter().map(arg).collect(),
+                        },
+                        Stmt::Promote(v) => Stmt::Promote(name(v)),
+                        Stmt::MergePoint { greens, .. } => Stmt::MergePoint {
+                            greens: greens.iter().map(name).collect(),
+                            span: z,
+                        },
+                        Stmt::CanEnterJit(_) => Stmt::CanEnterJit(z),
+                    })
+                    .collect(),
+                term: match &b.term {
+                    Term::Goto(l) => Term::Goto(name(l)),
+                    Term::If { cond, then, els } => Term::If {
+                        cond: name(cond),
+                        then: name(then),
+                        els: name(els),
+                    },
+                    Term::PrintAndStop(a) => Term::PrintAndStop(arg(a)),
+                    Term::Promote { var, target } => Term::Promote {
+                        var: name(var),
+                        target: name(target),
+                    },
+                },
+                term_span: z,
+            })
+            .collect();
+        Ast { blocks }
+    }
+}
+
+/// Words of the readable syntax that cannot be variables or labels.
+pub const KEYWORDS: &[&str] = &[
+    "if",
+    "goto",
+    "else",
+    "print_and_stop",
+    "promote",
+    "jit_merge_point",
+    "can_enter_jit",
+];
+
+/// Whether `text` is an identifier (`[A-Za-z_][A-Za-z0-9_]*`) that is not a keyword.
+pub fn is_plain_name(text: &str) -> bool {
+    let mut chars = text.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !KEYWORDS.contains(&text)
+}

@@ -1,0 +1,379 @@
+//! The parser of the readable syntax (`.fg`).
+//!
+//! ```text
+//! program  := block*
+//! block    := NAME ':' stmt* term
+//! stmt     := NAME '=' rhs | NAME '+=' arg | NAME '-=' arg
+//!           | 'promote' '(' NAME ')' | 'jit_merge_point' '(' NAME,* ')' | 'can_enter_jit'
+//! rhs      := NAME '(' arg,* ')' | arg '[' arg ']' | arg INFIX arg | arg
+//! term     := 'goto' NAME | 'if' NAME 'goto' NAME 'else' 'goto' NAME
+//!           | 'print_and_stop' '(' arg ')' | 'promote' '(' NAME ',' NAME ')'
+//! arg      := NAME | INT | '-' INT | ATOM | list | 'var' '(' NAME ')' | 'const' '(' const ')'
+//! const    := NAME | INT | '-' INT | ATOM | list        (a bare NAME here is an atom)
+//! list     := '[' const,* ']'
+//! ```
+//!
+//! Line breaks mean nothing: a statement ends where the next one (or a label, or a
+//! terminator) begins, so the articles' one-line programs parse as they are. `var(x)` and
+//! `const(c)` are accepted as arguments too, as the articles sometimes write them.
+
+use flowjit_runtime::Value;
+use super::ast::{Arg, Ast, Block, Name, Span, Stmt, Term, KEYWORDS};
+use super::diag::Diagnostic;
+use super::lexer::{tokenize, Tok};
+
+/// Parses a program in the readable syntax.
+pub fn parse_fg(text: &str) -> Result<Ast, Diagnostic> {
+    let mut p = Parser {
+        toks: tokenize(text)?,
+        pos: 0,
+    };
+    let mut blocks = Vec::new();
+    while p.peek() != &Tok::Eof {
+        blocks.push(p.block()?);
+    }
+    Ok(Ast { blocks })
+}
+
+/// Parses one constant written as in a list literal (`5`, `-3`, `foo`, `'x y'`, `[a,1]`),
+/// the whole text and nothing else.
+pub fn parse_fg_const(text: &str) -> Result<Value, Diagnostic> {
+    let mut p = Parser {
+        toks: tokenize(text)?,
+        pos: 0,
+    };
+    let (v, _) = p.constant()?;
+    p.expect_eof()?;
+    Ok(v)
+}
+
+struct Parser {
+    toks: Vec<(Tok, Span)>,
+    pos: usize,
+}
+
+type PResult<T> = Result<T, Diagnostic>;
+
+impl Parser {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].0
+    }
+
+    fn peek_at(&self, ahead: usize) -> &Tok {
+        let i = (self.pos + ahead).min(self.toks.len() - 1);
+        &self.toks[i].0
+    }
+
+    fn span(&self) -> Span {
+        self.toks[self.pos].1
+    }
+
+    fn bump(&mut self) -> (Tok, Span) {
+        let t = self.toks[self.pos].clone();
+        if self.pos + 1 < self.toks.len() {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn error<T>(&self, expected: &str) -> PResult<T> {
+        Err(Diagnostic::new(
+            self.span(),
+            format!("expected {expected}, found {}", self.peek().describe()),
+        ))
+    }
+
+    fn is_punct(&self, p: &str) -> bool {
+        matches!(self.peek(), Tok::Punct(q) if *q == p)
+    }
+
+    fn is_keyword(&self, kw: &str) -> bool {
+        matches!(self.peek(), Tok::Ident(s) if s == kw)
+    }
+
+    fn expect_punct(&mut self, p: &str) -> PResult<Span> {
+        if self.is_punct(p) {
+            Ok(self.bump().1)
+        } else {
+            self.error(&format!("`{p}`"))
+        }
+    }
+
+    fn expect_keyword(&mut self, kw: &str) -> PResult<Span> {
+        if self.is_keyword(kw) {
+            Ok(self.bump().1)
+        } else {
+            self.error(&format!("`{kw}`"))
+        }
+    }
+
+    fn expect_eof(&mut self) -> PResult<()> {
+        match self.peek() {
+            Tok::Eof => Ok(()),
+            _ => self.error("the end of the input"),
+        }
+    }
+
+    /// A variable or label name: an identifier that is not a keyword.
+    fn name(&mut self, what: &str) -> PResult<Name> {
+        match self.peek().clone() {
+            Tok::Ident(s) if KEYWORDS.contains(&s.as_str()) => Err(Diagnostic::new(
+                self.span(),
+                format!("expected {what}, found the keyword `{s}`"),
+            )),
+            Tok::Ident(s) => Ok(Name::new(s, self.bump().1)),
+            _ => self.error(what),
+        }
+    }
+
+    fn block(&mut self) -> PResult<Block> {
+        let label = self.name("a block label")?;
+        self.expect_punct(":")?;
+        let mut stmts = Vec::new();
+        loop {
+            let start = self.span();
+            match self.peek().clone() {
+                Tok::Ident(kw) if kw == "goto" => {
+                    self.bump();
+                    let target = self.name("a label after `goto`")?;
+                    let span = start.to(target.span);
+                    return Ok(Block {
+                        label,
+                        stmts,
+                        term: Term::Goto(target),
+                        term_span: span,
+                    });
+                }
+                Tok::Ident(kw) if kw == "if" => {
+                    self.bump();
+                    let cond = match self.name("a variable after `if`") {
+                        Ok(c) => c,
+                        Err(mut d) => {
+                            d.message.push_str(" (`if` tests a variable: compute the condition into one first)");
+                            return Err(d);
+                        }
+                    };
+                    if !self.is_keyword("goto") {
+                        return self.error("`goto` (`if` tests a variable: compute the condition into one first)");
+                    }
+                    self.bump();
+                    let then = self.name("a label after `goto`")?;
+                    self.expect_keyword("else")?;
+                    self.expect_keyword("goto")?;
+                    let els = self.name("a label after `goto`")?;
+                    let span = start.to(els.span);
+                    return Ok(Block {
+                        label,
+                        stmts,
+                        term: Term::If { cond, then, els },
+                        term_span: span,
+                    });
+                }
+                Tok::Ident(kw) if kw == "print_and_stop" => {
+                    self.bump();
+                    self.expect_punct("(")?;
+                    let arg = self.arg()?;
+                    let end = self.expect_punct(")")?;
+                    return Ok(Block {
+                        label,
+                        stmts,
+                        term: Term::PrintAndStop(arg),
+                        term_span: start.to(end),
+                    });
+                }
+                Tok::Ident(kw) if kw == "promote" => {
+                    self.bump();
+                    self.expect_punct("(")?;
+                    let var = self.name("a variable to promote")?;
+                    if self.is_punct(",") {
+                        self.bump();
+                        let target = self.name("a label")?;
+                        let end = self.expect_punct(")")?;
+                        return Ok(Block {
+                            label,
+                            stmts,
+                            term: Term::Promote { var, target },
+                            term_span: start.to(end),
+                        });
+                    }
+                    self.expect_punct(")")?;
+                    stmts.push(Stmt::Promote(var));
+                }
+                Tok::Ident(kw) if kw == "jit_merge_point" => {
+                    self.bump();
+                    self.expect_punct("(")?;
+                    let mut greens = Vec::new();
+                    while !self.is_punct(")") {
+                        greens.push(self.name("a green variable")?);
+                        if !self.is_punct(")") {
+                            self.expect_punct(",")?;
+                        }
+                    }
+                    let end = self.expect_punct(")")?;
+                    stmts.push(Stmt::MergePoint {
+                        greens,
+                        span: start.to(end),
+                    });
+                }
+                Tok::Ident(kw) if kw == "can_enter_jit" => {
+                    let mut span = self.bump().1;
+                    if self.is_punct("(") && self.peek_at(1) == &Tok::Punct(")") {
+                        self.bump();
+                        span = span.to(self.bump().1);
+                    }
+                    stmts.push(Stmt::CanEnterJit(span));
+                }
+                Tok::Ident(_) if self.peek_at(1) == &Tok::Punct(":") || self.peek() == &Tok::Eof => {
+                    return Err(Diagnostic::new(
+                        label.span,
+                        format!(
+                            "block `{}` has no terminator (it must end in goto, if, print_and_stop or promote)",
+                            label.text
+                        ),
+                    ));
+                }
+                Tok::Eof => {
+                    return Err(Diagnostic::new(
+                        label.span,
+                        format!(
+                            "block `{}` has no terminator (it must end in goto, if, print_and_stop or promote)",
+                            label.text
+                        ),
+                    ));
+                }
+                _ => stmts.push(self.assignment()?),
+            }
+        }
+    }
+
+    fn assignment(&mut self) -> PResult<Stmt> {
+        let dst = self.name("a statement, a terminator or a label")?;
+        let (tok, span) = self.bump();
+        match tok {
+            Tok::Punct("=") => self.rhs(dst),
+            Tok::Punct(p @ ("+=" | "-=")) => {
+                let arg = self.arg()?;
+                let op = if p == "+=" { "add" } else { "sub" };
+                Ok(Stmt::Op {
+                    dst: dst.clone(),
+                    op: Name::new(op, span),
+                    args: vec![Arg::Var(dst), arg],
+                })
+            }
+            _ => {
+                self.pos -= 1;
+                self.error(&format!("`=`, `+=` or `-=` after `{}`", dst.text))
+            }
+        }
+    }
+
+    fn rhs(&mut self, dst: Name) -> PResult<Stmt> {
+        if let Tok::Ident(name) = self.peek().clone() {
+            let is_call = self.peek_at(1) == &Tok::Punct("(")
+                && name != "var"
+                && name != "const"
+                && !KEYWORDS.contains(&name.as_str());
+            if is_call {
+                let op = Name::new(name, self.bump().1);
+                self.bump();
+                let mut args = Vec::new();
+                while !self.is_punct(")") {
+                    args.push(self.arg()?);
+                    if !self.is_punct(")") {
+                        self.expect_punct(",")?;
+                    }
+                }
+                self.bump();
+                return Ok(Stmt::Op { dst, op, args });
+            }
+        }
+        let a = self.arg()?;
+        if self.is_punct("[") {
+            let open = self.bump().1;
+            let index = self.arg()?;
+            self.expect_punct("]")?;
+            return Ok(Stmt::Op {
+                dst,
+                op: Name::new("readlist", open),
+                args: vec![a, index],
+            });
+        }
+        if let Tok::Punct(p) = self.peek() {
+            if let Some(op) = flowjit_runtime::Op::from_infix(p) {
+                let span = self.bump().1;
+                let b = self.arg()?;
+                return Ok(Stmt::Op {
+                    dst,
+                    op: Name::new(op.name(), span),
+                    args: vec![a, b],
+                });
+            }
+        }
+        Ok(Stmt::Op {
+            op: Name::new("same", dst.span),
+            dst,
+            args: vec![a],
+        })
+    }
+
+    fn arg(&mut self) -> PResult<Arg> {
+        match self.peek().clone() {
+            Tok::Ident(w) if (w == "var" || w == "const") && self.peek_at(1) == &Tok::Punct("(") => {
+                let start = self.bump().1;
+                self.bump();
+                let arg = if w == "var" {
+                    Arg::Var(self.name("a variable")?)
+                } else {
+                    let (v, _) = self.constant()?;
+                    Arg::Const(v, start)
+                };
+                let end = self.expect_punct(")")?;
+                Ok(match arg {
+                    Arg::Const(v, _) => Arg::Const(v, start.to(end)),
+                    var => var,
+                })
+            }
+            Tok::Ident(_) => Ok(Arg::Var(self.name("an argument")?)),
+            Tok::Int(_) | Tok::Atom(_) | Tok::Punct("-") | Tok::Punct("[") => {
+                let (v, span) = self.constant()?;
+                Ok(Arg::Const(v, span))
+            }
+            _ => self.error("an argument (a variable, an integer, a quoted atom or a list)"),
+        }
+    }
+
+    /// A constant as written inside a list: bare names are atoms.
+    fn constant(&mut self) -> PResult<(Value, Span)> {
+        let start = self.span();
+        match self.peek().clone() {
+            Tok::Int(n) => {
+                self.bump();
+                Ok((Value::from_bigint(n), start))
+            }
+            Tok::Punct("-") if matches!(self.peek_at(1), Tok::Int(_)) => {
+                self.bump();
+                let (tok, end) = self.bump();
+                let Tok::Int(n) = tok else { unreachable!("checked above") };
+                Ok((Value::from_bigint(-n), start.to(end)))
+            }
+            Tok::Atom(a) | Tok::Ident(a) => {
+                self.bump();
+                Ok((Value::atom(&a), start))
+            }
+            Tok::Punct("[") => {
+                self.bump();
+                let mut items = Vec::new();
+                while !self.is_punct("]") {
+                    items.push(self.constant()?.0);
+                    if !self.is_punct("]") {
+                        self.expect_punct(",")?;
+                    }
+                }
+                let end = self.bump().1;
+                Ok((Value::list(items), start.to(end)))
+            }
+            _ => self.error("a constant (an integer, an atom or a list)"),
+        }
+    }
+}
+

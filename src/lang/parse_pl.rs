@@ -1,0 +1,462 @@
+//! The parser of the Prolog-term syntax (`.pl`).
+//!
+//! The articles' programs run pasted as they are: every clause that is a `block(Label, Code)`
+//! fact becomes a block; every other clause (facts such as `bytecode_square([...]).`, rules,
+//! `:- ...` directives) is skipped. `%` line comments and `/* */` comments are skipped too.
+//!
+//! ```text
+//! Code := op1(V, Op, Arg, Code) | op2(V, Op, Arg, Arg, Code)
+//!       | jump(L) | if(V, L1, L2) | print_and_stop(Arg) | promote(V, L)
+//!       | promote(V, Code)                    (hint: freeze V, then go on with Code)
+//!       | jit_merge_point([G1, ...], Code) | can_enter_jit(Code)
+//! Arg  := var(X) | const(C)                  C an integer, an atom or a list
+//! ```
+
+use flowjit_runtime::Value;
+use num_bigint::BigInt;
+
+use super::ast::{Arg, Ast, Block, Name, Span, Stmt, Term, KEYWORDS};
+use super::diag::Diagnostic;
+use super::lexer::quoted_atom;
+
+type PResult<T> = Result<T, Diagnostic>;
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Atom(String),
+    Var(String),
+    Int(BigInt),
+    Str,
+    Punct(char),
+    Symbol(String),
+    End,
+    Eof,
+}
+
+/// A Prolog term, as far as flowjit needs to read one.
+#[derive(Clone, Debug)]
+enum PTerm {
+    Atom(String, Span),
+    Int(BigInt, Span),
+    Var(String, Span),
+    Compound(String, Vec<PTerm>, Span),
+    List(Vec<PTerm>, Span),
+}
+
+impl PTerm {
+    fn span(&self) -> Span {
+        match self {
+            PTerm::Atom(_, s)
+            | PTerm::Int(_, s)
+            | PTerm::Var(_, s)
+            | PTerm::Compound(_, _, s)
+            | PTerm::List(_, s) => *s,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            PTerm::Atom(a, _) => format!("the atom `{a}`"),
+            PTerm::Int(n, _) => format!("the integer `{n}`"),
+            PTerm::Var(v, _) => format!("the Prolog variable `{v}`"),
+            PTerm::Compound(f, args, _) => format!("`{f}/{}`", args.len()),
+            PTerm::List(..) => "a list".to_string(),
+        }
+    }
+}
+
+fn tokenize(text: &str) -> PResult<Vec<(Tok, Span)>> {
+    let bytes = text.as_bytes();
+    let mut toks = Vec::new();
+    let mut i = 0;
+    const SYMBOL: &[u8] = b"+-*/\\^<>=~:.?@#&$";
+    while i < bytes.len() {
+        let c = bytes[i];
+        let start = i;
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if c == b'%' {
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if text[i..].starts_with("/*") {
+            i = text[i + 2..].find("*/").map_or(bytes.len(), |e| i + 2 + e + 2);
+            continue;
+        }
+        let tok = if c.is_ascii_lowercase() {
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            Tok::Atom(text[start..i].to_string())
+        } else if c.is_ascii_uppercase() || c == b'_' {
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            Tok::Var(text[start..i].to_string())
+        } else if c.is_ascii_digit() {
+            if text[i..].starts_with("0'") && i + 2 < bytes.len() {
+                // A character code such as 0'a: only ever inside skipped clauses.
+                let ch = text[i + 2..].chars().next().expect("checked length");
+                i += 2 + ch.len_utf8();
+                Tok::Int(BigInt::from(ch as u32))
+            } else {
+                while i < bytes.len() && bytes[i].is_ascii_digit() {
+                    i += 1;
+                }
+                Tok::Int(text[start..i].parse().expect("digits parse as an integer"))
+            }
+        } else if c == b'\'' {
+            let (atom, end) = quoted_atom(text, start)?;
+            i = end;
+            Tok::Atom(atom)
+        } else if c == b'"' || c == b'`' {
+            i += 1;
+            while i < bytes.len() && bytes[i] != c {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i = (i + 1).min(bytes.len());
+            Tok::Str
+        } else if b"()[],|!;{}".contains(&c) {
+            i += 1;
+            Tok::Punct(c as char)
+        } else if SYMBOL.contains(&c) {
+            while i < bytes.len() && SYMBOL.contains(&bytes[i]) {
+                i += 1;
+            }
+            let sym = &text[start..i];
+            let at_end = i >= bytes.len() || bytes[i].is_ascii_whitespace() || bytes[i] == b'%';
+            if sym == "." && at_end {
+                Tok::End
+            } else {
+                Tok::Symbol(sym.to_string())
+            }
+        } else {
+            let ch = text[i..].chars().next().expect("i is inside the text");
+            return Err(Diagnostic::new(
+                Span::new(i, i + ch.len_utf8()),
+                format!("unexpected character `{ch}`"),
+            ));
+        };
+        toks.push((tok, Span::new(start, i)));
+    }
+    toks.push((Tok::Eof, Span::new(text.len(), text.len())));
+    Ok(toks)
+}
+
+struct Parser {
+    toks: Vec<(Tok, Span)>,
+    pos: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].0
+    }
+
+    fn span(&self) -> Span {
+        self.toks[self.pos].1
+    }
+
+    fn bump(&mut self) -> (Tok, Span) {
+        let t = self.toks[self.pos].clone();
+        if self.pos + 1 < self.toks.len() {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn error<T>(&self, expected: &str) -> PResult<T> {
+        let found = match self.peek() {
+            Tok::Atom(a) => format!("`{a}`"),
+            Tok::Var(v) => format!("`{v}`"),
+            Tok::Int(n) => format!("`{n}`"),
+            Tok::Str => "a string".to_string(),
+            Tok::Punct(c) => format!("`{c}`"),
+            Tok::Symbol(s) => format!("`{s}`"),
+            Tok::End => "the end of the clause".to_string(),
+            Tok::Eof => "the end of the file".to_string(),
+        };
+        Err(Diagnostic::new(
+            self.span(),
+            format!("expected {expected}, found {found}"),
+        ))
+    }
+
+    fn expect(&mut self, c: char) -> PResult<Span> {
+        if self.peek() == &Tok::Punct(c) {
+            Ok(self.bump().1)
+        } else {
+            self.error(&format!("`{c}`"))
+        }
+    }
+
+    /// Skips to just past the end of the current clause.
+    fn skip_clause(&mut self) {
+        while !matches!(self.peek(), Tok::End | Tok::Eof) {
+            self.bump();
+        }
+        if self.peek() == &Tok::End {
+            self.bump();
+        }
+    }
+
+    fn term(&mut self) -> PResult<PTerm> {
+        let (tok, span) = self.bump();
+        match tok {
+            Tok::Atom(name) if self.peek() == &Tok::Punct('(') && self.span().start == span.end => {
+                self.bump();
+                let mut args = vec![self.term()?];
+                while self.peek() == &Tok::Punct(',') {
+                    self.bump();
+                    args.push(self.term()?);
+                }
+                let end = self.expect(')')?;
+                Ok(PTerm::Compound(name, args, span.to(end)))
+            }
+            Tok::Atom(name) => Ok(PTerm::Atom(name, span)),
+            Tok::Var(name) => Ok(PTerm::Var(name, span)),
+            Tok::Int(n) => Ok(PTerm::Int(n, span)),
+            Tok::Symbol(s) if s == "-" && matches!(self.peek(), Tok::Int(_)) => {
+                let (Tok::Int(n), end) = self.bump() else {
+                    unreachable!("checked above")
+                };
+                Ok(PTerm::Int(-n, span.to(end)))
+            }
+            Tok::Punct('[') => {
+                let mut items = Vec::new();
+                if self.peek() != &Tok::Punct(']') {
+                    items.push(self.term()?);
+                    while self.peek() == &Tok::Punct(',') {
+                        self.bump();
+                        items.push(self.term()?);
+                    }
+                }
+                if self.peek() == &Tok::Punct('|') {
+                    return Err(Diagnostic::new(
+                        self.span(),
+                        "a list with a tail (`[H|T]`) is not a constant",
+                    ));
+                }
+                let end = self.expect(']')?;
+                Ok(PTerm::List(items, span.to(end)))
+            }
+            _ => {
+                self.pos -= 1;
+                self.error("a term")
+            }
+        }
+    }
+}
+
+/// Parses a program in the Prolog-term syntax.
+pub fn parse_pl(text: &str) -> PResult<Ast> {
+    let mut p = Parser {
+        toks: tokenize(text)?,
+        pos: 0,
+    };
+    let mut blocks = Vec::new();
+    while p.peek() != &Tok::Eof {
+        let is_block = p.peek() == &Tok::Atom("block".into())
+            && p.toks.get(p.pos + 1).map(|t| &t.0) == Some(&Tok::Punct('('));
+        if !is_block {
+            p.skip_clause();
+            continue;
+        }
+        let start = p.pos;
+        let head = p.term()?;
+        match p.peek() {
+            Tok::End => {
+                p.bump();
+            }
+            Tok::Symbol(s) if s == ":-" => {
+                // A rule whose head is block(...): part of a pasted interpreter, not a block.
+                p.pos = start;
+                p.skip_clause();
+                continue;
+            }
+            _ => return p.error("`.` after the block"),
+        }
+        blocks.push(block(&head)?);
+    }
+    Ok(Ast { blocks })
+}
+
+/// Parses a value written as a Prolog term: an integer, an atom or a list of values. This is
+/// the form of `NAME=VALUE` inputs and of `const(...)`.
+pub fn parse_pl_value(text: &str) -> PResult<Value> {
+    let mut p = Parser {
+        toks: tokenize(text)?,
+        pos: 0,
+    };
+    let t = p.term()?;
+    if p.peek() != &Tok::Eof {
+        return p.error("the end of the value");
+    }
+    value(&t)
+}
+
+fn value(t: &PTerm) -> PResult<Value> {
+    match t {
+        PTerm::Int(n, _) => Ok(Value::from_bigint(n.clone())),
+        PTerm::Atom(a, _) => Ok(Value::atom(a)),
+        PTerm::List(items, _) => Ok(Value::list(
+            items.iter().map(value).collect::<PResult<_>>()?,
+        )),
+        other => Err(Diagnostic::new(
+            other.span(),
+            format!(
+                "expected a constant (an integer, an atom or a list), found {}",
+                other.describe()
+            ),
+        )),
+    }
+}
+
+fn name(t: &PTerm, what: &str) -> PResult<Name> {
+    match t {
+        PTerm::Atom(a, span) => {
+            if KEYWORDS.contains(&a.as_str()) {
+                return Err(Diagnostic::new(
+                    *span,
+                    format!("`{a}` cannot be {what}: it is a keyword of the readable syntax"),
+                ));
+            }
+            if !super::ast::is_plain_name(a) {
+                return Err(Diagnostic::new(
+                    *span,
+                    format!("`{a}` cannot be {what}: names are [A-Za-z_][A-Za-z0-9_]*"),
+                ));
+            }
+            Ok(Name::new(a.clone(), *span))
+        }
+        other => Err(Diagnostic::new(
+            other.span(),
+            format!("expected {what} (an atom), found {}", other.describe()),
+        )),
+    }
+}
+
+fn arg(t: &PTerm) -> PResult<Arg> {
+    match t {
+        PTerm::Compound(f, args, _) if f == "var" && args.len() == 1 => {
+            Ok(Arg::Var(name(&args[0], "a variable")?))
+        }
+        PTerm::Compound(f, args, span) if f == "const" && args.len() == 1 => {
+            Ok(Arg::Const(value(&args[0])?, *span))
+        }
+        other => Err(Diagnostic::new(
+            other.span(),
+            format!(
+                "expected an argument, var(X) or const(C), found {}",
+                other.describe()
+            ),
+        )),
+    }
+}
+
+fn block(head: &PTerm) -> PResult<Block> {
+    let PTerm::Compound(_, args, span) = head else {
+        unreachable!("parse_pl only calls block() on block(...) terms")
+    };
+    let [label, code] = args.as_slice() else {
+        return Err(Diagnostic::new(
+            *span,
+            format!(
+                "a block is block(Label, Code), with 2 arguments, not {}",
+                args.len()
+            ),
+        ));
+    };
+    let label = name(label, "a block label")?;
+    let mut stmts = Vec::new();
+    let mut code = code;
+    loop {
+        let PTerm::Compound(f, a, span) = code else {
+            return Err(Diagnostic::new(
+                code.span(),
+                format!("expected an operation or a terminator, found {}", code.describe()),
+            ));
+        };
+        let term = match (f.as_str(), a.as_slice()) {
+            ("op1", [dst, op, x, rest]) => {
+                stmts.push(Stmt::Op {
+                    dst: name(dst, "a variable")?,
+                    op: op_name(op)?,
+                    args: vec![arg(x)?],
+                });
+                code = rest;
+                continue;
+            }
+            ("op2", [dst, op, x, y, rest]) => {
+                stmts.push(Stmt::Op {
+                    dst: name(dst, "a variable")?,
+                    op: op_name(op)?,
+                    args: vec![arg(x)?, arg(y)?],
+                });
+                code = rest;
+                continue;
+            }
+            ("promote", [var, rest @ PTerm::Compound(..)]) => {
+                stmts.push(Stmt::Promote(name(var, "a variable")?));
+                code = rest;
+                continue;
+            }
+            ("jit_merge_point", [PTerm::List(greens, _), rest]) => {
+                stmts.push(Stmt::MergePoint {
+                    greens: greens
+                        .iter()
+                        .map(|g| name(g, "a green variable"))
+                        .collect::<PResult<_>>()?,
+                    span: *span,
+                });
+                code = rest;
+                continue;
+            }
+            ("can_enter_jit", [rest]) => {
+                stmts.push(Stmt::CanEnterJit(Span::new(span.start, span.start + f.len())));
+                code = rest;
+                continue;
+            }
+            ("jump", [l]) => Term::Goto(name(l, "a label")?),
+            ("if", [v, l1, l2]) => Term::If {
+                cond: name(v, "a variable")?,
+                then: name(l1, "a label")?,
+                els: name(l2, "a label")?,
+            },
+            ("print_and_stop", [x]) => Term::PrintAndStop(arg(x)?),
+            ("promote", [v, l]) => Term::Promote {
+                var: name(v, "a variable")?,
+                target: name(l, "a label")?,
+            },
+            _ => {
+                return Err(Diagnostic::new(
+                    *span,
+                    format!(
+                        "unknown statement {}: expected op1/4, op2/5, jump/1, if/3, print_and_stop/1, promote/2, jit_merge_point/2 or can_enter_jit/1",
+                        code.describe()
+                    ),
+                ))
+            }
+        };
+        return Ok(Block {
+            label,
+            stmts,
+            term,
+            term_span: *span,
+        });
+    }
+}
+
+fn op_name(t: &PTerm) -> PResult<Name> {
+    match t {
+        PTerm::Atom(a, span) => Ok(Name::new(a.clone(), *span)),
+        other => Err(Diagnostic::new(
+            other.span(),
+            format!("expected an operation name, found {}", other.describe()),
+        )),
+    }
+}

@@ -1,0 +1,155 @@
+//! Printers for both syntaxes. Parsing what they print gives the same program back.
+
+use std::fmt::Write as _;
+
+use flowjit_runtime::{Atom, Op, Value};
+
+use super::ast::{Arg, Ast, Block, Stmt, Term};
+
+/// A constant as the readable syntax writes it: atoms at the top level are quoted (a bare
+/// name would be a variable); inside lists bare names are atoms.
+pub fn fg_const(v: &Value) -> String {
+    match v {
+        Value::Atom(a) => {
+            let shown = a.to_string();
+            if shown.starts_with('\'') {
+                shown
+            } else {
+                format!("'{shown}'")
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+fn fg_arg(a: &Arg) -> String {
+    match a {
+        Arg::Var(n) => n.text.clone(),
+        Arg::Const(v, _) => fg_const(v),
+    }
+}
+
+/// One statement in the readable syntax.
+pub fn fg_stmt(s: &Stmt) -> String {
+    match s {
+        Stmt::Op { dst, op, args } => {
+            let known = Op::from_name(&op.text);
+            let rhs = match (known, args.as_slice()) {
+                (Some(Op::Same), [a]) => fg_arg(a),
+                (Some(Op::Readlist), [l, i]) => format!("{}[{}]", fg_arg(l), fg_arg(i)),
+                (Some(op), [a, b]) if op.infix().is_some() => {
+                    format!("{} {} {}", fg_arg(a), op.infix().unwrap_or_default(), fg_arg(b))
+                }
+                _ => {
+                    let args: Vec<String> = args.iter().map(fg_arg).collect();
+                    format!("{}({})", op.text, args.join(", "))
+                }
+            };
+            format!("{} = {rhs}", dst.text)
+        }
+        Stmt::Promote(v) => format!("promote({})", v.text),
+        Stmt::MergePoint { greens, .. } => {
+            let g: Vec<&str> = greens.iter().map(|g| g.text.as_str()).collect();
+            format!("jit_merge_point({})", g.join(", "))
+        }
+        Stmt::CanEnterJit(_) => "can_enter_jit".to_string(),
+    }
+}
+
+/// A terminator in the readable syntax.
+pub fn fg_term(t: &Term) -> String {
+    match t {
+        Term::Goto(l) => format!("goto {}", l.text),
+        Term::If { cond, then, els } => {
+            format!("if {} goto {} else goto {}", cond.text, then.text, els.text)
+        }
+        Term::PrintAndStop(a) => format!("print_and_stop({})", fg_arg(a)),
+        Term::Promote { var, target } => format!("promote({}, {})", var.text, target.text),
+    }
+}
+
+/// A block in the readable syntax.
+pub fn fg_block(b: &Block) -> String {
+    let mut out = format!("{}:\n", b.label.text);
+    for s in &b.stmts {
+        let _ = writeln!(out, "    {}", fg_stmt(s));
+    }
+    let _ = writeln!(out, "    {}", fg_term(&b.term));
+    out
+}
+
+/// A whole program in the readable syntax, blocks separated by blank lines.
+pub fn to_fg(ast: &Ast) -> String {
+    let blocks: Vec<String> = ast.blocks.iter().map(fg_block).collect();
+    blocks.join("\n")
+}
+
+/// A name as a Prolog atom (quoted when it is not `[a-z][A-Za-z0-9_]*`).
+fn pl_atom(name: &str) -> String {
+    Atom::intern(name).to_string()
+}
+
+fn pl_arg(a: &Arg) -> String {
+    match a {
+        Arg::Var(n) => format!("var({})", pl_atom(&n.text)),
+        Arg::Const(v, _) => format!("const({v})"),
+    }
+}
+
+/// A block in the articles' Prolog notation, one operation a line.
+pub fn pl_block(b: &Block) -> String {
+    let mut out = format!("block({}, ", pl_atom(&b.label.text));
+    let mut closers = 1;
+    for s in &b.stmts {
+        match s {
+            Stmt::Op { dst, op, args } => {
+                let args: Vec<String> = args.iter().map(pl_arg).collect();
+                let kind = if args.len() == 1 { "op1" } else { "op2" };
+                let _ = write!(
+                    out,
+                    "{kind}({}, {}, {},\n    ",
+                    pl_atom(&dst.text),
+                    pl_atom(&op.text),
+                    args.join(", ")
+                );
+            }
+            Stmt::Promote(v) => {
+                let _ = write!(out, "promote({},\n    ", pl_atom(&v.text));
+            }
+            Stmt::MergePoint { greens, .. } => {
+                let g: Vec<String> = greens.iter().map(|g| pl_atom(&g.text)).collect();
+                let _ = write!(out, "jit_merge_point([{}],\n    ", g.join(", "));
+            }
+            Stmt::CanEnterJit(_) => out.push_str("can_enter_jit(\n    "),
+        }
+        closers += 1;
+    }
+    match &b.term {
+        Term::Goto(l) => {
+            let _ = write!(out, "jump({})", pl_atom(&l.text));
+        }
+        Term::If { cond, then, els } => {
+            let _ = write!(
+                out,
+                "if({}, {}, {})",
+                pl_atom(&cond.text),
+                pl_atom(&then.text),
+                pl_atom(&els.text)
+            );
+        }
+        Term::PrintAndStop(a) => {
+            let _ = write!(out, "print_and_stop({})", pl_arg(a));
+        }
+        Term::Promote { var, target } => {
+            let _ = write!(out, "promote({}, {})", pl_atom(&var.text), pl_atom(&target.text));
+        }
+    }
+    out.push_str(&")".repeat(closers));
+    out.push_str(".\n");
+    out
+}
+
+/// A whole program in the Prolog-term syntax.
+pub fn to_pl(ast: &Ast) -> String {
+    ast.blocks.iter().map(pl_block).collect()
+}

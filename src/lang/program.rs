@@ -1,0 +1,211 @@
+//! The checked program that executors run: variables are frame slots, labels are block
+//! indices, operations are [`Op`]s whose arity is known to be right.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use flowjit_runtime::{Op, Value};
+
+/// A variable, as an index into the frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Slot(pub u32);
+
+impl Slot {
+    /// The slot's index into the frame.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A block, as an index into [`Program::blocks`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlockId(pub u32);
+
+impl BlockId {
+    /// The block's index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// An operand: a variable's slot, or a constant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Operand {
+    /// The variable in this slot.
+    Var(Slot),
+    /// A constant.
+    Const(Value),
+}
+
+/// A statement of a checked block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Inst {
+    /// `dst = op(a)`.
+    Op1 {
+        /// Where the result goes.
+        dst: Slot,
+        /// A one-argument operation.
+        op: Op,
+        /// The argument.
+        a: Operand,
+    },
+    /// `dst = op(a, b)`.
+    Op2 {
+        /// Where the result goes.
+        dst: Slot,
+        /// A two-argument operation.
+        op: Op,
+        /// The first argument.
+        a: Operand,
+        /// The second argument.
+        b: Operand,
+    },
+    /// `promote(v)`: no effect when interpreting; a `guard_value` when tracing.
+    Promote(Slot),
+    /// `jit_merge_point(greens...)`.
+    MergePoint(Vec<Slot>),
+    /// `can_enter_jit`.
+    CanEnterJit,
+}
+
+/// A jump to a block. `back_edge` is true when the target does not come after the jumping
+/// block in the source: every loop of the program contains at least one such jump, so these
+/// targets are where the interpreter counts and where traces start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Jump {
+    /// The block jumped to.
+    pub target: BlockId,
+    /// Whether this is a backward jump.
+    pub back_edge: bool,
+}
+
+/// How a checked block ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Terminator {
+    /// `goto L`.
+    Goto(Jump),
+    /// `if cond goto then else goto els`.
+    If {
+        /// The condition variable.
+        cond: Slot,
+        /// Taken when `cond` is not the integer 0.
+        then: Jump,
+        /// Taken when `cond` is 0.
+        els: Jump,
+    },
+    /// `print_and_stop(arg)`.
+    PrintAndStop(Operand),
+    /// `promote(var, L)`: a jump to `L`; for the tracer, a `guard_value` on `var`.
+    Promote {
+        /// The promoted variable.
+        var: Slot,
+        /// Where to continue.
+        target: Jump,
+    },
+}
+
+/// A checked block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// The block's label.
+    pub name: String,
+    /// Its statements.
+    pub insts: Vec<Inst>,
+    /// Its terminator.
+    pub term: Terminator,
+    /// How many operations running the whole block costs against `--max-steps`: every
+    /// operation and the terminator; hints cost nothing, so adding hints never changes a run.
+    pub cost: u64,
+}
+
+impl Inst {
+    /// Whether the statement is a hint, which never changes what a program computes.
+    pub fn is_hint(&self) -> bool {
+        matches!(self, Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit)
+    }
+}
+
+/// A checked program, ready to run.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// The blocks, in source order; the first is the default entry.
+    pub blocks: Vec<Block>,
+    /// Variable names, indexed by slot.
+    pub vars: Vec<String>,
+    labels: HashMap<String, BlockId>,
+    slots: HashMap<String, Slot>,
+}
+
+impl Program {
+    pub(crate) fn new(blocks: Vec<Block>, vars: Vec<String>) -> Program {
+        let labels = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.name.clone(), BlockId(i as u32)))
+            .collect();
+        let slots = vars
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.clone(), Slot(i as u32)))
+            .collect();
+        Program {
+            blocks,
+            vars,
+            labels,
+            slots,
+        }
+    }
+
+    /// The block labelled `label`.
+    pub fn block_id(&self, label: &str) -> Option<BlockId> {
+        self.labels.get(label).copied()
+    }
+
+    /// The block with this id.
+    pub fn block(&self, id: BlockId) -> &Block {
+        &self.blocks[id.index()]
+    }
+
+    /// The label of block `id`.
+    pub fn label(&self, id: BlockId) -> &str {
+        &self.blocks[id.index()].name
+    }
+
+    /// The slot of variable `name`.
+    pub fn slot(&self, name: &str) -> Option<Slot> {
+        self.slots.get(name).copied()
+    }
+
+    /// The name of the variable in `slot`.
+    pub fn var(&self, slot: Slot) -> &str {
+        &self.vars[slot.index()]
+    }
+
+    /// How many slots a frame for this program has.
+    pub fn frame_size(&self) -> usize {
+        self.vars.len()
+    }
+
+    /// Whether some jump in the program is a back edge to `id`.
+    pub fn is_loop_header(&self, id: BlockId) -> bool {
+        self.blocks.iter().any(|b| b.term.jumps().any(|j| j.back_edge && j.target == id))
+    }
+}
+
+impl Terminator {
+    /// The jumps this terminator can take.
+    pub fn jumps(&self) -> impl Iterator<Item = Jump> {
+        let (a, b) = match *self {
+            Terminator::Goto(j) | Terminator::Promote { target: j, .. } => (Some(j), None),
+            Terminator::If { then, els, .. } => (Some(then), Some(els)),
+            Terminator::PrintAndStop(_) => (None, None),
+        };
+        a.into_iter().chain(b)
+    }
+}
+
+impl fmt::Display for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "s{}", self.0)
+    }
+}
