@@ -2,6 +2,8 @@
 % Prolog blocks as they are. Same program as promotion.fg.
 %   flowjit run examples/promotion.pl --entry b i=100 x=5     -> -10
 %   flowjit trace examples/promotion.pl --from b i=100 x=5    -> -10
+%
+% test: --entry b i=100 x=5 => -10
 
 block(l, op2(c, ge, var(i), const(0),
 if(c, b, l_done))).

@@ -76,6 +76,17 @@ pub enum Command {
         #[command(flatten)]
         opts: RunOpts,
     },
+    /// Print a program in either syntax (checked first): converts between .fg and .pl.
+    Fmt {
+        /// The program.
+        program: PathBuf,
+        /// The syntax to print.
+        #[arg(long, value_enum, default_value = "fg")]
+        format: Syntax,
+        /// The program's syntax, instead of the one its extension implies.
+        #[arg(long, value_enum)]
+        syntax: Option<Syntax>,
+    },
     /// Interpreter and JIT side by side: a table of timings and the speedup.
     Bench {
         /// The program.
@@ -212,11 +223,31 @@ fn dispatch(command: Command) -> CliResult<()> {
             let inputs = all
                 .into_iter()
                 .map(|(n, v)| {
-                    let slot = loaded.program.slot(&n).expect("the bundled interpreter uses every register");
+                    let slot = loaded
+                        .program
+                        .slot(&n)
+                        .expect("the bundled interpreter uses every register");
                     (slot, v)
                 })
                 .collect::<Vec<_>>();
             execute(&loaded, entry, &inputs, &opts)
+        }
+        Command::Fmt {
+            program,
+            format,
+            syntax,
+        } => {
+            let path = program.display().to_string();
+            let text = read_file(&program)?;
+            let syntax = syntax.unwrap_or_else(|| Syntax::from_path(&path));
+            let (ast, _) = lang::load(&text, syntax).map_err(|d| report(&path, &text, &d))?;
+            let printed = match format {
+                Syntax::Fg => lang::print::to_fg(&ast),
+                Syntax::Pl => lang::print::to_pl(&ast),
+            };
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(printed.as_bytes());
+            Ok(())
         }
         Command::Trace { .. } => Err(usage_error("`flowjit trace` is not available yet")),
         Command::Pe { .. } => Err(usage_error("`flowjit pe` is not available yet")),

@@ -27,7 +27,9 @@ fn interner() -> &'static Mutex<Interner> {
 impl Atom {
     /// Returns the atom named `name`, interning it on first use.
     pub fn intern(name: &str) -> Atom {
-        let mut table = interner().lock().expect("atom table lock is never poisoned");
+        let mut table = interner()
+            .lock()
+            .expect("atom table lock is never poisoned");
         if let Some(&id) = table.ids.get(name) {
             return Atom(id);
         }
@@ -40,7 +42,9 @@ impl Atom {
 
     /// The atom's name, without quotes.
     pub fn name(self) -> &'static str {
-        let table = interner().lock().expect("atom table lock is never poisoned");
+        let table = interner()
+            .lock()
+            .expect("atom table lock is never poisoned");
         table.names[self.0 as usize]
     }
 

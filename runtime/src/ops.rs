@@ -286,7 +286,11 @@ fn apply2_slow(op: Op, a: &Value, b: &Value) -> Result<Value, OpError> {
 
 fn readlist(list: &Value, index: &Value) -> Result<Value, OpError> {
     let Value::List(items) = list else {
-        return Err(type_error(Op::Readlist, "a list as its first argument", list));
+        return Err(type_error(
+            Op::Readlist,
+            "a list as its first argument",
+            list,
+        ));
     };
     if !index.is_int() {
         return Err(type_error(
@@ -338,25 +342,46 @@ mod tests {
 
     #[test]
     fn arithmetic_leaves_64_bits_exactly() {
-        assert_eq!(apply2(Op::Add, &int(i64::MAX), &int(1)), Ok(big("9223372036854775808")));
-        assert_eq!(apply2(Op::Sub, &int(i64::MIN), &int(1)), Ok(big("-9223372036854775809")));
+        assert_eq!(
+            apply2(Op::Add, &int(i64::MAX), &int(1)),
+            Ok(big("9223372036854775808"))
+        );
+        assert_eq!(
+            apply2(Op::Sub, &int(i64::MIN), &int(1)),
+            Ok(big("-9223372036854775809"))
+        );
         assert_eq!(
             apply2(Op::Mul, &int(10_000_000_000), &int(10_000_000_000)),
             Ok(big("100000000000000000000"))
         );
         // ...and comes back to the fast path when the result fits again.
-        assert_eq!(apply2(Op::Sub, &big("9223372036854775808"), &int(1)), Ok(int(i64::MAX)));
-        assert_eq!(apply1(Op::Neg, &int(i64::MIN)), Ok(big("9223372036854775808")));
+        assert_eq!(
+            apply2(Op::Sub, &big("9223372036854775808"), &int(1)),
+            Ok(int(i64::MAX))
+        );
+        assert_eq!(
+            apply1(Op::Neg, &int(i64::MIN)),
+            Ok(big("9223372036854775808"))
+        );
     }
 
     #[test]
     fn division_floors_like_python() {
-        let cases = [(7, 2, 3, 1), (-7, 2, -4, 1), (7, -2, -4, -1), (-7, -2, 3, -1), (6, 3, 2, 0)];
+        let cases = [
+            (7, 2, 3, 1),
+            (-7, 2, -4, 1),
+            (7, -2, -4, -1),
+            (-7, -2, 3, -1),
+            (6, 3, 2, 0),
+        ];
         for (a, b, q, r) in cases {
             assert_eq!(apply2(Op::Div, &int(a), &int(b)), Ok(int(q)), "{a} // {b}");
             assert_eq!(apply2(Op::Mod, &int(a), &int(b)), Ok(int(r)), "{a} % {b}");
         }
-        assert_eq!(apply2(Op::Div, &int(i64::MIN), &int(-1)), Ok(big("9223372036854775808")));
+        assert_eq!(
+            apply2(Op::Div, &int(i64::MIN), &int(-1)),
+            Ok(big("9223372036854775808"))
+        );
         assert_eq!(apply2(Op::Mod, &int(i64::MIN), &int(-1)), Ok(int(0)));
         assert_eq!(
             apply2(Op::Div, &int(1), &int(0)),
@@ -367,26 +392,53 @@ mod tests {
     #[test]
     fn bitwise_is_twos_complement_and_unbounded() {
         assert_eq!(apply2(Op::And, &int(-1), &int(12)), Ok(int(12)));
-        assert_eq!(apply2(Op::Shl, &int(1), &int(64)), Ok(big("18446744073709551616")));
+        assert_eq!(
+            apply2(Op::Shl, &int(1), &int(64)),
+            Ok(big("18446744073709551616"))
+        );
         assert_eq!(apply2(Op::Shl, &int(-3), &int(2)), Ok(int(-12)));
         assert_eq!(apply2(Op::Shr, &int(-7), &int(1)), Ok(int(-4)));
         assert_eq!(apply2(Op::Shr, &int(-7), &int(100)), Ok(int(-1)));
-        assert_eq!(apply2(Op::Shr, &big("-18446744073709551617"), &int(64)), Ok(int(-2)));
-        assert_eq!(apply2(Op::Xor, &big("18446744073709551616"), &int(1)), Ok(big("18446744073709551617")));
-        assert!(matches!(apply2(Op::Shl, &int(1), &int(-1)), Err(OpError::NegativeShift { .. })));
-        assert!(matches!(apply2(Op::Shl, &int(1), &big("100000000000000000000")), Err(OpError::ShiftTooLarge { .. })));
-        assert_eq!(apply2(Op::Shl, &int(0), &big("100000000000000000000")), Ok(int(0)));
+        assert_eq!(
+            apply2(Op::Shr, &big("-18446744073709551617"), &int(64)),
+            Ok(int(-2))
+        );
+        assert_eq!(
+            apply2(Op::Xor, &big("18446744073709551616"), &int(1)),
+            Ok(big("18446744073709551617"))
+        );
+        assert!(matches!(
+            apply2(Op::Shl, &int(1), &int(-1)),
+            Err(OpError::NegativeShift { .. })
+        ));
+        assert!(matches!(
+            apply2(Op::Shl, &int(1), &big("100000000000000000000")),
+            Err(OpError::ShiftTooLarge { .. })
+        ));
+        assert_eq!(
+            apply2(Op::Shl, &int(0), &big("100000000000000000000")),
+            Ok(int(0))
+        );
     }
 
     #[test]
     fn comparisons_and_equality() {
-        assert_eq!(apply2(Op::Ge, &big("100000000000000000000"), &int(5)), Ok(int(1)));
-        assert_eq!(apply2(Op::Eq, &Value::atom("a"), &Value::atom("a")), Ok(int(1)));
+        assert_eq!(
+            apply2(Op::Ge, &big("100000000000000000000"), &int(5)),
+            Ok(int(1))
+        );
+        assert_eq!(
+            apply2(Op::Eq, &Value::atom("a"), &Value::atom("a")),
+            Ok(int(1))
+        );
         assert_eq!(apply2(Op::Eq, &Value::atom("a"), &int(1)), Ok(int(0)));
         let l = Value::list(vec![int(1), Value::atom("x")]);
         assert_eq!(apply2(Op::Eq, &l, &l.clone()), Ok(int(1)));
         let err = apply2(Op::Ge, &Value::atom("a"), &int(1)).unwrap_err();
-        assert_eq!(err.to_string(), "type error: ge expects integers, got the atom a");
+        assert_eq!(
+            err.to_string(),
+            "type error: ge expects integers, got the atom a"
+        );
     }
 
     #[test]
@@ -394,9 +446,15 @@ mod tests {
         let l = Value::list(vec![int(10), int(20)]);
         assert_eq!(apply2(Op::Readlist, &l, &int(1)), Ok(int(20)));
         let err = apply2(Op::Readlist, &l, &int(2)).unwrap_err();
-        assert_eq!(err.to_string(), "readlist: index 2 out of range for a list of length 2");
+        assert_eq!(
+            err.to_string(),
+            "readlist: index 2 out of range for a list of length 2"
+        );
         assert!(apply2(Op::Readlist, &l, &int(-1)).is_err());
-        assert!(matches!(apply2(Op::Readlist, &int(1), &int(0)), Err(OpError::Type { .. })));
+        assert!(matches!(
+            apply2(Op::Readlist, &int(1), &int(0)),
+            Err(OpError::Type { .. })
+        ));
         assert_eq!(apply1(Op::Len, &l), Ok(int(2)));
         assert_eq!(apply1(Op::Not, &int(0)), Ok(int(1)));
     }

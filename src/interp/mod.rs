@@ -135,7 +135,11 @@ pub fn operand<'a>(
 pub fn step(program: &Program, frame: &mut Frame, inst: &Inst) -> Result<(), ErrorKind> {
     match inst {
         Inst::Op2 { dst, op, a, b } => {
-            let v = ops::apply2(*op, operand(program, frame, a)?, operand(program, frame, b)?)?;
+            let v = ops::apply2(
+                *op,
+                operand(program, frame, a)?,
+                operand(program, frame, b)?,
+            )?;
             frame[dst.index()] = Some(v);
         }
         Inst::Op1 { dst, op, a } => {
@@ -247,7 +251,13 @@ pub fn run_program(
 ) -> Result<Value, RuntimeError> {
     let mut frame = frame_with(program, inputs);
     let mut steps = Steps::new(max_steps);
-    match run(program, &mut frame, Position::start(entry), &mut steps, &mut NoMonitor)? {
+    match run(
+        program,
+        &mut frame,
+        Position::start(entry),
+        &mut steps,
+        &mut NoMonitor,
+    )? {
         Exit::Stop(v) => Ok(v),
         Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
     }

@@ -77,6 +77,8 @@ pub enum Stmt {
         op: Name,
         /// The arguments.
         args: Vec<Arg>,
+        /// The whole statement.
+        span: Span,
     },
     /// `promote(v)`: a hint to freeze `v`'s value into the trace.
     Promote(Name),
@@ -155,10 +157,11 @@ impl Ast {
                     .stmts
                     .iter()
                     .map(|s| match s {
-                        Stmt::Op { dst, op, args } => Stmt::Op {
+                        Stmt::Op { dst, op, args, .. } => Stmt::Op {
                             dst: name(dst),
                             op: name(op),
                             args: args.iter().map(arg).collect(),
+                            span: z,
                         },
                         Stmt::Promote(v) => Stmt::Promote(name(v)),
                         Stmt::MergePoint { greens, .. } => Stmt::MergePoint {

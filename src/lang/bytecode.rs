@@ -63,7 +63,10 @@ pub fn assemble(text: &str) -> Result<Vec<Value>, Vec<Diagnostic>> {
         let Tok::Ident(word) = tok else {
             diags.push(Diagnostic::new(
                 span,
-                format!("expected an instruction or a label, found {}", tok.describe()),
+                format!(
+                    "expected an instruction or a label, found {}",
+                    tok.describe()
+                ),
             ));
             continue;
         };
@@ -82,7 +85,10 @@ pub fn assemble(text: &str) -> Result<Vec<Value>, Vec<Diagnostic>> {
         if !OPCODES.contains(&word.as_str()) {
             diags.push(Diagnostic::new(
                 span,
-                format!("unknown instruction `{word}` (the machine has {})", OPCODES.join(", ")),
+                format!(
+                    "unknown instruction `{word}` (the machine has {})",
+                    OPCODES.join(", ")
+                ),
             ));
             continue;
         }
@@ -115,7 +121,10 @@ pub fn assemble(text: &str) -> Result<Vec<Value>, Vec<Diagnostic>> {
             Target::Label(l, span) => match labels.get(&l) {
                 Some(&(at, _)) => (at, span),
                 None => {
-                    diags.push(Diagnostic::new(span, format!("no label `{l}` in the program")));
+                    diags.push(Diagnostic::new(
+                        span,
+                        format!("no label `{l}` in the program"),
+                    ));
                     continue;
                 }
             },
@@ -133,7 +142,10 @@ pub fn assemble(text: &str) -> Result<Vec<Value>, Vec<Diagnostic>> {
         cells[cell] = Some(Value::Int(index as i64));
     }
     if diags.is_empty() {
-        Ok(cells.into_iter().map(|c| c.expect("every fixup resolved")).collect())
+        Ok(cells
+            .into_iter()
+            .map(|c| c.expect("every fixup resolved"))
+            .collect())
     } else {
         diags.sort_by_key(|d| d.span.start);
         Err(diags)

@@ -16,7 +16,10 @@ use super::program::{Block, BlockId, Inst, Jump, Operand, Program, Slot, Termina
 pub fn check(ast: &Ast) -> Result<Program, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     if ast.blocks.is_empty() {
-        diags.push(Diagnostic::new(Span::new(0, 0), "the program has no blocks"));
+        diags.push(Diagnostic::new(
+            Span::new(0, 0),
+            "the program has no blocks",
+        ));
         return Err(diags);
     }
     let mut labels: HashMap<&str, (BlockId, Span)> = HashMap::new();
@@ -101,7 +104,12 @@ impl Resolver<'_> {
         let mut insts = Vec::new();
         for (i, s) in b.stmts.iter().enumerate() {
             match s {
-                Stmt::Op { dst, op, args } => {
+                Stmt::Op {
+                    dst,
+                    op,
+                    args,
+                    span,
+                } => {
                     let Some(known) = Op::from_name(&op.text) else {
                         self.diags.push(Diagnostic::new(
                             op.span,
@@ -110,7 +118,7 @@ impl Resolver<'_> {
                         continue;
                     };
                     if known.arity() != args.len() {
-                        let span = args.iter().fold(op.span, |s, a| s.to(a.span()));
+                        let span = Span::new(op.span.start, span.end.max(op.span.end));
                         self.diags.push(Diagnostic::new(
                             span,
                             format!(

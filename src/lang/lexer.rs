@@ -84,7 +84,8 @@ pub fn tokenize(text: &str) -> Result<Vec<(Tok, Span)>, Diagnostic> {
             ));
         }
     }
-    toks.push((Tok::Eof, Span::new(text.len(), text.len())));
+    let end = toks.last().map_or(0, |(_, s): &(Tok, Span)| s.end);
+    toks.push((Tok::Eof, Span::new(end, end)));
     Ok(toks)
 }
 

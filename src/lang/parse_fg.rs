@@ -17,10 +17,10 @@
 //! terminator) begins, so the articles' one-line programs parse as they are. `var(x)` and
 //! `const(c)` are accepted as arguments too, as the articles sometimes write them.
 
-use flowjit_runtime::Value;
 use super::ast::{Arg, Ast, Block, Name, Span, Stmt, Term, KEYWORDS};
 use super::diag::Diagnostic;
 use super::lexer::{tokenize, Tok};
+use flowjit_runtime::Value;
 
 /// Parses a program in the readable syntax.
 pub fn parse_fg(text: &str) -> Result<Ast, Diagnostic> {
@@ -149,12 +149,16 @@ impl Parser {
                     let cond = match self.name("a variable after `if`") {
                         Ok(c) => c,
                         Err(mut d) => {
-                            d.message.push_str(" (`if` tests a variable: compute the condition into one first)");
+                            d.message.push_str(
+                                " (`if` tests a variable: compute the condition into one first)",
+                            );
                             return Err(d);
                         }
                     };
                     if !self.is_keyword("goto") {
-                        return self.error("`goto` (`if` tests a variable: compute the condition into one first)");
+                        return self.error(
+                            "`goto` (`if` tests a variable: compute the condition into one first)",
+                        );
                     }
                     self.bump();
                     let then = self.name("a label after `goto`")?;
@@ -223,7 +227,9 @@ impl Parser {
                     }
                     stmts.push(Stmt::CanEnterJit(span));
                 }
-                Tok::Ident(_) if self.peek_at(1) == &Tok::Punct(":") || self.peek() == &Tok::Eof => {
+                Tok::Ident(_)
+                    if self.peek_at(1) == &Tok::Punct(":") || self.peek() == &Tok::Eof =>
+                {
                     return Err(Diagnostic::new(
                         label.span,
                         format!(
@@ -248,23 +254,28 @@ impl Parser {
 
     fn assignment(&mut self) -> PResult<Stmt> {
         let dst = self.name("a statement, a terminator or a label")?;
-        let (tok, span) = self.bump();
-        match tok {
-            Tok::Punct("=") => self.rhs(dst),
+        let mut stmt = match self.peek() {
+            Tok::Punct("=") => {
+                self.bump();
+                self.rhs(dst.clone())?
+            }
             Tok::Punct(p @ ("+=" | "-=")) => {
+                let op = if *p == "+=" { "add" } else { "sub" };
+                let span = self.bump().1;
                 let arg = self.arg()?;
-                let op = if p == "+=" { "add" } else { "sub" };
-                Ok(Stmt::Op {
+                Stmt::Op {
                     dst: dst.clone(),
                     op: Name::new(op, span),
-                    args: vec![Arg::Var(dst), arg],
-                })
+                    args: vec![Arg::Var(dst.clone()), arg],
+                    span,
+                }
             }
-            _ => {
-                self.pos -= 1;
-                self.error(&format!("`=`, `+=` or `-=` after `{}`", dst.text))
-            }
+            _ => return self.error(&format!("`=`, `+=` or `-=` after `{}`", dst.text)),
+        };
+        if let Stmt::Op { span, .. } = &mut stmt {
+            *span = dst.span.to(self.toks[self.pos - 1].1);
         }
+        Ok(stmt)
     }
 
     fn rhs(&mut self, dst: Name) -> PResult<Stmt> {
@@ -284,7 +295,12 @@ impl Parser {
                     }
                 }
                 self.bump();
-                return Ok(Stmt::Op { dst, op, args });
+                return Ok(Stmt::Op {
+                    dst,
+                    op,
+                    args,
+                    span: Span::default(),
+                });
             }
         }
         let a = self.arg()?;
@@ -296,6 +312,7 @@ impl Parser {
                 dst,
                 op: Name::new("readlist", open),
                 args: vec![a, index],
+                span: Span::default(),
             });
         }
         if let Tok::Punct(p) = self.peek() {
@@ -306,6 +323,7 @@ impl Parser {
                     dst,
                     op: Name::new(op.name(), span),
                     args: vec![a, b],
+                    span: Span::default(),
                 });
             }
         }
@@ -313,12 +331,15 @@ impl Parser {
             op: Name::new("same", dst.span),
             dst,
             args: vec![a],
+            span: Span::default(),
         })
     }
 
     fn arg(&mut self) -> PResult<Arg> {
         match self.peek().clone() {
-            Tok::Ident(w) if (w == "var" || w == "const") && self.peek_at(1) == &Tok::Punct("(") => {
+            Tok::Ident(w)
+                if (w == "var" || w == "const") && self.peek_at(1) == &Tok::Punct("(") =>
+            {
                 let start = self.bump().1;
                 self.bump();
                 let arg = if w == "var" {
@@ -353,7 +374,9 @@ impl Parser {
             Tok::Punct("-") if matches!(self.peek_at(1), Tok::Int(_)) => {
                 self.bump();
                 let (tok, end) = self.bump();
-                let Tok::Int(n) = tok else { unreachable!("checked above") };
+                let Tok::Int(n) = tok else {
+                    unreachable!("checked above")
+                };
                 Ok((Value::from_bigint(-n), start.to(end)))
             }
             Tok::Atom(a) | Tok::Ident(a) => {
@@ -376,4 +399,3 @@ impl Parser {
         }
     }
 }
-

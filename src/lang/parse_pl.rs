@@ -84,7 +84,9 @@ fn tokenize(text: &str) -> PResult<Vec<(Tok, Span)>> {
             continue;
         }
         if text[i..].starts_with("/*") {
-            i = text[i + 2..].find("*/").map_or(bytes.len(), |e| i + 2 + e + 2);
+            i = text[i + 2..]
+                .find("*/")
+                .map_or(bytes.len(), |e| i + 2 + e + 2);
             continue;
         }
         let tok = if c.is_ascii_lowercase() {
@@ -205,6 +207,12 @@ impl Parser {
     }
 
     fn term(&mut self) -> PResult<PTerm> {
+        if !matches!(
+            self.peek(),
+            Tok::Atom(_) | Tok::Var(_) | Tok::Int(_) | Tok::Symbol(_) | Tok::Punct('[')
+        ) {
+            return self.error("a term");
+        }
         let (tok, span) = self.bump();
         match tok {
             Tok::Atom(name) if self.peek() == &Tok::Punct('(') && self.span().start == span.end => {
@@ -244,10 +252,7 @@ impl Parser {
                 let end = self.expect(']')?;
                 Ok(PTerm::List(items, span.to(end)))
             }
-            _ => {
-                self.pos -= 1;
-                self.error("a term")
-            }
+            _ => Err(Diagnostic::new(span, "expected a term")),
         }
     }
 }
@@ -378,7 +383,10 @@ fn block(head: &PTerm) -> PResult<Block> {
         let PTerm::Compound(f, a, span) = code else {
             return Err(Diagnostic::new(
                 code.span(),
-                format!("expected an operation or a terminator, found {}", code.describe()),
+                format!(
+                    "expected an operation or a terminator, found {}",
+                    code.describe()
+                ),
             ));
         };
         let term = match (f.as_str(), a.as_slice()) {
@@ -387,6 +395,7 @@ fn block(head: &PTerm) -> PResult<Block> {
                     dst: name(dst, "a variable")?,
                     op: op_name(op)?,
                     args: vec![arg(x)?],
+                    span: op.span().to(x.span()),
                 });
                 code = rest;
                 continue;
@@ -396,6 +405,7 @@ fn block(head: &PTerm) -> PResult<Block> {
                     dst: name(dst, "a variable")?,
                     op: op_name(op)?,
                     args: vec![arg(x)?, arg(y)?],
+                    span: op.span().to(y.span()),
                 });
                 code = rest;
                 continue;

@@ -32,13 +32,18 @@ fn fg_arg(a: &Arg) -> String {
 /// One statement in the readable syntax.
 pub fn fg_stmt(s: &Stmt) -> String {
     match s {
-        Stmt::Op { dst, op, args } => {
+        Stmt::Op { dst, op, args, .. } => {
             let known = Op::from_name(&op.text);
             let rhs = match (known, args.as_slice()) {
                 (Some(Op::Same), [a]) => fg_arg(a),
                 (Some(Op::Readlist), [l, i]) => format!("{}[{}]", fg_arg(l), fg_arg(i)),
                 (Some(op), [a, b]) if op.infix().is_some() => {
-                    format!("{} {} {}", fg_arg(a), op.infix().unwrap_or_default(), fg_arg(b))
+                    format!(
+                        "{} {} {}",
+                        fg_arg(a),
+                        op.infix().unwrap_or_default(),
+                        fg_arg(b)
+                    )
                 }
                 _ => {
                     let args: Vec<String> = args.iter().map(fg_arg).collect();
@@ -102,7 +107,7 @@ pub fn pl_block(b: &Block) -> String {
     let mut closers = 1;
     for s in &b.stmts {
         match s {
-            Stmt::Op { dst, op, args } => {
+            Stmt::Op { dst, op, args, .. } => {
                 let args: Vec<String> = args.iter().map(pl_arg).collect();
                 let kind = if args.len() == 1 { "op1" } else { "op2" };
                 let _ = write!(
@@ -141,7 +146,12 @@ pub fn pl_block(b: &Block) -> String {
             let _ = write!(out, "print_and_stop({})", pl_arg(a));
         }
         Term::Promote { var, target } => {
-            let _ = write!(out, "promote({}, {})", pl_atom(&var.text), pl_atom(&target.text));
+            let _ = write!(
+                out,
+                "promote({}, {})",
+                pl_atom(&var.text),
+                pl_atom(&target.text)
+            );
         }
     }
     out.push_str(&")".repeat(closers));

@@ -121,7 +121,10 @@ pub struct Block {
 impl Inst {
     /// Whether the statement is a hint, which never changes what a program computes.
     pub fn is_hint(&self) -> bool {
-        matches!(self, Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit)
+        matches!(
+            self,
+            Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit
+        )
     }
 }
 
@@ -188,7 +191,9 @@ impl Program {
 
     /// Whether some jump in the program is a back edge to `id`.
     pub fn is_loop_header(&self, id: BlockId) -> bool {
-        self.blocks.iter().any(|b| b.term.jumps().any(|j| j.back_edge && j.target == id))
+        self.blocks
+            .iter()
+            .any(|b| b.term.jumps().any(|j| j.back_edge && j.target == id))
     }
 }
 

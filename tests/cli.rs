@@ -1,0 +1,276 @@
+//! The command line's contract: each class of error has its message and exit status, and
+//! the articles' examples print what the articles print.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn flowjit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flowjit"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("flowjit runs")
+}
+
+/// Writes `text` to a fresh file named `name` and returns its path.
+fn program(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("flowjit-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write program");
+    path
+}
+
+fn run_file(name: &str, text: &str, extra: &[&str]) -> (String, String, Option<i32>) {
+    let path = program(name, text);
+    let path = path.to_str().expect("utf-8 temp path");
+    let mut args = vec!["run", path];
+    args.extend_from_slice(extra);
+    let out = flowjit(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr).replace(path, "FILE");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+        out.status.code(),
+    )
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = flowjit(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_articles_examples_print_what_the_articles_print() {
+    assert_eq!(
+        stdout_of(&["run", "examples/power.fg", "x=10", "y=10"]),
+        "10000000000\n"
+    );
+    assert_eq!(
+        stdout_of(&[
+            "run",
+            "examples/power.pl",
+            "--entry",
+            "power_rec",
+            "res=1",
+            "x=10",
+            "y=20"
+        ]),
+        "100000000000000000000\n"
+    );
+    assert_eq!(
+        stdout_of(&[
+            "run",
+            "examples/promotion.fg",
+            "--entry",
+            "b",
+            "i=100",
+            "x=5"
+        ]),
+        "-10\n"
+    );
+    assert_eq!(
+        stdout_of(&["bytecode", "examples/square.bc", "a=16"]),
+        "256\n"
+    );
+}
+
+#[test]
+fn parse_error() {
+    let (out, err, status) = run_file("p.fg", "a:\n    x = 1 +\n", &[]);
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        "FILE:2:12: error: expected an argument (a variable, an integer, a quoted atom or a list), found the end of the file\n    x = 1 +\n           ^\n"
+    );
+    assert_eq!(status, Some(2));
+    let (_, err, status) = run_file(
+        "p.pl",
+        "block(a, op2(x, add, var(y) const(1), jump(a))).\n",
+        &[],
+    );
+    assert_eq!(err, "FILE:1:29: error: expected `)`, found `const`\nblock(a, op2(x, add, var(y) const(1), jump(a))).\n                            ^^^^^\n");
+    assert_eq!(status, Some(2));
+}
+
+#[test]
+fn missing_label() {
+    let (_, err, status) = run_file("m.fg", "a:\n    goto b\n", &[]);
+    assert_eq!(
+        err,
+        "FILE:2:10: error: no block is labelled `b`\n    goto b\n         ^\n"
+    );
+    assert_eq!(status, Some(2));
+}
+
+#[test]
+fn duplicate_label() {
+    let (_, err, status) = run_file("d.pl", "block(a, jump(a)).\nblock(a, jump(a)).\n", &[]);
+    assert_eq!(
+        err,
+        "FILE:2:7: error: label `a` is defined twice\nblock(a, jump(a)).\n      ^\nFILE:1:7: note: first defined here\nblock(a, jump(a)).\n      ^\n"
+    );
+    assert_eq!(status, Some(2));
+}
+
+#[test]
+fn unknown_op_and_wrong_arity_are_all_reported() {
+    let (_, err, status) = run_file(
+        "u.fg",
+        "a:\n    x = frob(1)\n    y = add(1)\n    print_and_stop(x)\n",
+        &[],
+    );
+    assert_eq!(
+        err,
+        "FILE:2:9: error: unknown operation `frob`\n    x = frob(1)\n        ^^^^\n\
+         FILE:3:9: error: `add` takes 2 arguments, not 1\n    y = add(1)\n        ^^^^^^\n"
+    );
+    assert_eq!(status, Some(2));
+    let (_, err, _) = run_file(
+        "u.pl",
+        "block(a, op1(x, mul, const(1), print_and_stop(var(x)))).\n",
+        &[],
+    );
+    assert!(
+        err.starts_with("FILE:1:17: error: `mul` takes 2 arguments, not 1\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn key_not_found() {
+    let (out, err, status) = run_file("k.fg", "a:\n    x = y + 1\n    print_and_stop(x)\n", &[]);
+    assert_eq!(
+        (out.as_str(), err.as_str(), status),
+        ("", "error: key_not_found(y) (in block a)\n", Some(1))
+    );
+}
+
+#[test]
+fn type_error() {
+    let (_, err, status) = run_file(
+        "t.fg",
+        "a:\n    x = y + 1\n    print_and_stop(x)\n",
+        &["y=[1,2]"],
+    );
+    assert_eq!(
+        err,
+        "error: type error: add expects integers, got the list [1,2] (in block a)\n"
+    );
+    assert_eq!(status, Some(1));
+}
+
+#[test]
+fn readlist_out_of_range() {
+    let (_, err, status) = run_file(
+        "r.fg",
+        "a:\n    x = l[i]\n    print_and_stop(x)\n",
+        &["l=[a,b]", "i=2"],
+    );
+    assert_eq!(
+        err,
+        "error: readlist: index 2 out of range for a list of length 2 (in block a)\n"
+    );
+    assert_eq!(status, Some(1));
+}
+
+#[test]
+fn division_by_zero() {
+    let (_, err, status) = run_file(
+        "z.fg",
+        "a:\n    x = 1 % y\n    print_and_stop(x)\n",
+        &["y=0"],
+    );
+    assert_eq!(err, "error: division by zero in mod (in block a)\n");
+    assert_eq!(status, Some(1));
+}
+
+#[test]
+fn max_steps() {
+    let loop_ = "a:\n    i = i + 1\n    goto a\n";
+    let (_, err, status) = run_file("s.fg", loop_, &["i=0", "--max-steps", "1000"]);
+    assert_eq!(
+        err,
+        "error: step limit reached: the program did not stop within 1000 operations (in block a)\n"
+    );
+    assert_eq!(status, Some(1));
+    // A program that needs exactly the limit finishes.
+    let (out, _, status) = run_file(
+        "s2.fg",
+        "a:\n    x = 1\n    print_and_stop(x)\n",
+        &["--max-steps", "2"],
+    );
+    assert_eq!((out.as_str(), status), ("1\n", Some(0)));
+    let (_, _, status) = run_file(
+        "s3.fg",
+        "a:\n    x = 1\n    print_and_stop(x)\n",
+        &["--max-steps", "1"],
+    );
+    assert_eq!(status, Some(1));
+}
+
+#[test]
+fn bad_usage_exits_with_2() {
+    let out = flowjit(&["run", "examples/power.fg", "x=10", "nope"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: input `nope` is not of the form NAME=VALUE\n"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = flowjit(&["run", "examples/power.fg", "z=1"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: input `z` is not a variable of the program\n"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = flowjit(&["run", "examples/power.fg", "--entry", "nowhere"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: no block is labelled `nowhere`\n"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = flowjit(&["run", "examples/missing.fg"]);
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .starts_with("error: cannot read examples/missing.fg: "));
+    assert_eq!(out.status.code(), Some(2));
+    let out = flowjit(&["run", "examples/power.fg", "x=[1,"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "input x:1:4: error: expected a term, found the end of the file\n[1,\n   ^\n"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = flowjit(&["bytecode", "examples/square.bc", "r9=1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = flowjit(&["frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bad_bytecode_is_reported_with_positions() {
+    let path = program("bad.bc", "mov_a_r0\njump_if_a nowhere\nfly\n");
+    let out = flowjit(&["bytecode", path.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr).replace(path.to_str().unwrap(), "FILE");
+    assert_eq!(
+        err,
+        "FILE:2:11: error: no label `nowhere` in the program\njump_if_a nowhere\n          ^^^^^^^\n\
+         FILE:3:1: error: unknown instruction `fly` (the machine has jump_if_a, mov_a_r0, mov_a_r1, mov_a_r2, mov_r0_a, mov_r1_a, mov_r2_a, add_r0_to_a, add_r1_to_a, add_r2_to_a, decr_a, return_a)\nfly\n^^^\n"
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn fmt_converts_between_syntaxes() {
+    let pl = stdout_of(&["fmt", "examples/power.fg", "--format", "pl"]);
+    assert_eq!(
+        pl,
+        "block(power, op1(res, same, const(1),\n    if(y, power_rec, power_done))).\n\
+         block(power_rec, op2(res, mul, var(res), var(x),\n    op2(y, sub, var(y), const(1),\n    if(y, power_rec, power_done)))).\n\
+         block(power_done, print_and_stop(var(res))).\n"
+    );
+}
