@@ -205,6 +205,29 @@ pub fn apply1(op: Op, a: &Value) -> Result<Value, OpError> {
     }
 }
 
+/// The 64-bit fast path of a two-argument operation: its result when both arguments are
+/// 64-bit integers and the result is one too, `None` when the full [`apply2`] is needed
+/// (overflow, division, shifts, `readlist`). The result stays in registers, which keeps the
+/// interpreter's inner loop free of stores and reloads of a `Result`.
+#[inline(always)]
+pub fn apply2_int(op: Op, x: i64, y: i64) -> Option<i64> {
+    match op {
+        Op::Add => x.checked_add(y),
+        Op::Sub => x.checked_sub(y),
+        Op::Mul => x.checked_mul(y),
+        Op::Eq => Some((x == y) as i64),
+        Op::Ne => Some((x != y) as i64),
+        Op::Ge => Some((x >= y) as i64),
+        Op::Lt => Some((x < y) as i64),
+        Op::Le => Some((x <= y) as i64),
+        Op::Gt => Some((x > y) as i64),
+        Op::And => Some(x & y),
+        Op::Or => Some(x | y),
+        Op::Xor => Some(x ^ y),
+        _ => None,
+    }
+}
+
 /// Applies a two-argument operation.
 ///
 /// # Panics
@@ -212,23 +235,7 @@ pub fn apply1(op: Op, a: &Value) -> Result<Value, OpError> {
 #[inline]
 pub fn apply2(op: Op, a: &Value, b: &Value) -> Result<Value, OpError> {
     if let (Value::Int(x), Value::Int(y)) = (a, b) {
-        let (x, y) = (*x, *y);
-        let fast = match op {
-            Op::Add => x.checked_add(y),
-            Op::Sub => x.checked_sub(y),
-            Op::Mul => x.checked_mul(y),
-            Op::Eq => Some((x == y) as i64),
-            Op::Ne => Some((x != y) as i64),
-            Op::Ge => Some((x >= y) as i64),
-            Op::Lt => Some((x < y) as i64),
-            Op::Le => Some((x <= y) as i64),
-            Op::Gt => Some((x > y) as i64),
-            Op::And => Some(x & y),
-            Op::Or => Some(x | y),
-            Op::Xor => Some(x ^ y),
-            _ => None,
-        };
-        if let Some(r) = fast {
+        if let Some(r) = apply2_int(op, *x, *y) {
             return Ok(Value::Int(r));
         }
     }

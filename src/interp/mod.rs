@@ -9,7 +9,7 @@
 //! [`Monitor`] asks to take over at a back edge. It never recurses: the JIT driver calls it
 //! in a loop, alternating with machine code.
 
-use flowjit_runtime::{ops, OpError, Value};
+use flowjit_runtime::{ops, Op, OpError, Value};
 
 use crate::lang::{BlockId, Inst, Jump, Operand, Program, Slot, Terminator};
 
@@ -135,12 +135,25 @@ pub fn operand<'a>(
 pub fn step(program: &Program, frame: &mut Frame, inst: &Inst) -> Result<(), ErrorKind> {
     match inst {
         Inst::Op2 { dst, op, a, b } => {
-            let v = ops::apply2(
-                *op,
-                operand(program, frame, a)?,
-                operand(program, frame, b)?,
-            )?;
-            frame[dst.index()] = Some(v);
+            let (x, y) = (operand(program, frame, a)?, operand(program, frame, b)?);
+            let fast = match (x, y) {
+                (Value::Int(x), Value::Int(y)) => ops::apply2_int(*op, *x, *y),
+                _ if *op == Op::Eq => Some((x == y) as i64),
+                _ if *op == Op::Ne => Some((x != y) as i64),
+                (Value::List(list), Value::Int(i)) if *op == Op::Readlist => {
+                    if let Some(item) = usize::try_from(*i).ok().and_then(|i| list.get(i)) {
+                        let item = item.clone();
+                        frame[dst.index()] = Some(item);
+                        return Ok(());
+                    }
+                    None
+                }
+                _ => None,
+            };
+            match fast {
+                Some(r) => store_int(frame, *dst, r),
+                None => frame[dst.index()] = Some(apply2_general(*op, x, y)?),
+            }
         }
         Inst::Op1 { dst, op, a } => {
             let v = ops::apply1(*op, operand(program, frame, a)?)?;
@@ -149,6 +162,23 @@ pub fn step(program: &Program, frame: &mut Frame, inst: &Inst) -> Result<(), Err
         Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => {}
     }
     Ok(())
+}
+
+/// Stores an integer into a slot. When the slot already holds an integer, only the payload
+/// is written: nothing to drop, and no whole `Value` built on the stack and copied.
+#[inline(always)]
+fn store_int(frame: &mut Frame, dst: Slot, r: i64) {
+    match &mut frame[dst.index()] {
+        Some(Value::Int(old)) => *old = r,
+        slot => *slot = Some(Value::Int(r)),
+    }
+}
+
+/// Everything but the 64-bit integer fast path, out of line so that the inner loop stays
+/// small.
+#[inline(never)]
+fn apply2_general(op: Op, x: &Value, y: &Value) -> Result<Value, ErrorKind> {
+    Ok(ops::apply2(op, x, y)?)
 }
 
 /// Where a terminator goes.

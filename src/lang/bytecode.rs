@@ -168,9 +168,9 @@ mod tests {
 
     #[test]
     fn bad_programs_are_reported() {
-        let errs = assemble("mov_a_r0 jump_if_a 1\nfrob").unwrap_err();
+        let errs = assemble("mov_a_r0 jump_if_a 2\nfrob").unwrap_err();
         assert_eq!(errs.len(), 2);
-        assert!(errs[0].message.contains("jump target 1 is not the start"));
+        assert!(errs[0].message.contains("jump target 2 is not the start"));
         assert!(errs[1].message.contains("unknown instruction `frob`"));
         let errs = assemble("jump_if_a nowhere").unwrap_err();
         assert_eq!(errs[0].message, "no label `nowhere` in the program");
