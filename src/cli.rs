@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use flowjit_runtime::Value;
 
 use crate::interp;
+use crate::jit;
 use crate::lang::{self, bytecode, diag, Diagnostic, Program, Slot, Source, Syntax};
 
 /// A meta-tracing JIT for the flowgraph language of "Comparing Partial Evaluation to Tracing".
@@ -185,7 +186,7 @@ fn dispatch(command: Command) -> CliResult<()> {
             let loaded = load_program(&path, &text, syntax)?;
             let entry = resolve_entry(&loaded, entry.as_deref())?;
             let inputs = parse_inputs(&loaded, &inputs)?;
-            execute(&loaded, entry, &inputs, &opts)
+            execute(&loaded, Start::Run(entry), &inputs, &opts)
         }
         Command::Bytecode { file, inputs, opts } => {
             let path = file.display().to_string();
@@ -230,7 +231,7 @@ fn dispatch(command: Command) -> CliResult<()> {
                     (slot, v)
                 })
                 .collect::<Vec<_>>();
-            execute(&loaded, entry, &inputs, &opts)
+            execute(&loaded, Start::Run(entry), &inputs, &opts)
         }
         Command::Fmt {
             program,
@@ -249,7 +250,20 @@ fn dispatch(command: Command) -> CliResult<()> {
             let _ = out.write_all(printed.as_bytes());
             Ok(())
         }
-        Command::Trace { .. } => Err(usage_error("`flowjit trace` is not available yet")),
+        Command::Trace {
+            program,
+            inputs,
+            from,
+            opts,
+        } => {
+            let path = program.display().to_string();
+            let text = read_file(&program)?;
+            let syntax = opts.syntax.unwrap_or_else(|| Syntax::from_path(&path));
+            let loaded = load_program(&path, &text, syntax)?;
+            let anchor = resolve_entry(&loaded, Some(&from))?;
+            let inputs = parse_inputs(&loaded, &inputs)?;
+            execute(&loaded, Start::TraceFrom(anchor), &inputs, &opts)
+        }
         Command::Pe { .. } => Err(usage_error("`flowjit pe` is not available yet")),
         Command::Bench { .. } => Err(usage_error("`flowjit bench` is not available yet")),
     }
@@ -318,18 +332,89 @@ fn parse_inputs(loaded: &Loaded, words: &[String]) -> CliResult<Vec<(Slot, Value
         .collect()
 }
 
+/// How `execute` starts the run.
+#[derive(Clone, Copy)]
+enum Start {
+    /// Run from this block, tracing hot loops as the mode says.
+    Run(lang::BlockId),
+    /// The articles' `do_trace` from this block.
+    TraceFrom(lang::BlockId),
+}
+
+fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
+    let mut dumps = jit::Dumps::default();
+    for name in &opts.dump {
+        match name.as_str() {
+            "trace" => dumps.trace = true,
+            "opt" => dumps.opt = true,
+            "ir" | "asm" => {
+                return Err(usage_error(format!(
+                    "--dump {name} needs machine code, which is not available yet"
+                )))
+            }
+            other => {
+                return Err(usage_error(format!(
+                    "unknown dump `{other}` (choose from trace, opt, ir, asm)"
+                )))
+            }
+        }
+    }
+    if opts.target.is_some() {
+        return Err(usage_error(
+            "--target needs machine code, which is not available yet",
+        ));
+    }
+    Ok(jit::Config {
+        threshold: opts.threshold.unwrap_or(jit::DEFAULT_THRESHOLD),
+        max_steps: opts.max_steps,
+        dumps,
+        ..jit::Config::default()
+    })
+}
+
 fn execute(
     loaded: &Loaded,
-    entry: lang::BlockId,
+    start: Start,
     inputs: &[(Slot, Value)],
     opts: &RunOpts,
 ) -> CliResult<()> {
-    match opts.mode {
-        None | Some(Mode::Interp) => {}
-        Some(Mode::Jit) => return Err(usage_error("--mode jit is not available yet")),
-        Some(Mode::Trace) => return Err(usage_error("--mode trace is not available yet")),
+    let mode = match (start, opts.mode) {
+        (Start::TraceFrom(..), None) => Mode::Trace,
+        (_, Some(mode)) => mode,
+        // Until machine code is available, the default runs the tracing pipeline on the
+        // trace interpreter.
+        (Start::Run(_), None) => Mode::Trace,
+    };
+    if mode == Mode::Jit {
+        return Err(usage_error("--mode jit is not available yet"));
     }
-    let result = interp::run_program(&loaded.program, entry, inputs, opts.max_steps);
+    let config = jit_config(opts)?;
+    if mode == Mode::Interp {
+        if let Start::Run(entry) = start {
+            if opts.stats || !opts.dump.is_empty() {
+                return Err(usage_error("--stats and --dump need --mode trace"));
+            }
+            return finish(interp::run_program(
+                &loaded.program,
+                entry,
+                inputs,
+                opts.max_steps,
+            ));
+        }
+        return Err(usage_error(
+            "`flowjit trace` needs a tracing mode, not --mode interp",
+        ));
+    }
+    let mut frame = interp::frame_with(&loaded.program, inputs);
+    let mut driver = jit::Jit::new(&loaded.program, config);
+    let result = match start {
+        Start::Run(entry) => driver.run(&mut frame, entry),
+        Start::TraceFrom(from) => driver.do_trace(&mut frame, from),
+    };
+    eprint!("{}", driver.take_dump());
+    if opts.stats {
+        eprint!("{}", driver.stats_report());
+    }
     finish(result)
 }
 

@@ -20,4 +20,6 @@
 
 pub mod cli;
 pub mod interp;
+pub mod jit;
 pub mod lang;
+pub mod trace;

@@ -274,3 +274,63 @@ fn fmt_converts_between_syntaxes() {
          block(power_done, print_and_stop(var(res))).\n"
     );
 }
+
+#[test]
+fn tracing_flags_are_checked() {
+    let out = flowjit(&["run", "examples/power.fg", "x=2", "y=3", "--dump", "frob"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: unknown dump `frob` (choose from trace, opt, ir, asm)\n"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = flowjit(&[
+        "run",
+        "examples/power.fg",
+        "x=2",
+        "y=3",
+        "--mode",
+        "interp",
+        "--stats",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = flowjit(&[
+        "trace",
+        "examples/power.fg",
+        "--from",
+        "nowhere",
+        "x=2",
+        "y=3",
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: no block is labelled `nowhere`\n"
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn stats_show_traces_and_guard_exits() {
+    let out = flowjit(&[
+        "run",
+        "examples/sum.fg",
+        "n=1000",
+        "--mode",
+        "trace",
+        "--stats",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "500500\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(
+            "# stats\ntraces recorded: 1\n  trace 0: loop at sum_loop, 8 instructions\n"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("trace entries: 1\n"), "{err}");
+    assert!(
+        err.contains(
+            "guard exits: 1\n  trace 0 guard_true v5  @sum_done:0 #4 [s=v2, i=v3, c=v5]: 1\n"
+        ),
+        "{err}"
+    );
+}

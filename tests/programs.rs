@@ -13,54 +13,20 @@
 //! error with status 1. `.bc` files run with `flowjit bytecode`, others with `flowjit run`.
 //! Adding a test means adding a line.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Command;
+
+use common::cases;
 
 /// Every mode a program must give the same answer under. The interpreter is the oracle; each
 /// other executor is held to its output.
-const MODES: &[&[&str]] = &[&["--mode", "interp"]];
-
-struct Case {
-    file: PathBuf,
-    args: Vec<String>,
-    expected: String,
-}
-
-fn cases() -> Vec<Case> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    for dir in ["examples", "tests/programs"] {
-        for entry in std::fs::read_dir(root.join(dir)).expect("test directories exist") {
-            let path = entry.expect("readable directory").path();
-            if matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("fg" | "pl" | "bc")
-            ) {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    let mut cases = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).expect("readable program");
-        for line in text.lines() {
-            let line = line.trim_start_matches(['#', '%']).trim();
-            let Some(spec) = line.strip_prefix("test:") else {
-                continue;
-            };
-            let (args, expected) = spec
-                .split_once("=>")
-                .unwrap_or_else(|| panic!("{}: a test line needs `=>`", file.display()));
-            cases.push(Case {
-                file: file.clone(),
-                args: args.split_whitespace().map(str::to_string).collect(),
-                expected: expected.trim().to_string(),
-            });
-        }
-    }
-    cases
-}
+const MODES: &[&[&str]] = &[
+    &["--mode", "interp"],
+    &["--mode", "trace"],
+    &["--mode", "trace", "--threshold", "0"],
+    &["--mode", "trace", "--threshold", "1"],
+];
 
 #[test]
 fn every_program_prints_what_its_test_lines_say_in_every_mode() {

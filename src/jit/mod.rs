@@ -1,0 +1,309 @@
+//! The driver: decides who runs next, the interpreter or a trace.
+//!
+//! ```text
+//!            back edge to L, count(L) > threshold          loop closes at L
+//!  interpret ───────────────────────────────────► record ─────────────────► trace cached for L
+//!      ▲  ▲                                          │ too long: back off,        │
+//!      │  └──────────────────────────────────────────┘ blacklist after 4         │ run it
+//!      │                 guard exit: resume variables written back               ▼
+//!      └──────────────────────────────────────────────────────────────────── run trace
+//! ```
+//!
+//! Interpreter → trace → interpreter is a loop in [`Jit::run`], never a recursion: each
+//! executor returns the position where the next one continues.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use flowjit_runtime::Value;
+
+use crate::interp::{self, Exit, Frame, Monitor, NoMonitor, Position, RuntimeError, Steps};
+use crate::lang::{BlockId, Program};
+use crate::trace::{self, print, AbortReason, Recorded, Trace};
+
+/// The default hot-loop threshold: back edges to a label before it is traced.
+pub const DEFAULT_THRESHOLD: u64 = 50;
+
+/// The default limit on a recorded trace's length, in instructions.
+pub const DEFAULT_MAX_TRACE_LEN: usize = 4000;
+
+/// After this many aborted recordings at a label, it is never traced again.
+pub const MAX_ABORTS: u32 = 4;
+
+/// What to print while running.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dumps {
+    /// Each recorded trace, in the articles' notation.
+    pub trace: bool,
+    /// Each trace as it will run, in the SSA form.
+    pub opt: bool,
+}
+
+/// How the driver behaves.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Back edges to a label before it is traced: it is traced when the count exceeds this.
+    pub threshold: u64,
+    /// The longest trace recorded, in instructions.
+    pub max_trace_len: usize,
+    /// `--max-steps`.
+    pub max_steps: Option<u64>,
+    /// What to print to standard error.
+    pub dumps: Dumps,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            threshold: DEFAULT_THRESHOLD,
+            max_trace_len: DEFAULT_MAX_TRACE_LEN,
+            max_steps: None,
+            dumps: Dumps::default(),
+        }
+    }
+}
+
+/// What happened during a run, for `--stats`.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// Recordings abandoned, with the label and the reason.
+    pub aborts: Vec<(String, AbortReason)>,
+    /// Times a trace was entered.
+    pub entries: u64,
+    /// Whole trace iterations run.
+    pub iterations: u64,
+    /// Exits per (trace, instruction).
+    pub exits: BTreeMap<(usize, usize), u64>,
+    /// Time interpreting.
+    pub interp_time: Duration,
+    /// Time recording (which interprets too).
+    pub record_time: Duration,
+    /// Time running traces.
+    pub trace_time: Duration,
+}
+
+/// The tracing JIT: an interpreter that records hot loops and runs their traces.
+pub struct Jit<'p> {
+    program: &'p Program,
+    config: Config,
+    /// Per block: back edges counted since the last recording attempt.
+    counts: Vec<u64>,
+    /// Per block: recordings abandoned there.
+    aborts: Vec<u32>,
+    /// Per block: the index in `traces` of the trace anchored there.
+    anchored: Vec<Option<usize>>,
+    traces: Vec<Trace>,
+    steps: Steps,
+    /// Statistics of the run so far.
+    pub stats: Stats,
+    dump: String,
+}
+
+/// How an attempt to record ended.
+enum Recording {
+    /// A trace, by index; the frame is at the start of its anchor.
+    Trace(usize),
+    /// The program stopped during the recording.
+    Stopped(Value),
+    /// The recording was abandoned; interpretation continues here.
+    Resume(Position),
+}
+
+struct Counting<'a> {
+    counts: &'a mut [u64],
+    aborts: &'a [u32],
+    anchored: &'a [Option<usize>],
+    threshold: u64,
+}
+
+impl Monitor for Counting<'_> {
+    #[inline]
+    fn back_edge(&mut self, _from: BlockId, target: BlockId) -> bool {
+        let t = target.index();
+        if self.anchored[t].is_some() {
+            return true;
+        }
+        let aborts = self.aborts[t];
+        if aborts >= MAX_ABORTS {
+            return false;
+        }
+        self.counts[t] += 1;
+        // Each abort doubles the count needed before the next attempt.
+        self.counts[t] > self.threshold.saturating_mul(1 << aborts)
+    }
+}
+
+impl<'p> Jit<'p> {
+    /// A driver for `program`.
+    pub fn new(program: &'p Program, config: Config) -> Jit<'p> {
+        let n = program.blocks.len();
+        Jit {
+            program,
+            steps: Steps::new(config.max_steps),
+            config,
+            counts: vec![0; n],
+            aborts: vec![0; n],
+            anchored: vec![None; n],
+            traces: Vec::new(),
+            stats: Stats::default(),
+            dump: String::new(),
+        }
+    }
+
+    /// The traces recorded so far, in order.
+    pub fn traces(&self) -> &[Trace] {
+        &self.traces
+    }
+
+    /// Takes what the dumps have printed so far.
+    pub fn take_dump(&mut self) -> String {
+        std::mem::take(&mut self.dump)
+    }
+
+    /// Runs the program from `entry` on `frame` and returns the value it prints.
+    pub fn run(&mut self, frame: &mut Frame, entry: BlockId) -> Result<Value, RuntimeError> {
+        let mut pos = Position::start(entry);
+        loop {
+            let start = Instant::now();
+            let exit = interp::run(
+                self.program,
+                frame,
+                pos,
+                &mut self.steps,
+                &mut Counting {
+                    counts: &mut self.counts,
+                    aborts: &self.aborts,
+                    anchored: &self.anchored,
+                    threshold: self.config.threshold,
+                },
+            );
+            self.stats.interp_time += start.elapsed();
+            let anchor = match exit? {
+                Exit::Stop(v) => return Ok(v),
+                Exit::Hot(anchor) => anchor,
+            };
+            let index = match self.anchored[anchor.index()] {
+                Some(index) => index,
+                None => match self.record(frame, anchor)? {
+                    Recording::Trace(index) => index,
+                    Recording::Stopped(v) => return Ok(v),
+                    Recording::Resume(at) => {
+                        pos = at;
+                        continue;
+                    }
+                },
+            };
+            pos = self.run_trace(index, frame);
+        }
+    }
+
+    /// The articles' `do_trace`: records at once from `from`, runs the trace until it
+    /// exits, and lets the interpreter finish without tracing again.
+    pub fn do_trace(&mut self, frame: &mut Frame, from: BlockId) -> Result<Value, RuntimeError> {
+        let pos = match self.record(frame, from)? {
+            Recording::Trace(index) => self.run_trace(index, frame),
+            Recording::Stopped(v) => return Ok(v),
+            Recording::Resume(at) => at,
+        };
+        let start = Instant::now();
+        let exit = interp::run(self.program, frame, pos, &mut self.steps, &mut NoMonitor);
+        self.stats.interp_time += start.elapsed();
+        match exit? {
+            Exit::Stop(v) => Ok(v),
+            Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+        }
+    }
+
+    fn record(&mut self, frame: &mut Frame, anchor: BlockId) -> Result<Recording, RuntimeError> {
+        let start = Instant::now();
+        let recorded = trace::record(
+            self.program,
+            frame,
+            anchor,
+            &mut self.steps,
+            self.config.max_trace_len,
+        );
+        self.stats.record_time += start.elapsed();
+        let label = self.program.label(anchor);
+        match recorded? {
+            Recorded::Stopped(v) => Ok(Recording::Stopped(v)),
+            Recorded::Aborted { reason, at } => {
+                self.counts[anchor.index()] = 0;
+                self.aborts[anchor.index()] += 1;
+                if self.config.dumps.trace {
+                    let _ = writeln!(self.dump, "# trace aborted at {label}: {reason}");
+                }
+                self.stats.aborts.push((label.to_string(), reason));
+                Ok(Recording::Resume(at))
+            }
+            Recorded::Loop(trace) => {
+                debug_assert_eq!(trace::verify::verify(&trace), Ok(()));
+                let index = self.traces.len();
+                if self.config.dumps.trace {
+                    let _ = writeln!(self.dump, "# trace {index}: loop at {label}");
+                    self.dump.push_str(&print::articles(self.program, &trace));
+                }
+                if self.config.dumps.opt {
+                    let _ = writeln!(self.dump, "# opt {index}: loop at {label}");
+                    self.dump.push_str(&print::ssa(self.program, &trace));
+                }
+                self.traces.push(trace);
+                self.anchored[anchor.index()] = Some(index);
+                Ok(Recording::Trace(index))
+            }
+        }
+    }
+
+    /// Runs trace `index` until it exits; returns where the interpreter continues.
+    fn run_trace(&mut self, index: usize, frame: &mut Frame) -> Position {
+        let start = Instant::now();
+        let exit = trace::run_trace(&self.traces[index], frame, &mut self.steps);
+        self.stats.trace_time += start.elapsed();
+        self.stats.entries += 1;
+        self.stats.iterations += exit.iterations;
+        if let Some(inst) = exit.inst {
+            *self.stats.exits.entry((index, inst)).or_default() += 1;
+        }
+        exit.pos
+    }
+
+    /// The statistics, as `--stats` prints them.
+    pub fn stats_report(&self) -> String {
+        let s = &self.stats;
+        let mut out = String::from("# stats\n");
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let _ = writeln!(out, "traces recorded: {}", self.traces.len());
+        for (i, t) in self.traces.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  trace {i}: loop at {}, {} instructions",
+                self.program.label(t.anchor),
+                t.insts.len()
+            );
+        }
+        let _ = writeln!(out, "trace aborts: {}", s.aborts.len());
+        for (label, reason) in &s.aborts {
+            let _ = writeln!(out, "  at {label}: {reason}");
+        }
+        let _ = writeln!(out, "trace entries: {}", s.entries);
+        let _ = writeln!(out, "trace iterations: {}", s.iterations);
+        let _ = writeln!(out, "guard exits: {}", s.exits.values().sum::<u64>());
+        for ((t, i), n) in &s.exits {
+            let trace = &self.traces[*t];
+            let _ = writeln!(
+                out,
+                "  trace {t} {}: {n}",
+                print::ssa_inst(self.program, trace, *i)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "time: interpreting {:.3} ms, recording {:.3} ms, running traces {:.3} ms",
+            ms(s.interp_time),
+            ms(s.record_time),
+            ms(s.trace_time)
+        );
+        out
+    }
+}

@@ -1,0 +1,235 @@
+//! The trace IR: a linear list of instructions in SSA form, with snapshots.
+//!
+//! A trace is what one iteration of a hot loop did, as straight-line code. Each instruction
+//! that produces a value defines the SSA value named by its index ([`Ref`]); operands are
+//! such refs or constants ([`Opnd`]). Control flow has become guards: a guard checks that
+//! the path recorded is the path taken, and when it is not, the trace *exits*.
+//!
+//! ## Snapshots and resume variables
+//!
+//! Every instruction that can exit (the guards, and every operation that can fail or, in
+//! machine code, overflow) refers to a [`Snapshot`]: the position to resume the interpreter
+//! at (a block and a statement index) and, for every variable the iteration has written (or
+//! the optimizer knows), the operand that holds its value. These are the articles' *resume
+//! variables*. An exit writes them into the frame and the interpreter continues at the
+//! position, exactly as if it had run all along. A variable not in a snapshot still holds,
+//! in the frame, the value it had when the iteration began.
+//!
+//! An operation that would fail exits *before* itself: the interpreter then executes it and
+//! raises the error, with its message and block, so no executor needs to know how to report
+//! an error.
+//!
+//! ## Iterations
+//!
+//! In the trace as recorded, the frame is the state between iterations: [`Kind::Input`]
+//! reads a variable's value at the start of the iteration, and [`Kind::Loop`], the last
+//! instruction, writes the iteration's changed variables back (its snapshot) and starts the
+//! next iteration. The optimizer's loop peeling later turns these into loop-carried SSA
+//! values.
+//!
+//! ```text
+//! # trace 0: loop at power_rec
+//! v0 = input res  @power_rec:0 #0 []
+//! v1 = input x  @power_rec:0 #0 []
+//! v2 = mul v0, v1  @power_rec:0 #0 []
+//! v3 = input y  @power_rec:1 #1 [res=v2]
+//! v4 = sub v3, 1  @power_rec:1 #1 [res=v2]
+//! guard_true v4  @power_done:0 #3 [res=v2, y=v4]
+//! loop  @power_rec:0 #3 [res=v2, y=v4]
+//! ```
+//!
+//! `@L:i` is the resume position, `#n` how many flowgraph operations of the iteration
+//! precede it (so that `--max-steps` counts exactly as the interpreter does), and the
+//! brackets the resume variables.
+
+use std::fmt;
+
+use flowjit_runtime::{Op, Value};
+
+use crate::interp::Position;
+use crate::lang::{BlockId, Slot};
+
+/// An SSA value: the index of the instruction that defines it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Ref(pub u32);
+
+impl Ref {
+    /// The defining instruction's index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for Ref {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}", self.0)
+    }
+}
+
+/// A snapshot, as an index into [`Trace::snaps`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SnapId(pub u32);
+
+impl SnapId {
+    /// The snapshot's index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// An operand: an SSA value or a constant.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Opnd {
+    /// The value defined by this instruction.
+    Ref(Ref),
+    /// A constant.
+    Const(Value),
+}
+
+impl Opnd {
+    /// The ref, if the operand is one.
+    pub fn as_ref(&self) -> Option<Ref> {
+        match self {
+            Opnd::Ref(r) => Some(*r),
+            Opnd::Const(_) => None,
+        }
+    }
+
+    /// The constant, if the operand is one.
+    pub fn as_const(&self) -> Option<&Value> {
+        match self {
+            Opnd::Const(v) => Some(v),
+            Opnd::Ref(_) => None,
+        }
+    }
+}
+
+/// Where the interpreter resumes when an instruction exits, and what it finds in the frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Where the interpreter continues.
+    pub pos: Position,
+    /// How many flowgraph operations of the iteration the exit counts as done.
+    pub cost: u64,
+    /// The resume variables, sorted by slot: each variable's value at the exit.
+    pub entries: Vec<(Slot, Opnd)>,
+}
+
+/// What an instruction does. This is the one table of trace operations: printers, the
+/// parser, the verifier, the trace interpreter and the passes all ask it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// The value of a variable at the start of the iteration. Exits (to let the
+    /// interpreter raise `key_not_found`) when the variable was never written.
+    Input(Slot),
+    /// A primitive operation on its operands.
+    Op(Op),
+    /// Exits unless its operand is not the integer 0.
+    GuardTrue,
+    /// Exits unless its operand is the integer 0.
+    GuardFalse,
+    /// Exits unless its first operand equals its second (a constant): a promotion.
+    GuardValue,
+    /// The end of the iteration: writes its snapshot's variables back and starts over.
+    Loop,
+}
+
+impl Kind {
+    /// The mnemonic in the SSA text form.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Input(_) => "input",
+            Kind::Op(op) => op.name(),
+            Kind::GuardTrue => "guard_true",
+            Kind::GuardFalse => "guard_false",
+            Kind::GuardValue => "guard_value",
+            Kind::Loop => "loop",
+        }
+    }
+
+    /// The kind spelled `name` in the SSA text form (`input` needs its slot separately).
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Some(match name {
+            "guard_true" => Kind::GuardTrue,
+            "guard_false" => Kind::GuardFalse,
+            "guard_value" => Kind::GuardValue,
+            "loop" => Kind::Loop,
+            _ => Kind::Op(Op::from_name(name)?),
+        })
+    }
+
+    /// How many operands the instruction takes.
+    pub fn arity(self) -> usize {
+        match self {
+            Kind::Input(_) | Kind::Loop => 0,
+            Kind::Op(op) => op.arity(),
+            Kind::GuardTrue | Kind::GuardFalse => 1,
+            Kind::GuardValue => 2,
+        }
+    }
+
+    /// Whether the instruction defines an SSA value.
+    pub fn has_result(self) -> bool {
+        matches!(self, Kind::Input(_) | Kind::Op(_))
+    }
+
+    /// Whether the instruction is a guard.
+    pub fn is_guard(self) -> bool {
+        matches!(self, Kind::GuardTrue | Kind::GuardFalse | Kind::GuardValue)
+    }
+
+    /// Whether the instruction needs a snapshot: guards, the loop, inputs (which may find
+    /// a variable never written) and operations that can fail.
+    pub fn needs_snapshot(self) -> bool {
+        match self {
+            Kind::Op(op) => can_fail(op),
+            _ => true,
+        }
+    }
+}
+
+/// Whether an operation can fail (or, in machine code, leave 64 bits) on some arguments.
+/// `same`, `eq` and `ne` accept anything.
+pub fn can_fail(op: Op) -> bool {
+    !matches!(op, Op::Same | Op::Eq | Op::Ne)
+}
+
+/// One instruction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inst {
+    /// What it does.
+    pub kind: Kind,
+    /// Its operands (`kind.arity()` of them).
+    pub args: Vec<Opnd>,
+    /// Where to resume if it exits.
+    pub snap: Option<SnapId>,
+    /// The flowgraph statement or terminator it was recorded from, for the articles'
+    /// notation.
+    pub origin: Option<Position>,
+}
+
+/// A trace: one iteration of a loop, from its anchor back to its anchor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace {
+    /// The label the trace starts at and loops back to.
+    pub anchor: BlockId,
+    /// The instructions; the last is [`Kind::Loop`].
+    pub insts: Vec<Inst>,
+    /// The snapshots the instructions refer to.
+    pub snaps: Vec<Snapshot>,
+}
+
+impl Trace {
+    /// The snapshot of instruction `inst`.
+    pub fn snap_of(&self, inst: &Inst) -> Option<&Snapshot> {
+        inst.snap.map(|s| &self.snaps[s.index()])
+    }
+
+    /// How many flowgraph operations one whole iteration stands for.
+    pub fn iteration_cost(&self) -> u64 {
+        self.insts
+            .last()
+            .and_then(|i| self.snap_of(i))
+            .map_or(0, |s| s.cost)
+    }
+}

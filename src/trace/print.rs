@@ -1,0 +1,131 @@
+//! Trace printers: the articles' notation, and the SSA text form that the parser reads back.
+
+use std::fmt::Write as _;
+
+use flowjit_runtime::Value;
+
+use super::ir::{Inst, Kind, Opnd, Snapshot, Trace};
+use crate::lang::print::fg_const;
+use crate::lang::{Inst as Stmt, Operand, Program, Terminator};
+
+fn article_operand(program: &Program, o: &Operand) -> String {
+    match o {
+        Operand::Var(s) => format!("var({})", program.var(*s)),
+        Operand::Const(v) => format!("const({v})"),
+    }
+}
+
+/// One instruction in the articles' notation (`op2(res,mul,var(res),var(x))`,
+/// `guard_true(y,[],power_done)`), or `None` for instructions the articles do not show
+/// (`input`).
+pub fn article_inst(program: &Program, trace: &Trace, inst: &Inst) -> Option<String> {
+    let label = |inst: &Inst| {
+        trace
+            .snap_of(inst)
+            .map_or("?", |s| program.label(s.pos.block))
+            .to_string()
+    };
+    let origin = inst.origin?;
+    let block = program.block(origin.block);
+    let stmt = block.insts.get(origin.inst);
+    Some(match (inst.kind, stmt, &block.term) {
+        (Kind::Op(op), Some(Stmt::Op1 { dst, a, .. }), _) => format!(
+            "op1({},{},{})",
+            program.var(*dst),
+            op.name(),
+            article_operand(program, a)
+        ),
+        (Kind::Op(op), Some(Stmt::Op2 { dst, a, b, .. }), _) => format!(
+            "op2({},{},{},{})",
+            program.var(*dst),
+            op.name(),
+            article_operand(program, a),
+            article_operand(program, b)
+        ),
+        (Kind::GuardTrue | Kind::GuardFalse, None, Terminator::If { cond, .. }) => {
+            format!(
+                "{}({},[],{})",
+                inst.kind.name(),
+                program.var(*cond),
+                label(inst)
+            )
+        }
+        (Kind::GuardValue, Some(Stmt::Promote(var)), _)
+        | (Kind::GuardValue, None, Terminator::Promote { var, .. }) => {
+            let value = inst.args[1]
+                .as_const()
+                .map_or(String::new(), Value::to_string);
+            format!(
+                "guard_value({},{value},[],{})",
+                program.var(*var),
+                label(inst)
+            )
+        }
+        _ => return None,
+    })
+}
+
+/// The trace in the articles' notation, one operation a line, ending in `loop`.
+pub fn articles(program: &Program, trace: &Trace) -> String {
+    let mut out = String::new();
+    for inst in &trace.insts {
+        if inst.kind == Kind::Loop {
+            out.push_str("loop\n");
+        } else if let Some(line) = article_inst(program, trace, inst) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    out
+}
+
+/// An operand in the SSA form: `v3`, or a constant as the readable syntax writes it.
+pub fn opnd(o: &Opnd) -> String {
+    match o {
+        Opnd::Ref(r) => r.to_string(),
+        Opnd::Const(v) => fg_const(v),
+    }
+}
+
+/// A snapshot in the SSA form: `@label:index #cost [var=opnd, ...]`.
+pub fn snapshot(program: &Program, snap: &Snapshot) -> String {
+    let entries: Vec<String> = snap
+        .entries
+        .iter()
+        .map(|(slot, o)| format!("{}={}", program.var(*slot), opnd(o)))
+        .collect();
+    format!(
+        "@{}:{} #{} [{}]",
+        program.label(snap.pos.block),
+        snap.pos.inst,
+        snap.cost,
+        entries.join(", ")
+    )
+}
+
+/// One instruction in the SSA form.
+pub fn ssa_inst(program: &Program, trace: &Trace, index: usize) -> String {
+    let inst = &trace.insts[index];
+    let mut line = String::new();
+    if inst.kind.has_result() {
+        let _ = write!(line, "v{index} = ");
+    }
+    line.push_str(inst.kind.name());
+    if let Kind::Input(slot) = inst.kind {
+        let _ = write!(line, " {}", program.var(slot));
+    }
+    let args: Vec<String> = inst.args.iter().map(opnd).collect();
+    if !args.is_empty() {
+        let _ = write!(line, " {}", args.join(", "));
+    }
+    if let Some(snap) = trace.snap_of(inst) {
+        let _ = write!(line, "  {}", snapshot(program, snap));
+    }
+    line
+}
+
+/// The whole trace in the SSA form, one instruction a line.
+pub fn ssa(program: &Program, trace: &Trace) -> String {
+    (0..trace.insts.len())
+        .map(|i| ssa_inst(program, trace, i) + "\n")
+        .collect()
+}

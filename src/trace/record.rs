@@ -1,0 +1,267 @@
+//! The trace recorder: the articles' `trace` predicate.
+//!
+//! Recording *is* interpretation: each statement and terminator is executed by the
+//! interpreter's own [`step`] and [`branch`] on the real frame, and what was done is logged
+//! as trace instructions. So when a trace closes, the frame holds exactly what the
+//! interpreter alone would have computed, and when recording is abandoned (the trace grows
+//! too long, the program stops, an error happens) the run simply continues in the
+//! interpreter from where recording stood.
+//!
+//! - An operation becomes the same operation on SSA values.
+//! - `if v` becomes `guard_true(v)` or `guard_false(v)`, resuming at the branch not taken.
+//! - `promote(v, L)` and `promote(v)` become `guard_value(v, value)`, freezing the value
+//!   seen now; the guard resumes after the promotion.
+//! - A jump to the trace anchor closes the loop.
+
+use flowjit_runtime::Value;
+
+use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace};
+use crate::interp::{branch, step, ErrorKind, Flow, Frame, Position, RuntimeError, Steps};
+use crate::lang::{BlockId, Inst as Stmt, Operand, Program, Slot, Terminator};
+
+/// Why a recording was abandoned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AbortReason {
+    /// The trace grew past the length limit before the loop closed.
+    TooLong(usize),
+}
+
+impl std::fmt::Display for AbortReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AbortReason::TooLong(n) => write!(f, "trace too long (more than {n} instructions)"),
+        }
+    }
+}
+
+/// How a recording ended.
+#[derive(Debug)]
+pub enum Recorded {
+    /// The loop closed: the frame is at the start of the anchor again.
+    Loop(Trace),
+    /// Recording was abandoned; the interpreter continues at `at`.
+    Aborted {
+        /// Why.
+        reason: AbortReason,
+        /// Where the interpreter continues.
+        at: Position,
+    },
+    /// The program stopped while being recorded, printing this value.
+    Stopped(Value),
+}
+
+struct Recorder<'p> {
+    program: &'p Program,
+    insts: Vec<Inst>,
+    snaps: Vec<Snapshot>,
+    /// Per slot: the operand holding the variable's value written in this iteration.
+    written: Vec<Option<Opnd>>,
+    /// Per slot: the `input` instruction already reading the variable, if any.
+    inputs: Vec<Option<Ref>>,
+    /// Flowgraph operations done so far in this iteration.
+    cost: u64,
+}
+
+impl Recorder<'_> {
+    fn snapshot(&mut self, pos: Position) -> SnapId {
+        let entries = self
+            .written
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, w)| w.clone().map(|o| (Slot(slot as u32), o)))
+            .collect();
+        self.snaps.push(Snapshot {
+            pos,
+            cost: self.cost,
+            entries,
+        });
+        SnapId(self.snaps.len() as u32 - 1)
+    }
+
+    fn emit(&mut self, kind: Kind, args: Vec<Opnd>, snap: Option<SnapId>, origin: Position) -> Ref {
+        self.insts.push(Inst {
+            kind,
+            args,
+            snap,
+            origin: Some(origin),
+        });
+        Ref(self.insts.len() as u32 - 1)
+    }
+
+    /// The operand holding variable `slot` now, reading it with an `input` at `pos` if the
+    /// iteration has neither written nor read it yet.
+    fn var(&mut self, slot: Slot, pos: Position) -> Opnd {
+        if let Some(w) = &self.written[slot.index()] {
+            return w.clone();
+        }
+        if let Some(r) = self.inputs[slot.index()] {
+            return Opnd::Ref(r);
+        }
+        let snap = self.snapshot(pos);
+        self.insts.push(Inst {
+            kind: Kind::Input(slot),
+            args: vec![],
+            snap: Some(snap),
+            origin: None,
+        });
+        let r = Ref(self.insts.len() as u32 - 1);
+        self.inputs[slot.index()] = Some(r);
+        Opnd::Ref(r)
+    }
+
+    fn operand(&mut self, arg: &Operand, pos: Position) -> Opnd {
+        match arg {
+            Operand::Var(slot) => self.var(*slot, pos),
+            Operand::Const(v) => Opnd::Const(v.clone()),
+        }
+    }
+}
+
+fn charge(steps: &mut Steps, block: &str) -> Result<(), RuntimeError> {
+    if steps.left == 0 {
+        return Err(RuntimeError {
+            kind: ErrorKind::MaxSteps(steps.limit.unwrap_or(0)),
+            block: block.to_string(),
+        });
+    }
+    steps.left -= 1;
+    Ok(())
+}
+
+/// Records a trace from the start of `anchor`, executing the program on `frame` as it goes.
+/// `max_len` bounds the number of instructions. Errors are the interpreter's: the same
+/// error, raised at the same place, as interpreting would have raised.
+pub fn record(
+    program: &Program,
+    frame: &mut Frame,
+    anchor: BlockId,
+    steps: &mut Steps,
+    max_len: usize,
+) -> Result<Recorded, RuntimeError> {
+    let n = program.frame_size();
+    let mut r = Recorder {
+        program,
+        insts: Vec::new(),
+        snaps: Vec::new(),
+        written: vec![None; n],
+        inputs: vec![None; n],
+        cost: 0,
+    };
+    let mut id = anchor;
+    loop {
+        let block = r.program.block(id);
+        let fail = |kind| RuntimeError {
+            kind,
+            block: block.name.clone(),
+        };
+        for (i, stmt) in block.insts.iter().enumerate() {
+            let at = Position { block: id, inst: i };
+            match stmt {
+                Stmt::Op1 { dst, op, a } => {
+                    charge(steps, &block.name)?;
+                    let args = vec![r.operand(a, at)];
+                    let snap = Kind::Op(*op).needs_snapshot().then(|| r.snapshot(at));
+                    step(program, frame, stmt).map_err(fail)?;
+                    let v = r.emit(Kind::Op(*op), args, snap, at);
+                    r.written[dst.index()] = Some(Opnd::Ref(v));
+                    r.cost += 1;
+                }
+                Stmt::Op2 { dst, op, a, b } => {
+                    charge(steps, &block.name)?;
+                    let args = vec![r.operand(a, at), r.operand(b, at)];
+                    let snap = Kind::Op(*op).needs_snapshot().then(|| r.snapshot(at));
+                    step(program, frame, stmt).map_err(fail)?;
+                    let v = r.emit(Kind::Op(*op), args, snap, at);
+                    r.written[dst.index()] = Some(Opnd::Ref(v));
+                    r.cost += 1;
+                }
+                Stmt::Promote(slot) => {
+                    // A variable never written has no value to freeze: the interpreter
+                    // ignores the promotion, and so does the recorder.
+                    if let Some(value) = frame[slot.index()].clone() {
+                        let v = r.var(*slot, at);
+                        let resume = Position {
+                            block: id,
+                            inst: i + 1,
+                        };
+                        let snap = r.snapshot(resume);
+                        r.emit(
+                            Kind::GuardValue,
+                            vec![v, Opnd::Const(value)],
+                            Some(snap),
+                            at,
+                        );
+                    }
+                }
+                Stmt::MergePoint(_) | Stmt::CanEnterJit => {}
+            }
+            if r.insts.len() > max_len {
+                return Ok(Recorded::Aborted {
+                    reason: AbortReason::TooLong(max_len),
+                    at: Position {
+                        block: id,
+                        inst: i + 1,
+                    },
+                });
+            }
+        }
+        let at = Position {
+            block: id,
+            inst: block.insts.len(),
+        };
+        charge(steps, &block.name)?;
+        // The guard's operand is read before the terminator counts as done: an `input`
+        // exiting here resumes at the terminator, which the interpreter then runs itself.
+        let guarded = match &block.term {
+            Terminator::If { cond, then, els } if then.target != els.target => {
+                Some((r.var(*cond, at), None))
+            }
+            Terminator::Promote { var, .. } => frame[var.index()]
+                .clone()
+                .map(|value| (r.var(*var, at), Some(value))),
+            _ => None,
+        };
+        let flow = branch(program, frame, &block.term).map_err(fail)?;
+        r.cost += 1;
+        let next = match flow {
+            Flow::Stop(v) => return Ok(Recorded::Stopped(v)),
+            Flow::Jump(j) => j.target,
+        };
+        match (&block.term, guarded) {
+            (Terminator::If { then, els, .. }, Some((c, None))) => {
+                let (kind, other) = if next == then.target {
+                    (Kind::GuardTrue, els.target)
+                } else {
+                    (Kind::GuardFalse, then.target)
+                };
+                let snap = r.snapshot(Position::start(other));
+                r.emit(kind, vec![c], Some(snap), at);
+            }
+            (Terminator::Promote { target, .. }, Some((v, Some(value)))) => {
+                let snap = r.snapshot(Position::start(target.target));
+                r.emit(
+                    Kind::GuardValue,
+                    vec![v, Opnd::Const(value)],
+                    Some(snap),
+                    at,
+                );
+            }
+            _ => {}
+        }
+        if next == anchor {
+            let snap = r.snapshot(Position::start(anchor));
+            r.insts.push(Inst {
+                kind: Kind::Loop,
+                args: vec![],
+                snap: Some(snap),
+                origin: None,
+            });
+            return Ok(Recorded::Loop(Trace {
+                anchor,
+                insts: r.insts,
+                snaps: r.snaps,
+            }));
+        }
+        id = next;
+    }
+}

@@ -1,0 +1,96 @@
+//! The trace interpreter: the articles' `runtrace`.
+//!
+//! It runs a trace's instructions over values held per SSA ref, one iteration after another,
+//! until an instruction exits. An exit writes the snapshot's resume variables into the frame
+//! and returns the position where the interpreter continues. Nothing here raises a runtime
+//! error: an operation that would fail exits before itself, and the interpreter, running it
+//! again, raises the error exactly as it would have without the trace.
+
+use flowjit_runtime::{ops, Value};
+
+use super::ir::{Kind, Opnd, SnapId, Trace};
+use crate::interp::{Frame, Position, Steps};
+
+/// How a run of a trace ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceExit {
+    /// Where the interpreter continues.
+    pub pos: Position,
+    /// The instruction that exited, or `None` when the trace was not entered because fewer
+    /// than one iteration's worth of `--max-steps` remained.
+    pub inst: Option<usize>,
+    /// Whole iterations completed.
+    pub iterations: u64,
+}
+
+fn value(regs: &[Option<Value>], o: &Opnd) -> Value {
+    match o {
+        Opnd::Ref(r) => regs[r.index()]
+            .clone()
+            .expect("the verifier checks that refs are defined before use"),
+        Opnd::Const(v) => v.clone(),
+    }
+}
+
+fn write_back(trace: &Trace, snap: SnapId, regs: &[Option<Value>], frame: &mut Frame) -> u64 {
+    let snap = &trace.snaps[snap.index()];
+    for (slot, o) in &snap.entries {
+        frame[slot.index()] = Some(value(regs, o));
+    }
+    snap.cost
+}
+
+/// Runs `trace` on `frame`, which must be at the start of the trace's anchor, until it exits.
+pub fn run_trace(trace: &Trace, frame: &mut Frame, steps: &mut Steps) -> TraceExit {
+    let cost = trace.iteration_cost();
+    let mut regs: Vec<Option<Value>> = vec![None; trace.insts.len()];
+    let mut iterations = 0;
+    loop {
+        if steps.left < cost {
+            // Let the interpreter take the last steps, so the limit stops the program at
+            // exactly the operation it would have stopped at.
+            return TraceExit {
+                pos: Position::start(trace.anchor),
+                inst: None,
+                iterations,
+            };
+        }
+        for (i, inst) in trace.insts.iter().enumerate() {
+            let ok = match inst.kind {
+                Kind::Input(slot) => {
+                    regs[i] = frame[slot.index()].clone();
+                    regs[i].is_some()
+                }
+                Kind::Op(op) => {
+                    let result = match inst.args.as_slice() {
+                        [a] => ops::apply1(op, &value(&regs, a)),
+                        [a, b] => ops::apply2(op, &value(&regs, a), &value(&regs, b)),
+                        _ => unreachable!("the verifier checks arities"),
+                    };
+                    regs[i] = result.ok();
+                    regs[i].is_some()
+                }
+                Kind::GuardTrue => !value(&regs, &inst.args[0]).is_false(),
+                Kind::GuardFalse => value(&regs, &inst.args[0]).is_false(),
+                Kind::GuardValue => value(&regs, &inst.args[0]) == value(&regs, &inst.args[1]),
+                Kind::Loop => {
+                    let snap = inst.snap.expect("a loop has a snapshot");
+                    steps.left -= write_back(trace, snap, &regs, frame);
+                    iterations += 1;
+                    break;
+                }
+            };
+            if !ok {
+                let snap = inst
+                    .snap
+                    .expect("an instruction that can exit has a snapshot");
+                steps.left -= write_back(trace, snap, &regs, frame);
+                return TraceExit {
+                    pos: trace.snaps[snap.index()].pos,
+                    inst: Some(i),
+                    iterations,
+                };
+            }
+        }
+    }
+}

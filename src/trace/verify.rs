@@ -1,0 +1,66 @@
+//! The trace verifier: the invariants every pass must keep.
+//!
+//! - the last instruction, and only it, is `loop`;
+//! - every instruction has as many operands as its kind takes;
+//! - every ref names an earlier instruction that defines a value;
+//! - exactly the instructions that can exit have a snapshot, and every ref in a snapshot
+//!   names an instruction before the one that uses it;
+//! - a snapshot's entries are sorted by slot, each slot once.
+
+use super::ir::{Kind, Opnd, Trace};
+
+/// Checks `trace`'s invariants; the error says which instruction breaks which.
+pub fn verify(trace: &Trace) -> Result<(), String> {
+    let n = trace.insts.len();
+    let check_ref = |o: &Opnd, at: usize, what: &str| -> Result<(), String> {
+        if let Opnd::Ref(r) = o {
+            if r.index() >= at {
+                return Err(format!(
+                    "v{at}: {what} uses {r}, which is not defined before it"
+                ));
+            }
+            if !trace.insts[r.index()].kind.has_result() {
+                return Err(format!("v{at}: {what} uses {r}, which defines no value"));
+            }
+        }
+        Ok(())
+    };
+    match trace.insts.last() {
+        Some(last) if last.kind == Kind::Loop => {}
+        _ => return Err("the trace does not end in `loop`".to_string()),
+    }
+    for (i, inst) in trace.insts.iter().enumerate() {
+        if inst.kind == Kind::Loop && i != n - 1 {
+            return Err(format!("v{i}: `loop` before the end of the trace"));
+        }
+        if inst.args.len() != inst.kind.arity() {
+            return Err(format!(
+                "v{i}: {} takes {} operands, has {}",
+                inst.kind.name(),
+                inst.kind.arity(),
+                inst.args.len()
+            ));
+        }
+        for a in &inst.args {
+            check_ref(a, i, "an operand")?;
+        }
+        match (inst.kind.needs_snapshot(), inst.snap) {
+            (true, None) => return Err(format!("v{i}: {} needs a snapshot", inst.kind.name())),
+            (_, Some(s)) => {
+                let snap = trace
+                    .snaps
+                    .get(s.index())
+                    .ok_or_else(|| format!("v{i}: no snapshot {}", s.0))?;
+                for (slot, o) in &snap.entries {
+                    check_ref(o, i, "its snapshot")?;
+                    let _ = slot;
+                }
+                if !snap.entries.windows(2).all(|w| w[0].0 < w[1].0) {
+                    return Err(format!("v{i}: snapshot entries not sorted by slot"));
+                }
+            }
+            (false, None) => {}
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! What the integration tests share: the `test:` lines of the example and test programs,
+//! and loading a case's program and inputs through the library.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use flowjit::lang::{self, bytecode, BlockId, Program, Slot, Syntax};
+use flowjit_runtime::Value;
+
+/// One `test: ARGS => OUTPUT` line.
+pub struct Case {
+    /// The program file.
+    pub file: PathBuf,
+    /// The command's arguments after the file.
+    pub args: Vec<String>,
+    /// The one line the run prints.
+    pub expected: String,
+}
+
+/// Every case of `examples/` and `tests/programs/`, in file order.
+pub fn cases() -> Vec<Case> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["examples", "tests/programs"] {
+        for entry in std::fs::read_dir(root.join(dir)).expect("test directories exist") {
+            let path = entry.expect("readable directory").path();
+            if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("fg" | "pl" | "bc")
+            ) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut cases = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("readable program");
+        for line in text.lines() {
+            let line = line.trim_start_matches(['#', '%']).trim();
+            let Some(spec) = line.strip_prefix("test:") else {
+                continue;
+            };
+            let (args, expected) = spec
+                .split_once("=>")
+                .unwrap_or_else(|| panic!("{}: a test line needs `=>`", file.display()));
+            cases.push(Case {
+                file: file.clone(),
+                args: args.split_whitespace().map(str::to_string).collect(),
+                expected: expected.trim().to_string(),
+            });
+        }
+    }
+    cases
+}
+
+/// A case's program, entry block and inputs, loaded as the CLI would load them.
+pub struct Loaded {
+    /// The checked program.
+    pub program: Program,
+    /// Where the run starts.
+    pub entry: BlockId,
+    /// The inputs.
+    pub inputs: Vec<(Slot, Value)>,
+}
+
+/// Loads `case` through the library (`.bc` files run on the bundled interpreter).
+pub fn load(case: &Case) -> Loaded {
+    let text = std::fs::read_to_string(&case.file).expect("readable program");
+    let mut entry = None;
+    let mut named: Vec<(String, Value)> = Vec::new();
+    let mut args = case.args.iter();
+    while let Some(a) = args.next() {
+        if a == "--entry" {
+            entry = args.next().cloned();
+        } else {
+            let (n, v) = a.split_once('=').expect("NAME=VALUE");
+            named.push((n.to_string(), lang::parse_value(v).expect("valid value")));
+        }
+    }
+    let is_bc = case.file.extension().is_some_and(|e| e == "bc");
+    let (program, entry) = if is_bc {
+        let cells = bytecode::assemble(&text).expect("valid bytecode");
+        let mut all = vec![
+            ("bytecode".to_string(), Value::list(cells)),
+            ("pc".to_string(), Value::Int(0)),
+        ];
+        for reg in bytecode::REGISTERS {
+            if !named.iter().any(|(n, _)| n == reg) {
+                all.push((reg.to_string(), Value::Int(0)));
+            }
+        }
+        named.extend(all);
+        let (_, p) = lang::load(bytecode::REGMACHINE_SOURCE, Syntax::Fg).expect("bundled");
+        (p, Some(bytecode::REGMACHINE_ENTRY.to_string()))
+    } else {
+        let syntax = Syntax::from_path(&case.file.display().to_string());
+        let (_, p) = lang::load(&text, syntax).expect("valid program");
+        (p, entry)
+    };
+    let entry = entry.map_or(BlockId(0), |e| program.block_id(&e).expect("entry exists"));
+    let inputs = named
+        .into_iter()
+        .map(|(n, v)| (program.slot(&n).expect("input is a variable"), v))
+        .collect();
+    Loaded {
+        program,
+        entry,
+        inputs,
+    }
+}

@@ -1,0 +1,322 @@
+//! The tracer: the articles' traces, and the exactness of every guard exit.
+
+mod common;
+
+use std::process::Command;
+
+use flowjit::interp::{self, Exit, Monitor, NoMonitor, Position, Steps};
+use flowjit::lang::{BlockId, Program};
+use flowjit::trace::{self, parse::parse_ssa, print, Recorded, Trace};
+
+const SQUARE: &str = "bytecode=[mov_a_r0,mov_a_r1,mov_r0_a,decr_a,mov_a_r0,mov_r2_a,add_r1_to_a,mov_a_r2,mov_r0_a,jump_if_a,2,mov_r2_a,return_a]";
+
+fn flowjit(args: &[&str]) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_flowjit"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("flowjit runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn golden(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/golden/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("golden file")
+}
+
+#[test]
+fn power_traces_as_in_the_articles() {
+    let (out, err) = flowjit(&[
+        "trace",
+        "examples/power.pl",
+        "--from",
+        "power_rec",
+        "res=1",
+        "x=10",
+        "y=20",
+        "--dump",
+        "trace",
+    ]);
+    assert_eq!(out, "100000000000000000000\n");
+    assert_eq!(
+        err,
+        "# trace 0: loop at power_rec\n\
+         op2(res,mul,var(res),var(x))\n\
+         op2(y,sub,var(y),const(1))\n\
+         guard_true(y,[],power_done)\n\
+         loop\n"
+    );
+    assert_eq!(err, golden("power_rec.trace"));
+}
+
+#[test]
+fn promotion_traces_as_in_the_articles() {
+    let (out, err) = flowjit(&[
+        "trace",
+        "examples/promotion.pl",
+        "--from",
+        "b",
+        "i=100",
+        "x=5",
+        "--dump",
+        "trace",
+    ]);
+    assert_eq!(out, "-10\n");
+    assert_eq!(
+        err,
+        "# trace 0: loop at b\n\
+         guard_value(x,5,[],b2)\n\
+         op2(x2,mul,var(x),const(2))\n\
+         op2(x3,add,var(x2),const(1))\n\
+         op2(i,sub,var(i),var(x3))\n\
+         op2(c,ge,var(i),const(0))\n\
+         guard_true(c,[],l_done)\n\
+         loop\n"
+    );
+}
+
+#[test]
+fn the_register_machine_meta_traces_as_in_the_articles() {
+    let (out, err) = flowjit(&[
+        "trace",
+        "examples/regmachine.fg",
+        "--from",
+        "op_jump_if_a_jump",
+        SQUARE,
+        "pc=11",
+        "a=16",
+        "r0=16",
+        "r1=16",
+        "r2=0",
+        "target=2",
+        "--dump",
+        "trace",
+    ]);
+    assert_eq!(out, "256\n");
+    assert_eq!(err, golden("regmachine_square.trace"));
+    // The beginning and the end as the article prints them.
+    let lines: Vec<&str> = err.lines().collect();
+    let list = &SQUARE["bytecode=".len()..];
+    assert_eq!(
+        lines[1..9],
+        [
+            "op1(pc,same,var(target))".to_string(),
+            format!("guard_value(bytecode,{list},[],bytecode_loop)"),
+            format!("guard_value(bytecode,{list},[],bytecode_loop_promote_bytecode)"),
+            "guard_value(pc,2,[],bytecode_loop_promote_pc)".to_string(),
+            "op2(opcode,readlist,var(bytecode),var(pc))".to_string(),
+            "op2(pc,add,var(pc),const(1))".to_string(),
+            "op2(c,eq,var(opcode),const(jump_if_a))".to_string(),
+            "guard_false(c,[],op_jump_if_a)".to_string(),
+        ]
+    );
+    assert_eq!(
+        lines[lines.len() - 10..lines.len() - 1],
+        [
+            "guard_value(pc,9,[],bytecode_loop_promote_pc)",
+            "op2(opcode,readlist,var(bytecode),var(pc))",
+            "op2(pc,add,var(pc),const(1))",
+            "op2(c,eq,var(opcode),const(jump_if_a))",
+            "guard_true(c,[],not_jump_if_a)",
+            "op2(c,eq,var(a),const(0))",
+            "op2(target,readlist,var(bytecode),var(pc))",
+            "op2(pc,add,var(pc),const(1))",
+            "guard_false(c,[],bytecode_loop)",
+        ]
+    );
+    assert_eq!(lines.last(), Some(&"loop"));
+}
+
+/// Takes over at the first back edge to any label, or to a label that has a trace.
+struct FirstBackEdge<'a> {
+    traced: &'a [Option<usize>],
+    tried: &'a [bool],
+}
+
+impl Monitor for FirstBackEdge<'_> {
+    fn back_edge(&mut self, _from: BlockId, target: BlockId) -> bool {
+        self.traced[target.index()].is_some() || !self.tried[target.index()]
+    }
+}
+
+/// Runs the interpreter alone for exactly `used` operations from the case's start, and
+/// returns its frame and the block it stopped in.
+fn oracle(
+    program: &Program,
+    entry: BlockId,
+    inputs: &[(flowjit::lang::Slot, flowjit_runtime::Value)],
+    used: u64,
+) -> (interp::Frame, Option<String>) {
+    let mut frame = interp::frame_with(program, inputs);
+    let mut steps = Steps::new(Some(used));
+    let r = interp::run(
+        program,
+        &mut frame,
+        Position::start(entry),
+        &mut steps,
+        &mut NoMonitor,
+    );
+    let block = match r {
+        Err(e) => Some(e.block),
+        Ok(_) => None,
+    };
+    (frame, block)
+}
+
+/// Drives interpreter and traces by hand (tracing every loop at its first back edge) and,
+/// after every guard exit, compares the whole frame with what the interpreter alone holds
+/// after the same number of operations, and the block it would run next.
+#[test]
+fn after_every_exit_every_variable_holds_what_the_interpreter_alone_gives_it() {
+    let mut exits_checked = 0;
+    for case in common::cases() {
+        let common::Loaded {
+            program,
+            entry,
+            inputs,
+        } = common::load(&case);
+        let n = program.blocks.len();
+        let mut frame = interp::frame_with(&program, &inputs);
+        let mut steps = Steps::new(None);
+        let mut traced: Vec<Option<usize>> = vec![None; n];
+        let mut tried = vec![false; n];
+        let mut traces: Vec<Trace> = Vec::new();
+        let mut pos = Position::start(entry);
+        let what = format!("{} {}", case.file.display(), case.args.join(" "));
+        // The oracle interprets from the start each time: the first exits of each case are
+        // checked, which covers every kind of guard the programs have.
+        let mut checked_here = 0;
+        while checked_here < 25 {
+            let mut monitor = FirstBackEdge {
+                traced: &traced,
+                tried: &tried,
+            };
+            let anchor = match interp::run(&program, &mut frame, pos, &mut steps, &mut monitor) {
+                Ok(Exit::Hot(anchor)) => anchor,
+                Ok(Exit::Stop(_)) | Err(_) => break,
+            };
+            let index = match traced[anchor.index()] {
+                Some(i) => i,
+                None => {
+                    tried[anchor.index()] = true;
+                    match trace::record(&program, &mut frame, anchor, &mut steps, 4000) {
+                        Ok(Recorded::Loop(t)) => {
+                            assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
+                            traces.push(t);
+                            traced[anchor.index()] = Some(traces.len() - 1);
+                            traces.len() - 1
+                        }
+                        Ok(Recorded::Aborted { at, .. }) => {
+                            pos = at;
+                            continue;
+                        }
+                        Ok(Recorded::Stopped(_)) | Err(_) => break,
+                    }
+                }
+            };
+            let exit = trace::run_trace(&traces[index], &mut frame, &mut steps);
+            let used = steps.used();
+            let (expected, block) = oracle(&program, entry, &inputs, used);
+            assert_eq!(
+                frame, expected,
+                "{what}: frame after exit {exit:?} ({used} operations)"
+            );
+            assert_eq!(
+                block.as_deref(),
+                Some(program.label(exit.pos.block)),
+                "{what}: the interpreter continues elsewhere"
+            );
+            exits_checked += 1;
+            checked_here += 1;
+            pos = exit.pos;
+        }
+    }
+    assert!(exits_checked > 100, "only {exits_checked} exits checked");
+}
+
+#[test]
+fn the_ssa_form_reads_back_as_the_same_trace() {
+    let mut seen = 0;
+    for case in common::cases() {
+        let common::Loaded {
+            program,
+            entry,
+            inputs,
+        } = common::load(&case);
+        let mut frame = interp::frame_with(&program, &inputs);
+        let mut steps = Steps::new(None);
+        // Trace the first loop the run reaches.
+        struct First;
+        impl Monitor for First {
+            fn back_edge(&mut self, _: BlockId, _: BlockId) -> bool {
+                true
+            }
+        }
+        let Ok(Exit::Hot(anchor)) = interp::run(
+            &program,
+            &mut frame,
+            Position::start(entry),
+            &mut steps,
+            &mut First,
+        ) else {
+            continue;
+        };
+        let Ok(Recorded::Loop(t)) = trace::record(&program, &mut frame, anchor, &mut steps, 4000)
+        else {
+            continue;
+        };
+        let text = print::ssa(&program, &t);
+        let parsed = parse_ssa(&program, &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let mut expected = t.clone();
+        for inst in &mut expected.insts {
+            inst.origin = None;
+        }
+        assert_eq!(parsed, expected, "{text}");
+        assert_eq!(print::ssa(&program, &parsed), text);
+        seen += 1;
+    }
+    assert!(seen > 20, "only {seen} traces");
+}
+
+#[test]
+fn the_verifier_rejects_broken_traces() {
+    let (_, program) = flowjit::lang::load(
+        include_str!("../examples/power.fg"),
+        flowjit::lang::Syntax::Fg,
+    )
+    .unwrap();
+    let good = "v0 = input res  @power_rec:0 #0 []\n\
+                v1 = input x  @power_rec:0 #0 []\n\
+                v2 = mul v0, v1  @power_rec:0 #0 []\n\
+                loop  @power_rec:0 #1 [res=v2]\n";
+    assert!(parse_ssa(&program, good).is_ok());
+    let use_before_def = good.replace("mul v0, v1", "mul v0, v2");
+    assert_eq!(
+        parse_ssa(&program, &use_before_def).unwrap_err(),
+        "line 3: `v2` is used before it is defined"
+    );
+    let no_snapshot = good.replace("v2 = mul v0, v1  @power_rec:0 #0 []", "v2 = mul v0, v1");
+    assert_eq!(
+        parse_ssa(&program, &no_snapshot).unwrap_err(),
+        "v2: mul needs a snapshot"
+    );
+    let no_loop = good.lines().take(3).collect::<Vec<_>>().join("\n");
+    assert!(parse_ssa(&program, &no_loop).is_err());
+    let arity = good.replace("mul v0, v1", "mul v0");
+    assert_eq!(
+        parse_ssa(&program, &arity).unwrap_err(),
+        "v2: mul takes 2 operands, has 1"
+    );
+}
