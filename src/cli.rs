@@ -381,9 +381,9 @@ fn execute(
     let mode = match (start, opts.mode) {
         (Start::TraceFrom(..), None) => Mode::Trace,
         (_, Some(mode)) => mode,
-        // Until machine code is available, the default runs the tracing pipeline on the
-        // trace interpreter.
-        (Start::Run(_), None) => Mode::Trace,
+        // Until machine code is available, the default is the plain interpreter: the trace
+        // interpreter models execution of traces, and is slower than interpreting.
+        (Start::Run(_), None) => Mode::Interp,
     };
     if mode == Mode::Jit {
         return Err(usage_error("--mode jit is not available yet"));
