@@ -124,7 +124,7 @@ pub struct RunOpts {
     /// Guard failures before a bridge is traced.
     #[arg(long)]
     pub bridge_threshold: Option<u64>,
-    /// Optimizer passes, by name, comma-separated.
+    /// Optimizer passes, by name, comma-separated (fold, cse, guards, bounds, peel, dce).
     #[arg(long, value_delimiter = ',')]
     pub passes: Option<Vec<String>>,
     /// Run no optimizer pass.
@@ -364,10 +364,17 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
             "--target needs machine code, which is not available yet",
         ));
     }
+    let passes = match (&opts.passes, opts.no_opt) {
+        (Some(_), true) => return Err(usage_error("give --passes or --no-opt, not both")),
+        (_, true) => Vec::new(),
+        (Some(names), false) => crate::opt::check_passes(names).map_err(usage_error)?,
+        (None, false) => crate::opt::PIPELINE.to_vec(),
+    };
     Ok(jit::Config {
         threshold: opts.threshold.unwrap_or(jit::DEFAULT_THRESHOLD),
         max_steps: opts.max_steps,
         dumps,
+        passes,
         ..jit::Config::default()
     })
 }

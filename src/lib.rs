@@ -22,4 +22,5 @@ pub mod cli;
 pub mod interp;
 pub mod jit;
 pub mod lang;
+pub mod opt;
 pub mod trace;

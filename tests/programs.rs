@@ -26,6 +26,56 @@ const MODES: &[&[&str]] = &[
     &["--mode", "trace"],
     &["--mode", "trace", "--threshold", "0"],
     &["--mode", "trace", "--threshold", "1"],
+    &["--mode", "trace", "--threshold", "0", "--no-opt"],
+    // Each optimizer pass switched off in turn.
+    &[
+        "--mode",
+        "trace",
+        "--threshold",
+        "0",
+        "--passes",
+        "cse,guards,bounds,peel,dce",
+    ],
+    &[
+        "--mode",
+        "trace",
+        "--threshold",
+        "0",
+        "--passes",
+        "fold,guards,bounds,peel,dce",
+    ],
+    &[
+        "--mode",
+        "trace",
+        "--threshold",
+        "0",
+        "--passes",
+        "fold,cse,bounds,peel,dce",
+    ],
+    &[
+        "--mode",
+        "trace",
+        "--threshold",
+        "0",
+        "--passes",
+        "fold,cse,guards,peel,dce",
+    ],
+    &[
+        "--mode",
+        "trace",
+        "--threshold",
+        "0",
+        "--passes",
+        "fold,cse,guards,bounds,dce",
+    ],
+    &[
+        "--mode",
+        "trace",
+        "--threshold",
+        "0",
+        "--passes",
+        "fold,cse,guards,bounds,peel",
+    ],
 ];
 
 #[test]

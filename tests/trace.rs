@@ -180,6 +180,16 @@ fn oracle(
 /// after the same number of operations, and the block it would run next.
 #[test]
 fn after_every_exit_every_variable_holds_what_the_interpreter_alone_gives_it() {
+    exits_match_the_interpreter(&[]);
+}
+
+#[test]
+fn after_every_exit_of_an_optimized_trace_every_variable_holds_what_the_interpreter_alone_gives_it()
+{
+    exits_match_the_interpreter(flowjit::opt::PIPELINE);
+}
+
+fn exits_match_the_interpreter(passes: &[&str]) {
     let mut exits_checked = 0;
     for case in common::cases() {
         let common::Loaded {
@@ -213,6 +223,12 @@ fn after_every_exit_every_variable_holds_what_the_interpreter_alone_gives_it() {
                     tried[anchor.index()] = true;
                     match trace::record(&program, &mut frame, anchor, &mut steps, 4000) {
                         Ok(Recorded::Loop(t)) => {
+                            assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
+                            let Ok(t) = flowjit::opt::optimize(&t, passes) else {
+                                // Rejected: the frame is at the anchor; interpret on.
+                                pos = Position::start(anchor);
+                                continue;
+                            };
                             assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
                             traces.push(t);
                             traced[anchor.index()] = Some(traces.len() - 1);

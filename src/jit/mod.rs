@@ -20,6 +20,7 @@ use flowjit_runtime::Value;
 
 use crate::interp::{self, Exit, Frame, Monitor, NoMonitor, Position, RuntimeError, Steps};
 use crate::lang::{BlockId, Program};
+use crate::opt;
 use crate::trace::{self, print, AbortReason, Recorded, Trace};
 
 /// The default hot-loop threshold: back edges to a label before it is traced.
@@ -36,7 +37,7 @@ pub const MAX_ABORTS: u32 = 4;
 pub struct Dumps {
     /// Each recorded trace, in the articles' notation.
     pub trace: bool,
-    /// Each trace as it will run, in the SSA form.
+    /// Each trace as optimized, in the SSA form.
     pub opt: bool,
 }
 
@@ -51,6 +52,8 @@ pub struct Config {
     pub max_steps: Option<u64>,
     /// What to print to standard error.
     pub dumps: Dumps,
+    /// The optimizer passes to run, by name, in pipeline order.
+    pub passes: Vec<&'static str>,
 }
 
 impl Default for Config {
@@ -60,6 +63,7 @@ impl Default for Config {
             max_trace_len: DEFAULT_MAX_TRACE_LEN,
             max_steps: None,
             dumps: Dumps::default(),
+            passes: opt::PIPELINE.to_vec(),
         }
     }
 }
@@ -69,6 +73,10 @@ impl Default for Config {
 pub struct Stats {
     /// Recordings abandoned, with the label and the reason.
     pub aborts: Vec<(String, AbortReason)>,
+    /// Traces the optimizer rejected, with the label and the reason.
+    pub rejected: Vec<(String, opt::Rejected)>,
+    /// Time optimizing.
+    pub opt_time: Duration,
     /// Times a trace was entered.
     pub entries: u64,
     /// Whole trace iterations run.
@@ -244,6 +252,23 @@ impl<'p> Jit<'p> {
                     let _ = writeln!(self.dump, "# trace {index}: loop at {label}");
                     self.dump.push_str(&print::articles(self.program, &trace));
                 }
+                let start = Instant::now();
+                let optimized = opt::optimize(&trace, &self.config.passes);
+                self.stats.opt_time += start.elapsed();
+                let trace = match optimized {
+                    Ok(t) => t,
+                    Err(rejected) => {
+                        // The loop closed, so the frame is at the anchor: interpret on, and
+                        // treat the label as a failed recording.
+                        self.counts[anchor.index()] = 0;
+                        self.aborts[anchor.index()] += 1;
+                        if self.config.dumps.opt {
+                            let _ = writeln!(self.dump, "# opt {index}: {rejected}");
+                        }
+                        self.stats.rejected.push((label.to_string(), rejected));
+                        return Ok(Recording::Resume(Position::start(anchor)));
+                    }
+                };
                 if self.config.dumps.opt {
                     let _ = writeln!(self.dump, "# opt {index}: loop at {label}");
                     self.dump.push_str(&print::ssa(self.program, &trace));
@@ -286,6 +311,14 @@ impl<'p> Jit<'p> {
         for (label, reason) in &s.aborts {
             let _ = writeln!(out, "  at {label}: {reason}");
         }
+        let _ = writeln!(
+            out,
+            "traces rejected by the optimizer: {}",
+            s.rejected.len()
+        );
+        for (label, why) in &s.rejected {
+            let _ = writeln!(out, "  at {label}: {}", why.0);
+        }
         let _ = writeln!(out, "trace entries: {}", s.entries);
         let _ = writeln!(out, "trace iterations: {}", s.iterations);
         let _ = writeln!(out, "guard exits: {}", s.exits.values().sum::<u64>());
@@ -299,9 +332,10 @@ impl<'p> Jit<'p> {
         }
         let _ = writeln!(
             out,
-            "time: interpreting {:.3} ms, recording {:.3} ms, running traces {:.3} ms",
+            "time: interpreting {:.3} ms, recording {:.3} ms, optimizing {:.3} ms, running traces {:.3} ms",
             ms(s.interp_time),
             ms(s.record_time),
+            ms(s.opt_time),
             ms(s.trace_time)
         );
         out

@@ -130,8 +130,16 @@ pub enum Kind {
     GuardFalse,
     /// Exits unless its first operand equals its second (a constant): a promotion.
     GuardValue,
-    /// The end of the iteration: writes its snapshot's variables back and starts over.
+    /// The end of the iteration. In a trace as recorded (no `loop_start`), it writes its
+    /// snapshot's variables back and starts over. In a peeled trace, its operands are the
+    /// next values of the `param`s, and the loop goes on after `loop_start`.
     Loop,
+    /// The end of the preamble of a peeled trace: its operands are the first values of the
+    /// `param`s that follow it. Its snapshot is the state at the end of the preamble.
+    LoopStart,
+    /// A loop-carried value of a peeled trace: the value of a variable at the start of each
+    /// iteration of the loop. The `param`s follow `loop_start` directly.
+    Param(Slot),
 }
 
 impl Kind {
@@ -144,6 +152,8 @@ impl Kind {
             Kind::GuardFalse => "guard_false",
             Kind::GuardValue => "guard_value",
             Kind::Loop => "loop",
+            Kind::LoopStart => "loop_start",
+            Kind::Param(_) => "param",
         }
     }
 
@@ -154,23 +164,26 @@ impl Kind {
             "guard_false" => Kind::GuardFalse,
             "guard_value" => Kind::GuardValue,
             "loop" => Kind::Loop,
+            "loop_start" => Kind::LoopStart,
             _ => Kind::Op(Op::from_name(name)?),
         })
     }
 
-    /// How many operands the instruction takes.
-    pub fn arity(self) -> usize {
+    /// How many operands the instruction takes; `None` for `loop` and `loop_start`, which
+    /// take one per `param`.
+    pub fn arity(self) -> Option<usize> {
         match self {
-            Kind::Input(_) | Kind::Loop => 0,
-            Kind::Op(op) => op.arity(),
-            Kind::GuardTrue | Kind::GuardFalse => 1,
-            Kind::GuardValue => 2,
+            Kind::Input(_) | Kind::Param(_) => Some(0),
+            Kind::Loop | Kind::LoopStart => None,
+            Kind::Op(op) => Some(op.arity()),
+            Kind::GuardTrue | Kind::GuardFalse => Some(1),
+            Kind::GuardValue => Some(2),
         }
     }
 
     /// Whether the instruction defines an SSA value.
     pub fn has_result(self) -> bool {
-        matches!(self, Kind::Input(_) | Kind::Op(_))
+        matches!(self, Kind::Input(_) | Kind::Op(_) | Kind::Param(_))
     }
 
     /// Whether the instruction is a guard.
@@ -178,11 +191,13 @@ impl Kind {
         matches!(self, Kind::GuardTrue | Kind::GuardFalse | Kind::GuardValue)
     }
 
-    /// Whether the instruction needs a snapshot: guards, the loop, inputs (which may find
-    /// a variable never written) and operations that can fail.
+    /// Whether the instruction needs a snapshot: guards, `loop` and `loop_start`, inputs
+    /// (which may find a variable never written) and operations that can fail. The
+    /// optimizer removes the snapshot of an operation it proves cannot fail.
     pub fn needs_snapshot(self) -> bool {
         match self {
             Kind::Op(op) => can_fail(op),
+            Kind::Param(_) => false,
             _ => true,
         }
     }
@@ -223,6 +238,11 @@ impl Trace {
     /// The snapshot of instruction `inst`.
     pub fn snap_of(&self, inst: &Inst) -> Option<&Snapshot> {
         inst.snap.map(|s| &self.snaps[s.index()])
+    }
+
+    /// The index of the `loop_start` of a peeled trace.
+    pub fn loop_start(&self) -> Option<usize> {
+        self.insts.iter().position(|i| i.kind == Kind::LoopStart)
     }
 
     /// How many flowgraph operations one whole iteration stands for.

@@ -126,6 +126,8 @@ pub fn parse_ssa(program: &Program, text: &str) -> Result<Trace, String> {
         let (mnemonic, args) = body.split_once(' ').unwrap_or((body, ""));
         let (kind, args) = if mnemonic == "input" {
             (Kind::Input(p.slot(args).map_err(at)?), Vec::new())
+        } else if mnemonic == "param" {
+            (Kind::Param(p.slot(args).map_err(at)?), Vec::new())
         } else {
             let kind = Kind::from_name(mnemonic)
                 .ok_or_else(|| at(format!("unknown instruction `{mnemonic}`")))?;

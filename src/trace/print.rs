@@ -110,7 +110,7 @@ pub fn ssa_inst(program: &Program, trace: &Trace, index: usize) -> String {
         let _ = write!(line, "v{index} = ");
     }
     line.push_str(inst.kind.name());
-    if let Kind::Input(slot) = inst.kind {
+    if let Kind::Input(slot) | Kind::Param(slot) = inst.kind {
         let _ = write!(line, " {}", program.var(slot));
     }
     let args: Vec<String> = inst.args.iter().map(opnd).collect();

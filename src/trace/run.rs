@@ -41,56 +41,90 @@ fn write_back(trace: &Trace, snap: SnapId, regs: &[Option<Value>], frame: &mut F
 }
 
 /// Runs `trace` on `frame`, which must be at the start of the trace's anchor, until it exits.
+///
+/// Each whole iteration counts `trace.iteration_cost()` operations against `steps`, an exit
+/// the count in its snapshot. An iteration starts only if the budget holds a whole one, so
+/// that the interpreter runs the last steps and stops at exactly the operation it would have
+/// stopped at.
 pub fn run_trace(trace: &Trace, frame: &mut Frame, steps: &mut Steps) -> TraceExit {
     let cost = trace.iteration_cost();
+    let start = trace.loop_start();
+    let params = trace
+        .insts
+        .iter()
+        .filter(|i| matches!(i.kind, Kind::Param(_)))
+        .count();
     let mut regs: Vec<Option<Value>> = vec![None; trace.insts.len()];
     let mut iterations = 0;
+    let budget_stop = |iterations| TraceExit {
+        pos: Position::start(trace.anchor),
+        inst: None,
+        iterations,
+    };
+    if steps.left < cost {
+        return budget_stop(iterations);
+    }
+    let mut i = 0;
     loop {
-        if steps.left < cost {
-            // Let the interpreter take the last steps, so the limit stops the program at
-            // exactly the operation it would have stopped at.
+        let inst = &trace.insts[i];
+        let ok = match inst.kind {
+            Kind::Input(slot) => {
+                regs[i] = frame[slot.index()].clone();
+                regs[i].is_some()
+            }
+            Kind::Op(op) => {
+                let result = match inst.args.as_slice() {
+                    [a] => ops::apply1(op, &value(&regs, a)),
+                    [a, b] => ops::apply2(op, &value(&regs, a), &value(&regs, b)),
+                    _ => unreachable!("the verifier checks arities"),
+                };
+                regs[i] = result.ok();
+                regs[i].is_some()
+            }
+            Kind::GuardTrue => !value(&regs, &inst.args[0]).is_false(),
+            Kind::GuardFalse => value(&regs, &inst.args[0]).is_false(),
+            Kind::GuardValue => value(&regs, &inst.args[0]) == value(&regs, &inst.args[1]),
+            Kind::Param(_) => true,
+            Kind::LoopStart | Kind::Loop if start.is_some() => {
+                // The end of an iteration of a peeled trace: go round again if the budget
+                // holds this iteration and the next.
+                let snap = inst.snap.expect("loop and loop_start have snapshots");
+                if steps.left < cost.saturating_mul(2) {
+                    steps.left -= write_back(trace, snap, &regs, frame);
+                    return budget_stop(iterations + 1);
+                }
+                steps.left -= cost;
+                iterations += 1;
+                let next: Vec<Value> = inst.args.iter().map(|a| value(&regs, a)).collect();
+                let first = start.expect("checked above") + 1;
+                for (k, v) in next.into_iter().enumerate() {
+                    regs[first + k] = Some(v);
+                }
+                i = first + params;
+                continue;
+            }
+            Kind::Loop | Kind::LoopStart => {
+                let snap = inst.snap.expect("a loop has a snapshot");
+                steps.left -= write_back(trace, snap, &regs, frame);
+                iterations += 1;
+                if steps.left < cost {
+                    return budget_stop(iterations);
+                }
+                i = 0;
+                continue;
+            }
+        };
+        if !ok {
+            let snap = inst
+                .snap
+                .expect("an instruction that can exit has a snapshot");
+            steps.left -= write_back(trace, snap, &regs, frame);
             return TraceExit {
-                pos: Position::start(trace.anchor),
-                inst: None,
+                pos: trace.snaps[snap.index()].pos,
+                inst: Some(i),
                 iterations,
             };
         }
-        for (i, inst) in trace.insts.iter().enumerate() {
-            let ok = match inst.kind {
-                Kind::Input(slot) => {
-                    regs[i] = frame[slot.index()].clone();
-                    regs[i].is_some()
-                }
-                Kind::Op(op) => {
-                    let result = match inst.args.as_slice() {
-                        [a] => ops::apply1(op, &value(&regs, a)),
-                        [a, b] => ops::apply2(op, &value(&regs, a), &value(&regs, b)),
-                        _ => unreachable!("the verifier checks arities"),
-                    };
-                    regs[i] = result.ok();
-                    regs[i].is_some()
-                }
-                Kind::GuardTrue => !value(&regs, &inst.args[0]).is_false(),
-                Kind::GuardFalse => value(&regs, &inst.args[0]).is_false(),
-                Kind::GuardValue => value(&regs, &inst.args[0]) == value(&regs, &inst.args[1]),
-                Kind::Loop => {
-                    let snap = inst.snap.expect("a loop has a snapshot");
-                    steps.left -= write_back(trace, snap, &regs, frame);
-                    iterations += 1;
-                    break;
-                }
-            };
-            if !ok {
-                let snap = inst
-                    .snap
-                    .expect("an instruction that can exit has a snapshot");
-                steps.left -= write_back(trace, snap, &regs, frame);
-                return TraceExit {
-                    pos: trace.snaps[snap.index()].pos,
-                    inst: Some(i),
-                    iterations,
-                };
-            }
-        }
+        i += 1;
     }
 }

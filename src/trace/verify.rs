@@ -1,6 +1,8 @@
 //! The trace verifier: the invariants every pass must keep.
 //!
 //! - the last instruction, and only it, is `loop`;
+//! - at most one `loop_start`; the `param`s follow it directly, and it and `loop` have one
+//!   operand per `param`;
 //! - every instruction has as many operands as its kind takes;
 //! - every ref names an earlier instruction that defines a value;
 //! - exactly the instructions that can exit have a snapshot, and every ref in a snapshot
@@ -29,17 +31,37 @@ pub fn verify(trace: &Trace) -> Result<(), String> {
         Some(last) if last.kind == Kind::Loop => {}
         _ => return Err("the trace does not end in `loop`".to_string()),
     }
+    let starts: Vec<usize> = (0..n)
+        .filter(|&i| trace.insts[i].kind == Kind::LoopStart)
+        .collect();
+    if starts.len() > 1 {
+        return Err(format!("v{}: a second loop_start", starts[1]));
+    }
+    let params = trace
+        .insts
+        .iter()
+        .filter(|i| matches!(i.kind, Kind::Param(_)))
+        .count();
     for (i, inst) in trace.insts.iter().enumerate() {
         if inst.kind == Kind::Loop && i != n - 1 {
             return Err(format!("v{i}: `loop` before the end of the trace"));
         }
-        if inst.args.len() != inst.kind.arity() {
+        let arity = inst.kind.arity().unwrap_or(params);
+        if inst.args.len() != arity {
             return Err(format!(
-                "v{i}: {} takes {} operands, has {}",
+                "v{i}: {} takes {arity} operands, has {}",
                 inst.kind.name(),
-                inst.kind.arity(),
                 inst.args.len()
             ));
+        }
+        if let Kind::Param(_) = inst.kind {
+            let before = trace.insts[..i]
+                .iter()
+                .rev()
+                .find(|p| !matches!(p.kind, Kind::Param(_)));
+            if before.map(|p| p.kind) != Some(Kind::LoopStart) {
+                return Err(format!("v{i}: a param must follow loop_start directly"));
+            }
         }
         for a in &inst.args {
             check_ref(a, i, "an operand")?;

@@ -1,0 +1,56 @@
+//! Common-subexpression elimination of operations.
+//!
+//! Operations are pure: the same operation on the same operands gives the same result, and
+//! if the first one did not exit, the second would not either. So a repeated operation is
+//! replaced by the first one's result. Operands of commutative operations are put in a
+//! canonical order first. Across a peeled loop this is also loop-invariant code motion: an
+//! operation of the loop body on values defined in the preamble is the preamble's.
+//!
+//! ```text
+//! v2 = lt v0, 4  @l:0 #0 []                v2 = lt v0, 4  @l:0 #0 []
+//! guard_true v2  @d:0 #1 []          =>    guard_true v2  @d:0 #1 []
+//! v4 = lt v0, 4  @m:0 #1 []                guard_true v2  @e:0 #2 []
+//! guard_true v4  @e:0 #2 []
+//! ```
+
+use std::collections::HashMap;
+
+use super::rewrite::Rewriter;
+use super::Rejected;
+use crate::trace::{Kind, Opnd, Ref, Trace};
+
+fn canonical(kind: Kind, mut args: Vec<Opnd>) -> Vec<Opnd> {
+    if let Kind::Op(op) = kind {
+        if op.is_commutative() && args.len() == 2 {
+            let rank = |o: &Opnd| match o {
+                Opnd::Ref(r) => (0, r.0),
+                Opnd::Const(_) => (1, 0),
+            };
+            if rank(&args[1]) < rank(&args[0]) {
+                args.swap(0, 1);
+            }
+        }
+    }
+    args
+}
+
+/// Runs common-subexpression elimination.
+pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
+    let mut rw = Rewriter::new(trace);
+    let mut seen: HashMap<(Kind, Vec<Opnd>), Ref> = HashMap::new();
+    for (i, inst) in trace.insts.iter().enumerate() {
+        let args = rw.args(inst);
+        if let Kind::Op(_) = inst.kind {
+            let key = (inst.kind, canonical(inst.kind, args.clone()));
+            if let Some(&r) = seen.get(&key) {
+                rw.set(i, Opnd::Ref(r));
+                continue;
+            }
+            let r = rw.keep_with(i, args);
+            seen.insert(key, r);
+        } else {
+            rw.keep_with(i, args);
+        }
+    }
+    Ok(rw.finish())
+}

@@ -1,0 +1,204 @@
+//! Integer intervals known for SSA values, learnt from constants, from what operations
+//! produce, and from guards on comparisons with constants.
+//!
+//! A ref with an interval is known to hold an integer in it; `None` bounds are unbounded
+//! (the value may be a big integer). An interval is only ever learnt for a value that is
+//! known to be an integer: a guard on `lt(x, 4)` that held means `x` was an integer.
+
+use std::collections::HashMap;
+
+use flowjit_runtime::{Op, Value};
+
+use crate::trace::{Inst, Kind, Opnd, Ref};
+
+/// An interval of integers, `lo..=hi`; `None` is unbounded on that side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range {
+    /// The least value, if bounded below.
+    pub lo: Option<i128>,
+    /// The greatest value, if bounded above.
+    pub hi: Option<i128>,
+}
+
+impl Range {
+    /// Exactly `n`.
+    pub fn exactly(n: i128) -> Range {
+        Range {
+            lo: Some(n),
+            hi: Some(n),
+        }
+    }
+
+    /// `lo..=hi`.
+    pub fn new(lo: i128, hi: i128) -> Range {
+        Range {
+            lo: Some(lo),
+            hi: Some(hi),
+        }
+    }
+
+    /// Any integer.
+    pub const ANY: Range = Range { lo: None, hi: None };
+
+    /// Whether every value in the interval fits in 64 bits.
+    pub fn fits_i64(self) -> bool {
+        matches!((self.lo, self.hi), (Some(lo), Some(hi)) if lo >= i64::MIN as i128 && hi <= i64::MAX as i128)
+    }
+
+    fn meet(self, other: Range) -> Range {
+        let max = |a: Option<i128>, b: Option<i128>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, None) => a,
+            (None, b) => b,
+        };
+        let min = |a: Option<i128>, b: Option<i128>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, None) => a,
+            (None, b) => b,
+        };
+        Range {
+            lo: max(self.lo, other.lo),
+            hi: min(self.hi, other.hi),
+        }
+    }
+}
+
+/// What is known of the values of a trace.
+#[derive(Default)]
+pub struct Facts {
+    ranges: HashMap<Ref, Range>,
+}
+
+/// `a OP b` for a comparison, with the operands swapped.
+fn flipped(op: Op) -> Op {
+    match op {
+        Op::Lt => Op::Gt,
+        Op::Le => Op::Ge,
+        Op::Gt => Op::Lt,
+        Op::Ge => Op::Le,
+        other => other,
+    }
+}
+
+/// The comparison that holds when `op` does not.
+fn negated(op: Op) -> Op {
+    match op {
+        Op::Lt => Op::Ge,
+        Op::Le => Op::Gt,
+        Op::Gt => Op::Le,
+        Op::Ge => Op::Lt,
+        Op::Eq => Op::Ne,
+        Op::Ne => Op::Eq,
+        other => other,
+    }
+}
+
+/// Whether `op` is a comparison whose result is 0 or 1.
+pub fn is_comparison(op: Op) -> bool {
+    matches!(op, Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne)
+}
+
+impl Facts {
+    /// The interval of an operand, if one is known.
+    pub fn of(&self, o: &Opnd) -> Option<Range> {
+        match o {
+            Opnd::Const(Value::Int(n)) => Some(Range::exactly(*n as i128)),
+            Opnd::Const(_) => None,
+            Opnd::Ref(r) => self.ranges.get(r).copied(),
+        }
+    }
+
+    /// Records that `r` lies in `range` (as well as in what was known).
+    pub fn narrow(&mut self, r: Ref, range: Range) {
+        let now = self.ranges.get(&r).map_or(range, |old| old.meet(range));
+        self.ranges.insert(r, now);
+    }
+
+    /// Learns from a guard that comparison `cond` came out `holds`.
+    pub fn learn(&mut self, cond: &Inst, holds: bool) {
+        let Kind::Op(op) = cond.kind else { return };
+        if !is_comparison(op) {
+            return;
+        }
+        let op = if holds { op } else { negated(op) };
+        let (x, op, k) = match cond.args.as_slice() {
+            [Opnd::Ref(x), Opnd::Const(Value::Int(k))] => (*x, op, *k as i128),
+            [Opnd::Const(Value::Int(k)), Opnd::Ref(x)] => (*x, flipped(op), *k as i128),
+            _ => return,
+        };
+        let range = match op {
+            Op::Lt => Range {
+                lo: None,
+                hi: Some(k - 1),
+            },
+            Op::Le => Range {
+                lo: None,
+                hi: Some(k),
+            },
+            Op::Gt => Range {
+                lo: Some(k + 1),
+                hi: None,
+            },
+            Op::Ge => Range {
+                lo: Some(k),
+                hi: None,
+            },
+            Op::Eq => Range::exactly(k),
+            _ => Range::ANY,
+        };
+        self.narrow(x, range);
+    }
+
+    /// The outcome of comparison `op` on operands with these intervals, if they decide it.
+    pub fn decide(&self, op: Op, a: &Opnd, b: &Opnd) -> Option<bool> {
+        let (a, b) = (self.of(a)?, self.of(b)?);
+        let always = |x: Range, y: Range, strict: bool| match (x.hi, y.lo) {
+            // x < y for all values when max(x) < min(y).
+            (Some(xh), Some(yl)) => {
+                if strict {
+                    xh < yl
+                } else {
+                    xh <= yl
+                }
+            }
+            _ => false,
+        };
+        let lt = |x, y| {
+            if always(x, y, true) {
+                Some(true)
+            } else if always(y, x, false) {
+                Some(false)
+            } else {
+                None
+            }
+        };
+        let le = |x, y| {
+            if always(x, y, false) {
+                Some(true)
+            } else if always(y, x, true) {
+                Some(false)
+            } else {
+                None
+            }
+        };
+        match op {
+            Op::Lt => lt(a, b),
+            Op::Le => le(a, b),
+            Op::Gt => lt(b, a),
+            Op::Ge => le(b, a),
+            Op::Eq | Op::Ne => {
+                let disjoint = always(a, b, true) || always(b, a, true);
+                let same = a.lo.is_some() && a.lo == a.hi && a == b;
+                let eq = if disjoint {
+                    Some(false)
+                } else if same {
+                    Some(true)
+                } else {
+                    None
+                };
+                eq.map(|e| e == (op == Op::Eq))
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Loop peeling: the trace becomes a preamble (one iteration) and a loop (the next ones).
+//!
+//! Why peel rather than hoist (as LuaJIT's `lj_opt_loop.c` explains for the same choice):
+//! the loop body is a copy of the iteration re-emitted *after* the preamble, so the other
+//! passes, run again over the whole, do loop-invariant code motion for free. What the
+//! preamble computed from values that do not change (a `guard_value` on `bytecode`, a
+//! `readlist` of a constant list) the body finds already known or already computed, and CSE
+//! and folding remove it from the loop. No separate invariance analysis is needed.
+//!
+//! The variables an iteration writes are *carried* to the next. A carried variable whose
+//! value at the end of the preamble is a constant is assumed to stay that constant: it is
+//! not carried at all, and the body sees the constant. The other carried variables become
+//! `param`s: `loop_start` gives their first values, `loop` their next. After the passes have
+//! run over the peeled trace, each assumption is checked (the body must end with the same
+//! constant); a variable for which it fails becomes a `param` and the body is built again.
+//!
+//! ```text
+//! v0 = input x  @b:0 #0 []                 v0 = input x ...  (preamble)
+//! guard_value v0, 5  @b2:0 #1 []           guard_value v0, 5 ...
+//! v3 = input i  @b2:2 #3 [...]             v3 = input i ...
+//! v4 = sub v3, 11  @b2:2 #3 [...]          v4 = sub v3, 11 ...
+//! v5 = ge v4, 0  @l:0 #5 [...]      =>     v5 = ge v4, 0 ...
+//! guard_true v5  @l_done:0 #6 [...]        guard_true v5 ...
+//! loop  @b:0 #6 [i=v4, c=v5, ...]          loop_start v4  @b:0 #6 [i=v4, c=1, ...]
+//!                                          v8 = param i
+//!                                          v9 = sub v8, 11 ...
+//!                                          v10 = ge v9, 0 ...
+//!                                          guard_true v10 ...
+//!                                          loop v9  @b:0 #6 [i=v9, c=1, ...]
+//! ```
+
+use std::collections::BTreeSet;
+
+use super::Rejected;
+use crate::lang::Slot;
+use crate::trace::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace};
+
+/// Peels `trace`, running `local` (the other passes) over the peeled trace until the
+/// constants assumed carried hold.
+pub fn run(
+    trace: &Trace,
+    local: &dyn Fn(&Trace) -> Result<Trace, Rejected>,
+) -> Result<Trace, Rejected> {
+    if trace.loop_start().is_some() {
+        return Ok(trace.clone());
+    }
+    let last = trace.insts.last().expect("a trace ends in loop");
+    let carried = &trace.snap_of(last).expect("a loop has a snapshot").entries;
+    let mut params: BTreeSet<Slot> = carried
+        .iter()
+        .filter(|(_, o)| o.as_const().is_none())
+        .map(|(s, _)| *s)
+        .collect();
+    loop {
+        let peeled = local(&build(trace, &params))?;
+        let start = peeled.loop_start().expect("build adds loop_start");
+        let first = &peeled.snaps[peeled.insts[start].snap.expect("snapshot").index()];
+        let last = peeled
+            .snap_of(peeled.insts.last().expect("loop"))
+            .expect("snapshot");
+        let broken: Vec<Slot> = first
+            .entries
+            .iter()
+            .filter(|(slot, o)| {
+                !params.contains(slot)
+                    && last.entries.iter().find(|(s, _)| s == slot).map(|(_, e)| e) != Some(o)
+            })
+            .map(|(s, _)| *s)
+            .collect();
+        if broken.is_empty() {
+            return Ok(peeled);
+        }
+        params.extend(broken);
+    }
+}
+
+/// The peeled trace: the iteration, `loop_start`, the `param`s, the iteration again with the
+/// carried variables read from the params (or the assumed constants), and `loop`.
+fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
+    let n = trace.insts.len() - 1;
+    let last = &trace.insts[n];
+    let end = trace.snap_of(last).expect("a loop has a snapshot").clone();
+    let mut insts: Vec<Inst> = trace.insts[..n].to_vec();
+    let mut snaps: Vec<Snapshot> = trace.snaps.clone();
+
+    // The end of the preamble.
+    let first_values: Vec<Opnd> = params
+        .iter()
+        .map(|p| {
+            end.entries
+                .iter()
+                .find(|(s, _)| s == p)
+                .expect("a param is carried")
+                .1
+                .clone()
+        })
+        .collect();
+    snaps.push(end.clone());
+    insts.push(Inst {
+        kind: Kind::LoopStart,
+        args: first_values,
+        snap: Some(SnapId(snaps.len() as u32 - 1)),
+        origin: None,
+    });
+    // The state at the start of each iteration of the loop.
+    let mut state: Vec<(Slot, Opnd)> = Vec::new();
+    for (slot, o) in &end.entries {
+        if params.contains(slot) {
+            insts.push(Inst {
+                kind: Kind::Param(*slot),
+                args: vec![],
+                snap: None,
+                origin: None,
+            });
+            state.push((*slot, Opnd::Ref(Ref(insts.len() as u32 - 1))));
+        } else {
+            state.push((*slot, o.clone()));
+        }
+    }
+
+    // The body: the iteration again, reading carried variables from `state`.
+    let mut map: Vec<Opnd> = Vec::with_capacity(n);
+    let remap = |map: &Vec<Opnd>, o: &Opnd| match o {
+        Opnd::Ref(r) => map[r.index()].clone(),
+        c => c.clone(),
+    };
+    let body_snapshot = |snaps: &mut Vec<Snapshot>, map: &Vec<Opnd>, id: SnapId| {
+        let old = &trace.snaps[id.index()];
+        let mut entries = state.clone();
+        for (slot, o) in &old.entries {
+            let o = remap(map, o);
+            match entries.iter_mut().find(|(s, _)| s == slot) {
+                Some(e) => e.1 = o,
+                None => entries.push((*slot, o)),
+            }
+        }
+        entries.sort_by_key(|(s, _)| *s);
+        snaps.push(Snapshot {
+            pos: old.pos,
+            cost: old.cost,
+            entries,
+        });
+        SnapId(snaps.len() as u32 - 1)
+    };
+    for (i, inst) in trace.insts[..n].iter().enumerate() {
+        if let Kind::Input(slot) = inst.kind {
+            let carried = state
+                .iter()
+                .find(|(s, _)| *s == slot)
+                .map(|(_, o)| o.clone());
+            // A variable the iteration does not write keeps its value: the preamble's input.
+            map.push(carried.unwrap_or(Opnd::Ref(Ref(i as u32))));
+            continue;
+        }
+        let args = inst.args.iter().map(|a| remap(&map, a)).collect();
+        let snap = inst.snap.map(|s| body_snapshot(&mut snaps, &map, s));
+        insts.push(Inst {
+            kind: inst.kind,
+            args,
+            snap,
+            origin: inst.origin,
+        });
+        map.push(Opnd::Ref(Ref(insts.len() as u32 - 1)));
+    }
+    let next: Vec<Opnd> = params
+        .iter()
+        .map(|p| {
+            let o = &end
+                .entries
+                .iter()
+                .find(|(s, _)| s == p)
+                .expect("a param is carried")
+                .1;
+            remap(&map, o)
+        })
+        .collect();
+    let snap = body_snapshot(&mut snaps, &map, last.snap.expect("a loop has a snapshot"));
+    insts.push(Inst {
+        kind: Kind::Loop,
+        args: next,
+        snap: Some(snap),
+        origin: None,
+    });
+    Trace {
+        anchor: trace.anchor,
+        insts,
+        snaps,
+    }
+}
