@@ -322,14 +322,14 @@ fn stats_show_traces_and_guard_exits() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with(
-            "# stats\ntraces recorded: 1\n  trace 0: loop at sum_loop, 8 instructions\n"
+            "# stats\ntraces recorded: 1\n  trace 0: loop at sum_loop, 15 instructions\n"
         ),
         "{err}"
     );
     assert!(err.contains("trace entries: 1\n"), "{err}");
     assert!(
         err.contains(
-            "guard exits: 1\n  trace 0 guard_true v5  @sum_done:0 #4 [s=v2, i=v3, c=v5]: 1\n"
+            "guard exits: 1\n  trace 0 guard_true v12  @sum_done:0 #4 [s=v10, i=v11, c=v12]: 1\n"
         ),
         "{err}"
     );

@@ -323,10 +323,10 @@ fn the_verifier_rejects_broken_traces() {
         parse_ssa(&program, &use_before_def).unwrap_err(),
         "line 3: `v2` is used before it is defined"
     );
-    let no_snapshot = good.replace("v2 = mul v0, v1  @power_rec:0 #0 []", "v2 = mul v0, v1");
+    let no_snapshot = good.replace("loop  @", "guard_true v2\nloop  @");
     assert_eq!(
         parse_ssa(&program, &no_snapshot).unwrap_err(),
-        "v2: mul needs a snapshot"
+        "v3: guard_true needs a snapshot"
     );
     let no_loop = good.lines().take(3).collect::<Vec<_>>().join("\n");
     assert!(parse_ssa(&program, &no_loop).is_err());
