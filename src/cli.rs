@@ -114,8 +114,8 @@ pub enum Mode {
 /// The flags shared by `run`, `trace` and `bytecode`.
 #[derive(Args, Debug, Clone)]
 pub struct RunOpts {
-    /// jit: hot loops become machine code (the default once available); trace: traces run
-    /// on a trace interpreter; interp: the plain interpreter.
+    /// jit: hot loops become machine code (the default); trace: traces run on a trace
+    /// interpreter; interp: the plain interpreter.
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
     /// Hot-loop threshold: back-edge count before tracing.
@@ -347,11 +347,8 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
         match name.as_str() {
             "trace" => dumps.trace = true,
             "opt" => dumps.opt = true,
-            "ir" | "asm" => {
-                return Err(usage_error(format!(
-                    "--dump {name} needs machine code, which is not available yet"
-                )))
-            }
+            "ir" => dumps.ir = true,
+            "asm" => dumps.asm = true,
             other => {
                 return Err(usage_error(format!(
                     "unknown dump `{other}` (choose from trace, opt, ir, asm)"
@@ -359,11 +356,14 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
             }
         }
     }
-    if opts.target.is_some() {
-        return Err(usage_error(
-            "--target needs machine code, which is not available yet",
-        ));
-    }
+    let target = match &opts.target {
+        None => None,
+        Some(name) => Some(crate::backend::Target::from_name(name).ok_or_else(|| {
+            usage_error(format!(
+                "unknown target `{name}` (choose x86_64 or aarch64)"
+            ))
+        })?),
+    };
     let passes = match (&opts.passes, opts.no_opt) {
         (Some(_), true) => return Err(usage_error("give --passes or --no-opt, not both")),
         (_, true) => Vec::new(),
@@ -375,6 +375,7 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
         max_steps: opts.max_steps,
         dumps,
         passes,
+        target,
         ..jit::Config::default()
     })
 }
@@ -385,21 +386,20 @@ fn execute(
     inputs: &[(Slot, Value)],
     opts: &RunOpts,
 ) -> CliResult<()> {
-    let mode = match (start, opts.mode) {
-        (Start::TraceFrom(..), None) => Mode::Trace,
-        (_, Some(mode)) => mode,
-        // Until machine code is available, the default is the plain interpreter: the trace
-        // interpreter models execution of traces, and is slower than interpreting.
-        (Start::Run(_), None) => Mode::Interp,
-    };
-    if mode == Mode::Jit {
-        return Err(usage_error("--mode jit is not available yet"));
+    let mode = opts.mode.unwrap_or(Mode::Jit);
+    let mut config = jit_config(opts)?;
+    config.native = mode == Mode::Jit;
+    if !config.native && (config.dumps.ir || config.dumps.asm || config.target.is_some()) {
+        return Err(usage_error(
+            "--dump ir, --dump asm and --target need --mode jit",
+        ));
     }
-    let config = jit_config(opts)?;
     if mode == Mode::Interp {
         if let Start::Run(entry) = start {
             if opts.stats || !opts.dump.is_empty() {
-                return Err(usage_error("--stats and --dump need --mode trace"));
+                return Err(usage_error(
+                    "--stats and --dump need --mode jit or --mode trace",
+                ));
             }
             return finish(interp::run_program(
                 &loaded.program,
@@ -413,7 +413,7 @@ fn execute(
         ));
     }
     let mut frame = interp::frame_with(&loaded.program, inputs);
-    let mut driver = jit::Jit::new(&loaded.program, config);
+    let mut driver = jit::Jit::new(&loaded.program, config).map_err(usage_error)?;
     let result = match start {
         Start::Run(entry) => driver.run(&mut frame, entry),
         Start::TraceFrom(from) => driver.do_trace(&mut frame, from),

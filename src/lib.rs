@@ -18,6 +18,7 @@
 //! - **residual program**: what partial evaluation leaves of a program.
 #![deny(missing_docs)]
 
+pub mod backend;
 pub mod cli;
 pub mod interp;
 pub mod jit;

@@ -326,11 +326,93 @@ fn stats_show_traces_and_guard_exits() {
         ),
         "{err}"
     );
-    assert!(err.contains("trace entries: 1\n"), "{err}");
+    assert!(
+        err.contains("trace entries: 1 (0 in machine code)\n"),
+        "{err}"
+    );
     assert!(
         err.contains(
             "guard exits: 1\n  trace 0 guard_true v12  @sum_done:0 #4 [s=v10, i=v11, c=v12]: 1\n"
         ),
         "{err}"
     );
+}
+
+#[test]
+fn the_jit_runs_hot_loops_as_machine_code() {
+    let out = flowjit(&["run", "examples/sum.fg", "n=100000", "--stats"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "5000050000\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("traces compiled to machine code: 1 ("),
+        "{err}"
+    );
+    assert!(
+        err.contains("trace entries: 1 (1 in machine code)\n"),
+        "{err}"
+    );
+    // A trace machine code cannot run stays on the trace interpreter, and says why.
+    let out = flowjit(&[
+        "run",
+        "examples/lists.fg",
+        "xs=[3,1,4,1,5]",
+        "--stats",
+        "--threshold",
+        "0",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "14\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("  not compiled, at lists_loop: `readlist` in machine code\n"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ir_and_asm_dumps_show_each_compiled_trace() {
+    let out = flowjit(&["run", "examples/sum.fg", "n=1000", "--dump", "ir,asm"]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let host = if cfg!(target_arch = "aarch64") {
+        "aarch64"
+    } else {
+        "x86_64"
+    };
+    assert!(
+        err.starts_with(&format!("# ir 0: loop at sum_loop ({host})\nfunction ")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("# asm 0: loop at sum_loop ({host})\n  0x")),
+        "{err}"
+    );
+    // Another ISA, for display, while the host's code runs.
+    let out = flowjit(&[
+        "run",
+        "examples/sum.fg",
+        "n=1000",
+        "--dump",
+        "asm",
+        "--target",
+        "aarch64",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "500500\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("# asm 0: loop at sum_loop (aarch64)\n"),
+        "{err}"
+    );
+    assert!(err.contains(" ret"), "{err}");
+    let out = flowjit(&["run", "examples/sum.fg", "n=10", "--target", "sparc"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = flowjit(&[
+        "run",
+        "examples/sum.fg",
+        "n=10",
+        "--mode",
+        "trace",
+        "--dump",
+        "asm",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
 }

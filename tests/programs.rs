@@ -23,6 +23,10 @@ use common::cases;
 /// other executor is held to its output.
 const MODES: &[&[&str]] = &[
     &["--mode", "interp"],
+    &["--mode", "jit"],
+    &["--mode", "jit", "--threshold", "0"],
+    &["--mode", "jit", "--threshold", "1"],
+    &[],
     &["--mode", "trace"],
     &["--mode", "trace", "--threshold", "0"],
     &["--mode", "trace", "--threshold", "1"],

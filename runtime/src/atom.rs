@@ -53,6 +53,15 @@ impl Atom {
         self.0
     }
 
+    /// The atom with id `id`, which must come from [`Atom::id`] (machine code hands ids
+    /// back to the runtime this way).
+    ///
+    /// # Panics
+    /// Naming the atom panics if `id` was never handed out.
+    pub fn from_id(id: u32) -> Atom {
+        Atom(id)
+    }
+
     /// Whether the atom prints bare (`[a-z][A-Za-z0-9_]*`) rather than quoted.
     pub fn is_bare(name: &str) -> bool {
         let mut chars = name.chars();

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use flowjit_runtime::Value;
 
+use crate::backend::{self, Backend, Compiled, Listings};
 use crate::interp::{self, Exit, Frame, Monitor, NoMonitor, Position, RuntimeError, Steps};
 use crate::lang::{BlockId, Program};
 use crate::opt;
@@ -39,6 +40,10 @@ pub struct Dumps {
     pub trace: bool,
     /// Each trace as optimized, in the SSA form.
     pub opt: bool,
+    /// Each compiled trace's Cranelift IR.
+    pub ir: bool,
+    /// Each compiled trace's machine code, disassembled.
+    pub asm: bool,
 }
 
 /// How the driver behaves.
@@ -54,6 +59,10 @@ pub struct Config {
     pub dumps: Dumps,
     /// The optimizer passes to run, by name, in pipeline order.
     pub passes: Vec<&'static str>,
+    /// Whether traces become machine code (`--mode jit`) or run on the trace interpreter.
+    pub native: bool,
+    /// The ISA of the `ir` and `asm` listings, when not the host's.
+    pub target: Option<backend::Target>,
 }
 
 impl Default for Config {
@@ -64,6 +73,8 @@ impl Default for Config {
             max_steps: None,
             dumps: Dumps::default(),
             passes: opt::PIPELINE.to_vec(),
+            native: false,
+            target: None,
         }
     }
 }
@@ -77,6 +88,14 @@ pub struct Stats {
     pub rejected: Vec<(String, opt::Rejected)>,
     /// Time optimizing.
     pub opt_time: Duration,
+    /// Traces left on the trace interpreter, with the label and the reason.
+    pub not_compiled: Vec<(String, backend::Unsupported)>,
+    /// Time compiling to machine code.
+    pub compile_time: Duration,
+    /// Time in machine code.
+    pub native_time: Duration,
+    /// Entries into machine code.
+    pub native_entries: u64,
     /// Times a trace was entered.
     pub entries: u64,
     /// Whole trace iterations run.
@@ -102,6 +121,9 @@ pub struct Jit<'p> {
     /// Per block: the index in `traces` of the trace anchored there.
     anchored: Vec<Option<usize>>,
     traces: Vec<Trace>,
+    /// Per trace: its machine code, if it has some.
+    compiled: Vec<Option<Compiled>>,
+    backend: Option<Backend>,
     steps: Steps,
     /// Statistics of the run so far.
     pub stats: Stats,
@@ -143,10 +165,16 @@ impl Monitor for Counting<'_> {
 }
 
 impl<'p> Jit<'p> {
-    /// A driver for `program`.
-    pub fn new(program: &'p Program, config: Config) -> Jit<'p> {
+    /// A driver for `program`. Fails only when machine code is asked for on a host that
+    /// flowjit cannot emit it for.
+    pub fn new(program: &'p Program, config: Config) -> Result<Jit<'p>, String> {
         let n = program.blocks.len();
-        Jit {
+        let backend = if config.native {
+            Some(Backend::new(config.target)?)
+        } else {
+            None
+        };
+        Ok(Jit {
             program,
             steps: Steps::new(config.max_steps),
             config,
@@ -154,9 +182,11 @@ impl<'p> Jit<'p> {
             aborts: vec![0; n],
             anchored: vec![None; n],
             traces: Vec::new(),
+            compiled: Vec::new(),
+            backend,
             stats: Stats::default(),
             dump: String::new(),
-        }
+        })
     }
 
     /// The traces recorded so far, in order.
@@ -273,6 +303,8 @@ impl<'p> Jit<'p> {
                     let _ = writeln!(self.dump, "# opt {index}: loop at {label}");
                     self.dump.push_str(&print::ssa(self.program, &trace));
                 }
+                let compiled = self.compile(index, label, &trace, frame);
+                self.compiled.push(compiled);
                 self.traces.push(trace);
                 self.anchored[anchor.index()] = Some(index);
                 Ok(Recording::Trace(index))
@@ -280,11 +312,66 @@ impl<'p> Jit<'p> {
         }
     }
 
+    /// Compiles trace `index` to machine code, if the backend is on and can.
+    fn compile(
+        &mut self,
+        index: usize,
+        label: &str,
+        trace: &Trace,
+        frame: &Frame,
+    ) -> Option<Compiled> {
+        let backend = self.backend.as_mut()?;
+        let listings = Listings {
+            ir: self.config.dumps.ir,
+            asm: self.config.dumps.asm,
+        };
+        let start = Instant::now();
+        let compiled = backend.compile(trace, frame, listings);
+        self.stats.compile_time += start.elapsed();
+        match compiled {
+            Ok(code) => {
+                let target = backend.listing_target();
+                if let Some(ir) = &code.ir {
+                    let _ = writeln!(self.dump, "# ir {index}: loop at {label} ({target})");
+                    self.dump.push_str(ir);
+                }
+                if let Some(asm) = &code.asm {
+                    let _ = writeln!(self.dump, "# asm {index}: loop at {label} ({target})");
+                    self.dump.push_str(asm);
+                }
+                Some(code)
+            }
+            Err(why) => {
+                if self.config.dumps.ir || self.config.dumps.asm {
+                    let _ = writeln!(
+                        self.dump,
+                        "# trace {index} stays on the trace interpreter: {why}"
+                    );
+                }
+                self.stats.not_compiled.push((label.to_string(), why));
+                None
+            }
+        }
+    }
+
     /// Runs trace `index` until it exits; returns where the interpreter continues.
     fn run_trace(&mut self, index: usize, frame: &mut Frame) -> Position {
+        if let Some(code) = &self.compiled[index] {
+            let start = Instant::now();
+            let exit = backend::run_compiled(code, &self.traces[index], frame, &mut self.steps);
+            self.stats.native_time += start.elapsed();
+            if let Some(exit) = exit {
+                self.stats.native_entries += 1;
+                return self.count_exit(index, exit);
+            }
+        }
         let start = Instant::now();
         let exit = trace::run_trace(&self.traces[index], frame, &mut self.steps);
         self.stats.trace_time += start.elapsed();
+        self.count_exit(index, exit)
+    }
+
+    fn count_exit(&mut self, index: usize, exit: trace::TraceExit) -> Position {
         self.stats.entries += 1;
         self.stats.iterations += exit.iterations;
         if let Some(inst) = exit.inst {
@@ -311,6 +398,17 @@ impl<'p> Jit<'p> {
         for (label, reason) in &s.aborts {
             let _ = writeln!(out, "  at {label}: {reason}");
         }
+        if self.backend.is_some() {
+            let compiled = self.compiled.iter().filter(|c| c.is_some()).count();
+            let bytes: usize = self.compiled.iter().flatten().map(|c| c.size).sum();
+            let _ = writeln!(
+                out,
+                "traces compiled to machine code: {compiled} ({bytes} bytes)"
+            );
+            for (label, why) in &s.not_compiled {
+                let _ = writeln!(out, "  not compiled, at {label}: {why}");
+            }
+        }
         let _ = writeln!(
             out,
             "traces rejected by the optimizer: {}",
@@ -319,7 +417,11 @@ impl<'p> Jit<'p> {
         for (label, why) in &s.rejected {
             let _ = writeln!(out, "  at {label}: {}", why.0);
         }
-        let _ = writeln!(out, "trace entries: {}", s.entries);
+        let _ = writeln!(
+            out,
+            "trace entries: {} ({} in machine code)",
+            s.entries, s.native_entries
+        );
         let _ = writeln!(out, "trace iterations: {}", s.iterations);
         let _ = writeln!(out, "guard exits: {}", s.exits.values().sum::<u64>());
         for ((t, i), n) in &s.exits {
@@ -332,11 +434,13 @@ impl<'p> Jit<'p> {
         }
         let _ = writeln!(
             out,
-            "time: interpreting {:.3} ms, recording {:.3} ms, optimizing {:.3} ms, running traces {:.3} ms",
+            "time: interpreting {:.3} ms, recording {:.3} ms, optimizing {:.3} ms, compiling {:.3} ms, trace interpreter {:.3} ms, machine code {:.3} ms",
             ms(s.interp_time),
             ms(s.record_time),
             ms(s.opt_time),
-            ms(s.trace_time)
+            ms(s.compile_time),
+            ms(s.trace_time),
+            ms(s.native_time)
         );
         out
     }

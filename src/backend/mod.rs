@@ -1,0 +1,347 @@
+//! Native code: optimized traces become machine code through Cranelift.
+//!
+//! [`Backend`] owns one `JITModule`, and with it the code memory of every trace it compiled;
+//! dropping the backend frees that memory. [`Backend::compile`] lowers a trace
+//! ([`lower`]), compiles it for the host, and can also emit it for another ISA for display
+//! (`--target`). [`run_compiled`] marshals the trace's inputs from the frame into unboxed
+//! registers, calls the machine code, and on exit writes the snapshot's resume variables
+//! back into the frame.
+//!
+//! A trace the backend cannot lower (it is not peeled, it uses `readlist`, a big integer
+//! constant, ...) is not an error: it stays on the trace interpreter, and `--stats` says why.
+
+pub mod lower;
+
+use std::rc::Rc;
+
+use cranelift_codegen::control::ControlPlane;
+use cranelift_codegen::isa::{self, OwnedTargetIsa, TargetIsa};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::Context;
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module};
+use flowjit_runtime::{Atom, List, Value};
+
+use crate::interp::{Frame, Position, Steps};
+use crate::trace::{Kind, Opnd, Trace, TraceExit};
+use lower::MKind;
+
+/// Why a trace stays on the trace interpreter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsupported(pub String);
+
+impl std::fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The ISAs flowjit emits code for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// x86-64.
+    X86_64,
+    /// AArch64.
+    Aarch64,
+}
+
+impl Target {
+    /// The target named `name` (`x86_64` or `aarch64`).
+    pub fn from_name(name: &str) -> Option<Target> {
+        match name {
+            "x86_64" => Some(Target::X86_64),
+            "aarch64" => Some(Target::Aarch64),
+            _ => None,
+        }
+    }
+
+    /// The host's target, if flowjit supports it.
+    pub fn host() -> Option<Target> {
+        if cfg!(target_arch = "x86_64") {
+            Some(Target::X86_64)
+        } else if cfg!(target_arch = "aarch64") {
+            Some(Target::Aarch64)
+        } else {
+            None
+        }
+    }
+
+    fn triple(self) -> &'static str {
+        match self {
+            Target::X86_64 => "x86_64-unknown-linux-gnu",
+            Target::Aarch64 => "aarch64-unknown-linux-gnu",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Target::X86_64 => "x86_64",
+            Target::Aarch64 => "aarch64",
+        }
+    }
+}
+
+fn flags() -> settings::Flags {
+    let mut b = settings::builder();
+    for (k, v) in [
+        ("opt_level", "speed"),
+        ("is_pic", "false"),
+        ("use_colocated_libcalls", "false"),
+    ] {
+        b.set(k, v).expect("a known Cranelift setting");
+    }
+    settings::Flags::new(b)
+}
+
+fn isa_for(target: Target) -> Result<OwnedTargetIsa, String> {
+    let triple = target.triple().parse().map_err(|e| format!("{e}"))?;
+    isa::lookup(triple)
+        .map_err(|e| e.to_string())?
+        .finish(flags())
+        .map_err(|e| e.to_string())
+}
+
+type TraceFn = unsafe extern "C" fn(*mut i64) -> u32;
+
+/// A trace as machine code.
+pub struct Compiled {
+    f: TraceFn,
+    kinds: Vec<Option<MKind>>,
+    /// The Cranelift IR, when asked for.
+    pub ir: Option<String>,
+    /// The disassembly with addresses, when asked for.
+    pub asm: Option<String>,
+    /// The machine code's size in bytes.
+    pub size: usize,
+}
+
+/// What to produce besides the machine code.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Listings {
+    /// The Cranelift IR.
+    pub ir: bool,
+    /// The disassembly.
+    pub asm: bool,
+}
+
+/// The native-code backend.
+pub struct Backend {
+    module: Option<JITModule>,
+    isa: OwnedTargetIsa,
+    /// The ISA of `--target` when it is not the host's: code emitted for display only.
+    display: Option<(Target, OwnedTargetIsa)>,
+    fctx: FunctionBuilderContext,
+    compiled: u32,
+}
+
+impl Backend {
+    /// A backend for the host; `display` emits listings for that ISA instead.
+    pub fn new(display: Option<Target>) -> Result<Backend, String> {
+        let host =
+            Target::host().ok_or("flowjit emits machine code for x86_64 and aarch64 hosts only")?;
+        let isa = isa_for(host)?;
+        let display = match display {
+            Some(t) if t != host => Some((t, isa_for(t)?)),
+            _ => None,
+        };
+        let module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
+        Ok(Backend {
+            module: Some(module),
+            isa,
+            display,
+            fctx: FunctionBuilderContext::new(),
+            compiled: 0,
+        })
+    }
+
+    /// The name of the ISA listings are for.
+    pub fn listing_target(&self) -> &'static str {
+        match &self.display {
+            Some((t, _)) => t.name(),
+            None => Target::host().map_or("host", Target::name),
+        }
+    }
+
+    /// Compiles `trace`, whose inputs' kinds are those of `frame`'s values now.
+    pub fn compile(
+        &mut self,
+        trace: &Trace,
+        frame: &Frame,
+        listings: Listings,
+    ) -> Result<Compiled, Unsupported> {
+        let kinds = lower::kinds(trace, frame)?;
+        let func = lower::lower(trace, &kinds, &*self.isa, &mut self.fctx);
+        let cl = |e: String| Unsupported(format!("Cranelift: {e}"));
+        let mut ir = None;
+        let mut asm = None;
+        if let Some((_, disp)) = &self.display {
+            // Emitted for another ISA: listings only, from a compilation of their own.
+            let dfunc = lower::lower(trace, &kinds, &**disp, &mut self.fctx);
+            if listings.ir {
+                ir = Some(dfunc.display().to_string());
+            }
+            if listings.asm {
+                let mut ctx = Context::for_function(dfunc);
+                let code = ctx
+                    .compile(&**disp, &mut ControlPlane::default())
+                    .map_err(|e| cl(format!("{e:?}")))?;
+                asm = Some(disassemble(&**disp, code.code_buffer(), 0)?);
+            }
+        } else if listings.ir {
+            ir = Some(func.display().to_string());
+        }
+        let module = self
+            .module
+            .as_mut()
+            .expect("the module lives as long as the backend");
+        let name = format!("trace{}", self.compiled);
+        self.compiled += 1;
+        let id = module
+            .declare_function(&name, Linkage::Local, &func.signature)
+            .map_err(|e| cl(e.to_string()))?;
+        let mut ctx = Context::for_function(func);
+        module
+            .define_function(id, &mut ctx)
+            .map_err(|e| cl(format!("{e:?}")))?;
+        let bytes = ctx
+            .compiled_code()
+            .map(|c| c.code_buffer().to_vec())
+            .unwrap_or_default();
+        module
+            .finalize_definitions()
+            .map_err(|e| cl(e.to_string()))?;
+        let ptr = module.get_finalized_function(id);
+        if listings.asm && self.display.is_none() {
+            asm = Some(disassemble(&*self.isa, &bytes, ptr as u64)?);
+        }
+        // SAFETY: the function was compiled with `lower::signature`, which is this type.
+        let f: TraceFn = unsafe { std::mem::transmute::<*const u8, TraceFn>(ptr) };
+        Ok(Compiled {
+            f,
+            kinds,
+            ir,
+            asm,
+            size: bytes.len(),
+        })
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            // SAFETY: the backend owns every compiled trace's code; dropping it ends their
+            // use (the driver drops its compiled traces with it).
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
+fn disassemble(isa: &dyn TargetIsa, bytes: &[u8], base: u64) -> Result<String, Unsupported> {
+    let cs = isa
+        .to_capstone()
+        .map_err(|e| Unsupported(format!("disassembler: {e}")))?;
+    let insns = cs
+        .disasm_all(bytes, base)
+        .map_err(|e| Unsupported(format!("disassembler: {e}")))?;
+    let mut out = String::new();
+    for i in insns.iter() {
+        out.push_str(&format!(
+            "  {:#014x}: {:<8} {}\n",
+            i.address(),
+            i.mnemonic().unwrap_or(""),
+            i.op_str().unwrap_or("")
+        ));
+    }
+    Ok(out)
+}
+
+/// A frame value as machine code holds it, if it is of the kind the code expects.
+fn unbox(v: &Value, kind: MKind) -> Option<i64> {
+    match (v, kind) {
+        (Value::Int(n), MKind::Int) => Some(*n),
+        (Value::Atom(a), MKind::Atom) => Some(a.id() as i64),
+        (Value::List(l), MKind::List) => Some(Rc::as_ptr(l) as i64),
+        _ => None,
+    }
+}
+
+/// A value machine code held, as a frame value.
+///
+/// # Safety
+/// A `List` word must be the address of a live `Rc<List>`: machine code only ever holds
+/// lists read from the frame (unchanged while it runs) or from the trace's constants.
+unsafe fn rebox(bits: i64, kind: MKind) -> Value {
+    match kind {
+        MKind::Int => Value::Int(bits),
+        MKind::Atom => Value::Atom(Atom::from_id(bits as u32)),
+        MKind::List => {
+            let p = bits as *const List;
+            // SAFETY: see above; the count taken here belongs to the new Value.
+            unsafe {
+                Rc::increment_strong_count(p);
+                Value::List(Rc::from_raw(p))
+            }
+        }
+    }
+}
+
+/// Runs compiled `trace` on `frame` (at the trace's anchor) until it exits, with the same
+/// accounting of `steps` as the trace interpreter. Returns `None`, having done nothing, when
+/// an input is not of the kind the code was compiled for: the trace interpreter runs then.
+pub fn run_compiled(
+    code: &Compiled,
+    trace: &Trace,
+    frame: &mut Frame,
+    steps: &mut Steps,
+) -> Option<TraceExit> {
+    let cost = trace.iteration_cost();
+    let n = trace.insts.len();
+    if steps.left < cost {
+        return Some(TraceExit {
+            pos: Position::start(trace.anchor),
+            inst: None,
+            iterations: 0,
+        });
+    }
+    let mut regs = vec![0i64; n + 1];
+    for (i, inst) in trace.insts.iter().enumerate() {
+        if let Kind::Input(slot) = inst.kind {
+            let kind = code.kinds[i].expect("an input has a kind");
+            regs[i] = unbox(frame[slot.index()].as_ref()?, kind)?;
+        }
+    }
+    // Loop ends allowed: each charges an iteration and needs a whole one after it.
+    let allowed = (steps.left / cost.max(1))
+        .saturating_sub(1)
+        .min(i64::MAX as u64) as i64;
+    regs[n] = allowed;
+    // SAFETY: `regs` has the slots the code reads and writes (one per instruction and the
+    // counter), and every input slot holds a value of the kind the code was compiled for.
+    let exit = unsafe { (code.f)(regs.as_mut_ptr()) } as usize;
+    let continues = (allowed - regs[n]) as u64;
+    let inst = &trace.insts[exit];
+    let snap = trace
+        .snap_of(inst)
+        .expect("an exiting instruction has a snapshot");
+    for (slot, o) in &snap.entries {
+        let v = match o {
+            Opnd::Const(v) => v.clone(),
+            // SAFETY: `regs[r]` was stored by the exit from a value of kind `kinds[r]`.
+            Opnd::Ref(r) => unsafe {
+                rebox(
+                    regs[r.index()],
+                    code.kinds[r.index()].expect("a ref has a kind"),
+                )
+            },
+        };
+        frame[slot.index()] = Some(v);
+    }
+    steps.left -= continues * cost + snap.cost;
+    let loop_end = matches!(inst.kind, Kind::Loop | Kind::LoopStart);
+    Some(TraceExit {
+        pos: snap.pos,
+        inst: (!loop_end).then_some(exit),
+        iterations: continues + loop_end as u64,
+    })
+}
