@@ -180,16 +180,22 @@ fn oracle(
 /// after the same number of operations, and the block it would run next.
 #[test]
 fn after_every_exit_every_variable_holds_what_the_interpreter_alone_gives_it() {
-    exits_match_the_interpreter(&[]);
+    exits_match_the_interpreter(&[], false);
 }
 
 #[test]
 fn after_every_exit_of_an_optimized_trace_every_variable_holds_what_the_interpreter_alone_gives_it()
 {
-    exits_match_the_interpreter(flowjit::opt::PIPELINE);
+    exits_match_the_interpreter(flowjit::opt::PIPELINE, false);
 }
 
-fn exits_match_the_interpreter(passes: &[&str]) {
+#[test]
+fn after_every_exit_from_machine_code_every_variable_holds_what_the_interpreter_alone_gives_it() {
+    exits_match_the_interpreter(flowjit::opt::PIPELINE, true);
+}
+
+fn exits_match_the_interpreter(passes: &[&str], native: bool) {
+    let mut native_exits = 0;
     let mut exits_checked = 0;
     for case in common::cases() {
         let common::Loaded {
@@ -203,6 +209,8 @@ fn exits_match_the_interpreter(passes: &[&str]) {
         let mut traced: Vec<Option<usize>> = vec![None; n];
         let mut tried = vec![false; n];
         let mut traces: Vec<Trace> = Vec::new();
+        let mut backend = flowjit::backend::Backend::new(None).expect("a supported host");
+        let mut compiled: Vec<Option<flowjit::backend::Compiled>> = Vec::new();
         let mut pos = Position::start(entry);
         let what = format!("{} {}", case.file.display(), case.args.join(" "));
         // The oracle interprets from the start each time: the first exits of each case are
@@ -230,6 +238,10 @@ fn exits_match_the_interpreter(passes: &[&str]) {
                                 continue;
                             };
                             assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
+                            let code = native
+                                .then(|| backend.compile(&t, &frame, Default::default()).ok())
+                                .flatten();
+                            compiled.push(code);
                             traces.push(t);
                             traced[anchor.index()] = Some(traces.len() - 1);
                             traces.len() - 1
@@ -242,7 +254,14 @@ fn exits_match_the_interpreter(passes: &[&str]) {
                     }
                 }
             };
-            let exit = trace::run_trace(&traces[index], &mut frame, &mut steps);
+            let by_machine_code = compiled[index].as_ref().and_then(|code| {
+                flowjit::backend::run_compiled(code, &traces[index], &mut frame, &mut steps)
+            });
+            if by_machine_code.is_some() {
+                native_exits += 1;
+            }
+            let exit = by_machine_code
+                .unwrap_or_else(|| trace::run_trace(&traces[index], &mut frame, &mut steps));
             let used = steps.used();
             let (expected, block) = oracle(&program, entry, &inputs, used);
             assert_eq!(
@@ -260,6 +279,9 @@ fn exits_match_the_interpreter(passes: &[&str]) {
         }
     }
     assert!(exits_checked > 100, "only {exits_checked} exits checked");
+    if native {
+        assert!(native_exits > 50, "only {native_exits} exits from machine code");
+    }
 }
 
 #[test]
