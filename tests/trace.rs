@@ -280,7 +280,10 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
     }
     assert!(exits_checked > 100, "only {exits_checked} exits checked");
     if native {
-        assert!(native_exits > 50, "only {native_exits} exits from machine code");
+        assert!(
+            native_exits > 50,
+            "only {native_exits} exits from machine code"
+        );
     }
 }
 

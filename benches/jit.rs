@@ -1,0 +1,69 @@
+//! JIT against interpreter on long loops, side by side in one run: the plain interpreter,
+//! the tracing JIT with traces on the trace interpreter, and the tracing JIT with machine
+//! code. Compilation is included in each JIT run.
+//!
+//! `cargo bench --bench jit`
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use flowjit::interp;
+use flowjit::jit::{Config, Jit};
+use flowjit::lang::{self, BlockId, Program, Slot, Syntax};
+use flowjit_runtime::Value;
+
+fn load(text: &str, entry: &str, inputs: &[(&str, i64)]) -> (Program, BlockId, Vec<(Slot, Value)>) {
+    let (_, program) = lang::load(text, Syntax::Fg).expect("valid example");
+    let entry = program.block_id(entry).expect("entry");
+    let inputs = inputs
+        .iter()
+        .map(|(n, v)| (program.slot(n).expect("variable"), Value::Int(*v)))
+        .collect();
+    (program, entry, inputs)
+}
+
+fn bench(c: &mut Criterion) {
+    let cases = [
+        (
+            "power_x1_y1e6",
+            include_str!("../examples/power.fg"),
+            "power",
+            vec![("x", 1), ("y", 1_000_000)],
+        ),
+        (
+            "sum_1e6",
+            include_str!("../examples/sum.fg"),
+            "sum",
+            vec![("n", 1_000_000)],
+        ),
+        (
+            "promotion_i1e6",
+            include_str!("../examples/promotion.fg"),
+            "b",
+            vec![("i", 1_000_000), ("x", 5)],
+        ),
+    ];
+    for (name, text, entry, inputs) in cases {
+        let (program, entry, inputs) = load(text, entry, &inputs);
+        let mut group = c.benchmark_group(name);
+        group.sample_size(10);
+        group.bench_function("interp", |b| {
+            b.iter(|| interp::run_program(&program, entry, &inputs, None).expect("runs"))
+        });
+        for (mode, native) in [("trace", false), ("jit", true)] {
+            group.bench_function(mode, |b| {
+                b.iter(|| {
+                    let config = Config {
+                        native,
+                        ..Config::default()
+                    };
+                    let mut jit = Jit::new(&program, config).expect("supported host");
+                    let mut frame = interp::frame_with(&program, &inputs);
+                    jit.run(&mut frame, entry).expect("runs")
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
