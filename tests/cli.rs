@@ -351,7 +351,7 @@ fn the_jit_runs_hot_loops_as_machine_code() {
         err.contains("trace entries: 1 (1 in machine code)\n"),
         "{err}"
     );
-    // A trace machine code cannot run stays on the trace interpreter, and says why.
+    // readlist in machine code, bounds-checked: the list loop runs there.
     let out = flowjit(&[
         "run",
         "examples/lists.fg",
@@ -363,7 +363,24 @@ fn the_jit_runs_hot_loops_as_machine_code() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "14\n");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("  not compiled, at lists_loop: `readlist` in machine code\n"),
+        err.contains("trace entries: 1 (1 in machine code)\n"),
+        "{err}"
+    );
+    // A trace machine code cannot run stays on the trace interpreter, and says why.
+    let out = flowjit(&[
+        "run",
+        "examples/sum.fg",
+        "n=1000",
+        "--stats",
+        "--passes",
+        "fold,cse",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "500500\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "  not compiled, at sum_loop: the trace is not peeled (the peel pass is off)\n"
+        ),
         "{err}"
     );
 }

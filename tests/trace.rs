@@ -323,6 +323,7 @@ fn the_ssa_form_reads_back_as_the_same_trace() {
         let mut expected = t.clone();
         for inst in &mut expected.insts {
             inst.origin = None;
+            inst.seen = None;
         }
         assert_eq!(parsed, expected, "{text}");
         assert_eq!(print::ssa(&program, &parsed), text);

@@ -58,7 +58,7 @@ impl Atom {
     ///
     /// # Panics
     /// Naming the atom panics if `id` was never handed out.
-    pub fn from_id(id: u32) -> Atom {
+    pub const fn from_id(id: u32) -> Atom {
         Atom(id)
     }
 

@@ -9,6 +9,7 @@
 //! what `add` or `readlist` means, and every executor agrees with it by construction.
 #![deny(missing_docs)]
 
+pub mod abi;
 pub mod atom;
 pub mod list;
 pub mod ops;

@@ -15,16 +15,20 @@ use crate::{Atom, List};
 /// [`Value::Int`], and [`Value::Big`] only ever holds integers outside that range. Two equal
 /// integers therefore always have the same representation, and the derived structural
 /// equality is the language's `eq`.
+///
+/// The layout is fixed (`repr(C, u64)`), because machine code reads list elements: a 64-bit
+/// tag ([`crate::abi`]'s `TAG_*`) at offset 0, the payload at offset 8. See [`crate::abi`].
 #[derive(Clone, PartialEq, Eq, Hash)]
+#[repr(C, u64)]
 pub enum Value {
     /// An integer that fits in 64 bits.
-    Int(i64),
+    Int(i64) = 0,
     /// An integer that does not fit in 64 bits (never one that does).
-    Big(Rc<BigInt>),
+    Big(Rc<BigInt>) = 1,
     /// An interned atom.
-    Atom(Atom),
+    Atom(Atom) = 2,
     /// An immutable list.
-    List(Rc<List>),
+    List(Rc<List>) = 3,
 }
 
 impl Value {

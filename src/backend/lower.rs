@@ -22,31 +22,16 @@ use cranelift_codegen::ir::{
 };
 use cranelift_codegen::isa::TargetIsa;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::{Op, Value};
 
 use super::Unsupported;
 use crate::interp::Frame;
 use crate::trace::{Kind, Opnd, Trace};
 
-/// What a value is, in machine code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MKind {
-    /// A 64-bit integer.
-    Int,
-    /// An atom, as its id.
-    Atom,
-    /// A list, as the address of its `Rc`.
-    List,
-}
-
 /// The kind of a constant, if machine code can hold it.
 fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
-    match v {
-        Value::Int(_) => Ok(MKind::Int),
-        Value::Atom(_) => Ok(MKind::Atom),
-        Value::List(_) => Ok(MKind::List),
-        Value::Big(_) => Err(Unsupported("a big integer constant".into())),
-    }
+    MKind::of(v).ok_or_else(|| Unsupported("a big integer constant".into()))
 }
 
 /// The kind of each instruction's result, seeded by the frame's values for the `input`s
@@ -67,7 +52,7 @@ pub fn kinds(trace: &Trace, frame: &Frame) -> Result<Vec<Option<MKind>>, Unsuppo
     for (i, inst) in trace.insts.iter().enumerate() {
         kinds[i] = match inst.kind {
             Kind::Input(slot) => Some(match &frame[slot.index()] {
-                Some(v) => const_kind(v)?,
+                Some(v) => MKind::of(v).ok_or_else(|| Unsupported("a big integer input".into()))?,
                 None => return Err(Unsupported("an input that was never written".into())),
             }),
             Kind::Param(_) => {
@@ -84,10 +69,19 @@ pub fn kinds(trace: &Trace, frame: &Frame) -> Result<Vec<Option<MKind>>, Unsuppo
                 if matches!(op, Op::Eq | Op::Ne) && arg_kinds == [MKind::List, MKind::List] {
                     return Err(Unsupported("comparing lists in machine code".into()));
                 }
+                let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr | Op::Div | Op::Mod);
+                if exits && inst.snap.is_none() {
+                    return Err(Unsupported(format!("`{op}` without a snapshot")));
+                }
                 match op {
-                    Op::Readlist | Op::Len | Op::Shl | Op::Shr => {
-                        return Err(Unsupported(format!("`{op}` in machine code")))
-                    }
+                    Op::Readlist => match inst.seen {
+                        Some(k @ (MKind::Int | MKind::Atom)) => Some(k),
+                        _ => {
+                            return Err(Unsupported(
+                                "`readlist` of an element machine code cannot hold".into(),
+                            ))
+                        }
+                    },
                     _ => Some(MKind::Int),
                 }
             }
@@ -136,12 +130,8 @@ impl Lower<'_> {
                 self.kinds[r.index()].expect("a ref has a kind"),
             ),
             Opnd::Const(v) => {
-                let (bits, kind) = match v {
-                    Value::Int(n) => (*n, MKind::Int),
-                    Value::Atom(a) => (a.id() as i64, MKind::Atom),
-                    Value::List(l) => (std::rc::Rc::as_ptr(l) as i64, MKind::List),
-                    Value::Big(_) => unreachable!("kinds() rejects big constants"),
-                };
+                let kind = MKind::of(v).expect("kinds() rejects big constants");
+                let bits = abi::unbox(v, kind).expect("a value unboxes as its own kind");
                 (b.ins().iconst(I64, bits), kind)
             }
         }
@@ -293,6 +283,32 @@ pub fn lower(
                     l.vals[i] = Some(v);
                     continue;
                 }
+                if let (Op::Readlist, [(list, MKind::List), (index, MKind::Int)]) =
+                    (op, args.as_slice())
+                {
+                    // Bounds-checked: an index outside the list (a negative one is a huge
+                    // unsigned number) exits, and so does an element of another kind.
+                    let len = b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32);
+                    let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, *index, len);
+                    l.exit_if(&mut b, outside, i);
+                    let items = b.ins().load(I64, mf, *list, abi::LIST_ITEMS_OFFSET as i32);
+                    let offset = b.ins().imul_imm_s(*index, abi::VALUE_SIZE as i64);
+                    let addr = b.ins().iadd(items, offset);
+                    let tag = b.ins().load(I64, mf, addr, abi::VALUE_TAG_OFFSET as i32);
+                    let kind = kinds[i].expect("readlist has a kind");
+                    let other = b.ins().icmp_imm_s(IntCC::NotEqual, tag, kind.tag() as i64);
+                    l.exit_if(&mut b, other, i);
+                    let at = abi::VALUE_PAYLOAD_OFFSET as i32;
+                    l.vals[i] = Some(match kind {
+                        MKind::Atom => b.ins().uload32(mf, addr, at),
+                        _ => b.ins().load(I64, mf, addr, at),
+                    });
+                    continue;
+                }
+                if let (Op::Len, [(list, MKind::List)]) = (op, args.as_slice()) {
+                    l.vals[i] = Some(b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32));
+                    continue;
+                }
                 if args.iter().any(|(_, k)| *k != MKind::Int) {
                     // Integers only: the operation fails every time; exit before it.
                     l.exit_now(&mut b, i);
@@ -362,6 +378,27 @@ pub fn lower(
                             let r2 = b.ins().iadd(r, y);
                             b.ins().select(adjust, r2, r)
                         }
+                    }
+                    (Op::Shl, Some(y)) => {
+                        // A count outside 0..64 (negative: huge unsigned) exits, and so does a
+                        // result that does not shift back to `x` (it left 64 bits).
+                        let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, y, 64);
+                        l.exit_if(&mut b, wide, i);
+                        let r = b.ins().ishl(x, y);
+                        let back = b.ins().sshr(r, y);
+                        let lost = b.ins().icmp(IntCC::NotEqual, back, x);
+                        l.exit_if(&mut b, lost, i);
+                        r
+                    }
+                    (Op::Shr, Some(y)) => {
+                        // A negative count exits; a count of 64 or more gives what 63 gives
+                        // (0 or -1), as floor division by a huge power of two does.
+                        let negative = b.ins().icmp_imm_s(IntCC::SignedLessThan, y, 0);
+                        l.exit_if(&mut b, negative, i);
+                        let big = b.ins().icmp_imm_s(IntCC::SignedGreaterThan, y, 63);
+                        let max = b.ins().iconst(I64, 63);
+                        let count = b.ins().select(big, max, y);
+                        b.ins().sshr(x, count)
                     }
                     _ => unreachable!("kinds() rejects {op} in machine code"),
                 };

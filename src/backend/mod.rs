@@ -12,8 +12,6 @@
 
 pub mod lower;
 
-use std::rc::Rc;
-
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::{self, OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
@@ -21,11 +19,11 @@ use cranelift_codegen::Context;
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
-use flowjit_runtime::{Atom, List, Value};
+use flowjit_runtime::abi;
 
 use crate::interp::{Frame, Position, Steps};
 use crate::trace::{Kind, Opnd, Trace, TraceExit};
-use lower::MKind;
+use abi::Kind as MKind;
 
 /// Why a trace stays on the trace interpreter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -256,36 +254,6 @@ fn disassemble(isa: &dyn TargetIsa, bytes: &[u8], base: u64) -> Result<String, U
     Ok(out)
 }
 
-/// A frame value as machine code holds it, if it is of the kind the code expects.
-fn unbox(v: &Value, kind: MKind) -> Option<i64> {
-    match (v, kind) {
-        (Value::Int(n), MKind::Int) => Some(*n),
-        (Value::Atom(a), MKind::Atom) => Some(a.id() as i64),
-        (Value::List(l), MKind::List) => Some(Rc::as_ptr(l) as i64),
-        _ => None,
-    }
-}
-
-/// A value machine code held, as a frame value.
-///
-/// # Safety
-/// A `List` word must be the address of a live `Rc<List>`: machine code only ever holds
-/// lists read from the frame (unchanged while it runs) or from the trace's constants.
-unsafe fn rebox(bits: i64, kind: MKind) -> Value {
-    match kind {
-        MKind::Int => Value::Int(bits),
-        MKind::Atom => Value::Atom(Atom::from_id(bits as u32)),
-        MKind::List => {
-            let p = bits as *const List;
-            // SAFETY: see above; the count taken here belongs to the new Value.
-            unsafe {
-                Rc::increment_strong_count(p);
-                Value::List(Rc::from_raw(p))
-            }
-        }
-    }
-}
-
 /// Runs compiled `trace` on `frame` (at the trace's anchor) until it exits, with the same
 /// accounting of `steps` as the trace interpreter. Returns `None`, having done nothing, when
 /// an input is not of the kind the code was compiled for: the trace interpreter runs then.
@@ -308,7 +276,7 @@ pub fn run_compiled(
     for (i, inst) in trace.insts.iter().enumerate() {
         if let Kind::Input(slot) = inst.kind {
             let kind = code.kinds[i].expect("an input has a kind");
-            regs[i] = unbox(frame[slot.index()].as_ref()?, kind)?;
+            regs[i] = abi::unbox(frame[slot.index()].as_ref()?, kind)?;
         }
     }
     // Loop ends allowed: each charges an iteration and needs a whole one after it.
@@ -327,9 +295,11 @@ pub fn run_compiled(
     for (slot, o) in &snap.entries {
         let v = match o {
             Opnd::Const(v) => v.clone(),
-            // SAFETY: `regs[r]` was stored by the exit from a value of kind `kinds[r]`.
+            // SAFETY: `regs[r]` was stored by the exit from a value of kind `kinds[r]`; a list
+            // is borrowed from the frame (unchanged while the code ran) or from the trace's
+            // constants, so its address is in a live Rc.
             Opnd::Ref(r) => unsafe {
-                rebox(
+                abi::rebox(
                     regs[r.index()],
                     code.kinds[r.index()].expect("a ref has a kind"),
                 )

@@ -101,6 +101,7 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
         args: first_values,
         snap: Some(SnapId(snaps.len() as u32 - 1)),
         origin: None,
+        seen: None,
     });
     // The state at the start of each iteration of the loop.
     let mut state: Vec<(Slot, Opnd)> = Vec::new();
@@ -111,6 +112,7 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
                 args: vec![],
                 snap: None,
                 origin: None,
+                seen: None,
             });
             state.push((*slot, Opnd::Ref(Ref(insts.len() as u32 - 1))));
         } else {
@@ -159,6 +161,7 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
             args,
             snap,
             origin: inst.origin,
+            seen: inst.seen,
         });
         map.push(Opnd::Ref(Ref(insts.len() as u32 - 1)));
     }
@@ -180,6 +183,7 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
         args: next,
         snap: Some(snap),
         origin: None,
+        seen: None,
     });
     Trace {
         anchor: trace.anchor,

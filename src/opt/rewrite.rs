@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use flowjit_runtime::Value;
 
-use crate::trace::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace};
+use crate::trace::{Inst, Opnd, Ref, SnapId, Snapshot, Trace};
 
 /// A forward rewrite of a trace.
 pub struct Rewriter<'t> {
@@ -99,19 +99,15 @@ impl<'t> Rewriter<'t> {
         SnapId(self.snaps.len() as u32 - 1)
     }
 
-    /// Emits an instruction into the new trace.
-    pub fn push(
-        &mut self,
-        kind: Kind,
-        args: Vec<Opnd>,
-        snap: Option<SnapId>,
-        origin: Option<crate::interp::Position>,
-    ) -> Ref {
+    /// Emits a copy of old instruction `i` with new operands and snapshot.
+    fn push(&mut self, i: usize, args: Vec<Opnd>, snap: Option<SnapId>) -> Ref {
+        let old = &self.old.insts[i];
         self.insts.push(Inst {
-            kind,
+            kind: old.kind,
             args,
             snap,
-            origin,
+            origin: old.origin,
+            seen: old.seen,
         });
         Ref(self.insts.len() as u32 - 1)
     }
@@ -119,9 +115,8 @@ impl<'t> Rewriter<'t> {
     /// Emits old instruction `i` with operands `args` and its snapshot rewritten; old ref
     /// `i` maps to the result.
     pub fn keep_with(&mut self, i: usize, args: Vec<Opnd>) -> Ref {
-        let inst = &self.old.insts[i];
-        let snap = inst.snap.map(|s| self.snapshot(s));
-        let r = self.push(inst.kind, args, snap, inst.origin);
+        let snap = self.old.insts[i].snap.map(|s| self.snapshot(s));
+        let r = self.push(i, args, snap);
         self.map[i] = Some(Opnd::Ref(r));
         r
     }
@@ -134,9 +129,8 @@ impl<'t> Rewriter<'t> {
 
     /// Emits old instruction `i` rewritten, without its snapshot (it cannot exit any more).
     pub fn keep_without_snapshot(&mut self, i: usize) -> Ref {
-        let inst = &self.old.insts[i];
-        let args = self.args(inst);
-        let r = self.push(inst.kind, args, None, inst.origin);
+        let args = self.args(&self.old.insts[i]);
+        let r = self.push(i, args, None);
         self.map[i] = Some(Opnd::Ref(r));
         r
     }

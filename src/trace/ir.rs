@@ -221,6 +221,11 @@ pub struct Inst {
     /// The flowgraph statement or terminator it was recorded from, for the articles'
     /// notation.
     pub origin: Option<Position>,
+    /// The kind of value the instruction produced when it was recorded (`None` for a big
+    /// integer, an instruction with no result, or a trace read from text). Machine code
+    /// specializes on it: a `readlist` checks that the element is of this kind, and exits
+    /// otherwise.
+    pub seen: Option<flowjit_runtime::abi::Kind>,
 }
 
 /// A trace: one iteration of a loop, from its anchor back to its anchor.

@@ -163,6 +163,7 @@ pub fn parse_ssa(program: &Program, text: &str) -> Result<Trace, String> {
             args,
             snap,
             origin: None,
+            seen: None,
         });
     }
     let anchor = insts

@@ -13,7 +13,7 @@
 //!   seen now; the guard resumes after the promotion.
 //! - A jump to the trace anchor closes the loop.
 
-use flowjit_runtime::Value;
+use flowjit_runtime::{abi, Value};
 
 use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace};
 use crate::interp::{branch, step, ErrorKind, Flow, Frame, Position, RuntimeError, Steps};
@@ -84,6 +84,7 @@ impl Recorder<'_> {
             args,
             snap,
             origin: Some(origin),
+            seen: None,
         });
         Ref(self.insts.len() as u32 - 1)
     }
@@ -103,6 +104,7 @@ impl Recorder<'_> {
             args: vec![],
             snap: Some(snap),
             origin: None,
+            seen: None,
         });
         let r = Ref(self.insts.len() as u32 - 1);
         self.inputs[slot.index()] = Some(r);
@@ -163,6 +165,7 @@ pub fn record(
                     let snap = Kind::Op(*op).needs_snapshot().then(|| r.snapshot(at));
                     step(program, frame, stmt).map_err(fail)?;
                     let v = r.emit(Kind::Op(*op), args, snap, at);
+                    r.insts[v.index()].seen = frame[dst.index()].as_ref().and_then(abi::Kind::of);
                     r.written[dst.index()] = Some(Opnd::Ref(v));
                     r.cost += 1;
                 }
@@ -172,6 +175,7 @@ pub fn record(
                     let snap = Kind::Op(*op).needs_snapshot().then(|| r.snapshot(at));
                     step(program, frame, stmt).map_err(fail)?;
                     let v = r.emit(Kind::Op(*op), args, snap, at);
+                    r.insts[v.index()].seen = frame[dst.index()].as_ref().and_then(abi::Kind::of);
                     r.written[dst.index()] = Some(Opnd::Ref(v));
                     r.cost += 1;
                 }
@@ -255,6 +259,7 @@ pub fn record(
                 args: vec![],
                 snap: Some(snap),
                 origin: None,
+                seen: None,
             });
             return Ok(Recorded::Loop(Trace {
                 anchor,

@@ -1,0 +1,152 @@
+//! The contract between the runtime and machine code: how values look in registers and in
+//! memory. The backend reads these constants instead of hard-coding numbers, and the
+//! assertions below check them when the crate compiles.
+//!
+//! **In registers** (unboxed), by kind: an integer that fits in 64 bits is an `i64`; an atom
+//! is its 32-bit id ([`Atom::id`]), zero-extended; a list is the address of its [`List`] (as
+//! [`std::rc::Rc::as_ptr`] gives it). Big integers are never unboxed.
+//!
+//! **In memory**: a [`Value`] is 16 bytes, a 64-bit tag at [`VALUE_TAG_OFFSET`] and the
+//! payload at [`VALUE_PAYLOAD_OFFSET`] (an `i64`, an atom id in the low 32 bits, or an `Rc`
+//! pointer). A [`List`] is the address of its first element at [`LIST_ITEMS_OFFSET`] and its
+//! length at [`LIST_LEN_OFFSET`]; elements are [`VALUE_SIZE`] bytes apart.
+
+use std::mem::{offset_of, size_of};
+use std::rc::Rc;
+
+use crate::{Atom, List, Value};
+
+/// The tag of [`Value::Int`].
+pub const TAG_INT: u64 = 0;
+/// The tag of [`Value::Big`].
+pub const TAG_BIG: u64 = 1;
+/// The tag of [`Value::Atom`].
+pub const TAG_ATOM: u64 = 2;
+/// The tag of [`Value::List`].
+pub const TAG_LIST: u64 = 3;
+
+/// The size of a [`Value`] in memory.
+pub const VALUE_SIZE: usize = 16;
+/// Where a [`Value`]'s tag is.
+pub const VALUE_TAG_OFFSET: usize = 0;
+/// Where a [`Value`]'s payload is.
+pub const VALUE_PAYLOAD_OFFSET: usize = 8;
+/// Where a [`List`] keeps the address of its first element.
+pub const LIST_ITEMS_OFFSET: usize = offset_of!(List, items);
+/// Where a [`List`] keeps its length.
+pub const LIST_LEN_OFFSET: usize = offset_of!(List, len);
+
+const _: () = {
+    assert!(size_of::<Value>() == VALUE_SIZE);
+    assert!(
+        size_of::<Option<Value>>() == VALUE_SIZE,
+        "frames stay 16 bytes a slot"
+    );
+    assert!(LIST_ITEMS_OFFSET == 0 && LIST_LEN_OFFSET == 8);
+    // `repr(C, u64)`: the tag is the first 8 bytes, the payload the next 8.
+    let words: [u64; 2] = unsafe { std::mem::transmute(Value::Int(-7)) };
+    assert!(words[0] == TAG_INT && words[1] == -7i64 as u64);
+    // An atom's payload is its id in the low 32 bits; the upper 32 are not initialized, so
+    // machine code loads 32 bits.
+    let halves: [u32; 3] = {
+        let v = std::mem::ManuallyDrop::new(Value::Atom(Atom::from_id(42)));
+        let p = &v as *const std::mem::ManuallyDrop<Value> as *const u32;
+        unsafe { [*p, *p.add(1), *p.add(2)] }
+    };
+    assert!(halves[0] as u64 == TAG_ATOM && halves[1] == 0 && halves[2] == 42);
+};
+
+/// How machine code holds a value of some kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A 64-bit integer.
+    Int,
+    /// An atom id.
+    Atom,
+    /// A list's address.
+    List,
+}
+
+impl Kind {
+    /// The tag of values of this kind in memory.
+    pub const fn tag(self) -> u64 {
+        match self {
+            Kind::Int => TAG_INT,
+            Kind::Atom => TAG_ATOM,
+            Kind::List => TAG_LIST,
+        }
+    }
+
+    /// The kind of `v`, if machine code can hold it.
+    pub fn of(v: &Value) -> Option<Kind> {
+        match v {
+            Value::Int(_) => Some(Kind::Int),
+            Value::Atom(_) => Some(Kind::Atom),
+            Value::List(_) => Some(Kind::List),
+            Value::Big(_) => None,
+        }
+    }
+}
+
+/// `v` as machine code holds it, if it is of kind `kind`. A list's address is borrowed: it
+/// stays valid while `v` (or another reference to the same list) is alive.
+pub fn unbox(v: &Value, kind: Kind) -> Option<i64> {
+    match (v, kind) {
+        (Value::Int(n), Kind::Int) => Some(*n),
+        (Value::Atom(a), Kind::Atom) => Some(a.id() as i64),
+        (Value::List(l), Kind::List) => Some(Rc::as_ptr(l) as i64),
+        _ => None,
+    }
+}
+
+/// The value machine code holds as `bits` of kind `kind`.
+///
+/// # Safety
+/// For [`Kind::List`], `bits` must be the address of a `List` inside a live `Rc` (as
+/// [`unbox`] gives it); the value returned owns a new reference to it.
+pub unsafe fn rebox(bits: i64, kind: Kind) -> Value {
+    match kind {
+        Kind::Int => Value::Int(bits),
+        Kind::Atom => Value::Atom(Atom::from_id(bits as u32)),
+        Kind::List => {
+            let p = bits as *const List;
+            // SAFETY: the caller guarantees `p` is in a live Rc; the count taken here
+            // belongs to the new value.
+            unsafe {
+                Rc::increment_strong_count(p);
+                Value::List(Rc::from_raw(p))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip_through_machine_words() {
+        let list = Value::list(vec![Value::Int(1)]);
+        for (v, k) in [
+            (Value::Int(i64::MIN), Kind::Int),
+            (Value::atom("jump_if_a"), Kind::Atom),
+            (list.clone(), Kind::List),
+        ] {
+            let bits = unbox(&v, k).unwrap();
+            assert_eq!(unsafe { rebox(bits, k) }, v);
+        }
+        assert_eq!(unbox(&Value::Int(1), Kind::Atom), None);
+        // The list's elements are where the layout says.
+        let Value::List(l) = &list else {
+            unreachable!()
+        };
+        let base = Rc::as_ptr(l) as *const u8;
+        unsafe {
+            let items = *(base.add(LIST_ITEMS_OFFSET) as *const *const u8);
+            let len = *(base.add(LIST_LEN_OFFSET) as *const usize);
+            assert_eq!(len, 1);
+            assert_eq!(*(items.add(VALUE_TAG_OFFSET) as *const u64), TAG_INT);
+            assert_eq!(*(items.add(VALUE_PAYLOAD_OFFSET) as *const i64), 1);
+        }
+    }
+}
