@@ -239,7 +239,7 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                             };
                             assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
                             let code = native
-                                .then(|| backend.compile(&t, &frame, Default::default()).ok())
+                                .then(|| backend.compile(&t, &frame, Default::default(), true).ok())
                                 .flatten();
                             compiled.push(code);
                             traces.push(t);

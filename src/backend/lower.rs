@@ -5,8 +5,9 @@
 //! each `input`'s value in its slot and the number of iterations allowed in the counter. The
 //! preamble is the entry block; `loop_start` and `loop` jump to the loop header, whose block
 //! parameters are the `param`s. Every instruction that can exit branches to a cold block of
-//! its own, which stores the SSA values its snapshot needs into their slots, stores the
-//! counter, and returns the instruction's index. The runtime then writes the resume
+//! its own, which stores the SSA values its snapshot needs into their slots (and the
+//! counter), and returns the instruction's index. The counter exists only in code compiled
+//! for a run with `--max-steps`: without a limit, a loop iteration has no bookkeeping. The runtime then writes the resume
 //! variables into the frame.
 //!
 //! Values are unboxed: an integer is an `i64`, an atom its id, a list the address of its
@@ -117,7 +118,8 @@ struct Lower<'a> {
     kinds: &'a [Option<MKind>],
     vals: Vec<Option<ClifValue>>,
     regs: ClifValue,
-    counter: Variable,
+    /// The loop counter, when the code counts iterations (under `--max-steps`).
+    counter: Option<Variable>,
     /// Exit blocks to fill at the end: (block, exiting instruction).
     exits: Vec<(Block, usize)>,
 }
@@ -156,14 +158,16 @@ impl Lower<'_> {
         b.ins().jump(exit, &[]);
     }
 
-    /// The end of an iteration at instruction `i`: exits when the counter is spent, else
-    /// counts down and jumps to the loop header with the instruction's operands.
+    /// The end of an iteration at instruction `i`: when counting, exits if the counter is
+    /// spent and counts down; then jumps to the loop header with the instruction's operands.
     fn loop_end(&mut self, b: &mut FunctionBuilder, i: usize, header: Block) {
-        let count = b.use_var(self.counter);
-        let spent = b.ins().icmp_imm_s(IntCC::Equal, count, 0);
-        self.exit_if(b, spent, i);
-        let next = b.ins().iadd_imm_s(count, -1);
-        b.def_var(self.counter, next);
+        if let Some(counter) = self.counter {
+            let count = b.use_var(counter);
+            let spent = b.ins().icmp_imm_s(IntCC::Equal, count, 0);
+            self.exit_if(b, spent, i);
+            let next = b.ins().iadd_imm_s(count, -1);
+            b.def_var(counter, next);
+        }
         let args: Vec<BlockArg> = self.trace.insts[i]
             .args
             .iter()
@@ -178,11 +182,14 @@ fn bool_to_int(b: &mut FunctionBuilder, flag: ClifValue) -> ClifValue {
 }
 
 /// Lowers `trace` (peeled, with `kinds` from [`kinds`]) to a Cranelift function for `isa`.
+/// With `counting`, the code counts loop iterations down from the counter slot and exits
+/// when it is spent (for `--max-steps`); without, the loop has no counter at all.
 pub fn lower(
     trace: &Trace,
     kinds: &[Option<MKind>],
     isa: &dyn TargetIsa,
     fctx: &mut FunctionBuilderContext,
+    counting: bool,
 ) -> Function {
     let mut func = Function::with_name_signature(UserFuncName::user(0, 0), signature(isa));
     let mf = MemFlagsData::trusted();
@@ -193,9 +200,12 @@ pub fn lower(
     b.switch_to_block(entry);
     b.seal_block(entry);
     let regs = b.block_params(entry)[0];
-    let counter = b.declare_var(I64);
-    let initial = b.ins().load(I64, mf, regs, (8 * n) as i32);
-    b.def_var(counter, initial);
+    let counter = counting.then(|| {
+        let counter = b.declare_var(I64);
+        let initial = b.ins().load(I64, mf, regs, (8 * n) as i32);
+        b.def_var(counter, initial);
+        counter
+    });
     let mut l = Lower {
         trace,
         kinds,
@@ -420,8 +430,10 @@ pub fn lower(
                 b.ins().store(mf, v, l.regs, (8 * r.index()) as i32);
             }
         }
-        let count = b.use_var(l.counter);
-        b.ins().store(mf, count, l.regs, (8 * n) as i32);
+        if let Some(counter) = l.counter {
+            let count = b.use_var(counter);
+            b.ins().store(mf, count, l.regs, (8 * n) as i32);
+        }
         let code = b.ins().iconst(I32, i as i64);
         b.ins().return_(&[code]);
     }

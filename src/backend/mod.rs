@@ -105,6 +105,7 @@ type TraceFn = unsafe extern "C" fn(*mut i64) -> u32;
 /// A trace as machine code.
 pub struct Compiled {
     f: TraceFn,
+    counting: bool,
     kinds: Vec<Option<MKind>>,
     /// The Cranelift IR, when asked for.
     pub ir: Option<String>,
@@ -162,20 +163,22 @@ impl Backend {
     }
 
     /// Compiles `trace`, whose inputs' kinds are those of `frame`'s values now.
+    /// With `counting`, the code counts iterations so that `--max-steps` stays exact.
     pub fn compile(
         &mut self,
         trace: &Trace,
         frame: &Frame,
         listings: Listings,
+        counting: bool,
     ) -> Result<Compiled, Unsupported> {
         let kinds = lower::kinds(trace, frame)?;
-        let func = lower::lower(trace, &kinds, &*self.isa, &mut self.fctx);
+        let func = lower::lower(trace, &kinds, &*self.isa, &mut self.fctx, counting);
         let cl = |e: String| Unsupported(format!("Cranelift: {e}"));
         let mut ir = None;
         let mut asm = None;
         if let Some((_, disp)) = &self.display {
             // Emitted for another ISA: listings only, from a compilation of their own.
-            let dfunc = lower::lower(trace, &kinds, &**disp, &mut self.fctx);
+            let dfunc = lower::lower(trace, &kinds, &**disp, &mut self.fctx, counting);
             if listings.ir {
                 ir = Some(dfunc.display().to_string());
             }
@@ -217,6 +220,7 @@ impl Backend {
         let f: TraceFn = unsafe { std::mem::transmute::<*const u8, TraceFn>(ptr) };
         Ok(Compiled {
             f,
+            counting,
             kinds,
             ir,
             asm,
@@ -284,10 +288,19 @@ pub fn run_compiled(
         .saturating_sub(1)
         .min(i64::MAX as u64) as i64;
     regs[n] = allowed;
+    if steps.limit.is_some() && !code.counting {
+        // Compiled without a counter, it cannot keep a limit: not for this run.
+        return None;
+    }
     // SAFETY: `regs` has the slots the code reads and writes (one per instruction and the
     // counter), and every input slot holds a value of the kind the code was compiled for.
     let exit = unsafe { (code.f)(regs.as_mut_ptr()) } as usize;
-    let continues = (allowed - regs[n]) as u64;
+    // Without a counter (no limit), iterations are not counted.
+    let continues = if code.counting {
+        (allowed - regs[n]) as u64
+    } else {
+        0
+    };
     let inst = &trace.insts[exit];
     let snap = trace
         .snap_of(inst)
@@ -307,7 +320,7 @@ pub fn run_compiled(
         };
         frame[slot.index()] = Some(v);
     }
-    steps.left -= continues * cost + snap.cost;
+    steps.left = steps.left.saturating_sub(continues * cost + snap.cost);
     let loop_end = matches!(inst.kind, Kind::Loop | Kind::LoopStart);
     Some(TraceExit {
         pos: snap.pos,

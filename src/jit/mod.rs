@@ -326,7 +326,8 @@ impl<'p> Jit<'p> {
             asm: self.config.dumps.asm,
         };
         let start = Instant::now();
-        let compiled = backend.compile(trace, frame, listings);
+        let counting = self.config.max_steps.is_some();
+        let compiled = backend.compile(trace, frame, listings, counting);
         self.stats.compile_time += start.elapsed();
         match compiled {
             Ok(code) => {
@@ -422,7 +423,11 @@ impl<'p> Jit<'p> {
             "trace entries: {} ({} in machine code)",
             s.entries, s.native_entries
         );
-        let _ = writeln!(out, "trace iterations: {}", s.iterations);
+        let _ = writeln!(
+            out,
+            "trace iterations: {} (machine code counts them only under --max-steps)",
+            s.iterations
+        );
         let _ = writeln!(out, "guard exits: {}", s.exits.values().sum::<u64>());
         for ((t, i), n) in &s.exits {
             let trace = &self.traces[*t];
