@@ -202,6 +202,7 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
             program,
             entry,
             inputs,
+            ..
         } = common::load(&case);
         let n = program.blocks.len();
         let mut frame = interp::frame_with(&program, &inputs);
@@ -229,7 +230,7 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                 Some(i) => i,
                 None => {
                     tried[anchor.index()] = true;
-                    match trace::record(&program, &mut frame, anchor, &mut steps, 4000) {
+                    match trace::record(&program, &mut frame, anchor, &[], &mut steps, 4000) {
                         Ok(Recorded::Loop(t)) => {
                             assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
                             let Ok(t) = flowjit::opt::optimize(&t, passes) else {
@@ -295,6 +296,7 @@ fn the_ssa_form_reads_back_as_the_same_trace() {
             program,
             entry,
             inputs,
+            ..
         } = common::load(&case);
         let mut frame = interp::frame_with(&program, &inputs);
         let mut steps = Steps::new(None);
@@ -314,7 +316,8 @@ fn the_ssa_form_reads_back_as_the_same_trace() {
         ) else {
             continue;
         };
-        let Ok(Recorded::Loop(t)) = trace::record(&program, &mut frame, anchor, &mut steps, 4000)
+        let Ok(Recorded::Loop(t)) =
+            trace::record(&program, &mut frame, anchor, &[], &mut steps, 4000)
         else {
             continue;
         };

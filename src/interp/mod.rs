@@ -72,6 +72,10 @@ pub trait Monitor {
     /// A back edge from block `from` to `target` is about to be taken. Returning `true` ends
     /// [`run`] with [`Exit::Hot`].
     fn back_edge(&mut self, from: BlockId, target: BlockId) -> bool;
+
+    /// A block holding `can_enter_jit` has run its statements (the hint takes effect at the
+    /// end of its block, where the green variables are read).
+    fn can_enter_jit(&mut self, _frame: &Frame) {}
 }
 
 /// A monitor that never takes over: plain interpretation.
@@ -251,6 +255,9 @@ pub fn run<M: Monitor>(
             steps.left -= 1;
         }
         first = 0;
+        if block.enters_jit {
+            monitor.can_enter_jit(frame);
+        }
         match branch(program, frame, &block.term).map_err(fail)? {
             Flow::Jump(j) => {
                 if j.back_edge && monitor.back_edge(id, j.target) {

@@ -12,6 +12,8 @@
 //! Interpreter → trace → interpreter is a loop in [`Jit::run`], never a recursion: each
 //! executor returns the position where the next one continues.
 
+mod profile;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -19,19 +21,18 @@ use std::time::{Duration, Instant};
 use flowjit_runtime::Value;
 
 use crate::backend::{self, Backend, Compiled, Listings};
-use crate::interp::{self, Exit, Frame, Monitor, NoMonitor, Position, RuntimeError, Steps};
+use crate::interp::{self, Exit, Frame, NoMonitor, Position, RuntimeError, Steps};
 use crate::lang::{BlockId, Program};
 use crate::opt;
 use crate::trace::{self, print, AbortReason, Recorded, Trace};
+use profile::Profile;
+pub use profile::{Key, MAX_ABORTS};
 
 /// The default hot-loop threshold: back edges to a label before it is traced.
 pub const DEFAULT_THRESHOLD: u64 = 50;
 
 /// The default limit on a recorded trace's length, in instructions.
 pub const DEFAULT_MAX_TRACE_LEN: usize = 4000;
-
-/// After this many aborted recordings at a label, it is never traced again.
-pub const MAX_ABORTS: u32 = 4;
 
 /// What to print while running.
 #[derive(Clone, Copy, Debug, Default)]
@@ -114,13 +115,10 @@ pub struct Stats {
 pub struct Jit<'p> {
     program: &'p Program,
     config: Config,
-    /// Per block: back edges counted since the last recording attempt.
-    counts: Vec<u64>,
-    /// Per block: recordings abandoned there.
-    aborts: Vec<u32>,
-    /// Per block: the index in `traces` of the trace anchored there.
-    anchored: Vec<Option<usize>>,
+    profile: Profile,
     traces: Vec<Trace>,
+    /// Per trace: where it is anchored.
+    keys: Vec<Key>,
     /// Per trace: its machine code, if it has some.
     compiled: Vec<Option<Compiled>>,
     backend: Option<Backend>,
@@ -140,48 +138,23 @@ enum Recording {
     Resume(Position),
 }
 
-struct Counting<'a> {
-    counts: &'a mut [u64],
-    aborts: &'a [u32],
-    anchored: &'a [Option<usize>],
-    threshold: u64,
-}
-
-impl Monitor for Counting<'_> {
-    #[inline]
-    fn back_edge(&mut self, _from: BlockId, target: BlockId) -> bool {
-        let t = target.index();
-        if self.anchored[t].is_some() {
-            return true;
-        }
-        let aborts = self.aborts[t];
-        if aborts >= MAX_ABORTS {
-            return false;
-        }
-        self.counts[t] += 1;
-        // Each abort doubles the count needed before the next attempt.
-        self.counts[t] > self.threshold.saturating_mul(1 << aborts)
-    }
-}
-
 impl<'p> Jit<'p> {
     /// A driver for `program`. Fails only when machine code is asked for on a host that
     /// flowjit cannot emit it for.
     pub fn new(program: &'p Program, config: Config) -> Result<Jit<'p>, String> {
-        let n = program.blocks.len();
         let backend = if config.native {
             Some(Backend::new(config.target)?)
         } else {
             None
         };
+        let profile = Profile::new(program, config.threshold);
         Ok(Jit {
             program,
             steps: Steps::new(config.max_steps),
             config,
-            counts: vec![0; n],
-            aborts: vec![0; n],
-            anchored: vec![None; n],
+            profile,
             traces: Vec::new(),
+            keys: Vec::new(),
             compiled: Vec::new(),
             backend,
             stats: Stats::default(),
@@ -204,26 +177,19 @@ impl<'p> Jit<'p> {
         let mut pos = Position::start(entry);
         loop {
             let start = Instant::now();
-            let exit = interp::run(
-                self.program,
-                frame,
-                pos,
-                &mut self.steps,
-                &mut Counting {
-                    counts: &mut self.counts,
-                    aborts: &self.aborts,
-                    anchored: &self.anchored,
-                    threshold: self.config.threshold,
-                },
-            );
+            let exit = interp::run(self.program, frame, pos, &mut self.steps, &mut self.profile);
             self.stats.interp_time += start.elapsed();
             let anchor = match exit? {
                 Exit::Stop(v) => return Ok(v),
                 Exit::Hot(anchor) => anchor,
             };
-            let index = match self.anchored[anchor.index()] {
+            let Some(key) = self.profile.take_key(anchor, frame) else {
+                pos = Position::start(anchor);
+                continue;
+            };
+            let index = match self.profile.trace(&key) {
                 Some(index) => index,
-                None => match self.record(frame, anchor)? {
+                None => match self.record(frame, key)? {
                     Recording::Trace(index) => index,
                     Recording::Stopped(v) => return Ok(v),
                     Recording::Resume(at) => {
@@ -239,7 +205,11 @@ impl<'p> Jit<'p> {
     /// The articles' `do_trace`: records at once from `from`, runs the trace until it
     /// exits, and lets the interpreter finish without tracing again.
     pub fn do_trace(&mut self, frame: &mut Frame, from: BlockId) -> Result<Value, RuntimeError> {
-        let pos = match self.record(frame, from)? {
+        let key = Key {
+            anchor: from,
+            greens: Vec::new(),
+        };
+        let pos = match self.record(frame, key)? {
             Recording::Trace(index) => self.run_trace(index, frame),
             Recording::Stopped(v) => return Ok(v),
             Recording::Resume(at) => at,
@@ -253,22 +223,29 @@ impl<'p> Jit<'p> {
         }
     }
 
-    fn record(&mut self, frame: &mut Frame, anchor: BlockId) -> Result<Recording, RuntimeError> {
+    fn record(&mut self, frame: &mut Frame, key: Key) -> Result<Recording, RuntimeError> {
         let start = Instant::now();
+        let anchor = key.anchor;
+        let greens: Vec<_> = if key.greens.is_empty() {
+            Vec::new()
+        } else {
+            self.profile.greens().to_vec()
+        };
         let recorded = trace::record(
             self.program,
             frame,
             anchor,
+            &greens,
             &mut self.steps,
             self.config.max_trace_len,
         );
         self.stats.record_time += start.elapsed();
-        let label = self.program.label(anchor);
+        let label = describe(self.program, &key);
+        let label = label.as_str();
         match recorded? {
             Recorded::Stopped(v) => Ok(Recording::Stopped(v)),
             Recorded::Aborted { reason, at } => {
-                self.counts[anchor.index()] = 0;
-                self.aborts[anchor.index()] += 1;
+                self.profile.failed(&key);
                 if self.config.dumps.trace {
                     let _ = writeln!(self.dump, "# trace aborted at {label}: {reason}");
                 }
@@ -290,8 +267,7 @@ impl<'p> Jit<'p> {
                     Err(rejected) => {
                         // The loop closed, so the frame is at the anchor: interpret on, and
                         // treat the label as a failed recording.
-                        self.counts[anchor.index()] = 0;
-                        self.aborts[anchor.index()] += 1;
+                        self.profile.failed(&key);
                         if self.config.dumps.opt {
                             let _ = writeln!(self.dump, "# opt {index}: {rejected}");
                         }
@@ -306,7 +282,8 @@ impl<'p> Jit<'p> {
                 let compiled = self.compile(index, label, &trace, frame);
                 self.compiled.push(compiled);
                 self.traces.push(trace);
-                self.anchored[anchor.index()] = Some(index);
+                self.profile.set_trace(&key, index);
+                self.keys.push(key);
                 Ok(Recording::Trace(index))
             }
         }
@@ -391,7 +368,7 @@ impl<'p> Jit<'p> {
             let _ = writeln!(
                 out,
                 "  trace {i}: loop at {}, {} instructions",
-                self.program.label(t.anchor),
+                describe(self.program, &self.keys[i]),
                 t.insts.len()
             );
         }
@@ -449,4 +426,25 @@ impl<'p> Jit<'p> {
         );
         out
     }
+}
+
+/// A trace's anchor as dumps and statistics show it: the label, and the green values.
+fn describe(program: &Program, key: &Key) -> String {
+    let label = program.label(key.anchor);
+    if key.greens.is_empty() {
+        return label.to_string();
+    }
+    let greens: Vec<String> = key
+        .greens
+        .iter()
+        .map(|v| {
+            let text = v.to_string();
+            if text.len() > 24 {
+                format!("{}...", &text[..text.floor_char_boundary(21)])
+            } else {
+                text
+            }
+        })
+        .collect();
+    format!("{label} with greens ({})", greens.join(", "))
 }

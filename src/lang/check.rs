@@ -48,6 +48,33 @@ pub fn check(ast: &Ast) -> Result<Program, Vec<Diagnostic>> {
         .enumerate()
         .map(|(i, b)| r.block(i, b))
         .collect();
+    // One merge point: the driver keys traces by its greens.
+    let mut merge_points = ast
+        .blocks
+        .iter()
+        .flat_map(|b| &b.stmts)
+        .filter_map(|s| match s {
+            Stmt::MergePoint { span, .. } => Some(*span),
+            _ => None,
+        });
+    let first_merge = merge_points.next();
+    for extra in merge_points {
+        let d = Diagnostic::new(extra, "a program has at most one jit_merge_point");
+        r.diags.push(match first_merge {
+            Some(first) => d.with_note(first, "the first one is here"),
+            None => d,
+        });
+    }
+    if first_merge.is_none() {
+        for s in ast.blocks.iter().flat_map(|b| &b.stmts) {
+            if let Stmt::CanEnterJit(span) = s {
+                r.diags.push(Diagnostic::new(
+                    *span,
+                    "can_enter_jit needs a jit_merge_point in the program",
+                ));
+            }
+        }
+    }
     if r.diags.is_empty() {
         Ok(Program::new(blocks, r.vars))
     } else {
@@ -175,11 +202,13 @@ impl Resolver<'_> {
             },
         };
         let cost = insts.iter().filter(|i| !i.is_hint()).count() as u64 + 1;
+        let enters_jit = insts.iter().any(|i| matches!(i, Inst::CanEnterJit));
         Block {
             name: b.label.text.clone(),
             insts,
             term,
             cost,
+            enters_jit,
         }
     }
 }

@@ -116,6 +116,8 @@ pub struct Block {
     /// How many operations running the whole block costs against `--max-steps`: every
     /// operation and the terminator; hints cost nothing, so adding hints never changes a run.
     pub cost: u64,
+    /// Whether the block holds `can_enter_jit` (which takes effect at the end of the block).
+    pub enters_jit: bool,
 }
 
 impl Inst {
@@ -137,6 +139,7 @@ pub struct Program {
     pub vars: Vec<String>,
     labels: HashMap<String, BlockId>,
     slots: HashMap<String, Slot>,
+    merge_point: Option<(BlockId, Vec<Slot>)>,
 }
 
 impl Program {
@@ -151,12 +154,31 @@ impl Program {
             .enumerate()
             .map(|(i, v)| (v.clone(), Slot(i as u32)))
             .collect();
+        let merge_point = blocks
+            .iter()
+            .enumerate()
+            .find_map(|(i, b)| match b.insts.first() {
+                Some(Inst::MergePoint(greens)) => Some((BlockId(i as u32), greens.clone())),
+                _ => None,
+            });
         Program {
             blocks,
             vars,
             labels,
             slots,
+            merge_point,
         }
+    }
+
+    /// The block holding `jit_merge_point`, and its green variables.
+    pub fn merge_point(&self) -> Option<(BlockId, &[Slot])> {
+        self.merge_point.as_ref().map(|(b, g)| (*b, g.as_slice()))
+    }
+
+    /// Whether the program carries the meta-tracing hints: a merge point and at least one
+    /// `can_enter_jit`. Such a program is profiled per green values, not per back edge.
+    pub fn has_jit_hints(&self) -> bool {
+        self.merge_point.is_some() && self.blocks.iter().any(|b| b.enters_jit)
     }
 
     /// The block labelled `label`.

@@ -58,6 +58,8 @@ struct Recorder<'p> {
     written: Vec<Option<Opnd>>,
     /// Per slot: the `input` instruction already reading the variable, if any.
     inputs: Vec<Option<Ref>>,
+    /// Per slot: the value of a green variable at the anchor, a constant in the trace.
+    greens: Vec<Option<Value>>,
     /// Flowgraph operations done so far in this iteration.
     cost: u64,
 }
@@ -98,6 +100,9 @@ impl Recorder<'_> {
         if let Some(r) = self.inputs[slot.index()] {
             return Opnd::Ref(r);
         }
+        if let Some(v) = &self.greens[slot.index()] {
+            return Opnd::Const(v.clone());
+        }
         let snap = self.snapshot(pos);
         self.insts.push(Inst {
             kind: Kind::Input(slot),
@@ -133,20 +138,32 @@ fn charge(steps: &mut Steps, block: &str) -> Result<(), RuntimeError> {
 /// Records a trace from the start of `anchor`, executing the program on `frame` as it goes.
 /// `max_len` bounds the number of instructions. Errors are the interpreter's: the same
 /// error, raised at the same place, as interpreting would have raised.
+///
+/// With `greens` (the merge point's green variables, when `anchor` is the merge point), the
+/// greens' values now are constants in the trace, and the loop closes only when the
+/// recording reaches the anchor again with the same green values: the trace is for one
+/// position of the interpreted program, and is entered only there.
 pub fn record(
     program: &Program,
     frame: &mut Frame,
     anchor: BlockId,
+    greens: &[Slot],
     steps: &mut Steps,
     max_len: usize,
 ) -> Result<Recorded, RuntimeError> {
     let n = program.frame_size();
+    let mut fixed = vec![None; n];
+    for g in greens {
+        fixed[g.index()] = frame[g.index()].clone();
+    }
+    let key: Vec<Option<Value>> = greens.iter().map(|g| fixed[g.index()].clone()).collect();
     let mut r = Recorder {
         program,
         insts: Vec::new(),
         snaps: Vec::new(),
         written: vec![None; n],
         inputs: vec![None; n],
+        greens: fixed,
         cost: 0,
     };
     let mut id = anchor;
@@ -252,7 +269,8 @@ pub fn record(
             }
             _ => {}
         }
-        if next == anchor {
+        let same_greens = || greens.iter().zip(&key).all(|(g, k)| &frame[g.index()] == k);
+        if next == anchor && same_greens() {
             let snap = r.snapshot(Position::start(anchor));
             r.insts.push(Inst {
                 kind: Kind::Loop,

@@ -62,17 +62,22 @@ pub struct Loaded {
     pub entry: BlockId,
     /// The inputs.
     pub inputs: Vec<(Slot, Value)>,
+    /// `--max-steps`, if the case gives it.
+    pub max_steps: Option<u64>,
 }
 
 /// Loads `case` through the library (`.bc` files run on the bundled interpreter).
 pub fn load(case: &Case) -> Loaded {
     let text = std::fs::read_to_string(&case.file).expect("readable program");
     let mut entry = None;
+    let mut max_steps = None;
     let mut named: Vec<(String, Value)> = Vec::new();
     let mut args = case.args.iter();
     while let Some(a) = args.next() {
         if a == "--entry" {
             entry = args.next().cloned();
+        } else if a == "--max-steps" {
+            max_steps = args.next().map(|n| n.parse().expect("a number of steps"));
         } else {
             let (n, v) = a.split_once('=').expect("NAME=VALUE");
             named.push((n.to_string(), lang::parse_value(v).expect("valid value")));
@@ -107,5 +112,6 @@ pub fn load(case: &Case) -> Loaded {
         program,
         entry,
         inputs,
+        max_steps,
     }
 }

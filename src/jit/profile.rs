@@ -1,0 +1,167 @@
+//! Hot-loop profiling: where traces start, and which trace to enter.
+//!
+//! A trace is anchored at a [`Key`]: a label and, for a program with meta-tracing hints,
+//! the values of the merge point's green variables. Each key moves through these states:
+//!
+//! ```text
+//!  Counting ──count > threshold × 2^aborts──► Recording ──loop closed──► Traced (entered
+//!     ▲                                          │                       whenever reached)
+//!     └────────── aborted or rejected ◄──────────┘
+//!                 (after 4: never traced again)
+//! ```
+//!
+//! **Without hints**, counting happens at back edges, one counter per target label (a
+//! vector indexed by block: this is on the interpreter's hot path).
+//!
+//! **With hints** (`jit_merge_point(greens)` and `can_enter_jit`), back edges are not
+//! counted. At the end of a block holding `can_enter_jit`, the greens are read and counted
+//! in a hash map keyed by their values; when that key is hot, or has a trace, the profile
+//! is *armed* with it, and the next back edge to the merge point hands control to the
+//! driver, which enters (or records) the trace for exactly those green values. Traces of
+//! an interpreter written in the flowgraph language are thus found by the position in the
+//! interpreted program, not by a chain of guards.
+
+use std::collections::HashMap;
+
+use flowjit_runtime::Value;
+
+use crate::interp::{Frame, Monitor};
+use crate::lang::{BlockId, Program, Slot};
+
+/// After this many aborted or rejected recordings at a key, it is never traced again.
+pub const MAX_ABORTS: u32 = 4;
+
+/// Where a trace is anchored.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    /// The label the trace starts at and loops back to.
+    pub anchor: BlockId,
+    /// The green variables' values (empty without hints).
+    pub greens: Vec<Value>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Counter {
+    count: u64,
+    aborts: u32,
+    trace: Option<usize>,
+}
+
+impl Counter {
+    /// Counts one more arrival; whether the key should now be traced or entered.
+    fn arrive(&mut self, threshold: u64) -> bool {
+        if self.trace.is_some() {
+            return true;
+        }
+        if self.aborts >= MAX_ABORTS {
+            return false;
+        }
+        self.count += 1;
+        // Each abort doubles the count needed before the next attempt.
+        self.count > threshold.saturating_mul(1 << self.aborts)
+    }
+}
+
+struct Merge {
+    block: BlockId,
+    greens: Vec<Slot>,
+    keys: HashMap<Vec<Value>, Counter>,
+    armed: Option<Vec<Value>>,
+}
+
+/// The profile of a run: counters, and the traces by key.
+pub struct Profile {
+    threshold: u64,
+    labels: Vec<Counter>,
+    merge: Option<Merge>,
+}
+
+impl Profile {
+    /// A profile for `program`: by green values if it has the meta-tracing hints, by back
+    /// edge otherwise.
+    pub fn new(program: &Program, threshold: u64) -> Profile {
+        let merge = program
+            .merge_point()
+            .filter(|_| program.has_jit_hints())
+            .map(|(block, greens)| Merge {
+                block,
+                greens: greens.to_vec(),
+                keys: HashMap::new(),
+                armed: None,
+            });
+        Profile {
+            threshold,
+            labels: vec![Counter::default(); program.blocks.len()],
+            merge,
+        }
+    }
+
+    /// The merge point's greens, when the profile is by green values.
+    pub fn greens(&self) -> &[Slot] {
+        self.merge.as_ref().map_or(&[], |m| m.greens.as_slice())
+    }
+
+    /// The key the interpreter stopped for at a back edge to `anchor`, and whether the
+    /// frame's greens (if any) still have its values.
+    pub fn take_key(&mut self, anchor: BlockId, frame: &Frame) -> Option<Key> {
+        match &mut self.merge {
+            None => Some(Key {
+                anchor,
+                greens: Vec::new(),
+            }),
+            Some(m) => {
+                let greens = m.armed.take()?;
+                let same = m
+                    .greens
+                    .iter()
+                    .zip(&greens)
+                    .all(|(g, v)| frame[g.index()].as_ref() == Some(v));
+                same.then_some(Key { anchor, greens })
+            }
+        }
+    }
+
+    fn counter(&mut self, key: &Key) -> &mut Counter {
+        match &mut self.merge {
+            Some(m) if key.anchor == m.block => m.keys.entry(key.greens.clone()).or_default(),
+            _ => &mut self.labels[key.anchor.index()],
+        }
+    }
+
+    /// The trace anchored at `key`, if there is one.
+    pub fn trace(&mut self, key: &Key) -> Option<usize> {
+        self.counter(key).trace
+    }
+
+    /// Records that trace `index` is anchored at `key`.
+    pub fn set_trace(&mut self, key: &Key, index: usize) {
+        self.counter(key).trace = Some(index);
+    }
+
+    /// Records that a recording at `key` was abandoned or rejected.
+    pub fn failed(&mut self, key: &Key) {
+        let c = self.counter(key);
+        c.count = 0;
+        c.aborts += 1;
+    }
+}
+
+impl Monitor for Profile {
+    #[inline]
+    fn back_edge(&mut self, _from: BlockId, target: BlockId) -> bool {
+        match &self.merge {
+            Some(m) => m.armed.is_some() && target == m.block,
+            None => self.labels[target.index()].arrive(self.threshold),
+        }
+    }
+
+    fn can_enter_jit(&mut self, frame: &Frame) {
+        let threshold = self.threshold;
+        let Some(m) = &mut self.merge else { return };
+        let greens: Option<Vec<Value>> =
+            m.greens.iter().map(|g| frame[g.index()].clone()).collect();
+        let Some(greens) = greens else { return };
+        let hot = m.keys.entry(greens.clone()).or_default().arrive(threshold);
+        m.armed = hot.then_some(greens);
+    }
+}
