@@ -372,6 +372,9 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
     };
     Ok(jit::Config {
         threshold: opts.threshold.unwrap_or(jit::DEFAULT_THRESHOLD),
+        bridge_threshold: opts
+            .bridge_threshold
+            .unwrap_or(jit::DEFAULT_BRIDGE_THRESHOLD),
         max_steps: opts.max_steps,
         dumps,
         passes,

@@ -322,7 +322,7 @@ fn stats_show_traces_and_guard_exits() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with(
-            "# stats\ntraces recorded: 1\n  trace 0: loop at sum_loop, 15 instructions\n"
+            "# stats\ntraces recorded: 1\n  trace 0: loop at sum_loop, 15 instructions, 0 bridge(s)\n"
         ),
         "{err}"
     );
@@ -332,7 +332,7 @@ fn stats_show_traces_and_guard_exits() {
     );
     assert!(
         err.contains(
-            "guard exits: 1\n  trace 0 guard_true v12  @sum_done:0 #4 [s=v10, i=v11, c=v12]: 1\n"
+            "exits: 1\n  trace 0 guard_true v12  @sum_done:0 #4 [s=v10, i=v11, c=v12]: 1\n"
         ),
         "{err}"
     );

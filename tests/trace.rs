@@ -139,6 +139,16 @@ fn the_register_machine_meta_traces_as_in_the_articles() {
     assert_eq!(lines.last(), Some(&"loop"));
 }
 
+/// A trace as the only segment of a tree.
+fn root(trace: &Trace) -> flowjit::backend::Segment<'_> {
+    flowjit::backend::Segment {
+        trace,
+        parent: None,
+        value: None,
+        returns: false,
+    }
+}
+
 /// Takes over at the first back edge to any label, or to a label that has a trace.
 struct FirstBackEdge<'a> {
     traced: &'a [Option<usize>],
@@ -240,7 +250,11 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                             };
                             assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
                             let code = native
-                                .then(|| backend.compile(&t, &frame, Default::default(), true).ok())
+                                .then(|| {
+                                    backend
+                                        .compile(&[root(&t)], &frame, Default::default(), true)
+                                        .ok()
+                                })
                                 .flatten();
                             compiled.push(code);
                             traces.push(t);
@@ -256,27 +270,34 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                 }
             };
             let by_machine_code = compiled[index].as_ref().and_then(|code| {
-                flowjit::backend::run_compiled(code, &traces[index], &mut frame, &mut steps)
+                flowjit::backend::run_compiled(
+                    code,
+                    &[root(&traces[index])],
+                    &mut frame,
+                    &mut steps,
+                )
             });
             if by_machine_code.is_some() {
                 native_exits += 1;
             }
-            let exit = by_machine_code
-                .unwrap_or_else(|| trace::run_trace(&traces[index], &mut frame, &mut steps));
+            let exit_pos = match by_machine_code {
+                Some(exit) => exit.pos,
+                None => trace::run_trace(&traces[index], &mut frame, &mut steps).pos,
+            };
             let used = steps.used();
             let (expected, block) = oracle(&program, entry, &inputs, used);
             assert_eq!(
                 frame, expected,
-                "{what}: frame after exit {exit:?} ({used} operations)"
+                "{what}: frame after exit at {exit_pos:?} ({used} operations)"
             );
             assert_eq!(
                 block.as_deref(),
-                Some(program.label(exit.pos.block)),
+                Some(program.label(exit_pos.block)),
                 "{what}: the interpreter continues elsewhere"
             );
             exits_checked += 1;
             checked_here += 1;
-            pos = exit.pos;
+            pos = exit_pos;
         }
     }
     assert!(exits_checked > 100, "only {exits_checked} exits checked");

@@ -1,19 +1,32 @@
-//! Lowering an optimized (peeled) trace to a Cranelift function.
+//! Lowering a trace tree (a peeled root trace and the bridges attached to its guards) to
+//! one Cranelift function.
 //!
 //! The function is `extern "C" fn(regs: *mut i64) -> u32`. `regs` has one 64-bit slot per
-//! trace instruction and one more, the *loop counter*. Before the call, the runtime stores
-//! each `input`'s value in its slot and the number of iterations allowed in the counter. The
-//! preamble is the entry block; `loop_start` and `loop` jump to the loop header, whose block
-//! parameters are the `param`s. Every instruction that can exit branches to a cold block of
-//! its own, which stores the SSA values its snapshot needs into their slots (and the
-//! counter), and returns the instruction's index. The counter exists only in code compiled
-//! for a run with `--max-steps`: without a limit, a loop iteration has no bookkeeping. The runtime then writes the resume
-//! variables into the frame.
+//! instruction of every segment (the root is segment 0, bridge `k` segment `k + 1`), one per
+//! tree input, and one for the counter ([`Layout`]). Before the call the runtime stores each
+//! tree input (a variable read from the frame) in its slot.
 //!
-//! Values are unboxed: an integer is an `i64`, an atom its id, a list the address of its
-//! `Rc` (borrowed from the frame or from the trace's constants, which outlive the call).
-//! Arithmetic checks overflow, and an overflow is an exit: the interpreter redoes the
-//! operation with big integers.
+//! ```text
+//! entry:  load the tree inputs ───► start(inputs...):  root preamble ── loop_start ──►
+//!         header(params...): root loop body ── loop ──► header
+//!             │ a guard with a bridge branches to it (guard_value: a switch on the value)
+//!             ▼
+//!         bridge block ── ... ── at the anchor: jump start(the inputs' new values)
+//! ```
+//!
+//! A guard without a bridge, and every other instruction that can exit, branches to a cold
+//! block of its own, which stores the SSA values that the snapshots of its chain (the
+//! guards its segment hangs from, then its own) need, and returns the instruction's global
+//! index. The runtime writes those snapshots into the frame, in order.
+//!
+//! Values are unboxed by kind (`flowjit_runtime::abi`): an integer is an `i64`, an atom its
+//! id, a list the address of its `List`. Arithmetic checks overflow, and an overflow is an
+//! exit: the interpreter redoes the operation with big integers. Under `--max-steps` the
+//! code keeps an operation budget (the counter): each completed iteration subtracts what its
+//! path cost, and the code exits at the anchor when the budget could not hold the costliest
+//! iteration of the tree. Without a limit there is no counter.
+
+use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
@@ -22,90 +35,290 @@ use cranelift_codegen::ir::{
     Value as ClifValue,
 };
 use cranelift_codegen::isa::TargetIsa;
-use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variable};
 use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::{Op, Value};
 
 use super::Unsupported;
 use crate::interp::Frame;
-use crate::trace::{Kind, Opnd, Trace};
+use crate::lang::Slot;
+use crate::trace::{Kind, Opnd, SnapId, Trace};
 
-/// The kind of a constant, if machine code can hold it.
+/// A segment of a trace tree.
+#[derive(Clone, Copy)]
+pub struct Segment<'a> {
+    /// Its instructions.
+    pub trace: &'a Trace,
+    /// The guard it leaves from, as (segment, instruction); `None` for the root.
+    pub parent: Option<(usize, usize)>,
+    /// For a bridge from a `guard_value`: the value it is specialized on.
+    pub value: Option<&'a Value>,
+    /// For a bridge: whether it ends at the tree's own anchor (then it jumps to `start`);
+    /// otherwise it exits there and the driver enters the trace anchored there.
+    pub returns: bool,
+}
+
+/// Where the values of a tree live in the register buffer.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// Per segment: the slot of its first instruction.
+    pub offsets: Vec<usize>,
+    /// The tree inputs: variables read from the frame on entry, with their slots.
+    pub inputs: Vec<(Slot, usize)>,
+    /// The counter's slot.
+    pub counter: usize,
+    /// How many slots in all.
+    pub size: usize,
+    /// Whether a bridge goes back to `start`: then the tree inputs are the state between
+    /// iterations (every variable the tree writes is one), and every exit writes them all
+    /// back before its snapshots.
+    pub carry: bool,
+}
+
+impl Layout {
+    /// The segment and instruction of global index `g`.
+    pub fn locate(&self, g: usize) -> (usize, usize) {
+        let seg = self
+            .offsets
+            .iter()
+            .rposition(|&o| o <= g)
+            .expect("offsets start at 0");
+        (seg, g - self.offsets[seg])
+    }
+}
+
+/// Where a bridge's `input` of a variable finds its value.
+#[derive(Clone, Debug)]
+enum Source {
+    /// An operand of segment `.0`, from the snapshot of a guard the bridge hangs from.
+    Chain(usize, Opnd),
+    /// Tree input number `.0`.
+    Input(usize),
+}
+
+/// The snapshots an exit from `seg` writes back before its own: the snapshot of the guard
+/// each segment of the chain leaves from, root first.
+pub fn chain(segments: &[Segment], seg: usize) -> Vec<(usize, SnapId)> {
+    match segments[seg].parent {
+        None => Vec::new(),
+        Some((ps, pi)) => {
+            let mut c = chain(segments, ps);
+            let snap = segments[ps].trace.insts[pi]
+                .snap
+                .expect("a guard has a snapshot");
+            c.push((ps, snap));
+            c
+        }
+    }
+}
+
+/// Everything known about a tree before it is lowered.
+pub struct Analysis {
+    /// The register layout.
+    pub layout: Layout,
+    /// Per segment and instruction: the kind of its result.
+    pub kinds: Vec<Vec<Option<MKind>>>,
+    /// Per tree input: its kind.
+    pub input_kinds: Vec<MKind>,
+    sources: Vec<HashMap<Slot, Source>>,
+}
+
 fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
     MKind::of(v).ok_or_else(|| Unsupported("a big integer constant".into()))
 }
 
-/// The kind of each instruction's result, seeded by the frame's values for the `input`s
-/// (the trace is compiled with the frame at its anchor, as the recording left it).
-pub fn kinds(trace: &Trace, frame: &Frame) -> Result<Vec<Option<MKind>>, Unsupported> {
-    let Some(start) = trace.loop_start() else {
+/// Where `slot`'s value comes from at the start of segment `seg` (a bridge).
+fn source(segments: &[Segment], seg: usize, slot: Slot, inputs: &mut Vec<Slot>) -> Source {
+    let mut s = seg;
+    while let Some((ps, pi)) = segments[s].parent {
+        let snap = segments[ps]
+            .trace
+            .snap_of(&segments[ps].trace.insts[pi])
+            .expect("a guard has a snapshot");
+        if let Some((_, o)) = snap.entries.iter().find(|(sl, _)| *sl == slot) {
+            return Source::Chain(ps, o.clone());
+        }
+        s = ps;
+    }
+    let index = inputs.iter().position(|s| *s == slot).unwrap_or_else(|| {
+        inputs.push(slot);
+        inputs.len() - 1
+    });
+    Source::Input(index)
+}
+
+/// Kinds of every value of the tree, and the register layout. The root's `input`s are
+/// the first tree inputs, with the kinds of `frame`'s values (the tree is compiled with the
+/// frame at its anchor); a bridge's `input`s read the guard snapshots it hangs from, or
+/// further tree inputs.
+pub fn analyze(segments: &[Segment], frame: &Frame) -> Result<Analysis, Unsupported> {
+    let root = segments[0].trace;
+    let Some(start) = root.loop_start() else {
         return Err(Unsupported(
             "the trace is not peeled (the peel pass is off)".into(),
         ));
     };
-    let mut kinds: Vec<Option<MKind>> = vec![None; trace.insts.len()];
-    let of = |kinds: &[Option<MKind>], o: &Opnd| -> Result<MKind, Unsupported> {
-        match o {
-            Opnd::Ref(r) => Ok(kinds[r.index()].expect("refs are defined before use")),
-            Opnd::Const(v) => const_kind(v),
+    let mut inputs: Vec<Slot> = Vec::new();
+    let mut kinds: Vec<Vec<Option<MKind>>> = Vec::new();
+    let mut sources: Vec<HashMap<Slot, Source>> = Vec::new();
+    let mut input_kinds: Vec<MKind> = Vec::new();
+    let frame_kind = |slot: Slot| -> Result<MKind, Unsupported> {
+        match &frame[slot.index()] {
+            Some(v) => MKind::of(v).ok_or_else(|| Unsupported("a big integer input".into())),
+            None => Err(Unsupported("an input that was never written".into())),
         }
     };
-    for (i, inst) in trace.insts.iter().enumerate() {
-        kinds[i] = match inst.kind {
-            Kind::Input(slot) => Some(match &frame[slot.index()] {
-                Some(v) => MKind::of(v).ok_or_else(|| Unsupported("a big integer input".into()))?,
-                None => return Err(Unsupported("an input that was never written".into())),
-            }),
-            Kind::Param(_) => {
-                let k = i - start - 1;
-                Some(of(&kinds, &trace.insts[start].args[k])?)
-            }
-            Kind::Op(Op::Same) => Some(of(&kinds, &inst.args[0])?),
-            Kind::Op(op) => {
-                let arg_kinds = inst
-                    .args
-                    .iter()
-                    .map(|a| of(&kinds, a))
-                    .collect::<Result<Vec<_>, _>>()?;
-                if matches!(op, Op::Eq | Op::Ne) && arg_kinds == [MKind::List, MKind::List] {
-                    return Err(Unsupported("comparing lists in machine code".into()));
+    for (seg, s) in segments.iter().enumerate() {
+        let trace = s.trace;
+        let mut k: Vec<Option<MKind>> = vec![None; trace.insts.len()];
+        let mut src: HashMap<Slot, Source> = HashMap::new();
+        for (i, inst) in trace.insts.iter().enumerate() {
+            let of = |k: &[Option<MKind>], o: &Opnd| -> Result<MKind, Unsupported> {
+                match o {
+                    Opnd::Ref(r) => Ok(k[r.index()].expect("refs are defined before use")),
+                    Opnd::Const(v) => const_kind(v),
                 }
-                let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr | Op::Div | Op::Mod);
-                if exits && inst.snap.is_none() {
-                    return Err(Unsupported(format!("`{op}` without a snapshot")));
+            };
+            k[i] = match inst.kind {
+                Kind::Input(slot) if seg == 0 => {
+                    let index = source(segments, 0, slot, &mut inputs);
+                    src.insert(slot, index);
+                    Some(frame_kind(slot)?)
                 }
-                match op {
-                    Op::Readlist => match inst.seen {
-                        Some(k @ (MKind::Int | MKind::Atom)) => Some(k),
-                        _ => {
-                            return Err(Unsupported(
-                                "`readlist` of an element machine code cannot hold".into(),
-                            ))
+                Kind::Input(slot) => {
+                    let found = source(segments, seg, slot, &mut inputs);
+                    let kind = match &found {
+                        Source::Chain(ps, Opnd::Ref(r)) => {
+                            kinds[*ps][r.index()].expect("a ref has a kind")
                         }
-                    },
-                    _ => Some(MKind::Int),
+                        Source::Chain(_, Opnd::Const(v)) => const_kind(v)?,
+                        Source::Input(_) => frame_kind(slot)?,
+                    };
+                    src.insert(slot, found);
+                    Some(kind)
                 }
-            }
-            Kind::Loop => {
-                for (k, a) in inst.args.iter().enumerate() {
-                    if Some(of(&kinds, a)?) != kinds[start + 1 + k] {
-                        return Err(Unsupported("a loop-carried value changes kind".into()));
+                Kind::Param(_) => {
+                    let p = i - start - 1;
+                    Some(of(&k, &root.insts[start].args[p])?)
+                }
+                Kind::Op(Op::Same) => Some(of(&k, &inst.args[0])?),
+                Kind::Op(op) => {
+                    let arg_kinds = inst
+                        .args
+                        .iter()
+                        .map(|a| of(&k, a))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    if matches!(op, Op::Eq | Op::Ne) && arg_kinds == [MKind::List, MKind::List] {
+                        return Err(Unsupported("comparing lists in machine code".into()));
+                    }
+                    let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr | Op::Div | Op::Mod);
+                    if exits && inst.snap.is_none() {
+                        return Err(Unsupported(format!("`{op}` without a snapshot")));
+                    }
+                    match op {
+                        Op::Readlist => match inst.seen {
+                            Some(kind @ (MKind::Int | MKind::Atom)) => Some(kind),
+                            _ => {
+                                return Err(Unsupported(
+                                    "`readlist` of an element machine code cannot hold".into(),
+                                ))
+                            }
+                        },
+                        _ => Some(MKind::Int),
                     }
                 }
-                None
-            }
-            _ => {
-                for a in &inst.args {
-                    of(&kinds, a)?;
+                Kind::Loop if seg == 0 => {
+                    for (p, a) in inst.args.iter().enumerate() {
+                        if Some(of(&k, a)?) != k[start + 1 + p] {
+                            return Err(Unsupported("a loop-carried value changes kind".into()));
+                        }
+                    }
+                    None
                 }
-                None
-            }
-        };
+                _ => {
+                    for a in &inst.args {
+                        of(&k, a)?;
+                    }
+                    for (_, o) in trace.snap_of(inst).map_or(&[][..], |s| &s.entries[..]) {
+                        of(&k, o)?;
+                    }
+                    None
+                }
+            };
+        }
+        kinds.push(k);
+        sources.push(src);
     }
-    Ok(kinds)
+    let carry = segments.iter().any(|s| s.returns);
+    if carry {
+        for s in segments {
+            let last = s.trace.insts.last().expect("a trace ends in loop");
+            for (slot, _) in &s
+                .trace
+                .snap_of(last)
+                .expect("a loop has a snapshot")
+                .entries
+            {
+                if !inputs.contains(slot) {
+                    inputs.push(*slot);
+                }
+            }
+        }
+    }
+    for slot in &inputs {
+        input_kinds.push(frame_kind(*slot)?);
+    }
+    let mut offsets = Vec::new();
+    let mut next = 0;
+    for s in segments {
+        offsets.push(next);
+        next += s.trace.insts.len();
+    }
+    let layout = Layout {
+        offsets,
+        inputs: inputs
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (*s, next + k))
+            .collect(),
+        counter: next + inputs.len(),
+        size: next + inputs.len() + 1,
+        carry,
+    };
+    Ok(Analysis {
+        layout,
+        kinds,
+        input_kinds,
+        sources,
+    })
 }
 
-/// The signature of every compiled trace: `extern "C" fn(*mut i64) -> u32`.
+/// How many flowgraph operations an iteration that ends at segment `seg`'s instruction
+/// `i` (a loop end, or a bridge's end) stands for: its chain's snapshots and its own.
+pub fn path_cost(segments: &[Segment], seg: usize, i: usize) -> u64 {
+    let own = segments[seg]
+        .trace
+        .snap_of(&segments[seg].trace.insts[i])
+        .map_or(0, |s| s.cost);
+    chain(segments, seg)
+        .iter()
+        .map(|(s, id)| segments[*s].trace.snaps[id.index()].cost)
+        .sum::<u64>()
+        + own
+}
+
+/// The costliest iteration of the tree: the budget needed to start one.
+pub fn max_cost(segments: &[Segment]) -> u64 {
+    let mut max = segments[0].trace.iteration_cost();
+    for (seg, s) in segments.iter().enumerate().skip(1) {
+        if s.returns {
+            max = max.max(path_cost(segments, seg, s.trace.insts.len() - 1));
+        }
+    }
+    max
+}
+
+/// The signature of every compiled tree: `extern "C" fn(*mut i64) -> u32`.
 pub fn signature(isa: &dyn TargetIsa) -> Signature {
     let mut sig = Signature::new(isa.default_call_conv());
     sig.params.push(AbiParam::new(isa.pointer_type()));
@@ -113,87 +326,424 @@ pub fn signature(isa: &dyn TargetIsa) -> Signature {
     sig
 }
 
+/// Per guard (segment, instruction): the bridges leaving from it, as (segment, value).
+type Attachments<'a> = HashMap<(usize, usize), Vec<(usize, Option<&'a Value>)>>;
+
 struct Lower<'a> {
-    trace: &'a Trace,
-    kinds: &'a [Option<MKind>],
-    vals: Vec<Option<ClifValue>>,
+    segments: &'a [Segment<'a>],
+    an: &'a Analysis,
+    /// Per segment and instruction: its value.
+    vals: Vec<Vec<Option<ClifValue>>>,
+    /// The current values of the tree inputs (the `start` block's parameters).
+    inputs: Vec<ClifValue>,
     regs: ClifValue,
-    /// The loop counter, when the code counts iterations (under `--max-steps`).
     counter: Option<Variable>,
-    /// Exit blocks to fill at the end: (block, exiting instruction).
-    exits: Vec<(Block, usize)>,
-}
-
-impl Lower<'_> {
-    fn opnd(&self, b: &mut FunctionBuilder, o: &Opnd) -> (ClifValue, MKind) {
-        match o {
-            Opnd::Ref(r) => (
-                self.vals[r.index()].expect("refs are defined before use"),
-                self.kinds[r.index()].expect("a ref has a kind"),
-            ),
-            Opnd::Const(v) => {
-                let kind = MKind::of(v).expect("kinds() rejects big constants");
-                let bits = abi::unbox(v, kind).expect("a value unboxes as its own kind");
-                (b.ins().iconst(I64, bits), kind)
-            }
-        }
-    }
-
-    /// Exits at instruction `i` when `fail` is non-zero.
-    fn exit_if(&mut self, b: &mut FunctionBuilder, fail: ClifValue, i: usize) {
-        let exit = b.create_block();
-        b.set_cold_block(exit);
-        self.exits.push((exit, i));
-        let cont = b.create_block();
-        b.ins().brif(fail, exit, &[], cont, &[]);
-        b.seal_block(cont);
-        b.switch_to_block(cont);
-    }
-
-    /// Exits at instruction `i` unconditionally.
-    fn exit_now(&mut self, b: &mut FunctionBuilder, i: usize) {
-        let exit = b.create_block();
-        b.set_cold_block(exit);
-        self.exits.push((exit, i));
-        b.ins().jump(exit, &[]);
-    }
-
-    /// The end of an iteration at instruction `i`: when counting, exits if the counter is
-    /// spent and counts down; then jumps to the loop header with the instruction's operands.
-    fn loop_end(&mut self, b: &mut FunctionBuilder, i: usize, header: Block) {
-        if let Some(counter) = self.counter {
-            let count = b.use_var(counter);
-            let spent = b.ins().icmp_imm_s(IntCC::Equal, count, 0);
-            self.exit_if(b, spent, i);
-            let next = b.ins().iadd_imm_s(count, -1);
-            b.def_var(counter, next);
-        }
-        let args: Vec<BlockArg> = self.trace.insts[i]
-            .args
-            .iter()
-            .map(|a| BlockArg::Value(self.opnd(b, a).0))
-            .collect();
-        b.ins().jump(header, &args);
-    }
+    max_cost: u64,
+    start: Block,
+    /// Exit blocks to fill at the end: (block, segment, instruction).
+    exits: Vec<(Block, usize, usize)>,
+    /// Bridges: (segment, guard) → [(bridge segment, value)].
+    bridges: Attachments<'a>,
+    /// Bridge blocks to fill: (block, bridge segment).
+    pending: Vec<(Block, usize)>,
+    seg: usize,
 }
 
 fn bool_to_int(b: &mut FunctionBuilder, flag: ClifValue) -> ClifValue {
     b.ins().uextend(I64, flag)
 }
 
-/// Lowers `trace` (peeled, with `kinds` from [`kinds`]) to a Cranelift function for `isa`.
-/// With `counting`, the code counts loop iterations down from the counter slot and exits
-/// when it is spent (for `--max-steps`); without, the loop has no counter at all.
+impl Lower<'_> {
+    fn kind(&self, seg: usize, i: usize) -> MKind {
+        self.an.kinds[seg][i].expect("a value has a kind")
+    }
+
+    fn opnd(&self, b: &mut FunctionBuilder, seg: usize, o: &Opnd) -> (ClifValue, MKind) {
+        match o {
+            Opnd::Ref(r) => (
+                self.vals[seg][r.index()].expect("refs are defined before use"),
+                self.kind(seg, r.index()),
+            ),
+            Opnd::Const(v) => {
+                let kind = MKind::of(v).expect("analyze() rejects big constants");
+                let bits = abi::unbox(v, kind).expect("a value unboxes as its own kind");
+                (b.ins().iconst(I64, bits), kind)
+            }
+        }
+    }
+
+    fn exit_block(&mut self, b: &mut FunctionBuilder, i: usize) -> Block {
+        let exit = b.create_block();
+        b.set_cold_block(exit);
+        self.exits.push((exit, self.seg, i));
+        exit
+    }
+
+    /// Goes to `target` when `fail` is non-zero, and on in a new block otherwise.
+    fn branch_if(&mut self, b: &mut FunctionBuilder, fail: ClifValue, target: Block) {
+        let cont = b.create_block();
+        b.ins().brif(fail, target, &[], cont, &[]);
+        b.seal_block(cont);
+        b.switch_to_block(cont);
+    }
+
+    /// Exits at instruction `i` when `fail` is non-zero.
+    fn exit_if(&mut self, b: &mut FunctionBuilder, fail: ClifValue, i: usize) {
+        let exit = self.exit_block(b, i);
+        self.branch_if(b, fail, exit);
+    }
+
+    /// Where a failing guard `i` goes: its bridge's block, or an exit.
+    fn guard_target(&mut self, b: &mut FunctionBuilder, i: usize) -> Block {
+        let bridge = self
+            .bridges
+            .get(&(self.seg, i))
+            .and_then(|bs| bs.iter().find(|(_, v)| v.is_none()))
+            .map(|(s, _)| *s);
+        match bridge {
+            Some(s) => self.bridge_block(b, s),
+            None => self.exit_block(b, i),
+        }
+    }
+
+    fn bridge_block(&mut self, b: &mut FunctionBuilder, seg: usize) -> Block {
+        let block = b.create_block();
+        self.pending.push((block, seg));
+        block
+    }
+
+    /// When counting, exits at instruction `i` unless the budget holds the costliest
+    /// iteration after subtracting this one's `cost`, and subtracts it.
+    fn charge(&mut self, b: &mut FunctionBuilder, i: usize, cost: u64) {
+        if let Some(counter) = self.counter {
+            let count = b.use_var(counter);
+            let left = b.ins().iadd_imm_s(count, -(cost as i64));
+            let short = b
+                .ins()
+                .icmp_imm_s(IntCC::SignedLessThan, left, self.max_cost as i64);
+            self.exit_if(b, short, i);
+            b.def_var(counter, left);
+        }
+    }
+
+    /// Lowers the instructions of the current segment from the current block.
+    fn segment(&mut self, b: &mut FunctionBuilder, header: &mut Option<Block>) {
+        let seg = self.seg;
+        let s = self.segments[seg];
+        let trace = s.trace;
+        for (i, inst) in trace.insts.iter().enumerate() {
+            let snap = inst.snap.is_some();
+            match inst.kind {
+                Kind::Input(slot) => {
+                    let v = match &self.an.sources[seg][&slot] {
+                        Source::Input(k) => self.inputs[*k],
+                        Source::Chain(ps, o) => self.opnd(b, *ps, o).0,
+                    };
+                    self.vals[seg][i] = Some(v);
+                }
+                Kind::Param(_) => {}
+                Kind::LoopStart => {
+                    let h = b.create_block();
+                    for (k, _) in inst.args.iter().enumerate() {
+                        let p = b.append_block_param(h, I64);
+                        self.vals[seg][i + 1 + k] = Some(p);
+                    }
+                    self.charge(b, i, trace.iteration_cost());
+                    let args: Vec<BlockArg> = inst
+                        .args
+                        .iter()
+                        .map(|a| BlockArg::Value(self.opnd(b, seg, a).0))
+                        .collect();
+                    b.ins().jump(h, &args);
+                    b.switch_to_block(h);
+                    *header = Some(h);
+                }
+                Kind::Loop if seg == 0 => {
+                    let h = header.expect("a peeled trace has a loop_start before its loop");
+                    self.charge(b, i, trace.iteration_cost());
+                    let args: Vec<BlockArg> = inst
+                        .args
+                        .iter()
+                        .map(|a| BlockArg::Value(self.opnd(b, seg, a).0))
+                        .collect();
+                    b.ins().jump(h, &args);
+                    b.seal_block(h);
+                }
+                Kind::Loop => {
+                    // A bridge's end: back to `start` with every tree input's value now, if
+                    // they keep their kinds; otherwise (or at another anchor) an exit.
+                    let mut args = Vec::new();
+                    let mut same_kinds = s.returns;
+                    let end = trace.snap_of(inst).expect("a loop has a snapshot");
+                    for (k, (slot, _)) in self.an.layout.inputs.iter().enumerate() {
+                        let (v, kind) = match end.entries.iter().find(|(sl, _)| sl == slot) {
+                            Some((_, o)) => self.opnd(b, seg, o),
+                            None => match source_now(self.segments, seg, *slot) {
+                                Some((ps, o)) => self.opnd(b, ps, &o),
+                                None => (self.inputs[k], self.an.input_kinds[k]),
+                            },
+                        };
+                        same_kinds &= kind == self.an.input_kinds[k];
+                        args.push(BlockArg::Value(v));
+                    }
+                    if same_kinds {
+                        self.charge(b, i, path_cost(self.segments, seg, i));
+                        b.ins().jump(self.start, &args);
+                    } else {
+                        let exit = self.exit_block(b, i);
+                        b.ins().jump(exit, &[]);
+                    }
+                }
+                Kind::GuardTrue | Kind::GuardFalse => {
+                    let (c, kind) = self.opnd(b, seg, &inst.args[0]);
+                    let want_true = inst.kind == Kind::GuardTrue;
+                    if kind != MKind::Int {
+                        // An atom or a list is never the integer 0: always true.
+                        if !want_true {
+                            let target = self.guard_target(b, i);
+                            b.ins().jump(target, &[]);
+                            return;
+                        }
+                        continue;
+                    }
+                    let cc = if want_true {
+                        IntCC::Equal
+                    } else {
+                        IntCC::NotEqual
+                    };
+                    let fail = b.ins().icmp_imm_s(cc, c, 0);
+                    let target = self.guard_target(b, i);
+                    self.branch_if(b, fail, target);
+                }
+                Kind::GuardValue => {
+                    let (v, kv) = self.opnd(b, seg, &inst.args[0]);
+                    let (k, kk) = self.opnd(b, seg, &inst.args[1]);
+                    if kv != kk {
+                        let exit = self.exit_block(b, i);
+                        b.ins().jump(exit, &[]);
+                        return;
+                    }
+                    let specialized: Vec<(usize, &Value)> = self
+                        .bridges
+                        .get(&(seg, i))
+                        .map(|bs| {
+                            bs.iter()
+                                .filter_map(|(s, val)| val.map(|val| (*s, val)))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    if specialized.is_empty() || kv == MKind::List {
+                        // For lists this compares addresses: a list equal to the constant
+                        // but stored elsewhere exits, which is always allowed.
+                        let fail = b.ins().icmp(IntCC::NotEqual, v, k);
+                        self.exit_if(b, fail, i);
+                        continue;
+                    }
+                    // A dispatch on the value: the trace's own value goes on, each value a
+                    // bridge is specialized on goes to that bridge, any other exits.
+                    let key = |val: &Value| abi::unbox(val, kv).map(|bits| bits as u64 as u128);
+                    let mut switch = Switch::new();
+                    let cont = b.create_block();
+                    let own = inst.args[1]
+                        .as_const()
+                        .and_then(key)
+                        .expect("a constant of the guard's kind");
+                    switch.set_entry(own, cont);
+                    for (bseg, val) in specialized {
+                        if let Some(bits) = key(val).filter(|bits| *bits != own) {
+                            let block = self.bridge_block(b, bseg);
+                            switch.set_entry(bits, block);
+                        }
+                    }
+                    let exit = self.exit_block(b, i);
+                    switch.emit(b, v, exit);
+                    b.seal_block(cont);
+                    b.switch_to_block(cont);
+                }
+                Kind::Op(op) => {
+                    if !self.op(b, i, op, snap) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lowers operation `i`; false when it always exits (the rest of the segment is dead).
+    fn op(&mut self, b: &mut FunctionBuilder, i: usize, op: Op, snap: bool) -> bool {
+        let seg = self.seg;
+        let mf = MemFlagsData::trusted();
+        let inst = &self.segments[seg].trace.insts[i];
+        let args: Vec<(ClifValue, MKind)> =
+            inst.args.iter().map(|a| self.opnd(b, seg, a)).collect();
+        if op == Op::Same {
+            self.vals[seg][i] = Some(args[0].0);
+            return true;
+        }
+        if let (Op::Eq | Op::Ne, [(x, kx), (y, ky)]) = (op, args.as_slice()) {
+            let v = if kx != ky {
+                b.ins().iconst(I64, (op == Op::Ne) as i64)
+            } else {
+                let cc = if op == Op::Eq {
+                    IntCC::Equal
+                } else {
+                    IntCC::NotEqual
+                };
+                let f = b.ins().icmp(cc, *x, *y);
+                bool_to_int(b, f)
+            };
+            self.vals[seg][i] = Some(v);
+            return true;
+        }
+        if let (Op::Readlist, [(list, MKind::List), (index, MKind::Int)]) = (op, args.as_slice()) {
+            // Bounds-checked: an index outside the list (a negative one is a huge unsigned
+            // number) exits, and so does an element of another kind than recorded.
+            let len = b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32);
+            let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, *index, len);
+            self.exit_if(b, outside, i);
+            let items = b.ins().load(I64, mf, *list, abi::LIST_ITEMS_OFFSET as i32);
+            let offset = b.ins().imul_imm_s(*index, abi::VALUE_SIZE as i64);
+            let addr = b.ins().iadd(items, offset);
+            let tag = b.ins().load(I64, mf, addr, abi::VALUE_TAG_OFFSET as i32);
+            let kind = self.kind(seg, i);
+            let other = b.ins().icmp_imm_s(IntCC::NotEqual, tag, kind.tag() as i64);
+            self.exit_if(b, other, i);
+            let at = abi::VALUE_PAYLOAD_OFFSET as i32;
+            self.vals[seg][i] = Some(match kind {
+                MKind::Atom => b.ins().uload32(mf, addr, at),
+                _ => b.ins().load(I64, mf, addr, at),
+            });
+            return true;
+        }
+        if let (Op::Len, [(list, MKind::List)]) = (op, args.as_slice()) {
+            self.vals[seg][i] = Some(b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32));
+            return true;
+        }
+        if args.iter().any(|(_, k)| *k != MKind::Int) {
+            // Integers only: the operation fails every time; exit before it.
+            let exit = self.exit_block(b, i);
+            b.ins().jump(exit, &[]);
+            return false;
+        }
+        let x = args[0].0;
+        let y = args.get(1).map(|a| a.0);
+        let v = match (op, y) {
+            (Op::Add | Op::Sub | Op::Mul, Some(y)) if snap => {
+                let (r, of) = match op {
+                    Op::Add => b.ins().sadd_overflow(x, y),
+                    Op::Sub => b.ins().ssub_overflow(x, y),
+                    _ => b.ins().smul_overflow(x, y),
+                };
+                self.exit_if(b, of, i);
+                r
+            }
+            (Op::Add, Some(y)) => b.ins().iadd(x, y),
+            (Op::Sub, Some(y)) => b.ins().isub(x, y),
+            (Op::Mul, Some(y)) => b.ins().imul(x, y),
+            (Op::Neg, None) if snap => {
+                let zero = b.ins().iconst(I64, 0);
+                let (r, of) = b.ins().ssub_overflow(zero, x);
+                self.exit_if(b, of, i);
+                r
+            }
+            (Op::Neg, None) => b.ins().ineg(x),
+            (Op::Not, None) => {
+                let f = b.ins().icmp_imm_s(IntCC::Equal, x, 0);
+                bool_to_int(b, f)
+            }
+            (Op::And, Some(y)) => b.ins().band(x, y),
+            (Op::Or, Some(y)) => b.ins().bor(x, y),
+            (Op::Xor, Some(y)) => b.ins().bxor(x, y),
+            (Op::Lt | Op::Le | Op::Gt | Op::Ge, Some(y)) => {
+                let cc = match op {
+                    Op::Lt => IntCC::SignedLessThan,
+                    Op::Le => IntCC::SignedLessThanOrEqual,
+                    Op::Gt => IntCC::SignedGreaterThan,
+                    _ => IntCC::SignedGreaterThanOrEqual,
+                };
+                let f = b.ins().icmp(cc, x, y);
+                bool_to_int(b, f)
+            }
+            (Op::Div | Op::Mod, Some(y)) => {
+                // Exit on a zero divisor, and on MIN / -1 (the result leaves 64 bits).
+                let zero = b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+                let min = b.ins().icmp_imm_s(IntCC::Equal, x, i64::MIN);
+                let minus1 = b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+                let both = b.ins().band(min, minus1);
+                let fail = b.ins().bor(zero, both);
+                self.exit_if(b, fail, i);
+                let q = b.ins().sdiv(x, y);
+                let r = b.ins().srem(x, y);
+                // Floor: when the remainder is not 0 and its sign differs from the
+                // divisor's, q - 1 and r + y.
+                let rnz = b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
+                let sx = b.ins().bxor(r, y);
+                let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, sx, 0);
+                let adjust = b.ins().band(rnz, neg);
+                if op == Op::Div {
+                    let one = bool_to_int(b, adjust);
+                    b.ins().isub(q, one)
+                } else {
+                    let r2 = b.ins().iadd(r, y);
+                    b.ins().select(adjust, r2, r)
+                }
+            }
+            (Op::Shl, Some(y)) => {
+                // A count outside 0..64 (negative: huge unsigned) exits, and so does a result
+                // that does not shift back to `x` (it left 64 bits).
+                let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, y, 64);
+                self.exit_if(b, wide, i);
+                let r = b.ins().ishl(x, y);
+                let back = b.ins().sshr(r, y);
+                let lost = b.ins().icmp(IntCC::NotEqual, back, x);
+                self.exit_if(b, lost, i);
+                r
+            }
+            (Op::Shr, Some(y)) => {
+                // A negative count exits; a count of 64 or more gives what 63 gives (0 or
+                // -1), as floor division by a huge power of two does.
+                let negative = b.ins().icmp_imm_s(IntCC::SignedLessThan, y, 0);
+                self.exit_if(b, negative, i);
+                let big = b.ins().icmp_imm_s(IntCC::SignedGreaterThan, y, 63);
+                let max = b.ins().iconst(I64, 63);
+                let count = b.ins().select(big, max, y);
+                b.ins().sshr(x, count)
+            }
+            _ => unreachable!("analyze() rejects {op} in machine code"),
+        };
+        self.vals[seg][i] = Some(v);
+        true
+    }
+}
+
+/// The operand holding `slot` at the start of bridge `seg`, from its chain of guards, if any
+/// guard wrote it.
+fn source_now(segments: &[Segment], seg: usize, slot: Slot) -> Option<(usize, Opnd)> {
+    let mut s = seg;
+    while let Some((ps, pi)) = segments[s].parent {
+        let snap = segments[ps]
+            .trace
+            .snap_of(&segments[ps].trace.insts[pi])
+            .expect("a guard has a snapshot");
+        if let Some((_, o)) = snap.entries.iter().find(|(sl, _)| *sl == slot) {
+            return Some((ps, o.clone()));
+        }
+        s = ps;
+    }
+    None
+}
+
+/// Lowers a trace tree (see [`analyze`]) to a Cranelift function for `isa`. With
+/// `counting`, the code keeps the `--max-steps` budget in the counter slot.
 pub fn lower(
-    trace: &Trace,
-    kinds: &[Option<MKind>],
+    segments: &[Segment],
+    an: &Analysis,
     isa: &dyn TargetIsa,
     fctx: &mut FunctionBuilderContext,
     counting: bool,
 ) -> Function {
     let mut func = Function::with_name_signature(UserFuncName::user(0, 0), signature(isa));
     let mf = MemFlagsData::trusted();
-    let n = trace.insts.len();
     let mut b = FunctionBuilder::new(&mut func, fctx);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -202,239 +752,88 @@ pub fn lower(
     let regs = b.block_params(entry)[0];
     let counter = counting.then(|| {
         let counter = b.declare_var(I64);
-        let initial = b.ins().load(I64, mf, regs, (8 * n) as i32);
+        let initial = b.ins().load(I64, mf, regs, (8 * an.layout.counter) as i32);
         b.def_var(counter, initial);
         counter
     });
+    let start = b.create_block();
+    let loaded: Vec<BlockArg> = an
+        .layout
+        .inputs
+        .iter()
+        .map(|(_, at)| BlockArg::Value(b.ins().load(I64, mf, regs, (8 * at) as i32)))
+        .collect();
+    let inputs: Vec<ClifValue> = loaded
+        .iter()
+        .map(|_| b.append_block_param(start, I64))
+        .collect();
+    b.ins().jump(start, &loaded);
+    b.switch_to_block(start);
+    let mut bridges: Attachments = HashMap::new();
+    for (seg, s) in segments.iter().enumerate().skip(1) {
+        let parent = s.parent.expect("a bridge has a parent guard");
+        bridges.entry(parent).or_default().push((seg, s.value));
+    }
     let mut l = Lower {
-        trace,
-        kinds,
-        vals: vec![None; n],
+        segments,
+        an,
+        vals: segments
+            .iter()
+            .map(|s| vec![None; s.trace.insts.len()])
+            .collect(),
+        inputs,
         regs,
         counter,
+        max_cost: max_cost(segments),
+        start,
         exits: Vec::new(),
+        bridges,
+        pending: Vec::new(),
+        seg: 0,
     };
-    let mut header: Option<Block> = None;
-    for (i, inst) in trace.insts.iter().enumerate() {
-        let snap = inst.snap.is_some();
-        match inst.kind {
-            Kind::Input(_) => {
-                l.vals[i] = Some(b.ins().load(I64, mf, regs, (8 * i) as i32));
-            }
-            Kind::Param(_) => {}
-            Kind::LoopStart => {
-                let h = b.create_block();
-                for (k, _) in inst.args.iter().enumerate() {
-                    let p = b.append_block_param(h, I64);
-                    l.vals[i + 1 + k] = Some(p);
-                }
-                l.loop_end(&mut b, i, h);
-                b.switch_to_block(h);
-                header = Some(h);
-            }
-            Kind::Loop => {
-                let h = header.expect("a peeled trace has a loop_start before its loop");
-                l.loop_end(&mut b, i, h);
-                b.seal_block(h);
-            }
-            Kind::GuardTrue | Kind::GuardFalse => {
-                let (c, kind) = l.opnd(&mut b, &inst.args[0]);
-                let want_true = inst.kind == Kind::GuardTrue;
-                if kind != MKind::Int {
-                    // An atom or a list is never the integer 0: always true.
-                    if !want_true {
-                        l.exit_now(&mut b, i);
-                        break;
-                    }
-                    continue;
-                }
-                let cc = if want_true {
-                    IntCC::Equal
-                } else {
-                    IntCC::NotEqual
-                };
-                let fail = b.ins().icmp_imm_s(cc, c, 0);
-                l.exit_if(&mut b, fail, i);
-            }
-            Kind::GuardValue => {
-                let (v, kv) = l.opnd(&mut b, &inst.args[0]);
-                let (k, kk) = l.opnd(&mut b, &inst.args[1]);
-                if kv != kk {
-                    l.exit_now(&mut b, i);
-                    break;
-                }
-                // For lists this compares addresses: a list equal to the constant but
-                // stored elsewhere exits, which is always allowed (the interpreter goes on).
-                let fail = b.ins().icmp(IntCC::NotEqual, v, k);
-                l.exit_if(&mut b, fail, i);
-            }
-            Kind::Op(op) => {
-                let args: Vec<(ClifValue, MKind)> =
-                    inst.args.iter().map(|a| l.opnd(&mut b, a)).collect();
-                if op == Op::Same {
-                    l.vals[i] = Some(args[0].0);
-                    continue;
-                }
-                if let (Op::Eq | Op::Ne, [(x, kx), (y, ky)]) = (op, args.as_slice()) {
-                    let v = if kx != ky {
-                        b.ins().iconst(I64, (op == Op::Ne) as i64)
-                    } else if *kx == MKind::List {
-                        // Lists are equal by structure, which addresses cannot decide.
-                        unreachable!("kinds() leaves list equality to the trace interpreter")
-                    } else {
-                        let cc = if op == Op::Eq {
-                            IntCC::Equal
-                        } else {
-                            IntCC::NotEqual
-                        };
-                        let f = b.ins().icmp(cc, *x, *y);
-                        bool_to_int(&mut b, f)
-                    };
-                    l.vals[i] = Some(v);
-                    continue;
-                }
-                if let (Op::Readlist, [(list, MKind::List), (index, MKind::Int)]) =
-                    (op, args.as_slice())
-                {
-                    // Bounds-checked: an index outside the list (a negative one is a huge
-                    // unsigned number) exits, and so does an element of another kind.
-                    let len = b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32);
-                    let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, *index, len);
-                    l.exit_if(&mut b, outside, i);
-                    let items = b.ins().load(I64, mf, *list, abi::LIST_ITEMS_OFFSET as i32);
-                    let offset = b.ins().imul_imm_s(*index, abi::VALUE_SIZE as i64);
-                    let addr = b.ins().iadd(items, offset);
-                    let tag = b.ins().load(I64, mf, addr, abi::VALUE_TAG_OFFSET as i32);
-                    let kind = kinds[i].expect("readlist has a kind");
-                    let other = b.ins().icmp_imm_s(IntCC::NotEqual, tag, kind.tag() as i64);
-                    l.exit_if(&mut b, other, i);
-                    let at = abi::VALUE_PAYLOAD_OFFSET as i32;
-                    l.vals[i] = Some(match kind {
-                        MKind::Atom => b.ins().uload32(mf, addr, at),
-                        _ => b.ins().load(I64, mf, addr, at),
-                    });
-                    continue;
-                }
-                if let (Op::Len, [(list, MKind::List)]) = (op, args.as_slice()) {
-                    l.vals[i] = Some(b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32));
-                    continue;
-                }
-                if args.iter().any(|(_, k)| *k != MKind::Int) {
-                    // Integers only: the operation fails every time; exit before it.
-                    l.exit_now(&mut b, i);
-                    break;
-                }
-                let x = args[0].0;
-                let y = args.get(1).map(|a| a.0);
-                let v = match (op, y) {
-                    (Op::Add | Op::Sub | Op::Mul, Some(y)) if snap => {
-                        let (r, of) = match op {
-                            Op::Add => b.ins().sadd_overflow(x, y),
-                            Op::Sub => b.ins().ssub_overflow(x, y),
-                            _ => b.ins().smul_overflow(x, y),
-                        };
-                        l.exit_if(&mut b, of, i);
-                        r
-                    }
-                    (Op::Add, Some(y)) => b.ins().iadd(x, y),
-                    (Op::Sub, Some(y)) => b.ins().isub(x, y),
-                    (Op::Mul, Some(y)) => b.ins().imul(x, y),
-                    (Op::Neg, None) if snap => {
-                        let zero = b.ins().iconst(I64, 0);
-                        let (r, of) = b.ins().ssub_overflow(zero, x);
-                        l.exit_if(&mut b, of, i);
-                        r
-                    }
-                    (Op::Neg, None) => b.ins().ineg(x),
-                    (Op::Not, None) => {
-                        let f = b.ins().icmp_imm_s(IntCC::Equal, x, 0);
-                        bool_to_int(&mut b, f)
-                    }
-                    (Op::And, Some(y)) => b.ins().band(x, y),
-                    (Op::Or, Some(y)) => b.ins().bor(x, y),
-                    (Op::Xor, Some(y)) => b.ins().bxor(x, y),
-                    (Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne, Some(y)) => {
-                        let cc = match op {
-                            Op::Lt => IntCC::SignedLessThan,
-                            Op::Le => IntCC::SignedLessThanOrEqual,
-                            Op::Gt => IntCC::SignedGreaterThan,
-                            Op::Ge => IntCC::SignedGreaterThanOrEqual,
-                            Op::Eq => IntCC::Equal,
-                            _ => IntCC::NotEqual,
-                        };
-                        let f = b.ins().icmp(cc, x, y);
-                        bool_to_int(&mut b, f)
-                    }
-                    (Op::Div | Op::Mod, Some(y)) => {
-                        // Exit on a zero divisor, and on MIN / -1 (the result leaves 64 bits).
-                        let zero = b.ins().icmp_imm_s(IntCC::Equal, y, 0);
-                        let min = b.ins().icmp_imm_s(IntCC::Equal, x, i64::MIN);
-                        let minus1 = b.ins().icmp_imm_s(IntCC::Equal, y, -1);
-                        let both = b.ins().band(min, minus1);
-                        let fail = b.ins().bor(zero, both);
-                        l.exit_if(&mut b, fail, i);
-                        let q = b.ins().sdiv(x, y);
-                        let r = b.ins().srem(x, y);
-                        // Floor: when the remainder is not 0 and its sign differs from the
-                        // divisor's, q - 1 and r + y.
-                        let rnz = b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
-                        let sx = b.ins().bxor(r, y);
-                        let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, sx, 0);
-                        let adjust = b.ins().band(rnz, neg);
-                        if op == Op::Div {
-                            let one = bool_to_int(&mut b, adjust);
-                            b.ins().isub(q, one)
-                        } else {
-                            let r2 = b.ins().iadd(r, y);
-                            b.ins().select(adjust, r2, r)
-                        }
-                    }
-                    (Op::Shl, Some(y)) => {
-                        // A count outside 0..64 (negative: huge unsigned) exits, and so does a
-                        // result that does not shift back to `x` (it left 64 bits).
-                        let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, y, 64);
-                        l.exit_if(&mut b, wide, i);
-                        let r = b.ins().ishl(x, y);
-                        let back = b.ins().sshr(r, y);
-                        let lost = b.ins().icmp(IntCC::NotEqual, back, x);
-                        l.exit_if(&mut b, lost, i);
-                        r
-                    }
-                    (Op::Shr, Some(y)) => {
-                        // A negative count exits; a count of 64 or more gives what 63 gives
-                        // (0 or -1), as floor division by a huge power of two does.
-                        let negative = b.ins().icmp_imm_s(IntCC::SignedLessThan, y, 0);
-                        l.exit_if(&mut b, negative, i);
-                        let big = b.ins().icmp_imm_s(IntCC::SignedGreaterThan, y, 63);
-                        let max = b.ins().iconst(I64, 63);
-                        let count = b.ins().select(big, max, y);
-                        b.ins().sshr(x, count)
-                    }
-                    _ => unreachable!("kinds() rejects {op} in machine code"),
-                };
-                l.vals[i] = Some(v);
-            }
-        }
-    }
-    // The exit blocks: store what each snapshot needs, and the counter; return the index.
-    let exits = std::mem::take(&mut l.exits);
-    for (block, i) in exits {
+    let mut header = None;
+    l.segment(&mut b, &mut header);
+    // The bridges, each from the guard that branches to it.
+    while let Some((block, seg)) = l.pending.pop() {
         b.switch_to_block(block);
         b.seal_block(block);
-        let snap = trace
-            .snap_of(&trace.insts[i])
+        l.seg = seg;
+        let mut none = None;
+        l.segment(&mut b, &mut none);
+    }
+    b.seal_block(start);
+    // The exit blocks: store what the snapshots of the chain need; return the index.
+    let exits = std::mem::take(&mut l.exits);
+    for (block, seg, i) in exits {
+        b.switch_to_block(block);
+        b.seal_block(block);
+        let trace = segments[seg].trace;
+        let own = trace.insts[i]
+            .snap
             .expect("an exiting instruction has a snapshot");
-        for (_, o) in &snap.entries {
-            if let Opnd::Ref(r) = o {
-                let v = l.vals[r.index()].expect("snapshot refs are defined before the exit");
-                b.ins().store(mf, v, l.regs, (8 * r.index()) as i32);
+        if an.layout.carry {
+            for (k, (_, at)) in an.layout.inputs.iter().enumerate() {
+                b.ins().store(mf, l.inputs[k], l.regs, (8 * at) as i32);
+            }
+        }
+        let mut snaps = chain(segments, seg);
+        snaps.push((seg, own));
+        for (s, id) in snaps {
+            for (_, o) in &segments[s].trace.snaps[id.index()].entries {
+                if let Opnd::Ref(r) = o {
+                    let v =
+                        l.vals[s][r.index()].expect("snapshot refs are defined before the exit");
+                    let at = an.layout.offsets[s] + r.index();
+                    b.ins().store(mf, v, l.regs, (8 * at) as i32);
+                }
             }
         }
         if let Some(counter) = l.counter {
             let count = b.use_var(counter);
-            b.ins().store(mf, count, l.regs, (8 * n) as i32);
+            b.ins()
+                .store(mf, count, l.regs, (8 * an.layout.counter) as i32);
         }
-        let code = b.ins().iconst(I32, i as i64);
+        let code = b.ins().iconst(I32, (an.layout.offsets[seg] + i) as i64);
         b.ins().return_(&[code]);
     }
     b.seal_all_blocks();

@@ -12,6 +12,8 @@
 
 pub mod lower;
 
+pub use lower::Segment;
+
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::{self, OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
@@ -22,8 +24,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use flowjit_runtime::abi;
 
 use crate::interp::{Frame, Position, Steps};
-use crate::trace::{Kind, Opnd, Trace, TraceExit};
-use abi::Kind as MKind;
+use crate::trace::Opnd;
 
 /// Why a trace stays on the trace interpreter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,7 +107,8 @@ type TraceFn = unsafe extern "C" fn(*mut i64) -> u32;
 pub struct Compiled {
     f: TraceFn,
     counting: bool,
-    kinds: Vec<Option<MKind>>,
+    max_cost: u64,
+    analysis: lower::Analysis,
     /// The Cranelift IR, when asked for.
     pub ir: Option<String>,
     /// The disassembly with addresses, when asked for.
@@ -166,19 +168,19 @@ impl Backend {
     /// With `counting`, the code counts iterations so that `--max-steps` stays exact.
     pub fn compile(
         &mut self,
-        trace: &Trace,
+        segments: &[Segment],
         frame: &Frame,
         listings: Listings,
         counting: bool,
     ) -> Result<Compiled, Unsupported> {
-        let kinds = lower::kinds(trace, frame)?;
-        let func = lower::lower(trace, &kinds, &*self.isa, &mut self.fctx, counting);
+        let an = lower::analyze(segments, frame)?;
+        let func = lower::lower(segments, &an, &*self.isa, &mut self.fctx, counting);
         let cl = |e: String| Unsupported(format!("Cranelift: {e}"));
         let mut ir = None;
         let mut asm = None;
         if let Some((_, disp)) = &self.display {
             // Emitted for another ISA: listings only, from a compilation of their own.
-            let dfunc = lower::lower(trace, &kinds, &**disp, &mut self.fctx, counting);
+            let dfunc = lower::lower(segments, &an, &**disp, &mut self.fctx, counting);
             if listings.ir {
                 ir = Some(dfunc.display().to_string());
             }
@@ -221,7 +223,8 @@ impl Backend {
         Ok(Compiled {
             f,
             counting,
-            kinds,
+            max_cost: lower::max_cost(segments),
+            analysis: an,
             ir,
             asm,
             size: bytes.len(),
@@ -258,73 +261,79 @@ fn disassemble(isa: &dyn TargetIsa, bytes: &[u8], base: u64) -> Result<String, U
     Ok(out)
 }
 
-/// Runs compiled `trace` on `frame` (at the trace's anchor) until it exits, with the same
-/// accounting of `steps` as the trace interpreter. Returns `None`, having done nothing, when
-/// an input is not of the kind the code was compiled for: the trace interpreter runs then.
+/// How a run of machine code ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeExit {
+    /// Where the interpreter continues.
+    pub pos: Position,
+    /// The segment (0: the root, `k`: bridge `k - 1`) and instruction that exited.
+    pub at: (usize, usize),
+}
+
+/// Runs compiled tree `segments` on `frame` (at the tree's anchor) until it exits, with the
+/// same accounting of `steps` as the trace interpreter. Returns `None`, having done nothing,
+/// when an input is not of the kind the code was compiled for, or the budget cannot hold
+/// the tree's costliest iteration: the trace interpreter runs then.
 pub fn run_compiled(
     code: &Compiled,
-    trace: &Trace,
+    segments: &[Segment],
     frame: &mut Frame,
     steps: &mut Steps,
-) -> Option<TraceExit> {
-    let cost = trace.iteration_cost();
-    let n = trace.insts.len();
-    if steps.left < cost {
-        return Some(TraceExit {
-            pos: Position::start(trace.anchor),
-            inst: None,
-            iterations: 0,
-        });
-    }
-    let mut regs = vec![0i64; n + 1];
-    for (i, inst) in trace.insts.iter().enumerate() {
-        if let Kind::Input(slot) = inst.kind {
-            let kind = code.kinds[i].expect("an input has a kind");
-            regs[i] = abi::unbox(frame[slot.index()].as_ref()?, kind)?;
-        }
-    }
-    // Loop ends allowed: each charges an iteration and needs a whole one after it.
-    let allowed = (steps.left / cost.max(1))
-        .saturating_sub(1)
-        .min(i64::MAX as u64) as i64;
-    regs[n] = allowed;
-    if steps.limit.is_some() && !code.counting {
-        // Compiled without a counter, it cannot keep a limit: not for this run.
+) -> Option<TreeExit> {
+    let an = &code.analysis;
+    let layout = &an.layout;
+    if steps.left < code.max_cost || (steps.limit.is_some() && !code.counting) {
         return None;
     }
-    // SAFETY: `regs` has the slots the code reads and writes (one per instruction and the
-    // counter), and every input slot holds a value of the kind the code was compiled for.
+    let mut regs = vec![0i64; layout.size];
+    for (k, (slot, at)) in layout.inputs.iter().enumerate() {
+        regs[*at] = abi::unbox(frame[slot.index()].as_ref()?, an.input_kinds[k])?;
+    }
+    let initial = steps.left.min(i64::MAX as u64) as i64;
+    regs[layout.counter] = initial;
+    // SAFETY: `regs` has every slot the code reads and writes (`layout.size`), and every
+    // input slot holds a value of the kind the code was compiled for.
     let exit = unsafe { (code.f)(regs.as_mut_ptr()) } as usize;
-    // Without a counter (no limit), iterations are not counted.
-    let continues = if code.counting {
-        (allowed - regs[n]) as u64
+    let (seg, inst) = layout.locate(exit);
+    // SAFETY (for every `rebox` below): a slot was stored by the exit from a value of the
+    // kind recorded for it; a list is borrowed from the frame (unchanged while the code ran)
+    // or from the trees' constants, so its address is in a live Rc.
+    if layout.carry {
+        for (k, (slot, at)) in layout.inputs.iter().enumerate() {
+            frame[slot.index()] = Some(unsafe { abi::rebox(regs[*at], an.input_kinds[k]) });
+        }
+    }
+    let trace = segments[seg].trace;
+    let own = trace.insts[inst]
+        .snap
+        .expect("an exiting instruction has a snapshot");
+    let mut snaps = lower::chain(segments, seg);
+    snaps.push((seg, own));
+    let mut cost = 0;
+    for (s, id) in &snaps {
+        let snap = &segments[*s].trace.snaps[id.index()];
+        cost += snap.cost;
+        for (slot, o) in &snap.entries {
+            let v = match o {
+                Opnd::Const(v) => v.clone(),
+                Opnd::Ref(r) => {
+                    let kind = an.kinds[*s][r.index()].expect("a ref has a kind");
+                    unsafe { abi::rebox(regs[layout.offsets[*s] + r.index()], kind) }
+                }
+            };
+            frame[slot.index()] = Some(v);
+        }
+    }
+    // What the iterations completed in machine code consumed, and the exit's own part.
+    let consumed = if code.counting {
+        (initial - regs[layout.counter]) as u64
     } else {
         0
     };
-    let inst = &trace.insts[exit];
-    let snap = trace
-        .snap_of(inst)
-        .expect("an exiting instruction has a snapshot");
-    for (slot, o) in &snap.entries {
-        let v = match o {
-            Opnd::Const(v) => v.clone(),
-            // SAFETY: `regs[r]` was stored by the exit from a value of kind `kinds[r]`; a list
-            // is borrowed from the frame (unchanged while the code ran) or from the trace's
-            // constants, so its address is in a live Rc.
-            Opnd::Ref(r) => unsafe {
-                abi::rebox(
-                    regs[r.index()],
-                    code.kinds[r.index()].expect("a ref has a kind"),
-                )
-            },
-        };
-        frame[slot.index()] = Some(v);
-    }
-    steps.left = steps.left.saturating_sub(continues * cost + snap.cost);
-    let loop_end = matches!(inst.kind, Kind::Loop | Kind::LoopStart);
-    Some(TraceExit {
-        pos: snap.pos,
-        inst: (!loop_end).then_some(exit),
-        iterations: continues + loop_end as u64,
+    steps.left = steps.left.saturating_sub(consumed + cost);
+    let pos = segments[seg].trace.snaps[own.index()].pos;
+    Some(TreeExit {
+        pos,
+        at: (seg, inst),
     })
 }

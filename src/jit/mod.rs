@@ -1,30 +1,39 @@
-//! The driver: decides who runs next, the interpreter or a trace.
+//! The driver: decides who runs next, the interpreter or a trace tree.
 //!
 //! ```text
-//!            back edge to L, count(L) > threshold          loop closes at L
-//!  interpret ───────────────────────────────────► record ─────────────────► trace cached for L
-//!      ▲  ▲                                          │ too long: back off,        │
-//!      │  └──────────────────────────────────────────┘ blacklist after 4         │ run it
-//!      │                 guard exit: resume variables written back               ▼
-//!      └──────────────────────────────────────────────────────────────────── run trace
+//!            hot key (see `profile`)                        loop closes
+//!  interpret ────────────────────────► record root trace ──────────────► tree for the key
+//!      ▲  ▲                                  │ too long / rejected:            │ run it
+//!      │  └──────────────────────────────────┘ back off, blacklist after 4      ▼
+//!      │                                                               ┌── run tree ◄──┐
+//!      │   guard exit, no bridge (yet): resume variables written back  │               │
+//!      └───────────────────────────────────────────────────────────────┘  exit count > │
+//!                                                  --bridge-threshold: record a bridge ┘
 //! ```
 //!
-//! Interpreter → trace → interpreter is a loop in [`Jit::run`], never a recursion: each
+//! A *tree* is a root trace (a peeled loop) and the *bridges* attached to its guards: a
+//! bridge is a trace from a guard that fails often to the anchor of a trace. Machine code
+//! holds a whole tree in one function (see `backend::lower`), recompiled when a bridge is
+//! added; the trace interpreter runs a bridge after the exit of its guard. A bridge from a
+//! `guard_value` is specialized on one value of the promoted variable (up to
+//! [`MAX_SPECIALIZATIONS`] per guard), and machine code dispatches on the value.
+//!
+//! Interpreter → tree → interpreter is a loop in [`Jit::run`], never a recursion: each
 //! executor returns the position where the next one continues.
 
 mod profile;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use flowjit_runtime::Value;
 
-use crate::backend::{self, Backend, Compiled, Listings};
+use crate::backend::{self, Backend, Compiled, Listings, Segment};
 use crate::interp::{self, Exit, Frame, NoMonitor, Position, RuntimeError, Steps};
-use crate::lang::{BlockId, Program};
+use crate::lang::{BlockId, Inst as Stmt, Program, Slot, Terminator};
 use crate::opt;
-use crate::trace::{self, print, AbortReason, Recorded, Trace};
+use crate::trace::{self, print, AbortReason, Kind, Recorded, Trace};
 use profile::Profile;
 pub use profile::{Key, MAX_ABORTS};
 
@@ -33,6 +42,18 @@ pub const DEFAULT_THRESHOLD: u64 = 50;
 
 /// The default limit on a recorded trace's length, in instructions.
 pub const DEFAULT_MAX_TRACE_LEN: usize = 4000;
+
+/// The default number of exits from a guard before a bridge is recorded from it.
+pub const DEFAULT_BRIDGE_THRESHOLD: u64 = 20;
+
+/// The most bridges a tree gets.
+pub const MAX_BRIDGES: usize = 32;
+
+/// The most values a `guard_value` gets a specialized bridge for.
+pub const MAX_SPECIALIZATIONS: usize = 8;
+
+/// After this many failed recordings of a bridge from a guard, it gets no more attempts.
+pub const MAX_BRIDGE_FAILURES: u32 = 2;
 
 /// What to print while running.
 #[derive(Clone, Copy, Debug, Default)]
@@ -52,6 +73,8 @@ pub struct Dumps {
 pub struct Config {
     /// Back edges to a label before it is traced: it is traced when the count exceeds this.
     pub threshold: u64,
+    /// Exits from a guard before a bridge is recorded from it.
+    pub bridge_threshold: u64,
     /// The longest trace recorded, in instructions.
     pub max_trace_len: usize,
     /// `--max-steps`.
@@ -70,6 +93,7 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             threshold: DEFAULT_THRESHOLD,
+            bridge_threshold: DEFAULT_BRIDGE_THRESHOLD,
             max_trace_len: DEFAULT_MAX_TRACE_LEN,
             max_steps: None,
             dumps: Dumps::default(),
@@ -83,44 +107,99 @@ impl Default for Config {
 /// What happened during a run, for `--stats`.
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
-    /// Recordings abandoned, with the label and the reason.
+    /// Recordings abandoned, with where and why.
     pub aborts: Vec<(String, AbortReason)>,
-    /// Traces the optimizer rejected, with the label and the reason.
+    /// Traces the optimizer rejected, with where and why.
     pub rejected: Vec<(String, opt::Rejected)>,
-    /// Time optimizing.
-    pub opt_time: Duration,
-    /// Traces left on the trace interpreter, with the label and the reason.
+    /// Trees left on the trace interpreter, with where and why.
     pub not_compiled: Vec<(String, backend::Unsupported)>,
-    /// Time compiling to machine code.
-    pub compile_time: Duration,
-    /// Time in machine code.
-    pub native_time: Duration,
+    /// Times a tree was entered.
+    pub entries: u64,
     /// Entries into machine code.
     pub native_entries: u64,
-    /// Times a trace was entered.
-    pub entries: u64,
-    /// Whole trace iterations run.
-    pub iterations: u64,
-    /// Exits per (trace, instruction).
-    pub exits: BTreeMap<(usize, usize), u64>,
+    /// Exits per (tree, segment, instruction).
+    pub exits: BTreeMap<(usize, usize, usize), u64>,
     /// Time interpreting.
     pub interp_time: Duration,
     /// Time recording (which interprets too).
     pub record_time: Duration,
-    /// Time running traces.
+    /// Time optimizing.
+    pub opt_time: Duration,
+    /// Time compiling to machine code.
+    pub compile_time: Duration,
+    /// Time on the trace interpreter.
     pub trace_time: Duration,
+    /// Time in machine code.
+    pub native_time: Duration,
 }
 
-/// The tracing JIT: an interpreter that records hot loops and runs their traces.
+/// A bridge: a trace from a guard that fails often to the anchor of a trace.
+pub struct Bridge {
+    /// The guard it leaves from: (segment, instruction); segment 0 is the root, `k` is
+    /// bridge `k - 1`.
+    pub from: (usize, usize),
+    /// For a bridge from a `guard_value`: the value it is specialized on.
+    pub value: Option<Value>,
+    /// Its instructions (ending in `loop`, whose snapshot is the state at the anchor).
+    pub trace: Trace,
+    /// Whether it ends at its own tree's anchor.
+    pub returns: bool,
+}
+
+/// A root trace and its bridges.
+pub struct Tree {
+    /// Where the root is anchored.
+    pub key: Key,
+    /// The root trace, a peeled loop (or, without the peel pass, an iteration).
+    pub root: Trace,
+    /// The bridges, in the order they were attached.
+    pub bridges: Vec<Bridge>,
+    code: Option<Compiled>,
+    /// Per guard: failed recordings of a bridge from it.
+    failures: HashMap<(usize, usize), u32>,
+}
+
+impl Tree {
+    /// Segment `seg`: the root (0) or bridge `seg - 1`.
+    pub fn segment(&self, seg: usize) -> &Trace {
+        if seg == 0 {
+            &self.root
+        } else {
+            &self.bridges[seg - 1].trace
+        }
+    }
+
+    fn segments(&self) -> Vec<Segment<'_>> {
+        std::iter::once(Segment {
+            trace: &self.root,
+            parent: None,
+            value: None,
+            returns: false,
+        })
+        .chain(self.bridges.iter().map(|b| Segment {
+            trace: &b.trace,
+            parent: Some(b.from),
+            value: b.value.as_ref(),
+            returns: b.returns,
+        }))
+        .collect()
+    }
+
+    /// The bridge (as a segment) from guard `from` for `value`.
+    fn bridge(&self, from: (usize, usize), value: Option<&Value>) -> Option<usize> {
+        self.bridges
+            .iter()
+            .position(|b| b.from == from && b.value.as_ref() == value)
+            .map(|k| k + 1)
+    }
+}
+
+/// The tracing JIT: an interpreter that records hot loops and runs their trace trees.
 pub struct Jit<'p> {
     program: &'p Program,
     config: Config,
     profile: Profile,
-    traces: Vec<Trace>,
-    /// Per trace: where it is anchored.
-    keys: Vec<Key>,
-    /// Per trace: its machine code, if it has some.
-    compiled: Vec<Option<Compiled>>,
+    trees: Vec<Tree>,
     backend: Option<Backend>,
     steps: Steps,
     /// Statistics of the run so far.
@@ -130,12 +209,20 @@ pub struct Jit<'p> {
 
 /// How an attempt to record ended.
 enum Recording {
-    /// A trace, by index; the frame is at the start of its anchor.
-    Trace(usize),
+    /// A tree, by index; the frame is at the start of its anchor.
+    Tree(usize),
     /// The program stopped during the recording.
     Stopped(Value),
     /// The recording was abandoned; interpretation continues here.
     Resume(Position),
+}
+
+/// What the interpreter does after a tree has run.
+enum Next {
+    /// Interpret from here.
+    Resume(Position),
+    /// The program stopped (while a bridge was recorded).
+    Stopped(Value),
 }
 
 impl<'p> Jit<'p> {
@@ -153,18 +240,16 @@ impl<'p> Jit<'p> {
             steps: Steps::new(config.max_steps),
             config,
             profile,
-            traces: Vec::new(),
-            keys: Vec::new(),
-            compiled: Vec::new(),
+            trees: Vec::new(),
             backend,
             stats: Stats::default(),
             dump: String::new(),
         })
     }
 
-    /// The traces recorded so far, in order.
-    pub fn traces(&self) -> &[Trace] {
-        &self.traces
+    /// The trees recorded so far, in order.
+    pub fn trees(&self) -> &[Tree] {
+        &self.trees
     }
 
     /// Takes what the dumps have printed so far.
@@ -187,10 +272,10 @@ impl<'p> Jit<'p> {
                 pos = Position::start(anchor);
                 continue;
             };
-            let index = match self.profile.trace(&key) {
+            let tree = match self.profile.trace(&key) {
                 Some(index) => index,
                 None => match self.record(frame, key)? {
-                    Recording::Trace(index) => index,
+                    Recording::Tree(index) => index,
                     Recording::Stopped(v) => return Ok(v),
                     Recording::Resume(at) => {
                         pos = at;
@@ -198,7 +283,10 @@ impl<'p> Jit<'p> {
                     }
                 },
             };
-            pos = self.run_trace(index, frame);
+            match self.run_tree(tree, frame, false)? {
+                Next::Resume(at) => pos = at,
+                Next::Stopped(v) => return Ok(v),
+            }
         }
     }
 
@@ -210,7 +298,10 @@ impl<'p> Jit<'p> {
             greens: Vec::new(),
         };
         let pos = match self.record(frame, key)? {
-            Recording::Trace(index) => self.run_trace(index, frame),
+            Recording::Tree(index) => match self.run_tree(index, frame, true)? {
+                Next::Resume(at) => at,
+                Next::Stopped(v) => return Ok(v),
+            },
             Recording::Stopped(v) => return Ok(v),
             Recording::Resume(at) => at,
         };
@@ -226,7 +317,7 @@ impl<'p> Jit<'p> {
     fn record(&mut self, frame: &mut Frame, key: Key) -> Result<Recording, RuntimeError> {
         let start = Instant::now();
         let anchor = key.anchor;
-        let greens: Vec<_> = if key.greens.is_empty() {
+        let greens: Vec<Slot> = if key.greens.is_empty() {
             Vec::new()
         } else {
             self.profile.greens().to_vec()
@@ -241,7 +332,6 @@ impl<'p> Jit<'p> {
         );
         self.stats.record_time += start.elapsed();
         let label = describe(self.program, &key);
-        let label = label.as_str();
         match recorded? {
             Recorded::Stopped(v) => Ok(Recording::Stopped(v)),
             Recorded::Aborted { reason, at } => {
@@ -249,12 +339,12 @@ impl<'p> Jit<'p> {
                 if self.config.dumps.trace {
                     let _ = writeln!(self.dump, "# trace aborted at {label}: {reason}");
                 }
-                self.stats.aborts.push((label.to_string(), reason));
+                self.stats.aborts.push((label, reason));
                 Ok(Recording::Resume(at))
             }
             Recorded::Loop(trace) => {
                 debug_assert_eq!(trace::verify::verify(&trace), Ok(()));
-                let index = self.traces.len();
+                let index = self.trees.len();
                 if self.config.dumps.trace {
                     let _ = writeln!(self.dump, "# trace {index}: loop at {label}");
                     self.dump.push_str(&print::articles(self.program, &trace));
@@ -262,100 +352,327 @@ impl<'p> Jit<'p> {
                 let start = Instant::now();
                 let optimized = opt::optimize(&trace, &self.config.passes);
                 self.stats.opt_time += start.elapsed();
-                let trace = match optimized {
+                let root = match optimized {
                     Ok(t) => t,
                     Err(rejected) => {
                         // The loop closed, so the frame is at the anchor: interpret on, and
-                        // treat the label as a failed recording.
+                        // treat the key as a failed recording.
                         self.profile.failed(&key);
                         if self.config.dumps.opt {
                             let _ = writeln!(self.dump, "# opt {index}: {rejected}");
                         }
-                        self.stats.rejected.push((label.to_string(), rejected));
+                        self.stats.rejected.push((label, rejected));
                         return Ok(Recording::Resume(Position::start(anchor)));
                     }
                 };
                 if self.config.dumps.opt {
                     let _ = writeln!(self.dump, "# opt {index}: loop at {label}");
-                    self.dump.push_str(&print::ssa(self.program, &trace));
+                    self.dump.push_str(&print::ssa(self.program, &root));
                 }
-                let compiled = self.compile(index, label, &trace, frame);
-                self.compiled.push(compiled);
-                self.traces.push(trace);
                 self.profile.set_trace(&key, index);
-                self.keys.push(key);
-                Ok(Recording::Trace(index))
+                self.trees.push(Tree {
+                    key,
+                    root,
+                    bridges: Vec::new(),
+                    code: None,
+                    failures: HashMap::new(),
+                });
+                self.compile(index, frame);
+                Ok(Recording::Tree(index))
             }
         }
     }
 
-    /// Compiles trace `index` to machine code, if the backend is on and can.
-    fn compile(
-        &mut self,
-        index: usize,
-        label: &str,
-        trace: &Trace,
-        frame: &Frame,
-    ) -> Option<Compiled> {
-        let backend = self.backend.as_mut()?;
+    /// Compiles tree `t` (again) to machine code, if the backend is on and can; on failure
+    /// the tree keeps the code it had (its new bridges then run on the trace interpreter).
+    fn compile(&mut self, t: usize, frame: &Frame) {
+        let Some(backend) = self.backend.as_mut() else {
+            return;
+        };
         let listings = Listings {
             ir: self.config.dumps.ir,
             asm: self.config.dumps.asm,
         };
-        let start = Instant::now();
         let counting = self.config.max_steps.is_some();
-        let compiled = backend.compile(trace, frame, listings, counting);
+        let tree = &self.trees[t];
+        let label = describe(self.program, &tree.key);
+        let start = Instant::now();
+        let compiled = backend.compile(&tree.segments(), frame, listings, counting);
         self.stats.compile_time += start.elapsed();
+        let bridges = tree.bridges.len();
+        let what = if bridges == 0 {
+            format!("{t}: loop at {label}")
+        } else {
+            format!("{t}: loop at {label}, with {bridges} bridge(s)")
+        };
         match compiled {
             Ok(code) => {
                 let target = backend.listing_target();
                 if let Some(ir) = &code.ir {
-                    let _ = writeln!(self.dump, "# ir {index}: loop at {label} ({target})");
+                    let _ = writeln!(self.dump, "# ir {what} ({target})");
                     self.dump.push_str(ir);
                 }
                 if let Some(asm) = &code.asm {
-                    let _ = writeln!(self.dump, "# asm {index}: loop at {label} ({target})");
+                    let _ = writeln!(self.dump, "# asm {what} ({target})");
                     self.dump.push_str(asm);
                 }
-                Some(code)
+                self.trees[t].code = Some(code);
             }
             Err(why) => {
                 if self.config.dumps.ir || self.config.dumps.asm {
                     let _ = writeln!(
                         self.dump,
-                        "# trace {index} stays on the trace interpreter: {why}"
+                        "# tree {what} stays on the trace interpreter: {why}"
                     );
                 }
-                self.stats.not_compiled.push((label.to_string(), why));
-                None
+                self.stats.not_compiled.push((label, why));
             }
         }
     }
 
-    /// Runs trace `index` until it exits; returns where the interpreter continues.
-    fn run_trace(&mut self, index: usize, frame: &mut Frame) -> Position {
-        if let Some(code) = &self.compiled[index] {
-            let start = Instant::now();
-            let exit = backend::run_compiled(code, &self.traces[index], frame, &mut self.steps);
-            self.stats.native_time += start.elapsed();
-            if let Some(exit) = exit {
-                self.stats.native_entries += 1;
-                return self.count_exit(index, exit);
+    /// The tree anchored at the start of `block`, for the frame's greens.
+    fn tree_at(&self, block: BlockId, frame: &Frame) -> Option<usize> {
+        self.profile.lookup(&self.profile.key_at(block, frame)?)
+    }
+
+    /// Runs tree `t` (the frame is at its anchor) and the trees its bridges lead to, until
+    /// an exit without a bridge. With `only`, no bridge is recorded and no other tree is
+    /// entered (the articles' `do_trace`).
+    fn run_tree(
+        &mut self,
+        mut t: usize,
+        frame: &mut Frame,
+        only: bool,
+    ) -> Result<Next, RuntimeError> {
+        let mut seg = 0;
+        let mut here = Position::start(self.trees[t].key.anchor);
+        loop {
+            let (pos, at) = match self.run_segment(t, seg, here, frame) {
+                Some(exit) => exit,
+                None => return Ok(Next::Resume(here)),
+            };
+            let Some((eseg, einst)) = at else {
+                return Ok(Next::Resume(pos));
+            };
+            *self.stats.exits.entry((t, eseg, einst)).or_default() += 1;
+            let inst = &self.trees[t].segment(eseg).insts[einst];
+            match inst.kind {
+                Kind::Loop if eseg > 0 => {
+                    // A bridge ended at an anchor: enter the tree there.
+                    match self.tree_at(pos.block, frame).filter(|_| !only) {
+                        Some(next) => {
+                            t = next;
+                            seg = 0;
+                            here = pos;
+                        }
+                        None => return Ok(Next::Resume(pos)),
+                    }
+                }
+                Kind::GuardTrue | Kind::GuardFalse | Kind::GuardValue if !only => {
+                    let value = self
+                        .promoted(inst)
+                        .and_then(|slot| frame[slot.index()].clone());
+                    let value = if inst.kind == Kind::GuardValue {
+                        match value {
+                            Some(v) => Some(v),
+                            None => return Ok(Next::Resume(pos)),
+                        }
+                    } else {
+                        None
+                    };
+                    if let Some(b) = self.trees[t].bridge((eseg, einst), value.as_ref()) {
+                        seg = b;
+                        here = pos;
+                        continue;
+                    }
+                    if !self.bridge_wanted(t, (eseg, einst), value.is_some()) {
+                        return Ok(Next::Resume(pos));
+                    }
+                    match self.record_bridge(t, (eseg, einst), value, pos, frame)? {
+                        Next::Resume(end) => {
+                            match self.tree_at(end.block, frame).filter(|_| end.inst == 0) {
+                                Some(next) => {
+                                    t = next;
+                                    seg = 0;
+                                    here = end;
+                                }
+                                None => return Ok(Next::Resume(end)),
+                            }
+                        }
+                        stopped => return Ok(stopped),
+                    }
+                }
+                _ => return Ok(Next::Resume(pos)),
             }
+        }
+    }
+
+    /// Runs segment `seg` of tree `t` from `here` (machine code runs the whole tree from the
+    /// root). Returns where the interpreter continues and which instruction exited (`None`
+    /// for a stop at the `--max-steps` budget); `None` if the budget cannot hold a bridge.
+    fn run_segment(
+        &mut self,
+        t: usize,
+        seg: usize,
+        here: Position,
+        frame: &mut Frame,
+    ) -> Option<(Position, Option<(usize, usize)>)> {
+        let tree = &self.trees[t];
+        self.stats.entries += (seg == 0) as u64;
+        if seg == 0 {
+            if let Some(code) = &tree.code {
+                let start = Instant::now();
+                let exit = backend::run_compiled(code, &tree.segments(), frame, &mut self.steps);
+                self.stats.native_time += start.elapsed();
+                if let Some(exit) = exit {
+                    self.stats.native_entries += 1;
+                    let (s, i) = exit.at;
+                    let inst = &self.trees[t].segment(s).insts[i];
+                    let budget_stop = matches!(inst.kind, Kind::Loop | Kind::LoopStart) && s == 0;
+                    return Some((exit.pos, (!budget_stop).then_some(exit.at)));
+                }
+            }
+            let start = Instant::now();
+            let exit = trace::run_trace(&tree.root, frame, &mut self.steps);
+            self.stats.trace_time += start.elapsed();
+            return Some((exit.pos, exit.inst.map(|i| (0, i))));
+        }
+        let bridge = &tree.bridges[seg - 1].trace;
+        if self.steps.left < bridge.iteration_cost() {
+            let _ = here;
+            return None;
         }
         let start = Instant::now();
-        let exit = trace::run_trace(&self.traces[index], frame, &mut self.steps);
+        let exit = trace::run_bridge(bridge, frame, &mut self.steps);
         self.stats.trace_time += start.elapsed();
-        self.count_exit(index, exit)
+        Some((exit.pos, exit.inst.map(|i| (seg, i))))
     }
 
-    fn count_exit(&mut self, index: usize, exit: trace::TraceExit) -> Position {
-        self.stats.entries += 1;
-        self.stats.iterations += exit.iterations;
-        if let Some(inst) = exit.inst {
-            *self.stats.exits.entry((index, inst)).or_default() += 1;
+    /// The variable a `guard_value` promotes (from the statement it was recorded from).
+    fn promoted(&self, inst: &trace::Inst) -> Option<Slot> {
+        if inst.kind != Kind::GuardValue {
+            return None;
         }
-        exit.pos
+        let origin = inst.origin?;
+        let block = self.program.block(origin.block);
+        match (block.insts.get(origin.inst), &block.term) {
+            (Some(Stmt::Promote(slot)), _) => Some(*slot),
+            (None, Terminator::Promote { var, .. }) => Some(*var),
+            _ => None,
+        }
+    }
+
+    /// Whether a bridge should be recorded now from guard `from` of tree `t`.
+    fn bridge_wanted(&self, t: usize, from: (usize, usize), by_value: bool) -> bool {
+        let tree = &self.trees[t];
+        let exits = self
+            .stats
+            .exits
+            .get(&(t, from.0, from.1))
+            .copied()
+            .unwrap_or(0);
+        let specializations = tree.bridges.iter().filter(|b| b.from == from).count();
+        exits > self.config.bridge_threshold
+            && tree.bridges.len() < MAX_BRIDGES
+            && tree.failures.get(&from).copied().unwrap_or(0) < MAX_BRIDGE_FAILURES
+            && specializations < if by_value { MAX_SPECIALIZATIONS } else { 1 }
+    }
+
+    /// Records a bridge from guard `from` of tree `t`, whose exit left the frame at `pos`;
+    /// for a `guard_value`, specialized on `value`. Recording runs the program to the
+    /// bridge's end (an anchor): the result says where the interpreter (or a tree) goes on.
+    fn record_bridge(
+        &mut self,
+        t: usize,
+        from: (usize, usize),
+        value: Option<Value>,
+        pos: Position,
+        frame: &mut Frame,
+    ) -> Result<Next, RuntimeError> {
+        let tree = &self.trees[t];
+        let guard = &tree.segment(from.0).insts[from.1];
+        let fixed: Vec<(Slot, Value)> = match (&value, self.promoted(guard)) {
+            (Some(v), Some(slot)) => vec![(slot, v.clone())],
+            _ => Vec::new(),
+        };
+        let known = chain_constants(tree, from);
+        let start = Instant::now();
+        let profile = &self.profile;
+        let ends = |target: BlockId, frame: &Frame| {
+            profile
+                .key_at(target, frame)
+                .and_then(|k| profile.lookup(&k))
+                .is_some()
+        };
+        let recorded = trace::record_bridge(
+            self.program,
+            frame,
+            pos,
+            &fixed,
+            &ends,
+            &mut self.steps,
+            self.config.max_trace_len,
+        );
+        self.stats.record_time += start.elapsed();
+        let label = format!("a bridge from trace {t} guard {}:v{}", from.0, from.1);
+        let failed = |jit: &mut Jit| *jit.trees[t].failures.entry(from).or_default() += 1;
+        match recorded? {
+            Recorded::Stopped(v) => Ok(Next::Stopped(v)),
+            Recorded::Aborted { reason, at } => {
+                failed(self);
+                self.stats.aborts.push((label, reason));
+                Ok(Next::Resume(at))
+            }
+            Recorded::Loop(trace) => {
+                let end = Position::start(trace.anchor);
+                let passes: Vec<&str> = self
+                    .config
+                    .passes
+                    .iter()
+                    .copied()
+                    .filter(|p| *p != "peel")
+                    .collect();
+                let start = Instant::now();
+                let optimized = opt::optimize(&opt::specialize_inputs(&trace, &known), &passes);
+                self.stats.opt_time += start.elapsed();
+                let trace = match optimized {
+                    Ok(t) => t,
+                    Err(rejected) => {
+                        failed(self);
+                        self.stats.rejected.push((label, rejected));
+                        return Ok(Next::Resume(end));
+                    }
+                };
+                let returns =
+                    self.profile.key_at(trace.anchor, frame).as_ref() == Some(&self.trees[t].key);
+                let number = self.trees[t].bridges.len();
+                let header = format!(
+                    "# bridge {number} from trace {t} guard {}:v{} to {}{}",
+                    from.0,
+                    from.1,
+                    self.program.label(trace.anchor),
+                    value
+                        .as_ref()
+                        .map_or(String::new(), |v| format!(", for {v}")),
+                );
+                if self.config.dumps.trace {
+                    let _ = writeln!(self.dump, "{header}");
+                    self.dump.push_str(&print::articles(self.program, &trace));
+                }
+                if self.config.dumps.opt {
+                    let _ = writeln!(self.dump, "{header}");
+                    self.dump.push_str(&print::ssa(self.program, &trace));
+                }
+                self.trees[t].bridges.push(Bridge {
+                    from,
+                    value,
+                    trace,
+                    returns,
+                });
+                self.compile(t, frame);
+                Ok(Next::Resume(end))
+            }
+        }
     }
 
     /// The statistics, as `--stats` prints them.
@@ -363,13 +680,19 @@ impl<'p> Jit<'p> {
         let s = &self.stats;
         let mut out = String::from("# stats\n");
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let _ = writeln!(out, "traces recorded: {}", self.traces.len());
-        for (i, t) in self.traces.iter().enumerate() {
+        let _ = writeln!(out, "traces recorded: {}", self.trees.len());
+        for (i, t) in self.trees.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "  trace {i}: loop at {}, {} instructions",
-                describe(self.program, &self.keys[i]),
-                t.insts.len()
+                "  trace {i}: loop at {}, {} instructions, {} bridge(s){}",
+                describe(self.program, &t.key),
+                t.root.insts.len(),
+                t.bridges.len(),
+                if t.code.is_some() {
+                    ", machine code"
+                } else {
+                    ""
+                }
             );
         }
         let _ = writeln!(out, "trace aborts: {}", s.aborts.len());
@@ -377,8 +700,13 @@ impl<'p> Jit<'p> {
             let _ = writeln!(out, "  at {label}: {reason}");
         }
         if self.backend.is_some() {
-            let compiled = self.compiled.iter().filter(|c| c.is_some()).count();
-            let bytes: usize = self.compiled.iter().flatten().map(|c| c.size).sum();
+            let compiled = self.trees.iter().filter(|t| t.code.is_some()).count();
+            let bytes: usize = self
+                .trees
+                .iter()
+                .filter_map(|t| t.code.as_ref())
+                .map(|c| c.size)
+                .sum();
             let _ = writeln!(
                 out,
                 "traces compiled to machine code: {compiled} ({bytes} bytes)"
@@ -400,17 +728,17 @@ impl<'p> Jit<'p> {
             "trace entries: {} ({} in machine code)",
             s.entries, s.native_entries
         );
-        let _ = writeln!(
-            out,
-            "trace iterations: {} (machine code counts them only under --max-steps)",
-            s.iterations
-        );
-        let _ = writeln!(out, "guard exits: {}", s.exits.values().sum::<u64>());
-        for ((t, i), n) in &s.exits {
-            let trace = &self.traces[*t];
+        let _ = writeln!(out, "exits: {}", s.exits.values().sum::<u64>());
+        for ((t, seg, i), n) in &s.exits {
+            let trace = self.trees[*t].segment(*seg);
+            let place = if *seg == 0 {
+                format!("trace {t}")
+            } else {
+                format!("trace {t} bridge {}", seg - 1)
+            };
             let _ = writeln!(
                 out,
-                "  trace {t} {}: {n}",
+                "  {place} {}: {n}",
                 print::ssa_inst(self.program, trace, *i)
             );
         }
@@ -426,6 +754,29 @@ impl<'p> Jit<'p> {
         );
         out
     }
+}
+
+/// The constants a guard's chain of snapshots gives variables where a bridge from it
+/// starts (nearest guard first).
+fn chain_constants(tree: &Tree, from: (usize, usize)) -> Vec<(Slot, Value)> {
+    let mut known: Vec<(Slot, Value)> = Vec::new();
+    let mut seen: Vec<Slot> = Vec::new();
+    let mut at = Some(from);
+    while let Some((seg, i)) = at {
+        let trace = tree.segment(seg);
+        if let Some(snap) = trace.snap_of(&trace.insts[i]) {
+            for (slot, o) in &snap.entries {
+                if !seen.contains(slot) {
+                    seen.push(*slot);
+                    if let Some(v) = o.as_const() {
+                        known.push((*slot, v.clone()));
+                    }
+                }
+            }
+        }
+        at = (seg > 0).then(|| tree.bridges[seg - 1].from);
+    }
+    known
 }
 
 /// A trace's anchor as dumps and statistics show it: the label, and the green values.

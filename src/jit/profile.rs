@@ -121,6 +121,34 @@ impl Profile {
         }
     }
 
+    /// The key of a trace anchored at the start of `block`, with the frame's greens: for a
+    /// profile by green values only the merge point anchors traces.
+    pub fn key_at(&self, block: BlockId, frame: &Frame) -> Option<Key> {
+        match &self.merge {
+            None => Some(Key {
+                anchor: block,
+                greens: Vec::new(),
+            }),
+            Some(m) if block == m.block => {
+                let greens: Option<Vec<Value>> =
+                    m.greens.iter().map(|g| frame[g.index()].clone()).collect();
+                Some(Key {
+                    anchor: block,
+                    greens: greens?,
+                })
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// The trace anchored at `key`, if there is one (without counting anything).
+    pub fn lookup(&self, key: &Key) -> Option<usize> {
+        match &self.merge {
+            Some(m) if key.anchor == m.block => m.keys.get(&key.greens).and_then(|c| c.trace),
+            _ => self.labels[key.anchor.index()].trace,
+        }
+    }
+
     fn counter(&mut self, key: &Key) -> &mut Counter {
         match &mut self.merge {
             Some(m) if key.anchor == m.block => m.keys.entry(key.greens.clone()).or_default(),

@@ -75,6 +75,28 @@ fn local(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
     Ok(t)
 }
 
+/// `trace` with the `input`s of the variables in `known` replaced by their constants: a
+/// bridge starts where a guard's snapshot gave those variables these values.
+pub fn specialize_inputs(
+    trace: &Trace,
+    known: &[(crate::lang::Slot, flowjit_runtime::Value)],
+) -> Trace {
+    let mut rw = rewrite::Rewriter::new(trace);
+    for (i, inst) in trace.insts.iter().enumerate() {
+        let constant = match inst.kind {
+            crate::trace::Kind::Input(slot) => known.iter().find(|(s, _)| *s == slot),
+            _ => None,
+        };
+        match constant {
+            Some((_, v)) => rw.set(i, crate::trace::Opnd::Const(v.clone())),
+            None => {
+                rw.keep(i);
+            }
+        }
+    }
+    rw.finish()
+}
+
 /// Runs the enabled passes, in pipeline order, over `trace`.
 pub fn optimize(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
     let mut t = local(trace, enabled)?;

@@ -8,5 +8,5 @@ pub mod run;
 pub mod verify;
 
 pub use ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace};
-pub use record::{record, AbortReason, Recorded};
-pub use run::{run_trace, TraceExit};
+pub use record::{record, record_bridge, AbortReason, Recorded};
+pub use run::{run_bridge, run_trace, TraceExit};

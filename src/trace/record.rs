@@ -151,29 +151,77 @@ pub fn record(
     steps: &mut Steps,
     max_len: usize,
 ) -> Result<Recorded, RuntimeError> {
+    let fixed: Vec<(Slot, Value)> = greens
+        .iter()
+        .filter_map(|g| frame[g.index()].clone().map(|v| (*g, v)))
+        .collect();
+    let key = fixed.clone();
+    let closes = move |target: BlockId, frame: &Frame| {
+        target == anchor
+            && key
+                .iter()
+                .all(|(g, v)| frame[g.index()].as_ref() == Some(v))
+    };
+    record_from(
+        program,
+        frame,
+        Position::start(anchor),
+        &fixed,
+        &closes,
+        steps,
+        max_len,
+    )
+}
+
+/// Records a *bridge*: a trace from `start` (where a guard that fails often resumes) to
+/// the first jump whose target `ends` accepts (the anchor of a trace, which the bridge then
+/// enters). The variables in `fixed` are constants in the bridge (for a bridge specialized
+/// on one value of a promoted variable). The trace ends in `loop`, whose snapshot is the
+/// state at the target; a bridge does not loop by itself.
+pub fn record_bridge(
+    program: &Program,
+    frame: &mut Frame,
+    start: Position,
+    fixed: &[(Slot, Value)],
+    ends: &dyn Fn(BlockId, &Frame) -> bool,
+    steps: &mut Steps,
+    max_len: usize,
+) -> Result<Recorded, RuntimeError> {
+    record_from(program, frame, start, fixed, ends, steps, max_len)
+}
+
+fn record_from(
+    program: &Program,
+    frame: &mut Frame,
+    start: Position,
+    fixed: &[(Slot, Value)],
+    ends: &dyn Fn(BlockId, &Frame) -> bool,
+    steps: &mut Steps,
+    max_len: usize,
+) -> Result<Recorded, RuntimeError> {
     let n = program.frame_size();
-    let mut fixed = vec![None; n];
-    for g in greens {
-        fixed[g.index()] = frame[g.index()].clone();
+    let mut greens = vec![None; n];
+    for (slot, v) in fixed {
+        greens[slot.index()] = Some(v.clone());
     }
-    let key: Vec<Option<Value>> = greens.iter().map(|g| fixed[g.index()].clone()).collect();
     let mut r = Recorder {
         program,
         insts: Vec::new(),
         snaps: Vec::new(),
         written: vec![None; n],
         inputs: vec![None; n],
-        greens: fixed,
+        greens,
         cost: 0,
     };
-    let mut id = anchor;
+    let mut id = start.block;
+    let mut first = start.inst;
     loop {
         let block = r.program.block(id);
         let fail = |kind| RuntimeError {
             kind,
             block: block.name.clone(),
         };
-        for (i, stmt) in block.insts.iter().enumerate() {
+        for (i, stmt) in block.insts.iter().enumerate().skip(first) {
             let at = Position { block: id, inst: i };
             match stmt {
                 Stmt::Op1 { dst, op, a } => {
@@ -226,6 +274,7 @@ pub fn record(
                 });
             }
         }
+        first = 0;
         let at = Position {
             block: id,
             inst: block.insts.len(),
@@ -269,9 +318,8 @@ pub fn record(
             }
             _ => {}
         }
-        let same_greens = || greens.iter().zip(&key).all(|(g, k)| &frame[g.index()] == k);
-        if next == anchor && same_greens() {
-            let snap = r.snapshot(Position::start(anchor));
+        if ends(next, frame) {
+            let snap = r.snapshot(Position::start(next));
             r.insts.push(Inst {
                 kind: Kind::Loop,
                 args: vec![],
@@ -280,7 +328,7 @@ pub fn record(
                 seen: None,
             });
             return Ok(Recorded::Loop(Trace {
-                anchor,
+                anchor: next,
                 insts: r.insts,
                 snaps: r.snaps,
             }));

@@ -40,6 +40,52 @@ fn write_back(trace: &Trace, snap: SnapId, regs: &[Option<Value>], frame: &mut F
     snap.cost
 }
 
+/// Executes instruction `i` (an input, an operation or a guard); whether it did not exit.
+fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], frame: &Frame) -> bool {
+    let inst = &trace.insts[i];
+    match inst.kind {
+        Kind::Input(slot) => {
+            regs[i] = frame[slot.index()].clone();
+            regs[i].is_some()
+        }
+        Kind::Op(op) => {
+            let result = match inst.args.as_slice() {
+                [a] => ops::apply1(op, &value(regs, a)),
+                [a, b] => ops::apply2(op, &value(regs, a), &value(regs, b)),
+                _ => unreachable!("the verifier checks arities"),
+            };
+            regs[i] = result.ok();
+            regs[i].is_some()
+        }
+        Kind::GuardTrue => !value(regs, &inst.args[0]).is_false(),
+        Kind::GuardFalse => value(regs, &inst.args[0]).is_false(),
+        Kind::GuardValue => value(regs, &inst.args[0]) == value(regs, &inst.args[1]),
+        Kind::Param(_) | Kind::Loop | Kind::LoopStart => true,
+    }
+}
+
+/// Runs a bridge once, from its start (the frame holds what the guard it leaves from wrote
+/// back) to its end or an exit. The caller checks that the budget holds the whole bridge
+/// (`trace.iteration_cost()`). At its `loop` the bridge writes its state back and exits
+/// there (with `inst` the loop's index): the driver then enters the trace anchored there.
+pub fn run_bridge(trace: &Trace, frame: &mut Frame, steps: &mut Steps) -> TraceExit {
+    let mut regs: Vec<Option<Value>> = vec![None; trace.insts.len()];
+    for i in 0..trace.insts.len() {
+        if !exec(trace, i, &mut regs, frame) || trace.insts[i].kind == Kind::Loop {
+            let snap = trace.insts[i]
+                .snap
+                .expect("an instruction that can exit has a snapshot");
+            steps.left -= write_back(trace, snap, &regs, frame);
+            return TraceExit {
+                pos: trace.snaps[snap.index()].pos,
+                inst: Some(i),
+                iterations: 0,
+            };
+        }
+    }
+    unreachable!("a bridge ends in loop")
+}
+
 /// Runs `trace` on `frame`, which must be at the start of the trace's anchor, until it exits.
 ///
 /// Each whole iteration counts `trace.iteration_cost()` operations against `steps`, an exit
@@ -68,22 +114,11 @@ pub fn run_trace(trace: &Trace, frame: &mut Frame, steps: &mut Steps) -> TraceEx
     loop {
         let inst = &trace.insts[i];
         let ok = match inst.kind {
-            Kind::Input(slot) => {
-                regs[i] = frame[slot.index()].clone();
-                regs[i].is_some()
-            }
-            Kind::Op(op) => {
-                let result = match inst.args.as_slice() {
-                    [a] => ops::apply1(op, &value(&regs, a)),
-                    [a, b] => ops::apply2(op, &value(&regs, a), &value(&regs, b)),
-                    _ => unreachable!("the verifier checks arities"),
-                };
-                regs[i] = result.ok();
-                regs[i].is_some()
-            }
-            Kind::GuardTrue => !value(&regs, &inst.args[0]).is_false(),
-            Kind::GuardFalse => value(&regs, &inst.args[0]).is_false(),
-            Kind::GuardValue => value(&regs, &inst.args[0]) == value(&regs, &inst.args[1]),
+            Kind::Input(_)
+            | Kind::Op(_)
+            | Kind::GuardTrue
+            | Kind::GuardFalse
+            | Kind::GuardValue => exec(trace, i, &mut regs, frame),
             Kind::Param(_) => true,
             Kind::LoopStart | Kind::Loop if start.is_some() => {
                 // The end of an iteration of a peeled trace: go round again if the budget
