@@ -40,6 +40,18 @@ fn bench(c: &mut Criterion) {
             "b",
             vec![("i", 1_000_000), ("x", 5)],
         ),
+        (
+            "branchy_1e6",
+            include_str!("../tests/programs/branchy.fg"),
+            "start",
+            vec![("n", 1_000_000)],
+        ),
+        (
+            "straight_1e6",
+            include_str!("../tests/programs/straight.fg"),
+            "start",
+            vec![("n", 1_000_000)],
+        ),
     ];
     for (name, text, entry, inputs) in cases {
         let (program, entry, inputs) = load(text, entry, &inputs);

@@ -1,0 +1,161 @@
+//! Meta-tracing and bridges: what the JIT makes of an interpreter written in the flowgraph
+//! language, and of loops that branch.
+
+use std::process::Command;
+
+const SQUARE: &str = "bytecode=[mov_a_r0,mov_a_r1,mov_r0_a,decr_a,mov_a_r0,mov_r2_a,add_r1_to_a,mov_a_r2,mov_r0_a,jump_if_a,2,mov_r2_a,return_a]";
+
+fn flowjit(args: &[&str]) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_flowjit"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("flowjit runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The number after `prefix` on the stats line that starts with it.
+fn stat(err: &str, prefix: &str) -> u64 {
+    let line = err
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` in {err}"));
+    line[prefix.len()..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number in `{line}`"))
+}
+
+#[test]
+fn with_only_promote_hints_the_interpreter_makes_one_instruction_traces() {
+    // The articles' point: traced from the dispatch loop, a trace covers one bytecode, and its
+    // second iteration would need another pc. The optimizer proves that and rejects them.
+    let (out, err) = flowjit(&[
+        "run",
+        "tests/programs/regmachine.pl",
+        "--entry",
+        "bytecode_loop",
+        SQUARE,
+        "pc=0",
+        "a=100",
+        "r0=0",
+        "r1=0",
+        "r2=0",
+        "--stats",
+    ]);
+    assert_eq!(out, "10000\n");
+    assert_eq!(stat(&err, "traces recorded: "), 0, "{err}");
+    assert_eq!(stat(&err, "traces rejected by the optimizer: "), 4, "{err}");
+    assert!(err.contains("  at bytecode_loop: guard_value("), "{err}");
+}
+
+#[test]
+fn with_merge_point_hints_the_bytecode_loop_is_one_trace_in_machine_code() {
+    let (out, err) = flowjit(&[
+        "bytecode",
+        "examples/square.bc",
+        "a=100000",
+        "--stats",
+        "--dump",
+        "opt",
+    ]);
+    assert_eq!(out, "10000000000\n");
+    assert_eq!(stat(&err, "traces recorded: "), 1, "{err}");
+    assert_eq!(stat(&err, "traces compiled to machine code: "), 1, "{err}");
+    assert!(
+        err.contains("  trace 0: loop at bytecode_loop with greens ([mov_a_r0,mov_a_r1,mo..., 2)"),
+        "{err}"
+    );
+    // The loop body after loop_start: no dispatch left.
+    let body: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("loop_start"))
+        .skip(1)
+        .take_while(|l| !l.starts_with('#'))
+        .filter(|l| !l.contains(" = param "))
+        .map(|l| l.split("  @").next().unwrap_or(l))
+        .collect();
+    assert_eq!(
+        body,
+        [
+            "v11 = sub v9, 1",
+            "v12 = add v10, v3",
+            "v13 = eq v11, 0",
+            "guard_false v13",
+            "loop v11, v11, v12"
+        ]
+    );
+}
+
+#[test]
+fn a_branching_loop_stays_in_machine_code_through_its_bridge() {
+    let exits = |n: &str| {
+        let (out, err) = flowjit(&["run", "tests/programs/branchy.fg", n, "--stats"]);
+        assert!(err.contains("1 bridge(s), machine code"), "{err}");
+        (out, stat(&err, "exits: "))
+    };
+    let (small, few) = exits("n=10000");
+    let (large, same) = exits("n=200000");
+    assert_eq!(
+        (small.as_str(), large.as_str()),
+        ("25000000\n", "10000000000\n")
+    );
+    // Exits to the interpreter do not grow with the number of iterations.
+    assert_eq!(few, same);
+    assert!(few < 30, "{few} exits");
+}
+
+#[test]
+fn a_promoted_variable_that_varies_gets_one_specialization_per_value_up_to_a_limit() {
+    // x = i // 1000 takes the values 0..=19: the guard on it gets bridges for values up to
+    // the limit of 8 specializations, and the other values exit to the interpreter.
+    let (out, err) = flowjit(&[
+        "run",
+        "tests/programs/promote_varies.fg",
+        "n=20000",
+        "--stats",
+        "--dump",
+        "opt",
+    ]);
+    assert_eq!(out, "190000000\n");
+    let specialized = err
+        .lines()
+        .filter(|l| l.starts_with("# bridge ") && l.contains(", for "))
+        .count();
+    assert_eq!(specialized, 8, "{err}");
+    for value in 1..=8 {
+        assert!(
+            err.contains(&format!(", for {value}\n")),
+            "no bridge for {value}: {err}"
+        );
+    }
+}
+
+#[test]
+fn bridges_show_in_the_dumps() {
+    let (_, err) = flowjit(&[
+        "run",
+        "tests/programs/branchy.fg",
+        "n=1000",
+        "--dump",
+        "trace",
+        "--bridge-threshold",
+        "5",
+    ]);
+    assert!(err.contains("# trace 0: loop at loop\n"), "{err}");
+    let bridge = err
+        .lines()
+        .find(|l| l.starts_with("# bridge 0 from trace 0 guard 0:v"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(bridge.ends_with(" to loop"), "{bridge}");
+}
