@@ -53,8 +53,20 @@ fn bench(c: &mut Criterion) {
             vec![("n", 1_000_000)],
         ),
     ];
-    for (name, text, entry, inputs) in cases {
-        let (program, entry, inputs) = load(text, entry, &inputs);
+    let mut loaded: Vec<(&str, (Program, BlockId, Vec<(Slot, Value)>))> = cases
+        .into_iter()
+        .map(|(name, text, entry, inputs)| (name, load(text, entry, &inputs)))
+        .collect();
+    // The bundled register machine running square.bc (meta-traced through its hints).
+    let (program, entry, mut inputs) = load(
+        lang::bytecode::REGMACHINE_SOURCE,
+        lang::bytecode::REGMACHINE_ENTRY,
+        &[("pc", 0), ("a", 1_000_000), ("r0", 0), ("r1", 0), ("r2", 0)],
+    );
+    let square = lang::bytecode::assemble(include_str!("../examples/square.bc")).expect("square.bc");
+    inputs.push((program.slot("bytecode").expect("bytecode"), Value::list(square)));
+    loaded.push(("regmachine_square_1e6", (program, entry, inputs)));
+    for (name, (program, entry, inputs)) in loaded {
         let mut group = c.benchmark_group(name);
         group.sample_size(10);
         group.bench_function("interp", |b| {
