@@ -63,8 +63,12 @@ fn bench(c: &mut Criterion) {
         lang::bytecode::REGMACHINE_ENTRY,
         &[("pc", 0), ("a", 1_000_000), ("r0", 0), ("r1", 0), ("r2", 0)],
     );
-    let square = lang::bytecode::assemble(include_str!("../examples/square.bc")).expect("square.bc");
-    inputs.push((program.slot("bytecode").expect("bytecode"), Value::list(square)));
+    let square =
+        lang::bytecode::assemble(include_str!("../examples/square.bc")).expect("square.bc");
+    inputs.push((
+        program.slot("bytecode").expect("bytecode"),
+        Value::list(square),
+    ));
     loaded.push(("regmachine_square_1e6", (program, entry, inputs)));
     for (name, (program, entry, inputs)) in loaded {
         let mut group = c.benchmark_group(name);
