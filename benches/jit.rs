@@ -10,7 +10,10 @@ use flowjit::jit::{Config, Jit};
 use flowjit::lang::{self, BlockId, Program, Slot, Syntax};
 use flowjit_runtime::Value;
 
-fn load(text: &str, entry: &str, inputs: &[(&str, i64)]) -> (Program, BlockId, Vec<(Slot, Value)>) {
+/// A loaded program, its entry and its inputs.
+type Loaded = (Program, BlockId, Vec<(Slot, Value)>);
+
+fn load(text: &str, entry: &str, inputs: &[(&str, i64)]) -> Loaded {
     let (_, program) = lang::load(text, Syntax::Fg).expect("valid example");
     let entry = program.block_id(entry).expect("entry");
     let inputs = inputs
@@ -53,7 +56,7 @@ fn bench(c: &mut Criterion) {
             vec![("n", 1_000_000)],
         ),
     ];
-    let mut loaded: Vec<(&str, (Program, BlockId, Vec<(Slot, Value)>))> = cases
+    let mut loaded: Vec<(&str, Loaded)> = cases
         .into_iter()
         .map(|(name, text, entry, inputs)| (name, load(text, entry, &inputs)))
         .collect();

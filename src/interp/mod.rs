@@ -222,10 +222,13 @@ pub fn run<M: Monitor>(
     let mut first = at.inst;
     loop {
         let block = &program.blocks[id.index()];
-        let fail = |kind| RuntimeError {
-            kind,
-            block: block.name.clone(),
+        let fail = |k: usize| {
+            move |kind| RuntimeError {
+                kind,
+                block: block.label_at(k).to_string(),
+            }
         };
+        let term = block.insts.len();
         let rest = &block.insts[first..];
         let cost = if first == 0 {
             block.cost
@@ -235,22 +238,25 @@ pub fn run<M: Monitor>(
         if steps.left >= cost {
             steps.left -= cost;
             for inst in rest {
-                step(program, frame, inst).map_err(fail)?;
+                // The statement's index is needed only for an error: found from its address.
+                step(program, frame, inst).map_err(|e| fail(index_of(&block.insts, inst))(e))?;
             }
         } else {
             // Not enough budget for the whole block: go one operation at a time, so that the
             // limit stops the program exactly after the last allowed operation.
-            for inst in rest {
+            for (k, inst) in rest.iter().enumerate() {
                 if !inst.is_hint() {
                     if steps.left == 0 {
-                        return Err(fail(ErrorKind::MaxSteps(steps.limit.unwrap_or(0))));
+                        return Err(fail(first + k)(ErrorKind::MaxSteps(
+                            steps.limit.unwrap_or(0),
+                        )));
                     }
                     steps.left -= 1;
                 }
-                step(program, frame, inst).map_err(fail)?;
+                step(program, frame, inst).map_err(fail(first + k))?;
             }
             if steps.left == 0 {
-                return Err(fail(ErrorKind::MaxSteps(steps.limit.unwrap_or(0))));
+                return Err(fail(term)(ErrorKind::MaxSteps(steps.limit.unwrap_or(0))));
             }
             steps.left -= 1;
         }
@@ -258,7 +264,7 @@ pub fn run<M: Monitor>(
         if block.enters_jit {
             monitor.can_enter_jit(frame);
         }
-        match branch(program, frame, &block.term).map_err(fail)? {
+        match branch(program, frame, &block.term).map_err(fail(term))? {
             Flow::Jump(j) => {
                 if j.back_edge && monitor.back_edge(id, j.target) {
                     return Ok(Exit::Hot(j.target));
@@ -268,6 +274,11 @@ pub fn run<M: Monitor>(
             Flow::Stop(v) => return Ok(Exit::Stop(v)),
         }
     }
+}
+
+/// The index of `inst` in `insts` (it is one of them).
+fn index_of(insts: &[Inst], inst: &Inst) -> usize {
+    (inst as *const Inst as usize - insts.as_ptr() as usize) / std::mem::size_of::<Inst>()
 }
 
 /// A fresh frame for `program` with the given inputs set.

@@ -209,6 +209,7 @@ impl Resolver<'_> {
             term,
             cost,
             enters_jit,
+            origins: None,
         }
     }
 }

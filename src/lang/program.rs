@@ -118,6 +118,19 @@ pub struct Block {
     pub cost: u64,
     /// Whether the block holds `can_enter_jit` (which takes effect at the end of the block).
     pub enters_jit: bool,
+    /// For a residual program: per statement (and, last, the terminator), the label of the
+    /// block of the original program it comes from, which runtime errors name.
+    pub origins: Option<Vec<String>>,
+}
+
+impl Block {
+    /// The label a runtime error at statement `k` (the terminator: `insts.len()`) names.
+    pub fn label_at(&self, k: usize) -> &str {
+        match &self.origins {
+            Some(origins) => &origins[k.min(origins.len() - 1)],
+            None => &self.name,
+        }
+    }
 }
 
 impl Inst {

@@ -217,28 +217,30 @@ fn record_from(
     let mut first = start.inst;
     loop {
         let block = r.program.block(id);
-        let fail = |kind| RuntimeError {
-            kind,
-            block: block.name.clone(),
+        let fail = |k: usize| {
+            move |kind| RuntimeError {
+                kind,
+                block: block.label_at(k).to_string(),
+            }
         };
         for (i, stmt) in block.insts.iter().enumerate().skip(first) {
             let at = Position { block: id, inst: i };
             match stmt {
                 Stmt::Op1 { dst, op, a } => {
-                    charge(steps, &block.name)?;
+                    charge(steps, block.label_at(i))?;
                     let args = vec![r.operand(a, at)];
                     let snap = Kind::Op(*op).needs_snapshot().then(|| r.snapshot(at));
-                    step(program, frame, stmt).map_err(fail)?;
+                    step(program, frame, stmt).map_err(fail(i))?;
                     let v = r.emit(Kind::Op(*op), args, snap, at);
                     r.insts[v.index()].seen = frame[dst.index()].as_ref().and_then(abi::Kind::of);
                     r.written[dst.index()] = Some(Opnd::Ref(v));
                     r.cost += 1;
                 }
                 Stmt::Op2 { dst, op, a, b } => {
-                    charge(steps, &block.name)?;
+                    charge(steps, block.label_at(i))?;
                     let args = vec![r.operand(a, at), r.operand(b, at)];
                     let snap = Kind::Op(*op).needs_snapshot().then(|| r.snapshot(at));
-                    step(program, frame, stmt).map_err(fail)?;
+                    step(program, frame, stmt).map_err(fail(i))?;
                     let v = r.emit(Kind::Op(*op), args, snap, at);
                     r.insts[v.index()].seen = frame[dst.index()].as_ref().and_then(abi::Kind::of);
                     r.written[dst.index()] = Some(Opnd::Ref(v));
@@ -279,7 +281,7 @@ fn record_from(
             block: id,
             inst: block.insts.len(),
         };
-        charge(steps, &block.name)?;
+        charge(steps, block.label_at(block.insts.len()))?;
         // The guard's operand is read before the terminator counts as done: an `input`
         // exiting here resumes at the terminator, which the interpreter then runs itself.
         let guarded = match &block.term {
@@ -291,7 +293,7 @@ fn record_from(
                 .map(|value| (r.var(*var, at), Some(value))),
             _ => None,
         };
-        let flow = branch(program, frame, &block.term).map_err(fail)?;
+        let flow = branch(program, frame, &block.term).map_err(fail(block.insts.len()))?;
         r.cost += 1;
         let next = match flow {
             Flow::Stop(v) => return Ok(Recorded::Stopped(v)),
