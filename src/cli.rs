@@ -50,21 +50,29 @@ pub enum Command {
         #[command(flatten)]
         opts: RunOpts,
     },
-    /// Partially evaluate a program with NAME=VALUE inputs static.
+    /// Partially evaluate a program with NAME=VALUE inputs static: print the residual
+    /// program, or run it with --run.
     Pe {
         /// The program.
         program: PathBuf,
         /// Static inputs, NAME=VALUE.
         inputs: Vec<String>,
-        /// The label to specialize.
+        /// The label to specialize (default: the first block).
         #[arg(long)]
-        entry: String,
+        entry: Option<String>,
         /// Syntax of the residual program.
         #[arg(long, value_enum, default_value = "fg")]
         format: Syntax,
-        /// Print the residual program before clean-up.
+        /// The residual program before clean-up.
         #[arg(long)]
         raw: bool,
+        /// Run the residual program with these dynamic inputs (NAME=VALUE ...) instead of
+        /// printing it; --mode interp (the default here), trace or jit.
+        #[arg(long, num_args = 0.., value_name = "NAME=VALUE")]
+        run: Option<Vec<String>>,
+        /// Run options.
+        #[command(flatten)]
+        opts: RunOpts,
     },
     /// Run a register-machine bytecode program (.bc) on the bundled interpreter, which is
     /// written in the flowgraph language. Registers a r0 r1 r2 start at 0 unless given.
@@ -264,7 +272,57 @@ fn dispatch(command: Command) -> CliResult<()> {
             let inputs = parse_inputs(&loaded, &inputs)?;
             execute(&loaded, Start::TraceFrom(anchor), &inputs, &opts)
         }
-        Command::Pe { .. } => Err(usage_error("`flowjit pe` is not available yet")),
+        Command::Pe {
+            program,
+            inputs,
+            entry,
+            format,
+            raw,
+            run,
+            opts,
+        } => {
+            let path = program.display().to_string();
+            let text = read_file(&program)?;
+            let syntax = opts.syntax.unwrap_or_else(|| Syntax::from_path(&path));
+            let loaded = load_program(&path, &text, syntax)?;
+            let entry = resolve_entry(&loaded, entry.as_deref())?;
+            let statics = parse_inputs(&loaded, &inputs)?;
+            let raw_residual =
+                crate::peval::specialize(&loaded.program, entry, &statics).map_err(usage_error)?;
+            let residual = if raw {
+                raw_residual
+            } else {
+                crate::peval::cleanup::clean(&raw_residual)
+            };
+            let Some(dynamic) = run else {
+                let ast = residual.to_ast(&loaded.program);
+                let printed = match format {
+                    Syntax::Fg => lang::print::to_fg(&ast),
+                    Syntax::Pl => ast.blocks.iter().map(lang::print::pl_block_line).collect(),
+                };
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(printed.as_bytes());
+                return Ok(());
+            };
+            let program = residual.to_program(&loaded.program);
+            let residual_loaded = Loaded { program };
+            // Inputs are variables of the original program; one the residual program never
+            // reads is dropped.
+            let mut inputs = Vec::new();
+            for (slot, value) in parse_inputs(&loaded, &dynamic)? {
+                if let Some(s) = residual_loaded.program.slot(loaded.program.var(slot)) {
+                    inputs.push((s, value));
+                }
+            }
+            let mut opts = opts;
+            opts.mode = Some(opts.mode.unwrap_or(Mode::Interp));
+            execute(
+                &residual_loaded,
+                Start::Run(lang::BlockId(0)),
+                &inputs,
+                &opts,
+            )
+        }
         Command::Bench { .. } => Err(usage_error("`flowjit bench` is not available yet")),
     }
 }

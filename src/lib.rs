@@ -24,4 +24,5 @@ pub mod interp;
 pub mod jit;
 pub mod lang;
 pub mod opt;
+pub mod peval;
 pub mod trace;

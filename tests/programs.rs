@@ -149,3 +149,71 @@ fn every_program_prints_what_its_test_lines_say_in_every_mode() {
         failures.join("\n")
     );
 }
+
+/// Every program gives the interpreter's result when partially evaluated with no static
+/// variables and its residual program run (by the interpreter, and by the JIT). Bytecode
+/// cases run on the bundled interpreter, and `--max-steps` counts the residual program's
+/// operations, so those cases are left out.
+#[test]
+fn every_program_partially_evaluated_with_nothing_static_prints_the_same() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for case in cases() {
+        let is_bc = case.file.extension().is_some_and(|e| e == "bc");
+        if is_bc || case.args.iter().any(|a| a == "--max-steps") {
+            continue;
+        }
+        let mut entry = Vec::new();
+        let mut inputs = Vec::new();
+        let mut args = case.args.iter();
+        while let Some(a) = args.next() {
+            if a == "--entry" {
+                entry.push(a.clone());
+                entry.extend(args.next().cloned());
+            } else {
+                inputs.push(a.clone());
+            }
+        }
+        for mode in ["interp", "jit"] {
+            let out = Command::new(env!("CARGO_BIN_EXE_flowjit"))
+                .arg("pe")
+                .arg(&case.file)
+                .args(&entry)
+                .args(["--mode", mode, "--run"])
+                .args(&inputs)
+                .output()
+                .expect("flowjit runs");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let want_status = if case.expected.starts_with("error:") {
+                1
+            } else {
+                0
+            };
+            let got = if want_status == 0 {
+                stdout.trim_end()
+            } else {
+                stderr.trim_end()
+            };
+            if got != case.expected || out.status.code() != Some(want_status) {
+                failures.push(format!(
+                    "pe {} {} --mode {mode}\n  want: {:?}\n  got:  status {:?}, stdout {:?}, stderr {:?}",
+                    case.file.display(),
+                    case.args.join(" "),
+                    case.expected,
+                    out.status.code(),
+                    stdout,
+                    stderr
+                ));
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} runs");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -159,6 +159,12 @@ pub fn pl_block(b: &Block) -> String {
     out
 }
 
+/// A block in the articles' Prolog notation on one line, as the articles list residual
+/// blocks: `block(power_rec5, op2(res, mul, var(res), var(x), jump(power_done1))).`
+pub fn pl_block_line(b: &Block) -> String {
+    pl_block(b).replace("\n    ", " ")
+}
+
 /// A whole program in the Prolog-term syntax.
 pub fn to_pl(ast: &Ast) -> String {
     ast.blocks.iter().map(pl_block).collect()

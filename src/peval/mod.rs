@@ -1,0 +1,396 @@
+//! The partial evaluator of the articles: polyvariant and online.
+//!
+//! Given the values of some variables (the *static* ones), it runs the program as far as
+//! they allow: an operation on known values is computed now and vanishes; an `if` on a known
+//! value takes its branch; everything else is copied into the *residual program*, with the
+//! known values put in as constants. Each (label, partial environment) pair is specialized
+//! once, in a code cache, and named as the articles' `gensym` names it: `power1`,
+//! `power_rec1`, `power_rec2`, ... (`promote` is a plain jump here, and the JIT's hints
+//! vanish.)
+//!
+//! ```text
+//! power: res = 1; if y ...      with y = 5      power1:     goto power_rec1
+//! power_rec: res = res * x            =>        power_rec1: res = 1 * x; goto power_rec2
+//!            y = y - 1; if y ...                ...
+//!                                               power_rec5: res = res * x; goto power_done1
+//! ```
+//!
+//! **Termination.** The articles' partial evaluator runs forever on a program whose static
+//! values never repeat (a static counter in a loop whose end is dynamic). This one bounds the
+//! specializations of each label at [`MAX_VERSIONS`]; past that it *generalizes*: the new
+//! partial environment keeps only the variables whose values agree with every existing
+//! specialization of the label, and the others become dynamic. The jump to the generalized
+//! block first assigns them their current values (`i = 33`), so the residual program is
+//! still exact. Generalizing only ever forgets values, so the specializations of a label are
+//! finitely many; a residual program beyond [`MAX_BLOCKS`] blocks (a program that builds
+//! ever new static values in ever new places) stops with [`PeError::Budget`].
+//!
+//! Runtime errors of the residual program name the blocks of the original program (each
+//! residual statement remembers the label it comes from), so a residual program fails with
+//! the interpreter's message.
+
+pub mod cleanup;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use flowjit_runtime::{ops, Op, Value};
+
+use crate::lang::ast::{self, Arg, Ast, Name, Span, Stmt, Term};
+use crate::lang::{check, BlockId, Inst, Operand, Program, Slot, Terminator};
+
+/// How many specializations a label gets before its partial environments are generalized.
+pub const MAX_VERSIONS: usize = 32;
+
+/// The most blocks a residual program may have.
+pub const MAX_BLOCKS: usize = 20_000;
+
+/// What is known of the variables: per slot, the value if it is static.
+pub type PEnv = Vec<Option<Value>>;
+
+/// A residual statement: `dst = op(args)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RStmt {
+    /// The variable assigned.
+    pub dst: Slot,
+    /// The operation.
+    pub op: Op,
+    /// Its arguments, known ones as constants.
+    pub args: Vec<Operand>,
+    /// The block of the original program it comes from.
+    pub origin: BlockId,
+}
+
+/// How a residual block ends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RTerm {
+    /// `goto` the residual block of that index.
+    Goto(usize),
+    /// `if cond goto then else goto els`.
+    If {
+        /// The (dynamic) condition.
+        cond: Slot,
+        /// Taken when `cond` is not 0.
+        then: usize,
+        /// Taken when `cond` is 0.
+        els: usize,
+    },
+    /// `print_and_stop(arg)`.
+    PrintAndStop(Operand),
+}
+
+/// A residual block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RBlock {
+    /// Its label.
+    pub name: String,
+    /// Its statements.
+    pub stmts: Vec<RStmt>,
+    /// Its terminator.
+    pub term: RTerm,
+    /// The block of the original program the terminator comes from.
+    pub term_origin: BlockId,
+}
+
+/// A residual program: blocks (some removed by clean-up) and the index of the entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Residual {
+    /// The blocks, in the order they were made; `None` for a block clean-up removed.
+    pub blocks: Vec<Option<RBlock>>,
+    /// The entry block's index.
+    pub entry: usize,
+}
+
+/// Why partial evaluation stopped.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PeError {
+    /// The residual program grew past [`MAX_BLOCKS`].
+    #[error("partial evaluation stopped: the residual program grew past {0} blocks (static values keep changing in ever new places; make fewer variables static)")]
+    Budget(usize),
+}
+
+struct Pe<'p> {
+    program: &'p Program,
+    cache: HashMap<(BlockId, PEnv), usize>,
+    versions: Vec<Vec<PEnv>>,
+    counters: HashMap<String, u32>,
+    names: HashSet<String>,
+    blocks: Vec<Option<RBlock>>,
+    queue: VecDeque<(usize, BlockId, PEnv)>,
+}
+
+impl Pe<'_> {
+    /// The articles' `gensym`: `label1`, `label2`, ... skipping names already made.
+    fn gensym(&mut self, base: &str) -> String {
+        loop {
+            let n = self.counters.entry(base.to_string()).or_default();
+            *n += 1;
+            let name = format!("{base}{n}");
+            if self.names.insert(name.clone()) {
+                return name;
+            }
+        }
+    }
+
+    fn new_block(&mut self, label: BlockId) -> Result<usize, PeError> {
+        if self.blocks.len() >= MAX_BLOCKS {
+            return Err(PeError::Budget(MAX_BLOCKS));
+        }
+        let name = self.gensym(self.program.label(label));
+        self.blocks.push(Some(RBlock {
+            name,
+            stmts: Vec::new(),
+            term: RTerm::Goto(usize::MAX),
+            term_origin: label,
+        }));
+        Ok(self.blocks.len() - 1)
+    }
+
+    /// The partial environment a new specialization of `label` gets from `penv`.
+    fn generalize(&self, label: BlockId, penv: &PEnv) -> PEnv {
+        let versions = &self.versions[label.index()];
+        if versions.len() < MAX_VERSIONS {
+            return penv.clone();
+        }
+        let mut general = penv.clone();
+        for v in versions {
+            for (g, old) in general.iter_mut().zip(v) {
+                if g.is_some() && g != old {
+                    *g = None;
+                }
+            }
+        }
+        general
+    }
+
+    /// The articles' `do_pe`: the residual block for `label` under `penv`, and the
+    /// assignments that must precede a jump to it (the values generalization forgot).
+    fn target(&mut self, label: BlockId, penv: &PEnv) -> Result<(usize, Vec<RStmt>), PeError> {
+        if let Some(&b) = self.cache.get(&(label, penv.clone())) {
+            return Ok((b, Vec::new()));
+        }
+        let general = self.generalize(label, penv);
+        let assigns = penv
+            .iter()
+            .zip(&general)
+            .enumerate()
+            .filter(|(_, (now, then))| now.is_some() && then.is_none())
+            .map(|(slot, (now, _))| RStmt {
+                dst: Slot(slot as u32),
+                op: Op::Same,
+                args: vec![Operand::Const(now.clone().expect("filtered"))],
+                origin: label,
+            })
+            .collect();
+        let key = (label, general.clone());
+        let b = match self.cache.get(&key) {
+            Some(&b) => b,
+            None => {
+                let b = self.new_block(label)?;
+                self.cache.insert(key, b);
+                self.versions[label.index()].push(general.clone());
+                self.queue.push_back((b, label, general));
+                b
+            }
+        };
+        Ok((b, assigns))
+    }
+
+    /// A jump from a block under `penv` to `label`: the target, through a block of its own
+    /// when values must be assigned first (for the branches of an `if`).
+    fn jump(&mut self, label: BlockId, penv: &PEnv) -> Result<usize, PeError> {
+        let (b, assigns) = self.target(label, penv)?;
+        if assigns.is_empty() {
+            return Ok(b);
+        }
+        let t = self.new_block(label)?;
+        let block = self.blocks[t].as_mut().expect("just made");
+        block.stmts = assigns;
+        block.term = RTerm::Goto(b);
+        Ok(t)
+    }
+
+    /// The articles' `pe` of one block.
+    fn block(&mut self, index: usize, label: BlockId, mut env: PEnv) -> Result<(), PeError> {
+        let block = self.program.block(label);
+        let mut stmts = Vec::new();
+        for inst in &block.insts {
+            let (dst, op, args) = match inst {
+                Inst::Op1 { dst, op, a } => (*dst, *op, vec![a]),
+                Inst::Op2 { dst, op, a, b } => (*dst, *op, vec![a, b]),
+                Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => continue,
+            };
+            let args: Vec<Operand> = args
+                .into_iter()
+                .map(|a| match a {
+                    Operand::Var(s) => env[s.index()]
+                        .clone()
+                        .map_or(Operand::Var(*s), Operand::Const),
+                    c => c.clone(),
+                })
+                .collect();
+            let known: Option<Vec<Value>> = args
+                .iter()
+                .map(|a| match a {
+                    Operand::Const(v) => Some(v.clone()),
+                    Operand::Var(_) => None,
+                })
+                .collect();
+            // An operation on known values is done now, unless it fails: then it stays, to
+            // fail when (and if) the residual program runs it.
+            if let Some(Ok(v)) = known.map(|vals| ops::apply(op, &vals)) {
+                env[dst.index()] = Some(v);
+                continue;
+            }
+            env[dst.index()] = None;
+            stmts.push(RStmt {
+                dst,
+                op,
+                args,
+                origin: label,
+            });
+        }
+        let term = match &block.term {
+            Terminator::Goto(j) | Terminator::Promote { target: j, .. } => {
+                let (b, assigns) = self.target(j.target, &env)?;
+                stmts.extend(assigns);
+                RTerm::Goto(b)
+            }
+            Terminator::If { cond, then, els } => match &env[cond.index()] {
+                Some(v) => {
+                    let j = if v.is_false() { els } else { then };
+                    let (b, assigns) = self.target(j.target, &env)?;
+                    stmts.extend(assigns);
+                    RTerm::Goto(b)
+                }
+                None => RTerm::If {
+                    cond: *cond,
+                    then: self.jump(then.target, &env)?,
+                    els: self.jump(els.target, &env)?,
+                },
+            },
+            Terminator::PrintAndStop(arg) => RTerm::PrintAndStop(match arg {
+                Operand::Var(s) => env[s.index()]
+                    .clone()
+                    .map_or(Operand::Var(*s), Operand::Const),
+                c => c.clone(),
+            }),
+        };
+        let block = self.blocks[index]
+            .as_mut()
+            .expect("made before it is specialized");
+        block.stmts = stmts;
+        block.term = term;
+        Ok(())
+    }
+}
+
+/// Specializes `program` from `entry` with the `statics` known: the raw residual program
+/// (before clean-up).
+pub fn specialize(
+    program: &Program,
+    entry: BlockId,
+    statics: &[(Slot, Value)],
+) -> Result<Residual, PeError> {
+    let mut penv: PEnv = vec![None; program.frame_size()];
+    for (slot, v) in statics {
+        penv[slot.index()] = Some(v.clone());
+    }
+    let mut pe = Pe {
+        program,
+        cache: HashMap::new(),
+        versions: vec![Vec::new(); program.blocks.len()],
+        counters: HashMap::new(),
+        names: HashSet::new(),
+        blocks: Vec::new(),
+        queue: VecDeque::new(),
+    };
+    let (first, assigns) = pe.target(entry, &penv)?;
+    debug_assert!(
+        assigns.is_empty(),
+        "the first specialization is never generalized"
+    );
+    while let Some((index, label, env)) = pe.queue.pop_front() {
+        pe.block(index, label, env)?;
+    }
+    Ok(Residual {
+        blocks: pe.blocks,
+        entry: first,
+    })
+}
+
+fn name(text: &str) -> Name {
+    Name::new(text, Span::default())
+}
+
+fn arg(program: &Program, o: &Operand) -> Arg {
+    match o {
+        Operand::Var(s) => Arg::Var(name(program.var(*s))),
+        Operand::Const(v) => Arg::Const(v.clone(), Span::default()),
+    }
+}
+
+impl Residual {
+    /// The residual program as a syntax tree (entry block first), for printing.
+    pub fn to_ast(&self, program: &Program) -> Ast {
+        let order =
+            std::iter::once(self.entry).chain((0..self.blocks.len()).filter(|&i| i != self.entry));
+        let label = |i: usize| name(&self.blocks[i].as_ref().expect("a live block").name);
+        let blocks = order
+            .filter_map(|i| self.blocks[i].as_ref().map(|b| (i, b)))
+            .map(|(_, b)| ast::Block {
+                label: name(&b.name),
+                stmts: b
+                    .stmts
+                    .iter()
+                    .map(|s| Stmt::Op {
+                        dst: name(program.var(s.dst)),
+                        op: name(s.op.name()),
+                        args: s.args.iter().map(|a| arg(program, a)).collect(),
+                        span: Span::default(),
+                    })
+                    .collect(),
+                term: match &b.term {
+                    RTerm::Goto(t) => Term::Goto(label(*t)),
+                    RTerm::If { cond, then, els } => Term::If {
+                        cond: name(program.var(*cond)),
+                        then: label(*then),
+                        els: label(*els),
+                    },
+                    RTerm::PrintAndStop(a) => Term::PrintAndStop(arg(program, a)),
+                },
+                term_span: Span::default(),
+            })
+            .collect();
+        Ast { blocks }
+    }
+
+    /// The residual program, checked and ready to run; its runtime errors name the
+    /// original program's blocks.
+    pub fn to_program(&self, program: &Program) -> Program {
+        let ast = self.to_ast(program);
+        let mut residual = check::check(&ast).expect("a residual program is well formed");
+        let order =
+            std::iter::once(self.entry).chain((0..self.blocks.len()).filter(|&i| i != self.entry));
+        let live = order.filter_map(|i| self.blocks[i].as_ref());
+        for (block, r) in residual.blocks.iter_mut().zip(live) {
+            let mut origins: Vec<String> = r
+                .stmts
+                .iter()
+                .map(|s| program.label(s.origin).to_string())
+                .collect();
+            origins.push(program.label(r.term_origin).to_string());
+            block.origins = Some(origins);
+        }
+        residual
+    }
+
+    /// How many blocks the residual program has.
+    pub fn len(&self) -> usize {
+        self.blocks.iter().flatten().count()
+    }
+
+    /// Whether the residual program has no blocks (never: it has its entry).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
