@@ -39,7 +39,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variab
 use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::{Op, Value};
 
-use super::Unsupported;
+use super::{ops, Unsupported};
 use crate::interp::Frame;
 use crate::lang::Slot;
 use crate::trace::{Kind, Opnd, SnapId, Trace};
@@ -208,22 +208,13 @@ pub fn analyze(segments: &[Segment], frame: &Frame) -> Result<Analysis, Unsuppor
                         .iter()
                         .map(|a| of(&k, a))
                         .collect::<Result<Vec<_>, _>>()?;
-                    if matches!(op, Op::Eq | Op::Ne) && arg_kinds == [MKind::List, MKind::List] {
-                        return Err(Unsupported("comparing lists in machine code".into()));
-                    }
+                    ops::supported(op, &arg_kinds, inst.seen).map_err(Unsupported)?;
                     let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr | Op::Div | Op::Mod);
                     if exits && inst.snap.is_none() {
                         return Err(Unsupported(format!("`{op}` without a snapshot")));
                     }
                     match op {
-                        Op::Readlist => match inst.seen {
-                            Some(kind @ (MKind::Int | MKind::Atom)) => Some(kind),
-                            _ => {
-                                return Err(Unsupported(
-                                    "`readlist` of an element machine code cannot hold".into(),
-                                ))
-                            }
-                        },
+                        Op::Readlist => inst.seen,
                         _ => Some(MKind::Int),
                     }
                 }
@@ -347,10 +338,6 @@ struct Lower<'a> {
     /// Bridge blocks to fill: (block, bridge segment).
     pending: Vec<(Block, usize)>,
     seg: usize,
-}
-
-fn bool_to_int(b: &mut FunctionBuilder, flag: ClifValue) -> ClifValue {
-    b.ins().uextend(I64, flag)
 }
 
 impl Lower<'_> {
@@ -572,147 +559,47 @@ impl Lower<'_> {
     /// Lowers operation `i`; false when it always exits (the rest of the segment is dead).
     fn op(&mut self, b: &mut FunctionBuilder, i: usize, op: Op, snap: bool) -> bool {
         let seg = self.seg;
-        let mf = MemFlagsData::trusted();
         let inst = &self.segments[seg].trace.insts[i];
         let args: Vec<(ClifValue, MKind)> =
             inst.args.iter().map(|a| self.opnd(b, seg, a)).collect();
-        if op == Op::Same {
-            self.vals[seg][i] = Some(args[0].0);
-            return true;
-        }
-        if let (Op::Eq | Op::Ne, [(x, kx), (y, ky)]) = (op, args.as_slice()) {
-            let v = if kx != ky {
-                b.ins().iconst(I64, (op == Op::Ne) as i64)
-            } else {
-                let cc = if op == Op::Eq {
-                    IntCC::Equal
-                } else {
-                    IntCC::NotEqual
-                };
-                let f = b.ins().icmp(cc, *x, *y);
-                bool_to_int(b, f)
-            };
-            self.vals[seg][i] = Some(v);
-            return true;
-        }
-        if let (Op::Readlist, [(list, MKind::List), (index, MKind::Int)]) = (op, args.as_slice()) {
-            // Bounds-checked: an index outside the list (a negative one is a huge unsigned
-            // number) exits, and so does an element of another kind than recorded.
-            let len = b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32);
-            let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, *index, len);
-            self.exit_if(b, outside, i);
-            let items = b.ins().load(I64, mf, *list, abi::LIST_ITEMS_OFFSET as i32);
-            let offset = b.ins().imul_imm_s(*index, abi::VALUE_SIZE as i64);
-            let addr = b.ins().iadd(items, offset);
-            let tag = b.ins().load(I64, mf, addr, abi::VALUE_TAG_OFFSET as i32);
-            let kind = self.kind(seg, i);
-            let other = b.ins().icmp_imm_s(IntCC::NotEqual, tag, kind.tag() as i64);
-            self.exit_if(b, other, i);
-            let at = abi::VALUE_PAYLOAD_OFFSET as i32;
-            self.vals[seg][i] = Some(match kind {
-                MKind::Atom => b.ins().uload32(mf, addr, at),
-                _ => b.ins().load(I64, mf, addr, at),
-            });
-            return true;
-        }
-        if let (Op::Len, [(list, MKind::List)]) = (op, args.as_slice()) {
-            self.vals[seg][i] = Some(b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32));
-            return true;
-        }
-        if args.iter().any(|(_, k)| *k != MKind::Int) {
-            // Integers only: the operation fails every time; exit before it.
-            let exit = self.exit_block(b, i);
-            b.ins().jump(exit, &[]);
-            return false;
-        }
-        let x = args[0].0;
-        let y = args.get(1).map(|a| a.0);
-        let v = match (op, y) {
-            (Op::Add | Op::Sub | Op::Mul, Some(y)) if snap => {
-                let (r, of) = match op {
-                    Op::Add => b.ins().sadd_overflow(x, y),
-                    Op::Sub => b.ins().ssub_overflow(x, y),
-                    _ => b.ins().smul_overflow(x, y),
-                };
-                self.exit_if(b, of, i);
-                r
-            }
-            (Op::Add, Some(y)) => b.ins().iadd(x, y),
-            (Op::Sub, Some(y)) => b.ins().isub(x, y),
-            (Op::Mul, Some(y)) => b.ins().imul(x, y),
-            (Op::Neg, None) if snap => {
-                let zero = b.ins().iconst(I64, 0);
-                let (r, of) = b.ins().ssub_overflow(zero, x);
-                self.exit_if(b, of, i);
-                r
-            }
-            (Op::Neg, None) => b.ins().ineg(x),
-            (Op::Not, None) => {
-                let f = b.ins().icmp_imm_s(IntCC::Equal, x, 0);
-                bool_to_int(b, f)
-            }
-            (Op::And, Some(y)) => b.ins().band(x, y),
-            (Op::Or, Some(y)) => b.ins().bor(x, y),
-            (Op::Xor, Some(y)) => b.ins().bxor(x, y),
-            (Op::Lt | Op::Le | Op::Gt | Op::Ge, Some(y)) => {
-                let cc = match op {
-                    Op::Lt => IntCC::SignedLessThan,
-                    Op::Le => IntCC::SignedLessThanOrEqual,
-                    Op::Gt => IntCC::SignedGreaterThan,
-                    _ => IntCC::SignedGreaterThanOrEqual,
-                };
-                let f = b.ins().icmp(cc, x, y);
-                bool_to_int(b, f)
-            }
-            (Op::Div | Op::Mod, Some(y)) => {
-                // Exit on a zero divisor, and on MIN / -1 (the result leaves 64 bits).
-                let zero = b.ins().icmp_imm_s(IntCC::Equal, y, 0);
-                let min = b.ins().icmp_imm_s(IntCC::Equal, x, i64::MIN);
-                let minus1 = b.ins().icmp_imm_s(IntCC::Equal, y, -1);
-                let both = b.ins().band(min, minus1);
-                let fail = b.ins().bor(zero, both);
-                self.exit_if(b, fail, i);
-                let q = b.ins().sdiv(x, y);
-                let r = b.ins().srem(x, y);
-                // Floor: when the remainder is not 0 and its sign differs from the
-                // divisor's, q - 1 and r + y.
-                let rnz = b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
-                let sx = b.ins().bxor(r, y);
-                let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, sx, 0);
-                let adjust = b.ins().band(rnz, neg);
-                if op == Op::Div {
-                    let one = bool_to_int(b, adjust);
-                    b.ins().isub(q, one)
-                } else {
-                    let r2 = b.ins().iadd(r, y);
-                    b.ins().select(adjust, r2, r)
-                }
-            }
-            (Op::Shl, Some(y)) => {
-                // A count outside 0..64 (negative: huge unsigned) exits, and so does a result
-                // that does not shift back to `x` (it left 64 bits).
-                let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, y, 64);
-                self.exit_if(b, wide, i);
-                let r = b.ins().ishl(x, y);
-                let back = b.ins().sshr(r, y);
-                let lost = b.ins().icmp(IntCC::NotEqual, back, x);
-                self.exit_if(b, lost, i);
-                r
-            }
-            (Op::Shr, Some(y)) => {
-                // A negative count exits; a count of 64 or more gives what 63 gives (0 or
-                // -1), as floor division by a huge power of two does.
-                let negative = b.ins().icmp_imm_s(IntCC::SignedLessThan, y, 0);
-                self.exit_if(b, negative, i);
-                let big = b.ins().icmp_imm_s(IntCC::SignedGreaterThan, y, 63);
-                let max = b.ins().iconst(I64, 63);
-                let count = b.ins().select(big, max, y);
-                b.ins().sshr(x, count)
-            }
-            _ => unreachable!("analyze() rejects {op} in machine code"),
+        let mut exits = TreeExits {
+            exits: &mut self.exits,
+            seg,
+            i,
         };
-        self.vals[seg][i] = Some(v);
-        true
+        match ops::lower_op(b, op, &args, snap, self.an.kinds[seg][i], &mut exits) {
+            ops::Lowered::Value(v) => {
+                self.vals[seg][i] = Some(v);
+                true
+            }
+            ops::Lowered::AlwaysExits => false,
+        }
+    }
+}
+
+/// Exits of a trace tree: a cold block per exiting instruction, filled at the end.
+struct TreeExits<'a> {
+    exits: &'a mut Vec<(Block, usize, usize)>,
+    seg: usize,
+    i: usize,
+}
+
+impl ops::Exits for TreeExits<'_> {
+    fn exit_if(&mut self, b: &mut FunctionBuilder, fail: ClifValue) {
+        let exit = b.create_block();
+        b.set_cold_block(exit);
+        self.exits.push((exit, self.seg, self.i));
+        let cont = b.create_block();
+        b.ins().brif(fail, exit, &[], cont, &[]);
+        b.seal_block(cont);
+        b.switch_to_block(cont);
+    }
+
+    fn exit_now(&mut self, b: &mut FunctionBuilder) {
+        let exit = b.create_block();
+        b.set_cold_block(exit);
+        self.exits.push((exit, self.seg, self.i));
+        b.ins().jump(exit, &[]);
     }
 }
 

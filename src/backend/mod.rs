@@ -11,6 +11,7 @@
 //! constant, ...) is not an error: it stays on the trace interpreter, and `--stats` says why.
 
 pub mod lower;
+pub mod ops;
 
 pub use lower::Segment;
 

@@ -1,0 +1,190 @@
+//! Lowering one primitive operation on unboxed values: shared by the lowering of trace trees
+//! (`lower`) and of whole residual programs (`cfg`), which differ only in what an exit is.
+//!
+//! Every check that fails (an overflow, a zero divisor, an index outside a list, an element
+//! of another kind than expected) leaves through [`Exits`]: before the operation, so that the
+//! interpreter can run it again and get the exact result or raise the exact error.
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::types::I64;
+use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Value as ClifValue};
+use cranelift_frontend::FunctionBuilder;
+use flowjit_runtime::abi::{self, Kind as MKind};
+use flowjit_runtime::Op;
+
+/// How the code leaves when a check fails.
+pub trait Exits {
+    /// Leaves when `fail` is not zero, and goes on in a new block otherwise.
+    fn exit_if(&mut self, b: &mut FunctionBuilder, fail: ClifValue);
+    /// Leaves unconditionally (the current block is then filled).
+    fn exit_now(&mut self, b: &mut FunctionBuilder);
+}
+
+/// What lowering an operation gave.
+pub enum Lowered {
+    /// Its result.
+    Value(ClifValue),
+    /// It fails on every value of these kinds: the code leaves before it, always.
+    AlwaysExits,
+}
+
+/// Whether machine code can do `op` on operands of these kinds (any other combination
+/// always exits, except the cases this rejects outright).
+pub fn supported(op: Op, kinds: &[MKind], result: Option<MKind>) -> Result<(), String> {
+    match (op, kinds) {
+        (Op::Eq | Op::Ne, [MKind::List, MKind::List]) => {
+            Err("comparing lists in machine code".into())
+        }
+        (Op::Readlist, _) if !matches!(result, Some(MKind::Int | MKind::Atom)) => {
+            Err("`readlist` of an element machine code cannot hold".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn bool_to_int(b: &mut FunctionBuilder, flag: ClifValue) -> ClifValue {
+    b.ins().uextend(I64, flag)
+}
+
+/// Lowers `op` on `args`. With `checked`, arithmetic checks overflow (without, the
+/// optimizer proved it cannot happen); `result` is the kind a `readlist` must find.
+pub fn lower_op(
+    b: &mut FunctionBuilder,
+    op: Op,
+    args: &[(ClifValue, MKind)],
+    checked: bool,
+    result: Option<MKind>,
+    exits: &mut dyn Exits,
+) -> Lowered {
+    let mf = MemFlagsData::trusted();
+    if op == Op::Same {
+        return Lowered::Value(args[0].0);
+    }
+    if let (Op::Eq | Op::Ne, [(x, kx), (y, ky)]) = (op, args) {
+        let v = if kx != ky {
+            b.ins().iconst(I64, (op == Op::Ne) as i64)
+        } else {
+            let cc = if op == Op::Eq {
+                IntCC::Equal
+            } else {
+                IntCC::NotEqual
+            };
+            let f = b.ins().icmp(cc, *x, *y);
+            bool_to_int(b, f)
+        };
+        return Lowered::Value(v);
+    }
+    if let (Op::Readlist, [(list, MKind::List), (index, MKind::Int)]) = (op, args) {
+        // Bounds-checked: an index outside the list (a negative one is a huge unsigned
+        // number) exits, and so does an element of another kind than expected.
+        let len = b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32);
+        let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, *index, len);
+        exits.exit_if(b, outside);
+        let items = b.ins().load(I64, mf, *list, abi::LIST_ITEMS_OFFSET as i32);
+        let offset = b.ins().imul_imm_s(*index, abi::VALUE_SIZE as i64);
+        let addr = b.ins().iadd(items, offset);
+        let tag = b.ins().load(I64, mf, addr, abi::VALUE_TAG_OFFSET as i32);
+        let kind = result.expect("supported() checked the kind of the element");
+        let other = b.ins().icmp_imm_s(IntCC::NotEqual, tag, kind.tag() as i64);
+        exits.exit_if(b, other);
+        let at = abi::VALUE_PAYLOAD_OFFSET as i32;
+        return Lowered::Value(match kind {
+            MKind::Atom => b.ins().uload32(mf, addr, at),
+            _ => b.ins().load(I64, mf, addr, at),
+        });
+    }
+    if let (Op::Len, [(list, MKind::List)]) = (op, args) {
+        return Lowered::Value(b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32));
+    }
+    if args.iter().any(|(_, k)| *k != MKind::Int) {
+        // Integers only: the operation fails every time; exit before it.
+        exits.exit_now(b);
+        return Lowered::AlwaysExits;
+    }
+    let x = args[0].0;
+    let y = args.get(1).map(|a| a.0);
+    Lowered::Value(match (op, y) {
+        (Op::Add | Op::Sub | Op::Mul, Some(y)) if checked => {
+            let (r, of) = match op {
+                Op::Add => b.ins().sadd_overflow(x, y),
+                Op::Sub => b.ins().ssub_overflow(x, y),
+                _ => b.ins().smul_overflow(x, y),
+            };
+            exits.exit_if(b, of);
+            r
+        }
+        (Op::Add, Some(y)) => b.ins().iadd(x, y),
+        (Op::Sub, Some(y)) => b.ins().isub(x, y),
+        (Op::Mul, Some(y)) => b.ins().imul(x, y),
+        (Op::Neg, None) if checked => {
+            let zero = b.ins().iconst(I64, 0);
+            let (r, of) = b.ins().ssub_overflow(zero, x);
+            exits.exit_if(b, of);
+            r
+        }
+        (Op::Neg, None) => b.ins().ineg(x),
+        (Op::Not, None) => {
+            let f = b.ins().icmp_imm_s(IntCC::Equal, x, 0);
+            bool_to_int(b, f)
+        }
+        (Op::And, Some(y)) => b.ins().band(x, y),
+        (Op::Or, Some(y)) => b.ins().bor(x, y),
+        (Op::Xor, Some(y)) => b.ins().bxor(x, y),
+        (Op::Lt | Op::Le | Op::Gt | Op::Ge, Some(y)) => {
+            let cc = match op {
+                Op::Lt => IntCC::SignedLessThan,
+                Op::Le => IntCC::SignedLessThanOrEqual,
+                Op::Gt => IntCC::SignedGreaterThan,
+                _ => IntCC::SignedGreaterThanOrEqual,
+            };
+            let f = b.ins().icmp(cc, x, y);
+            bool_to_int(b, f)
+        }
+        (Op::Div | Op::Mod, Some(y)) => {
+            // Exit on a zero divisor, and on MIN / -1 (the result leaves 64 bits).
+            let zero = b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+            let min = b.ins().icmp_imm_s(IntCC::Equal, x, i64::MIN);
+            let minus1 = b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+            let both = b.ins().band(min, minus1);
+            let fail = b.ins().bor(zero, both);
+            exits.exit_if(b, fail);
+            let q = b.ins().sdiv(x, y);
+            let r = b.ins().srem(x, y);
+            // Floor: when the remainder is not 0 and its sign differs from the divisor's,
+            // q - 1 and r + y.
+            let rnz = b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
+            let sx = b.ins().bxor(r, y);
+            let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, sx, 0);
+            let adjust = b.ins().band(rnz, neg);
+            if op == Op::Div {
+                let one = bool_to_int(b, adjust);
+                b.ins().isub(q, one)
+            } else {
+                let r2 = b.ins().iadd(r, y);
+                b.ins().select(adjust, r2, r)
+            }
+        }
+        (Op::Shl, Some(y)) => {
+            // A count outside 0..64 (negative: huge unsigned) exits, and so does a result
+            // that does not shift back to `x` (it left 64 bits).
+            let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, y, 64);
+            exits.exit_if(b, wide);
+            let r = b.ins().ishl(x, y);
+            let back = b.ins().sshr(r, y);
+            let lost = b.ins().icmp(IntCC::NotEqual, back, x);
+            exits.exit_if(b, lost);
+            r
+        }
+        (Op::Shr, Some(y)) => {
+            // A negative count exits; a count of 64 or more gives what 63 gives (0 or -1),
+            // as floor division by a huge power of two does.
+            let negative = b.ins().icmp_imm_s(IntCC::SignedLessThan, y, 0);
+            exits.exit_if(b, negative);
+            let big = b.ins().icmp_imm_s(IntCC::SignedGreaterThan, y, 63);
+            let max = b.ins().iconst(I64, 63);
+            let count = b.ins().select(big, max, y);
+            b.ins().sshr(x, count)
+        }
+        _ => unreachable!("every operation on integers is lowered above ({op})"),
+    })
+}
