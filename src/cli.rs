@@ -70,6 +70,10 @@ pub enum Command {
         /// printing it; --mode interp (the default here), trace or jit.
         #[arg(long, num_args = 0.., value_name = "NAME=VALUE")]
         run: Option<Vec<String>>,
+        /// With --run: compile the whole residual program to one function of machine code
+        /// (what it cannot compile, or an operation that leaves 64 bits, the interpreter runs).
+        #[arg(long)]
+        compile: bool,
         /// Run options.
         #[command(flatten)]
         opts: RunOpts,
@@ -279,6 +283,7 @@ fn dispatch(command: Command) -> CliResult<()> {
             format,
             raw,
             run,
+            compile,
             opts,
         } => {
             let path = program.display().to_string();
@@ -313,6 +318,9 @@ fn dispatch(command: Command) -> CliResult<()> {
                 if let Some(s) = residual_loaded.program.slot(loaded.program.var(slot)) {
                     inputs.push((s, value));
                 }
+            }
+            if compile {
+                return run_compiled_program(&residual_loaded.program, &inputs, &opts);
             }
             let mut opts = opts;
             opts.mode = Some(opts.mode.unwrap_or(Mode::Interp));
@@ -483,6 +491,59 @@ fn execute(
     if opts.stats {
         eprint!("{}", driver.stats_report());
     }
+    finish(result)
+}
+
+/// `pe --compile --run`: the residual program as one function of machine code; the
+/// interpreter takes over where it deoptimizes, or runs it all when it cannot be compiled.
+fn run_compiled_program(
+    program: &Program,
+    inputs: &[(Slot, Value)],
+    opts: &RunOpts,
+) -> CliResult<()> {
+    let config = jit_config(opts)?;
+    let mut backend = crate::backend::Backend::new(config.target).map_err(usage_error)?;
+    let mut frame = interp::frame_with(program, inputs);
+    let entry = lang::BlockId(0);
+    let listings = crate::backend::Listings {
+        ir: config.dumps.ir,
+        asm: config.dumps.asm,
+    };
+    let mut pos = interp::Position::start(entry);
+    if opts.max_steps.is_none() {
+        match backend.compile_program(program, entry, &frame, listings) {
+            Ok(code) => {
+                if let Some(ir) = &code.ir {
+                    eprint!("# ir: residual program\n{ir}");
+                }
+                if let Some(asm) = &code.asm {
+                    eprint!("# asm: residual program\n{asm}");
+                }
+                if opts.stats {
+                    eprintln!("# stats\nresidual program compiled: {} bytes", code.size);
+                }
+                match crate::backend::run_program(&code, &mut frame) {
+                    Some(crate::backend::cfg::ProgramExit::Stop(v)) => return finish(Ok(v)),
+                    Some(crate::backend::cfg::ProgramExit::Resume(at)) => pos = at,
+                    None => {}
+                }
+            }
+            Err(why) => {
+                if opts.stats || !opts.dump.is_empty() {
+                    eprintln!("# residual program not compiled: {why}");
+                }
+            }
+        }
+    }
+    // --max-steps counts interpreted operations: with a limit the interpreter runs it all.
+    let mut steps = interp::Steps::new(opts.max_steps);
+    let result =
+        interp::run(program, &mut frame, pos, &mut steps, &mut interp::NoMonitor).map(|exit| {
+            match exit {
+                interp::Exit::Stop(v) => v,
+                interp::Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+            }
+        });
     finish(result)
 }
 

@@ -158,3 +158,45 @@ fn residual_programs_fail_as_the_original_does() {
     let out = flowjit(&["pe", "examples/power.fg", "--entry", "nowhere"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn residual_programs_compiled_whole_give_the_same_results() {
+    let square = [
+        "pe",
+        "examples/regmachine.fg",
+        "--entry",
+        "bytecode_loop",
+        SQUARE,
+        "pc=0",
+        "--compile",
+        "--stats",
+        "--run",
+        "a=16",
+        "r0=0",
+        "r1=0",
+        "r2=0",
+    ];
+    let out = flowjit(&square);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "256\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("# stats\nresidual program compiled: "),
+        "{err}"
+    );
+    // 3^70 leaves 64 bits: the machine code deoptimizes, and the interpreter finishes exactly.
+    let power = [
+        "pe",
+        "examples/power.fg",
+        "y=70",
+        "--compile",
+        "--stats",
+        "--run",
+        "x=3",
+    ];
+    let out = flowjit(&power);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "2503155504993241601315571986085849\n"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("residual program compiled"));
+}

@@ -151,7 +151,8 @@ fn every_program_prints_what_its_test_lines_say_in_every_mode() {
 }
 
 /// Every program gives the interpreter's result when partially evaluated with no static
-/// variables and its residual program run (by the interpreter, and by the JIT). Bytecode
+/// variables and its residual program run (by the interpreter, by the JIT, and compiled
+/// whole to machine code with `--compile`). Bytecode
 /// cases run on the bundled interpreter, and `--max-steps` counts the residual program's
 /// operations, so those cases are left out.
 #[test]
@@ -174,12 +175,17 @@ fn every_program_partially_evaluated_with_nothing_static_prints_the_same() {
                 inputs.push(a.clone());
             }
         }
-        for mode in ["interp", "jit"] {
+        for mode in [
+            &["--mode", "interp"][..],
+            &["--mode", "jit"],
+            &["--compile"],
+        ] {
             let out = Command::new(env!("CARGO_BIN_EXE_flowjit"))
                 .arg("pe")
                 .arg(&case.file)
                 .args(&entry)
-                .args(["--mode", mode, "--run"])
+                .args(mode)
+                .arg("--run")
                 .args(&inputs)
                 .output()
                 .expect("flowjit runs");
@@ -197,9 +203,10 @@ fn every_program_partially_evaluated_with_nothing_static_prints_the_same() {
             };
             if got != case.expected || out.status.code() != Some(want_status) {
                 failures.push(format!(
-                    "pe {} {} --mode {mode}\n  want: {:?}\n  got:  status {:?}, stdout {:?}, stderr {:?}",
+                    "pe {} {} {}\n  want: {:?}\n  got:  status {:?}, stdout {:?}, stderr {:?}",
                     case.file.display(),
                     case.args.join(" "),
+                    mode.join(" "),
                     case.expected,
                     out.status.code(),
                     stdout,

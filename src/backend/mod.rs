@@ -10,6 +10,7 @@
 //! A trace the backend cannot lower (it is not peeled, it uses `readlist`, a big integer
 //! constant, ...) is not an error: it stays on the trace interpreter, and `--stats` says why.
 
+pub mod cfg;
 pub mod lower;
 pub mod ops;
 
@@ -195,11 +196,73 @@ impl Backend {
         } else if listings.ir {
             ir = Some(func.display().to_string());
         }
+        let (f, bytes, ptr) = self.define(func)?;
+        if listings.asm && self.display.is_none() {
+            asm = Some(disassemble(&*self.isa, &bytes, ptr as u64)?);
+        }
+        Ok(Compiled {
+            f,
+            counting,
+            max_cost: lower::max_cost(segments),
+            analysis: an,
+            ir,
+            asm,
+            size: bytes.len(),
+        })
+    }
+}
+
+/// A whole program as machine code.
+pub struct CompiledProgram {
+    f: TraceFn,
+    analysis: cfg::Analysis,
+    /// The Cranelift IR, when asked for.
+    pub ir: Option<String>,
+    /// The disassembly with addresses, when asked for.
+    pub asm: Option<String>,
+    /// The machine code's size in bytes.
+    pub size: usize,
+}
+
+impl Backend {
+    /// Compiles the whole of `program` from `entry` (a residual program) to one function;
+    /// the kinds of its inputs are those of `frame`'s values now.
+    pub fn compile_program(
+        &mut self,
+        program: &crate::lang::Program,
+        entry: crate::lang::BlockId,
+        frame: &Frame,
+        listings: Listings,
+    ) -> Result<CompiledProgram, Unsupported> {
+        let mut an = cfg::analyze(program, entry, frame)?;
+        let func = cfg::lower(program, entry, &mut an, &*self.isa, &mut self.fctx);
+        let ir = listings.ir.then(|| func.display().to_string());
+        let (f, bytes, ptr) = self.define(func)?;
+        let asm = if listings.asm {
+            Some(disassemble(&*self.isa, &bytes, ptr as u64)?)
+        } else {
+            None
+        };
+        Ok(CompiledProgram {
+            f,
+            analysis: an,
+            ir,
+            asm,
+            size: bytes.len(),
+        })
+    }
+
+    /// Compiles `func` into the module: the function, its code, and its address.
+    fn define(
+        &mut self,
+        func: cranelift_codegen::ir::Function,
+    ) -> Result<(TraceFn, Vec<u8>, *const u8), Unsupported> {
+        let cl = |e: String| Unsupported(format!("Cranelift: {e}"));
         let module = self
             .module
             .as_mut()
             .expect("the module lives as long as the backend");
-        let name = format!("trace{}", self.compiled);
+        let name = format!("code{}", self.compiled);
         self.compiled += 1;
         let id = module
             .declare_function(&name, Linkage::Local, &func.signature)
@@ -216,21 +279,38 @@ impl Backend {
             .finalize_definitions()
             .map_err(|e| cl(e.to_string()))?;
         let ptr = module.get_finalized_function(id);
-        if listings.asm && self.display.is_none() {
-            asm = Some(disassemble(&*self.isa, &bytes, ptr as u64)?);
-        }
-        // SAFETY: the function was compiled with `lower::signature`, which is this type.
+        // SAFETY: every function is compiled with `lower::signature`, which is this type.
         let f: TraceFn = unsafe { std::mem::transmute::<*const u8, TraceFn>(ptr) };
-        Ok(Compiled {
-            f,
-            counting,
-            max_cost: lower::max_cost(segments),
-            analysis: an,
-            ir,
-            asm,
-            size: bytes.len(),
-        })
+        Ok((f, bytes, ptr))
     }
+}
+
+/// Runs a compiled program on `frame` (at its entry) until it stops or deoptimizes.
+/// Returns `None`, having done nothing, when an input is not of the kind the code was
+/// compiled for.
+pub fn run_program(code: &CompiledProgram, frame: &mut Frame) -> Option<cfg::ProgramExit> {
+    let an = &code.analysis;
+    let n = an.kinds.len();
+    let mut regs = vec![0i64; n + 1];
+    for (slot, kind) in an.kinds.iter().enumerate() {
+        if let (Some(v), Some(kind)) = (&frame[slot], kind) {
+            regs[slot] = abi::unbox(v, *kind)?;
+        }
+    }
+    // SAFETY: `regs` has a slot per variable and one for the printed value; every variable
+    // written in the frame is of the kind the code was compiled for.
+    let code_returned = unsafe { (code.f)(regs.as_mut_ptr()) };
+    // SAFETY (for every `rebox`): a slot was stored from a value of the kind recorded for it;
+    // a list comes from the frame or from the program's constants, alive in an Rc.
+    if let Some(kind) = cfg::stopped(code_returned) {
+        return Some(cfg::ProgramExit::Stop(unsafe { abi::rebox(regs[n], kind) }));
+    }
+    let (pos, written) = &an.points[code_returned as usize];
+    for s in written {
+        let kind = an.kinds[s.index()].expect("a written variable has a kind");
+        frame[s.index()] = Some(unsafe { abi::rebox(regs[s.index()], kind) });
+    }
+    Some(cfg::ProgramExit::Resume(*pos))
 }
 
 impl Drop for Backend {

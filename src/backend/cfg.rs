@@ -1,0 +1,356 @@
+//! Lowering a whole program (a residual program of the partial evaluator: blocks and jumps,
+//! not a trace) to one Cranelift function.
+//!
+//! Each block becomes a Cranelift block and each variable a `cranelift_frontend::Variable`,
+//! so the frontend builds the SSA form. Operations are lowered by [`super::ops`], as in
+//! traces; what differs is an exit: here it *deoptimizes*, storing every variable written so
+//! far into the register buffer and returning the position of the statement, where the
+//! interpreter, with those values written into the frame, runs the statement again (and
+//! raises its error, or computes with big integers) and goes on.
+//!
+//! The function is `extern "C" fn(regs: *mut i64) -> u32`: `regs[slot]` holds the variables,
+//! and one more slot the printed value. The return value is a deoptimization point's number,
+//! or [`STOP`] minus the kind of the printed value.
+//!
+//! What it cannot lower it declines ([`Unsupported`]): a variable that holds values of two
+//! kinds, a read that may come before the variable is written on some path, `readlist`
+//! (whose element kind nothing recorded), big integer constants.
+
+use std::collections::HashSet;
+
+use cranelift_codegen::ir::types::{I32, I64};
+use cranelift_codegen::ir::{
+    Block, Function, InstBuilder, MemFlagsData, UserFuncName, Value as ClifValue,
+};
+use cranelift_codegen::isa::TargetIsa;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use flowjit_runtime::abi::{self, Kind as MKind};
+use flowjit_runtime::{Op, Value};
+
+use super::ops::{self, Exits, Lowered};
+use super::Unsupported;
+use crate::interp::{Frame, Position};
+use crate::lang::{BlockId, Inst, Operand, Program, Slot, Terminator};
+
+/// The return value that means the program stopped, printing a value of kind `Int`;
+/// `STOP - 1` an atom, `STOP - 2` a list.
+pub const STOP: u32 = u32::MAX;
+
+fn stop_code(kind: MKind) -> u32 {
+    STOP - match kind {
+        MKind::Int => 0,
+        MKind::Atom => 1,
+        MKind::List => 2,
+    }
+}
+
+/// The kind of the value printed, from a return value.
+pub fn stopped(code: u32) -> Option<MKind> {
+    match STOP - code {
+        0 => Some(MKind::Int),
+        1 => Some(MKind::Atom),
+        2 => Some(MKind::List),
+        _ => None,
+    }
+}
+
+/// What is known of a program before it is lowered.
+pub struct Analysis {
+    /// Per slot: the kind of its values, if it ever holds one.
+    pub kinds: Vec<Option<MKind>>,
+    /// Per block: the slots certainly written when the block starts.
+    defined: Vec<HashSet<Slot>>,
+    /// The deoptimization points: position, and the slots written there.
+    pub points: Vec<(Position, Vec<Slot>)>,
+}
+
+fn operand_kind(kinds: &[Option<MKind>], o: &Operand) -> Result<Option<MKind>, Unsupported> {
+    match o {
+        Operand::Var(s) => Ok(kinds[s.index()]),
+        Operand::Const(v) => MKind::of(v)
+            .map(Some)
+            .ok_or_else(|| Unsupported("a big integer constant".into())),
+    }
+}
+
+/// Kinds of every variable (from `frame` for those written there, and from what is assigned
+/// them) and which variables are certainly written where.
+pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analysis, Unsupported> {
+    let n = program.frame_size();
+    let mut kinds: Vec<Option<MKind>> = vec![None; n];
+    let at_entry: HashSet<Slot> = (0..n)
+        .filter(|&s| frame[s].is_some())
+        .map(|s| Slot(s as u32))
+        .collect();
+    for s in &at_entry {
+        let v = frame[s.index()].as_ref().expect("written");
+        kinds[s.index()] =
+            Some(MKind::of(v).ok_or_else(|| Unsupported("a big integer input".into()))?);
+    }
+    // Kinds, to a fixpoint: an assignment gives its variable the kind of its result.
+    loop {
+        let mut changed = false;
+        for block in &program.blocks {
+            for inst in &block.insts {
+                let (dst, op, args) = match inst {
+                    Inst::Op1 { dst, op, a } => (*dst, *op, vec![a]),
+                    Inst::Op2 { dst, op, a, b } => (*dst, *op, vec![a, b]),
+                    _ => continue,
+                };
+                let arg_kinds = args
+                    .iter()
+                    .map(|a| operand_kind(&kinds, a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let kind = match op {
+                    Op::Same => match arg_kinds[0] {
+                        Some(k) => k,
+                        None => continue,
+                    },
+                    Op::Readlist => {
+                        return Err(Unsupported("`readlist` in a compiled program".into()))
+                    }
+                    _ => MKind::Int,
+                };
+                match kinds[dst.index()] {
+                    None => {
+                        kinds[dst.index()] = Some(kind);
+                        changed = true;
+                    }
+                    Some(k) if k != kind => {
+                        return Err(Unsupported(format!(
+                            "variable `{}` holds values of two kinds",
+                            program.var(dst)
+                        )))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // Variables certainly written at the start of each block (a must-analysis).
+    let all: HashSet<Slot> = (0..n).map(|s| Slot(s as u32)).collect();
+    let mut defined: Vec<HashSet<Slot>> = vec![all; program.blocks.len()];
+    defined[entry.index()] = at_entry;
+    loop {
+        let mut changed = false;
+        for (b, block) in program.blocks.iter().enumerate() {
+            let mut out = defined[b].clone();
+            for inst in &block.insts {
+                if let Inst::Op1 { dst, .. } | Inst::Op2 { dst, .. } = inst {
+                    out.insert(*dst);
+                }
+            }
+            for j in block.term.jumps() {
+                let t = j.target.index();
+                let meet: HashSet<Slot> = defined[t].intersection(&out).copied().collect();
+                if meet.len() != defined[t].len() {
+                    defined[t] = meet;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // Every read must be of a variable certainly written by then.
+    for (b, block) in program.blocks.iter().enumerate() {
+        let mut now = defined[b].clone();
+        let check = |now: &HashSet<Slot>, o: &Operand| match o {
+            Operand::Var(s) if !now.contains(s) => Err(Unsupported(format!(
+                "`{}` may be read before it is written",
+                program.var(*s)
+            ))),
+            _ => Ok(()),
+        };
+        for inst in &block.insts {
+            match inst {
+                Inst::Op1 { dst, a, .. } => {
+                    check(&now, a)?;
+                    now.insert(*dst);
+                }
+                Inst::Op2 { dst, a, b, .. } => {
+                    check(&now, a)?;
+                    check(&now, b)?;
+                    now.insert(*dst);
+                }
+                _ => {}
+            }
+        }
+        match &block.term {
+            Terminator::If { cond, .. } => check(&now, &Operand::Var(*cond))?,
+            Terminator::PrintAndStop(a) => check(&now, a)?,
+            _ => {}
+        }
+    }
+    Ok(Analysis {
+        kinds,
+        defined,
+        points: Vec::new(),
+    })
+}
+
+struct Deopts<'a> {
+    /// Exit blocks to fill: (block, point number).
+    pending: &'a mut Vec<(Block, usize)>,
+    points: &'a mut Vec<(Position, Vec<Slot>)>,
+    pos: Position,
+    written: Vec<Slot>,
+}
+
+impl Deopts<'_> {
+    fn block(&mut self, b: &mut FunctionBuilder) -> Block {
+        let exit = b.create_block();
+        b.set_cold_block(exit);
+        self.points.push((self.pos, self.written.clone()));
+        self.pending.push((exit, self.points.len() - 1));
+        exit
+    }
+}
+
+impl Exits for Deopts<'_> {
+    fn exit_if(&mut self, b: &mut FunctionBuilder, fail: ClifValue) {
+        let exit = self.block(b);
+        let cont = b.create_block();
+        b.ins().brif(fail, exit, &[], cont, &[]);
+        b.seal_block(cont);
+        b.switch_to_block(cont);
+    }
+
+    fn exit_now(&mut self, b: &mut FunctionBuilder) {
+        let exit = self.block(b);
+        b.ins().jump(exit, &[]);
+    }
+}
+
+/// Lowers `program` from `entry` (see [`analyze`]) to a Cranelift function for `isa`.
+pub fn lower(
+    program: &Program,
+    entry: BlockId,
+    an: &mut Analysis,
+    isa: &dyn TargetIsa,
+    fctx: &mut FunctionBuilderContext,
+) -> Function {
+    let mut func =
+        Function::with_name_signature(UserFuncName::user(1, 0), super::lower::signature(isa));
+    let mf = MemFlagsData::trusted();
+    let n = program.frame_size();
+    let mut b = FunctionBuilder::new(&mut func, fctx);
+    let start = b.create_block();
+    b.append_block_params_for_function_params(start);
+    b.switch_to_block(start);
+    b.seal_block(start);
+    let regs = b.block_params(start)[0];
+    let vars: Vec<Variable> = (0..n).map(|_| b.declare_var(I64)).collect();
+    for s in &an.defined[entry.index()] {
+        let v = b.ins().load(I64, mf, regs, (8 * s.index()) as i32);
+        b.def_var(vars[s.index()], v);
+    }
+    let blocks: Vec<Block> = program.blocks.iter().map(|_| b.create_block()).collect();
+    b.ins().jump(blocks[entry.index()], &[]);
+    let mut pending: Vec<(Block, usize)> = Vec::new();
+    for (bi, block) in program.blocks.iter().enumerate() {
+        b.switch_to_block(blocks[bi]);
+        let mut written: Vec<Slot> = an.defined[bi].iter().copied().collect();
+        written.sort();
+        let value = |b: &mut FunctionBuilder, o: &Operand| -> (ClifValue, MKind) {
+            match o {
+                Operand::Var(s) => (
+                    b.use_var(vars[s.index()]),
+                    an.kinds[s.index()].expect("analyzed"),
+                ),
+                Operand::Const(v) => {
+                    let kind = MKind::of(v).expect("analyze() rejects big constants");
+                    (
+                        b.ins()
+                            .iconst(I64, abi::unbox(v, kind).expect("its own kind")),
+                        kind,
+                    )
+                }
+            }
+        };
+        let mut dead = false;
+        for (k, inst) in block.insts.iter().enumerate() {
+            let (dst, op, args) = match inst {
+                Inst::Op1 { dst, op, a } => (*dst, *op, vec![a]),
+                Inst::Op2 { dst, op, a, b } => (*dst, *op, vec![a, b]),
+                _ => continue,
+            };
+            let args: Vec<(ClifValue, MKind)> =
+                args.into_iter().map(|a| value(&mut b, a)).collect();
+            let mut exits = Deopts {
+                pending: &mut pending,
+                points: &mut an.points,
+                pos: Position {
+                    block: BlockId(bi as u32),
+                    inst: k,
+                },
+                written: written.clone(),
+            };
+            match ops::lower_op(&mut b, op, &args, true, None, &mut exits) {
+                Lowered::Value(v) => {
+                    b.def_var(vars[dst.index()], v);
+                    if let Err(at) = written.binary_search(&dst) {
+                        written.insert(at, dst);
+                    }
+                }
+                Lowered::AlwaysExits => {
+                    dead = true;
+                    break;
+                }
+            }
+        }
+        if dead {
+            continue;
+        }
+        match &block.term {
+            Terminator::Goto(j) | Terminator::Promote { target: j, .. } => {
+                b.ins().jump(blocks[j.target.index()], &[]);
+            }
+            Terminator::If { cond, then, els } => {
+                let (c, kind) = value(&mut b, &Operand::Var(*cond));
+                if kind == MKind::Int {
+                    b.ins().brif(
+                        c,
+                        blocks[then.target.index()],
+                        &[],
+                        blocks[els.target.index()],
+                        &[],
+                    );
+                } else {
+                    // An atom or a list is never the integer 0.
+                    b.ins().jump(blocks[then.target.index()], &[]);
+                }
+            }
+            Terminator::PrintAndStop(a) => {
+                let (v, kind) = value(&mut b, a);
+                b.ins().store(mf, v, regs, (8 * n) as i32);
+                let code = b.ins().iconst(I32, stop_code(kind) as i64);
+                b.ins().return_(&[code]);
+            }
+        }
+    }
+    for (exit, point) in pending {
+        b.switch_to_block(exit);
+        for s in &an.points[point].1 {
+            let v = b.use_var(vars[s.index()]);
+            b.ins().store(mf, v, regs, (8 * s.index()) as i32);
+        }
+        let code = b.ins().iconst(I32, point as i64);
+        b.ins().return_(&[code]);
+    }
+    b.seal_all_blocks();
+    b.finalize(isa.frontend_config());
+    func
+}
+
+/// How a run of a compiled program ended.
+pub enum ProgramExit {
+    /// It printed this value and stopped.
+    Stop(Value),
+    /// It deoptimized: the interpreter goes on here (the frame holds the variables).
+    Resume(Position),
+}
