@@ -5,9 +5,11 @@
 //! `cargo bench --bench jit`
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use flowjit::backend::{self, Backend, Listings};
 use flowjit::interp;
 use flowjit::jit::{Config, Jit};
 use flowjit::lang::{self, BlockId, Program, Slot, Syntax};
+use flowjit::peval;
 use flowjit_runtime::Value;
 
 /// A loaded program, its entry and its inputs.
@@ -79,6 +81,35 @@ fn bench(c: &mut Criterion) {
         group.bench_function("interp", |b| {
             b.iter(|| interp::run_program(&program, entry, &inputs, None).expect("runs"))
         });
+        if name == "regmachine_square_1e6" {
+            // The articles' other way: partially evaluate the interpreter for the bytecode
+            // (bytecode and pc static), clean up, compile the residual program whole, run it.
+            group.bench_function("pe_compiled", |b| {
+                b.iter(|| {
+                    let statics: Vec<(Slot, Value)> = inputs
+                        .iter()
+                        .filter(|(s, _)| matches!(program.var(*s), "bytecode" | "pc"))
+                        .cloned()
+                        .collect();
+                    let residual =
+                        peval::specialize(&program, entry, &statics).expect("specializes");
+                    let residual = peval::cleanup::clean(&residual).to_program(&program);
+                    let dynamic: Vec<(Slot, Value)> = inputs
+                        .iter()
+                        .filter_map(|(s, v)| residual.slot(program.var(*s)).map(|r| (r, v.clone())))
+                        .collect();
+                    let mut frame = interp::frame_with(&residual, &dynamic);
+                    let mut backend = Backend::new(None).expect("supported host");
+                    let code = backend
+                        .compile_program(&residual, BlockId(0), &frame, Listings::default())
+                        .expect("compiles");
+                    match backend::run_program(&code, &mut frame) {
+                        Some(backend::cfg::ProgramExit::Stop(v)) => v,
+                        _ => unreachable!("square of 10^6 stays within 64 bits"),
+                    }
+                })
+            });
+        }
         for (mode, native) in [("trace", false), ("jit", true)] {
             group.bench_function(mode, |b| {
                 b.iter(|| {
