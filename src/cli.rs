@@ -100,15 +100,30 @@ pub enum Command {
         #[arg(long, value_enum)]
         syntax: Option<Syntax>,
     },
-    /// Interpreter and JIT side by side: a table of timings and the speedup.
+    /// Interpreter, trace interpreter, JIT (and the partially evaluated program compiled
+    /// whole) side by side: a table of timings and the speedups. A .bc file runs on the
+    /// bundled interpreter, with `bytecode` and `pc` static for the partial evaluator.
     Bench {
-        /// The program.
+        /// The program (.fg, .pl, or .bc).
         program: PathBuf,
-        /// Inputs, NAME=VALUE.
+        /// Inputs, NAME=VALUE (registers for a .bc file).
         inputs: Vec<String>,
+        /// The label to start at.
+        #[arg(long)]
+        entry: Option<String>,
+        /// Runs per executor.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Inputs the partial evaluator takes as static (comma-separated names); without
+        /// it, and for a program that is not bytecode, partial evaluation is not run.
+        #[arg(long = "static", value_delimiter = ',')]
+        statics: Option<Vec<String>>,
         /// Print JSON for machines.
         #[arg(long)]
         json: bool,
+        /// Draw the medians into this SVG file.
+        #[arg(long)]
+        plot: Option<PathBuf>,
     },
 }
 
@@ -201,48 +216,7 @@ fn dispatch(command: Command) -> CliResult<()> {
             execute(&loaded, Start::Run(entry), &inputs, &opts)
         }
         Command::Bytecode { file, inputs, opts } => {
-            let path = file.display().to_string();
-            let text = read_file(&file)?;
-            let cells = bytecode::assemble(&text).map_err(|d| report(&path, &text, &d))?;
-            let loaded = load_program(
-                bytecode::REGMACHINE_NAME,
-                bytecode::REGMACHINE_SOURCE,
-                Syntax::Fg,
-            )?;
-            let entry = resolve_entry(&loaded, Some(bytecode::REGMACHINE_ENTRY))?;
-            let mut given = Vec::new();
-            for word in &inputs {
-                let (name, value) = parse_input(word)?;
-                if !bytecode::REGISTERS.contains(&name.as_str()) {
-                    return Err(usage_error(format!(
-                        "`{name}` is not a register of the machine (registers: {})",
-                        bytecode::REGISTERS.join(" ")
-                    )));
-                }
-                given.push((name, value));
-            }
-            let mut all = vec![
-                ("bytecode".to_string(), Value::list(cells)),
-                ("pc".to_string(), Value::Int(0)),
-            ];
-            for reg in bytecode::REGISTERS {
-                let v = given
-                    .iter()
-                    .rev()
-                    .find(|(n, _)| n == reg)
-                    .map_or(Value::Int(0), |(_, v)| v.clone());
-                all.push((reg.to_string(), v));
-            }
-            let inputs = all
-                .into_iter()
-                .map(|(n, v)| {
-                    let slot = loaded
-                        .program
-                        .slot(&n)
-                        .expect("the bundled interpreter uses every register");
-                    (slot, v)
-                })
-                .collect::<Vec<_>>();
+            let (loaded, entry, inputs) = bytecode_setup(&file, &inputs)?;
             execute(&loaded, Start::Run(entry), &inputs, &opts)
         }
         Command::Fmt {
@@ -331,9 +305,134 @@ fn dispatch(command: Command) -> CliResult<()> {
                 &opts,
             )
         }
-        Command::Bench { .. } => Err(usage_error("`flowjit bench` is not available yet")),
+        Command::Bench {
+            program,
+            inputs,
+            entry,
+            runs,
+            statics,
+            json,
+            plot,
+        } => {
+            let path = program.display().to_string();
+            let is_bc = path.ends_with(".bc");
+            let words = inputs.clone();
+            let (loaded, entry, inputs, default_statics) = if is_bc {
+                let (loaded, entry, inputs) = bytecode_setup(&program, &inputs)?;
+                (
+                    loaded,
+                    entry,
+                    inputs,
+                    Some(vec!["bytecode".to_string(), "pc".to_string()]),
+                )
+            } else {
+                let text = read_file(&program)?;
+                let loaded = load_program(&path, &text, Syntax::from_path(&path))?;
+                let entry = resolve_entry(&loaded, entry.as_deref())?;
+                let parsed = parse_inputs(&loaded, &inputs)?;
+                (loaded, entry, parsed, None)
+            };
+            let statics = match statics.or(default_statics) {
+                None => None,
+                Some(names) => Some(
+                    names
+                        .iter()
+                        .map(|n| {
+                            loaded.program.slot(n).ok_or_else(|| {
+                                usage_error(format!("`{n}` is not a variable of the program"))
+                            })
+                        })
+                        .collect::<CliResult<Vec<Slot>>>()?,
+                ),
+            };
+            if runs == 0 {
+                return Err(usage_error("--runs must be at least 1"));
+            }
+            let setup = crate::bench::Setup {
+                program: &loaded.program,
+                entry,
+                inputs,
+                statics,
+            };
+            let executors = 3 + setup.statics.is_some() as u64;
+            let bar = indicatif::ProgressBar::new(runs as u64 * executors);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs {msg}")
+                    .expect("a valid template"),
+            );
+            let report = crate::bench::run(&setup, runs, |mode| {
+                bar.set_message(mode.to_string());
+                bar.inc(1);
+            });
+            bar.finish_and_clear();
+            let report = report.map_err(|e| usage_error(format!("the executors disagree: {e}")))?;
+            let title = format!("flowjit bench {path}");
+            let mut out = std::io::stdout().lock();
+            if json {
+                let _ = writeln!(out, "{}", report.json(&path, &words));
+            } else {
+                let _ = write!(out, "{}", report.table(&title));
+            }
+            if let Some(svg) = plot {
+                report
+                    .plot(&svg, &title)
+                    .map_err(|e| usage_error(format!("cannot draw {}: {e}", svg.display())))?;
+            }
+            Ok(())
+        }
     }
 }
+
+/// The bundled interpreter loaded with a `.bc` program: `bytecode`, `pc = 0`, and the
+/// registers (0 unless given).
+fn bytecode_setup(file: &PathBuf, inputs: &[String]) -> CliResult<(Loaded, lang::BlockId, Inputs)> {
+    let path = file.display().to_string();
+    let text = read_file(file)?;
+    let cells = bytecode::assemble(&text).map_err(|d| report(&path, &text, &d))?;
+    let loaded = load_program(
+        bytecode::REGMACHINE_NAME,
+        bytecode::REGMACHINE_SOURCE,
+        Syntax::Fg,
+    )?;
+    let entry = resolve_entry(&loaded, Some(bytecode::REGMACHINE_ENTRY))?;
+    let mut given = Vec::new();
+    for word in inputs {
+        let (name, value) = parse_input(word)?;
+        if !bytecode::REGISTERS.contains(&name.as_str()) {
+            return Err(usage_error(format!(
+                "`{name}` is not a register of the machine (registers: {})",
+                bytecode::REGISTERS.join(" ")
+            )));
+        }
+        given.push((name, value));
+    }
+    let mut all = vec![
+        ("bytecode".to_string(), Value::list(cells)),
+        ("pc".to_string(), Value::Int(0)),
+    ];
+    for reg in bytecode::REGISTERS {
+        let v = given
+            .iter()
+            .rev()
+            .find(|(n, _)| n == reg)
+            .map_or(Value::Int(0), |(_, v)| v.clone());
+        all.push((reg.to_string(), v));
+    }
+    let inputs = all
+        .into_iter()
+        .map(|(n, v)| {
+            let slot = loaded
+                .program
+                .slot(&n)
+                .expect("the bundled interpreter uses every register");
+            (slot, v)
+        })
+        .collect::<Vec<_>>();
+    Ok((loaded, entry, inputs))
+}
+
+/// Inputs resolved to slots.
+type Inputs = Vec<(Slot, Value)>;
 
 /// A checked program with the source it came from.
 struct Loaded {

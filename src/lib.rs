@@ -19,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod bench;
 pub mod cli;
 pub mod interp;
 pub mod jit;

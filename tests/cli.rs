@@ -433,3 +433,64 @@ fn ir_and_asm_dumps_show_each_compiled_trace() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn bench_prints_a_table_json_and_a_plot() {
+    let out = flowjit(&["bench", "examples/sum.fg", "n=20000", "--runs", "2"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0],
+        "flowjit bench examples/sum.fg: 2 runs each, interleaved"
+    );
+    assert!(lines[1].starts_with("executor"), "{table}");
+    for (line, name) in lines[2..5].iter().zip(["interp", "trace", "jit"]) {
+        assert!(line.starts_with(name), "{table}");
+    }
+    assert!(lines[2].ends_with("1.0x"), "{table}");
+    assert!(
+        table.contains("JIT warm-up (start of the run to the first machine code): median "),
+        "{table}"
+    );
+    assert!(table.ends_with("every run printed: 200010000\n"), "{table}");
+
+    let svg = std::env::temp_dir().join(format!("flowjit-bench-{}.svg", std::process::id()));
+    let out = flowjit(&[
+        "bench",
+        "examples/square.bc",
+        "a=100",
+        "--runs",
+        "1",
+        "--json",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = String::from_utf8_lossy(&out.stdout);
+    for field in [
+        "\"executor\": \"pe+compile\"",
+        "\"result\": \"10000\"",
+        "\"inputs\": [\n    \"a=100\"\n  ]",
+        "\"median_s\"",
+    ] {
+        assert!(json.contains(field), "{field} in {json}");
+    }
+    let drawn = std::fs::read_to_string(&svg).expect("the plot is written");
+    assert!(
+        drawn.starts_with("<svg") && drawn.contains("pe+compile"),
+        "{drawn}"
+    );
+    let out = flowjit(&["bench", "examples/sum.fg", "n=10", "--runs", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}

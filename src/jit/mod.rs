@@ -131,6 +131,8 @@ pub struct Stats {
     pub trace_time: Duration,
     /// Time in machine code.
     pub native_time: Duration,
+    /// From the start of the run to the first entry into machine code (the JIT's warm-up).
+    pub first_native: Option<Duration>,
 }
 
 /// A bridge: a trace from a guard that fails often to the anchor of a trace.
@@ -205,6 +207,7 @@ pub struct Jit<'p> {
     /// Statistics of the run so far.
     pub stats: Stats,
     dump: String,
+    started: Instant,
 }
 
 /// How an attempt to record ended.
@@ -244,6 +247,7 @@ impl<'p> Jit<'p> {
             backend,
             stats: Stats::default(),
             dump: String::new(),
+            started: Instant::now(),
         })
     }
 
@@ -259,6 +263,7 @@ impl<'p> Jit<'p> {
 
     /// Runs the program from `entry` on `frame` and returns the value it prints.
     pub fn run(&mut self, frame: &mut Frame, entry: BlockId) -> Result<Value, RuntimeError> {
+        self.started = Instant::now();
         let mut pos = Position::start(entry);
         loop {
             let start = Instant::now();
@@ -526,6 +531,9 @@ impl<'p> Jit<'p> {
                 self.stats.native_time += start.elapsed();
                 if let Some(exit) = exit {
                     self.stats.native_entries += 1;
+                    if self.stats.first_native.is_none() {
+                        self.stats.first_native = Some(start.duration_since(self.started));
+                    }
                     let (s, i) = exit.at;
                     let inst = &self.trees[t].segment(s).insts[i];
                     let budget_stop = matches!(inst.kind, Kind::Loop | Kind::LoopStart) && s == 0;
