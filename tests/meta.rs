@@ -88,11 +88,11 @@ fn with_merge_point_hints_the_bytecode_loop_is_one_trace_in_machine_code() {
     assert_eq!(
         body,
         [
-            "v11 = sub v9, 1",
-            "v12 = add v10, v3",
-            "v13 = eq v11, 0",
-            "guard_false v13",
-            "loop v11, v11, v12"
+            "v10 = sub v8, 1",
+            "v11 = add v9, v3",
+            "v12 = eq v10, 0",
+            "guard_false v12",
+            "loop v10, v11"
         ]
     );
 }

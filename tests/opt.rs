@@ -81,17 +81,21 @@ fn fold_keeps_constants_in_snapshots_instead_of_computing_them() {
 #[test]
 fn fold_learns_from_guard_false_and_guard_true_on_eq() {
     check(
+        // The guard's own snapshot is used only when the guard fails: then v1, a
+        // comparison, is 0.
         "v0 = input x  @l:0 #0 []
          v1 = eq v0, 'mov_a_r0'
-         guard_true v1  @d:0 #1 [c=v1]
+         guard_true v1  @d:0 #1 [c=0]
          v3 = input y  @l:1 #1 [c=v1]
          guard_false v3  @e:0 #2 [c=v1]
          v5 = eq v0, v3
          loop  @l:0 #3 [c=v1, y=v3, z=v5]",
         &["fold"],
+        // The guard's own snapshot is used only when the guard fails: then v1, a
+        // comparison, is 0.
         "v0 = input x  @l:0 #0 []
          v1 = eq v0, 'mov_a_r0'
-         guard_true v1  @d:0 #1 [c=v1]
+         guard_true v1  @d:0 #1 [c=0]
          v3 = input y  @l:1 #1 [c=1]
          guard_false v3  @e:0 #2 [c=1]
          loop  @l:0 #3 [y=0, z=0, c=1]",
@@ -280,12 +284,12 @@ fn peel_the_promotion_loop_to_a_subtraction_a_comparison_and_a_guard() {
          v2 = input i  @d:2 #3 [y=10, z=11]
          v3 = sub v2, 11  @d:2 #3 [y=10, z=11]
          v4 = ge v3, 0  @e:0 #4 [y=10, z=11, i=v3]
-         guard_true v4  @e:0 #5 [y=10, z=11, c=v4, i=v3]
+         guard_true v4  @e:0 #5 [y=10, z=11, c=0, i=v3]
          loop_start v3  @l:0 #5 [y=10, z=11, c=1, i=v3]
          v7 = param i
          v8 = sub v7, 11  @d:2 #3 [y=10, z=11, c=1, i=v7]
          v9 = ge v8, 0  @e:0 #4 [y=10, z=11, c=1, i=v8]
-         guard_true v9  @e:0 #5 [y=10, z=11, c=v9, i=v8]
+         guard_true v9  @e:0 #5 [y=10, z=11, c=0, i=v8]
          loop v8  @l:0 #5 [y=10, z=11, c=1, i=v8]",
     );
 }
@@ -347,14 +351,15 @@ fn the_register_machine_loop_body_has_no_dispatch_left() {
         "target=2",
     ]);
     // r0 - 1, r2 + r1, the test of a, and the loop's exit guard: nothing of the dispatch.
+    // (a and r0 always hold the same value: one loop-carried value.)
     assert_eq!(
         body,
         [
-            "v15 = sub v13, 1",
-            "v16 = add v14, v7",
-            "v17 = eq v15, 0",
-            "guard_false v17",
-            "loop v15, v15, v16",
+            "v14 = sub v12, 1",
+            "v15 = add v13, v7",
+            "v16 = eq v14, 0",
+            "guard_false v16",
+            "loop v14, v15",
         ]
     );
 }
@@ -377,5 +382,26 @@ fn the_promotion_loop_body_is_a_subtraction_a_comparison_and_a_guard() {
             "guard_true v9",
             "loop v8"
         ]
+    );
+}
+
+#[test]
+fn peel_merges_params_that_always_hold_the_same_value() {
+    // x and y are both v1 at the end of every iteration: one param carries them.
+    check(
+        "v0 = input x  @l:0 #0 []
+         v1 = add v0, 1  @l:0 #0 []
+         v2 = input c  @l:1 #1 [x=v1]
+         guard_true v2  @d:0 #2 [x=v1]
+         loop  @l:0 #2 [x=v1, y=v1]",
+        opt::PIPELINE,
+        "v0 = input x  @l:0 #0 []
+         v1 = add v0, 1  @l:0 #0 []
+         v2 = input c  @l:1 #1 [x=v1]
+         guard_true v2  @d:0 #2 [x=v1]
+         loop_start v1  @l:0 #2 [x=v1, y=v1]
+         v5 = param x
+         v6 = add v5, 1  @l:0 #0 [x=v5, y=v5]
+         loop v6  @l:0 #2 [x=v6, y=v6]",
     );
 }

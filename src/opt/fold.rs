@@ -54,7 +54,15 @@ pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
                     }
                     Opnd::Ref(c) => {
                         let c = *c;
-                        rw.keep_with(i, args);
+                        // A comparison gives 0 or 1: when its guard fails, its value is the
+                        // other one, and the guard's own snapshot can say so.
+                        let boolean = matches!(rw.def(c).kind, Kind::Op(op) if is_comparison(op) || op == Op::Not);
+                        if boolean {
+                            let failing = Value::Int(!want_true as i64);
+                            rw.keep_guard(i, args, (c, &failing));
+                        } else {
+                            rw.keep_with(i, args);
+                        }
                         if want_true {
                             let def = rw.def(c);
                             // A comparison gives 0 or 1: guard_true means it gave 1.

@@ -68,10 +68,66 @@ pub fn run(
             .map(|(s, _)| *s)
             .collect();
         if broken.is_empty() {
-            return Ok(peeled);
+            let merged = merge_params(&peeled);
+            return if merged.insts.len() == peeled.insts.len() {
+                Ok(peeled)
+            } else {
+                local(&merged)
+            };
         }
         params.extend(broken);
     }
+}
+
+/// Merges `param`s that receive the same operand from `loop_start` and from `loop`: they
+/// always hold the same value (two variables copied from each other, as a register machine
+/// does), and one loop-carried value is cheaper than two.
+fn merge_params(trace: &Trace) -> Trace {
+    let start = trace.loop_start().expect("a peeled trace");
+    let first = &trace.insts[start].args;
+    let next = &trace.insts.last().expect("a loop").args;
+    let n = first.len();
+    // same[j] = i: param j is param i.
+    let same: Vec<usize> = (0..n)
+        .map(|j| {
+            (0..j)
+                .find(|&i| first[i] == first[j] && next[i] == next[j])
+                .unwrap_or(j)
+        })
+        .collect();
+    let mut rw = super::rewrite::Rewriter::new(trace);
+    let mut params: Vec<Ref> = Vec::new();
+    for (idx, inst) in trace.insts.iter().enumerate() {
+        match inst.kind {
+            Kind::Param(_) => {
+                let j = idx - start - 1;
+                if same[j] == j {
+                    params.push(rw.keep(idx));
+                } else {
+                    let kept = same[..same[j]]
+                        .iter()
+                        .enumerate()
+                        .filter(|(k, s)| **s == *k)
+                        .count();
+                    rw.set(idx, Opnd::Ref(params[kept]));
+                }
+            }
+            Kind::LoopStart | Kind::Loop => {
+                let args = rw
+                    .args(inst)
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(j, _)| same[*j] == *j)
+                    .map(|(_, a)| a)
+                    .collect();
+                rw.keep_with(idx, args);
+            }
+            _ => {
+                rw.keep(idx);
+            }
+        }
+    }
+    rw.finish()
 }
 
 /// The peeled trace: the iteration, `loop_start`, the `param`s, the iteration again with the

@@ -77,6 +77,12 @@ impl<'t> Rewriter<'t> {
 
     /// Rewrites old snapshot `id` through the map, sharing the last snapshot when equal.
     pub fn snapshot(&mut self, id: SnapId) -> SnapId {
+        self.snapshot_knowing(id, None)
+    }
+
+    /// Rewrites old snapshot `id`, with new ref `known.0` read as the constant `known.1`
+    /// in it (what a guard's own snapshot knows of the value it tested, having failed).
+    pub fn snapshot_knowing(&mut self, id: SnapId, known: Option<(Ref, &Value)>) -> SnapId {
         let old = &self.old.snaps[id.index()];
         let snap = Snapshot {
             pos: old.pos,
@@ -84,10 +90,27 @@ impl<'t> Rewriter<'t> {
             entries: old
                 .entries
                 .iter()
-                .map(|(slot, o)| (*slot, self.opnd(o)))
+                .map(|(slot, o)| {
+                    let o = self.opnd(o);
+                    match (&o, known) {
+                        (Opnd::Ref(r), Some((k, v))) if *r == k => (*slot, Opnd::Const(v.clone())),
+                        _ => (*slot, o),
+                    }
+                })
                 .collect(),
         };
         self.add_snapshot(snap)
+    }
+
+    /// Emits old guard `i` with operands `args`, its snapshot knowing that new ref
+    /// `known.0` holds `known.1` whenever the guard fails.
+    pub fn keep_guard(&mut self, i: usize, args: Vec<Opnd>, known: (Ref, &Value)) -> Ref {
+        let snap = self.old.insts[i]
+            .snap
+            .map(|s| self.snapshot_knowing(s, Some(known)));
+        let r = self.push(i, args, snap);
+        self.map[i] = Some(Opnd::Ref(r));
+        r
     }
 
     /// Adds a new snapshot, sharing the last one when equal.

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# flowjit against its peers on the articles' register machine running square.bc, all in one
+# session on the same input: a plain C switch interpreter (gcc -O2), the same interpreter in
+# Python under CPython and under PyPy, in Lua under LuaJIT, the square loop written directly
+# in C (the limit), and flowjit: its interpreter, its tracing JIT (meta-tracing the bundled
+# interpreter), and the partially evaluated interpreter compiled whole.
+#
+#   benches/peers/run.sh              # A=10000000, 3 runs each (CPython: 1)
+#   A=1000000 RUNS=5 benches/peers/run.sh
+#
+# Every time is a whole process, start-up and compilation included, timed by hyperfine;
+# the table gives the median and its ratio to the direct C loop.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+A="${A:-10000000}"
+RUNS="${RUNS:-3}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# Install what is missing, from the distribution's packages.
+missing=()
+command -v gcc >/dev/null || missing+=(gcc)
+command -v pypy3 >/dev/null || missing+=(pypy3)
+command -v luajit >/dev/null || missing+=(luajit)
+command -v hyperfine >/dev/null || missing+=(hyperfine)
+if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}" >&2
+    if [ "$(id -u)" = 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
+    else
+        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
+    fi
+fi
+CPYTHON="${CPYTHON:-$(command -v python3)}"
+
+gcc -O2 -o "$work/regmachine" "$here/regmachine.c"
+gcc -O2 -o "$work/square" "$here/square.c"
+(cd "$root" && cargo build --release --quiet)
+flowjit="$root/target/release/flowjit"
+code="bytecode=[mov_a_r0,mov_a_r1,mov_r0_a,decr_a,mov_a_r0,mov_r2_a,add_r1_to_a,mov_a_r2,mov_r0_a,jump_if_a,2,mov_r2_a,return_a]"
+
+expected=$((A * A))
+names=()
+commands=()
+add() { names+=("$1"); commands+=("$2"); }
+add "C loop, direct (gcc -O2)" "$work/square $A"
+add "C switch interpreter (gcc -O2)" "$work/regmachine $A"
+add "LuaJIT" "luajit $here/regmachine.lua $A"
+add "PyPy" "pypy3 $here/regmachine.py $A"
+add "CPython" "$CPYTHON $here/regmachine.py $A"
+add "flowjit JIT (meta-tracing)" "$flowjit bytecode $root/examples/square.bc a=$A"
+add "flowjit pe --compile" "$flowjit pe $root/examples/regmachine.fg --entry bytecode_loop $code pc=0 --compile --run a=$A r0=0 r1=0 r2=0"
+add "flowjit interpreter" "$flowjit bytecode $root/examples/square.bc a=$A --mode interp"
+
+# Each must print the square before it is timed.
+for i in "${!names[@]}"; do
+    got="$(${commands[$i]})"
+    if [ "$got" != "$expected" ]; then
+        echo "${names[$i]} printed $got, not $expected" >&2
+        exit 1
+    fi
+done
+
+for i in "${!names[@]}"; do
+    runs="$RUNS"
+    case "${names[$i]}" in CPython | "flowjit interpreter") runs=1 ;; esac
+    echo "timing ${names[$i]} ($runs runs)" >&2
+    hyperfine --style none --runs "$runs" --warmup 0 --export-json "$work/$i.json" "${commands[$i]}" >/dev/null
+done
+
+python3 - "$work" "$A" "${names[@]}" <<'PY'
+import json, sys
+work, a, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+medians = [json.load(open(f"{work}/{i}.json"))["results"][0]["median"] for i in range(len(names))]
+base = medians[0]
+print(f"square of {a} on the register machine ({len(names)} implementations, one session)")
+print(f"| implementation | median | ratio to the direct C loop |")
+print(f"| --- | --- | --- |")
+for name, m in zip(names, medians):
+    shown = f"{m:.3f} s" if m >= 1 else f"{m * 1e3:.1f} ms"
+    print(f"| {name} | {shown} | {m / base:.2f}x |")
+jit = medians[names.index("flowjit JIT (meta-tracing)")]
+print()
+print(f"flowjit JIT: {medians[names.index('flowjit interpreter')] / jit:.0f}x its interpreter, "
+      f"{medians[names.index('C switch interpreter (gcc -O2)')] / jit:.1f}x the C switch interpreter, "
+      f"{jit / base:.2f}x the direct C loop")
+PY
