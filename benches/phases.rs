@@ -1,0 +1,71 @@
+//! The cost of each phase for one trace: recording, optimizing and compiling the register
+//! machine's trace of the square loop (traced from `op_jump_if_a_jump`, as in the
+//! articles). Throughput is in recorded trace operations, so criterion reports the cost per
+//! operation; the sum of the three is the time from a loop becoming hot to its machine
+//! code being ready.
+//!
+//! `cargo bench --bench phases`
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use flowjit::backend::{Backend, Listings, Segment};
+use flowjit::interp::{self, Steps};
+use flowjit::lang::{self, bytecode, Syntax};
+use flowjit::opt;
+use flowjit::trace::{self, Recorded, Trace};
+use flowjit_runtime::Value;
+
+fn bench(c: &mut Criterion) {
+    let (_, program) = lang::load(bytecode::REGMACHINE_SOURCE, Syntax::Fg).expect("bundled interpreter");
+    let square = bytecode::assemble(include_str!("../examples/square.bc")).expect("square.bc");
+    let anchor = program.block_id("op_jump_if_a_jump").expect("label");
+    let inputs: Vec<_> = [
+        ("bytecode", Value::list(square)),
+        ("pc", Value::Int(11)),
+        ("a", Value::Int(1_000_000)),
+        ("r0", Value::Int(1_000_000)),
+        ("r1", Value::Int(1_000_000)),
+        ("r2", Value::Int(0)),
+        ("target", Value::Int(2)),
+    ]
+    .into_iter()
+    .map(|(n, v)| (program.slot(n).expect("variable"), v))
+    .collect();
+    let record = || -> (Trace, interp::Frame) {
+        let mut frame = interp::frame_with(&program, &inputs);
+        let recorded = trace::record(&program, &mut frame, anchor, &[], &mut Steps::new(None), 4000);
+        match recorded {
+            Ok(Recorded::Loop(t)) => (t, frame),
+            _ => unreachable!("the square loop closes"),
+        }
+    };
+    let (recorded, frame) = record();
+    let optimized = opt::optimize(&recorded, opt::PIPELINE).expect("optimizes");
+    let mut group = c.benchmark_group("phases");
+    group.throughput(Throughput::Elements(recorded.insts.len() as u64));
+    group.bench_function("record", |b| b.iter(record));
+    group.bench_function("optimize", |b| {
+        b.iter(|| opt::optimize(&recorded, opt::PIPELINE).expect("optimizes"))
+    });
+    group.bench_function("compile", |b| {
+        b.iter_batched(
+            || Backend::new(None).expect("supported host"),
+            |mut backend| {
+                let root = Segment {
+                    trace: &optimized,
+                    parent: None,
+                    value: None,
+                    returns: false,
+                };
+                backend
+                    .compile(&[root], &frame, Listings::default(), false)
+                    .expect("compiles")
+                    .size
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
