@@ -36,6 +36,7 @@ CPYTHON="${CPYTHON:-$(command -v python3)}"
 
 gcc -O2 -o "$work/regmachine" "$here/regmachine.c"
 gcc -O2 -o "$work/square" "$here/square.c"
+gcc -O2 -o "$work/loops" "$here/loops.c"
 (cd "$root" && cargo build --release --quiet)
 flowjit="$root/target/release/flowjit"
 code="bytecode=[mov_a_r0,mov_a_r1,mov_r0_a,decr_a,mov_a_r0,mov_r2_a,add_r1_to_a,mov_a_r2,mov_r0_a,jump_if_a,2,mov_r2_a,return_a]"
@@ -69,6 +70,16 @@ for i in "${!names[@]}"; do
     hyperfine --style none --runs "$runs" --warmup 0 --export-json "$work/$i.json" "${commands[$i]}" >/dev/null
 done
 
+# Direct flowgraph loops against the same loops in C.
+loops=("C power x=1 y=100000000|$work/loops power 1 100000000"
+       "flowjit power.fg x=1 y=100000000|$flowjit run $root/examples/power.fg x=1 y=100000000"
+       "C promotion x=5 i=1000000000|$work/loops promotion 5 1000000000"
+       "flowjit promotion.fg from b, x=5 i=1000000000|$flowjit run $root/examples/promotion.fg --entry b x=5 i=1000000000")
+for i in "${!loops[@]}"; do
+    echo "timing ${loops[$i]%%|*} ($RUNS runs)" >&2
+    hyperfine --style none --runs "$RUNS" --warmup 0 --export-json "$work/loop$i.json" "${loops[$i]#*|}" >/dev/null
+done
+
 python3 - "$work" "$A" "${names[@]}" <<'PY'
 import json, sys
 work, a, names = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -85,4 +96,11 @@ print()
 print(f"flowjit JIT: {medians[names.index('flowjit interpreter')] / jit:.0f}x its interpreter, "
       f"{medians[names.index('C switch interpreter (gcc -O2)')] / jit:.1f}x the C switch interpreter, "
       f"{jit / base:.2f}x the direct C loop")
+loop = [json.load(open(f"{work}/loop{i}.json"))["results"][0]["median"] for i in range(4)]
+print()
+print("direct flowgraph loops against the same loops in C (whole processes)")
+print("| loop | C (gcc -O2) | flowjit JIT | ratio |")
+print("| --- | --- | --- | --- |")
+for name, c, f in [("power, x=1 y=100000000", loop[0], loop[1]), ("promotion, x=5 i=1000000000", loop[2], loop[3])]:
+    print(f"| {name} | {c * 1e3:.1f} ms | {f * 1e3:.1f} ms | {f / c:.2f}x |")
 PY
