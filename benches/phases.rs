@@ -15,7 +15,8 @@ use flowjit::trace::{self, Recorded, Trace};
 use flowjit_runtime::Value;
 
 fn bench(c: &mut Criterion) {
-    let (_, program) = lang::load(bytecode::REGMACHINE_SOURCE, Syntax::Fg).expect("bundled interpreter");
+    let (_, program) =
+        lang::load(bytecode::REGMACHINE_SOURCE, Syntax::Fg).expect("bundled interpreter");
     let square = bytecode::assemble(include_str!("../examples/square.bc")).expect("square.bc");
     let anchor = program.block_id("op_jump_if_a_jump").expect("label");
     let inputs: Vec<_> = [
@@ -32,7 +33,14 @@ fn bench(c: &mut Criterion) {
     .collect();
     let record = || -> (Trace, interp::Frame) {
         let mut frame = interp::frame_with(&program, &inputs);
-        let recorded = trace::record(&program, &mut frame, anchor, &[], &mut Steps::new(None), 4000);
+        let recorded = trace::record(
+            &program,
+            &mut frame,
+            anchor,
+            &[],
+            &mut Steps::new(None),
+            4000,
+        );
         match recorded {
             Ok(Recorded::Loop(t)) => (t, frame),
             _ => unreachable!("the square loop closes"),

@@ -21,6 +21,7 @@
 pub mod backend;
 pub mod bench;
 pub mod cli;
+pub mod difftest;
 pub mod interp;
 pub mod jit;
 pub mod lang;

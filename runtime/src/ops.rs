@@ -18,6 +18,11 @@ use crate::Value;
 /// refused with [`OpError::ShiftTooLarge`] instead of exhausting memory.
 pub const MAX_SHIFT: u64 = 1 << 24;
 
+/// The most bits an integer may have: an operation whose result would be larger fails with
+/// [`OpError::TooLarge`] (checked before the result is computed), instead of exhausting
+/// memory. 2^24 bits is an integer of about five million decimal digits.
+pub const MAX_BITS: u64 = 1 << 24;
+
 macro_rules! ops {
     ($($(#[$doc:meta])* $variant:ident = $name:literal, $arity:literal, $infix:expr, $commutative:literal;)*) => {
         /// A primitive operation.
@@ -155,6 +160,12 @@ pub enum OpError {
         /// The count.
         count: Value,
     },
+    /// A result with more than [`MAX_BITS`] bits.
+    #[error("integer result of {op} too large (more than {MAX_BITS} bits)")]
+    TooLarge {
+        /// The operation.
+        op: Op,
+    },
 }
 
 /// `the atom foo`, `the list [1,2]`, `the integer 3`; long values are shortened.
@@ -255,6 +266,20 @@ fn apply2_slow(op: Op, a: &Value, b: &Value) -> Result<Value, OpError> {
         return Err(type_error(op, "integers", culprit));
     };
     let (x, y) = (x.as_ref(), y.as_ref());
+    // The size of the result, bounded before it is computed.
+    let (bx, by) = (x.bits(), y.bits());
+    let bound = match op {
+        Op::Add | Op::Sub | Op::And | Op::Or | Op::Xor => bx.max(by) + 1,
+        Op::Mul => bx + by,
+        Op::Shl => bx.saturating_add(y.to_u64().unwrap_or(u64::MAX)),
+        _ => 0,
+    };
+    if bound > MAX_BITS && !(op == Op::Shl && (x.is_zero() || y.is_negative())) {
+        if op == Op::Shl && y.to_u64().is_none_or(|n| n > MAX_SHIFT) {
+            return Err(OpError::ShiftTooLarge { count: b.clone() });
+        }
+        return Err(OpError::TooLarge { op });
+    }
     let result = match op {
         Op::Add => x + y,
         Op::Sub => x - y,
@@ -425,6 +450,24 @@ mod tests {
         assert_eq!(
             apply2(Op::Shl, &int(0), &big("100000000000000000000")),
             Ok(int(0))
+        );
+    }
+
+    #[test]
+    fn results_past_the_size_limit_are_refused_before_they_are_computed() {
+        let huge = apply2(Op::Shl, &int(1), &int(MAX_BITS as i64 - 2)).unwrap();
+        assert!(apply2(Op::Add, &huge, &huge).is_ok());
+        assert_eq!(
+            apply2(Op::Mul, &huge, &huge),
+            Err(OpError::TooLarge { op: Op::Mul })
+        );
+        assert_eq!(
+            apply2(Op::Mul, &huge, &huge).unwrap_err().to_string(),
+            "integer result of mul too large (more than 16777216 bits)"
+        );
+        assert_eq!(
+            apply2(Op::Shl, &huge, &int(10)),
+            Err(OpError::TooLarge { op: Op::Shl })
         );
     }
 

@@ -182,7 +182,11 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         }
         match &block.term {
             Terminator::If { cond, .. } => check(&now, &Operand::Var(*cond))?,
-            Terminator::PrintAndStop(a) => check(&now, a)?,
+            Terminator::PrintAndStop(a) => {
+                check(&now, a)?;
+                // The printed value must be one machine code can hold.
+                operand_kind(&kinds, a)?;
+            }
             _ => {}
         }
     }
