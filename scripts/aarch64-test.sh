@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds flowjit's tests for aarch64-unknown-linux-gnu and runs them under qemu-aarch64, so
+# that the aarch64 machine code the JIT emits is executed, not only displayed.
+#
+#   scripts/aarch64-test.sh            # the in-process suites: library, trace, difftest
+#   scripts/aarch64-test.sh --test opt # any other cargo test arguments
+#   scripts/aarch64-test.sh --install  # only install what is needed (exit 1 if it cannot)
+#
+# It installs what it needs (qemu-user, the aarch64 cross gcc and libc, and the Rust
+# target). The suites that start the `flowjit` binary as a process are left out: an aarch64
+# process started from one running under qemu needs binfmt_misc, which containers often
+# lack; these suites run everything in-process instead (the differential test runs every
+# executor, the JIT included, on random programs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
+command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
+[ -d /usr/aarch64-linux-gnu/lib ] || missing+=(libc6-dev-arm64-cross)
+if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}" >&2
+    sudo_=""
+    [ "$(id -u)" = 0 ] || sudo_=sudo
+    $sudo_ apt-get update -q >&2 || true
+    DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -q "${missing[@]}" >&2
+fi
+rustup target list --installed | grep -q '^aarch64-unknown-linux-gnu$' || rustup target add aarch64-unknown-linux-gnu
+if [ "${1:-}" = --install ]; then
+    exit 0
+fi
+
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
+export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
+
+if (($#)); then
+    cargo test --target aarch64-unknown-linux-gnu "$@"
+else
+    cargo test --target aarch64-unknown-linux-gnu -p flowjit-runtime
+    # The tests of tests/trace.rs that start the binary (the articles' traces, as dumps)
+    # are skipped; the ones that check every exit, from machine code too, run.
+    cargo test --target aarch64-unknown-linux-gnu --lib --test trace --test difftest -- --skip as_in_the_articles
+fi
