@@ -105,6 +105,10 @@ fn isa_for(target: Target) -> Result<OwnedTargetIsa, String> {
 
 type TraceFn = unsafe extern "C" fn(*mut i64) -> u32;
 
+/// The most machine code a backend makes, in bytes; past it, traces stay on the trace
+/// interpreter.
+pub const MAX_CODE_BYTES: usize = 64 << 20;
+
 /// A trace as machine code.
 pub struct Compiled {
     f: TraceFn,
@@ -131,6 +135,9 @@ pub struct Listings {
 /// The native-code backend.
 pub struct Backend {
     module: Option<JITModule>,
+    /// Bytes of machine code made so far (the code of every compilation stays until the
+    /// backend is dropped).
+    code_bytes: usize,
     isa: OwnedTargetIsa,
     /// The ISA of `--target` when it is not the host's: code emitted for display only.
     display: Option<(Target, OwnedTargetIsa)>,
@@ -151,6 +158,7 @@ impl Backend {
         let module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
         Ok(Backend {
             module: Some(module),
+            code_bytes: 0,
             isa,
             display,
             fctx: FunctionBuilderContext::new(),
@@ -257,6 +265,12 @@ impl Backend {
         &mut self,
         func: cranelift_codegen::ir::Function,
     ) -> Result<(TraceFn, Vec<u8>, *const u8), Unsupported> {
+        if self.code_bytes >= MAX_CODE_BYTES {
+            return Err(Unsupported(format!(
+                "the code memory limit ({} MiB) is reached",
+                MAX_CODE_BYTES >> 20
+            )));
+        }
         let cl = |e: String| Unsupported(format!("Cranelift: {e}"));
         let module = self
             .module
@@ -278,6 +292,7 @@ impl Backend {
         module
             .finalize_definitions()
             .map_err(|e| cl(e.to_string()))?;
+        self.code_bytes += bytes.len();
         let ptr = module.get_finalized_function(id);
         // SAFETY: every function is compiled with `lower::signature`, which is this type.
         let f: TraceFn = unsafe { std::mem::transmute::<*const u8, TraceFn>(ptr) };

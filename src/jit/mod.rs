@@ -55,6 +55,9 @@ pub const MAX_SPECIALIZATIONS: usize = 8;
 /// After this many failed recordings of a bridge from a guard, it gets no more attempts.
 pub const MAX_BRIDGE_FAILURES: u32 = 2;
 
+/// The most trees (root traces) a run records.
+pub const MAX_TREES: usize = 1000;
+
 /// What to print while running.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Dumps {
@@ -133,6 +136,16 @@ pub struct Stats {
     pub native_time: Duration,
     /// From the start of the run to the first entry into machine code (the JIT's warm-up).
     pub first_native: Option<Duration>,
+    /// Limits reached, each said once.
+    pub limits: Vec<String>,
+}
+
+impl Stats {
+    fn limit(&mut self, what: String) {
+        if !self.limits.contains(&what) {
+            self.limits.push(what);
+        }
+    }
 }
 
 /// A bridge: a trace from a guard that fails often to the anchor of a trace.
@@ -320,6 +333,12 @@ impl<'p> Jit<'p> {
     }
 
     fn record(&mut self, frame: &mut Frame, key: Key) -> Result<Recording, RuntimeError> {
+        if self.trees.len() >= MAX_TREES {
+            self.stats
+                .limit(format!("trace limit reached ({MAX_TREES} traces): no more are recorded"));
+            self.profile.failed(&key);
+            return Ok(Recording::Resume(Position::start(key.anchor)));
+        }
         let start = Instant::now();
         let anchor = key.anchor;
         let greens: Vec<Slot> = if key.greens.is_empty() {
@@ -702,6 +721,14 @@ impl<'p> Jit<'p> {
                     ""
                 }
             );
+        }
+        for limit in &s.limits {
+            let _ = writeln!(out, "limit: {limit}");
+        }
+        for (i, t) in self.trees.iter().enumerate() {
+            if t.bridges.len() >= MAX_BRIDGES {
+                let _ = writeln!(out, "limit: bridge limit reached at trace {i} ({MAX_BRIDGES} bridges)");
+            }
         }
         let _ = writeln!(out, "trace aborts: {}", s.aborts.len());
         for (label, reason) in &s.aborts {
