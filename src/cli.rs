@@ -199,10 +199,18 @@ fn usage_error(message: impl std::fmt::Display) -> Failure {
     Failure::Usage
 }
 
+/// The stack the command runs on: parsing, printing and dropping values recurse as deep as
+/// programs nest (up to the parsers' limits).
+const STACK: usize = 512 << 20;
+
 /// Runs the command line and returns the process's exit status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match dispatch(cli.command) {
+    let worker = std::thread::Builder::new()
+        .stack_size(STACK)
+        .spawn(move || dispatch(cli.command))
+        .expect("a thread for the command");
+    match worker.join().expect("the command does not panic") {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Runtime) => ExitCode::from(1),
         Err(Failure::Usage) => ExitCode::from(2),

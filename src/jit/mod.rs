@@ -334,8 +334,9 @@ impl<'p> Jit<'p> {
 
     fn record(&mut self, frame: &mut Frame, key: Key) -> Result<Recording, RuntimeError> {
         if self.trees.len() >= MAX_TREES {
-            self.stats
-                .limit(format!("trace limit reached ({MAX_TREES} traces): no more are recorded"));
+            self.stats.limit(format!(
+                "trace limit reached ({MAX_TREES} traces): no more are recorded"
+            ));
             self.profile.failed(&key);
             return Ok(Recording::Resume(Position::start(key.anchor)));
         }
@@ -727,7 +728,10 @@ impl<'p> Jit<'p> {
         }
         for (i, t) in self.trees.iter().enumerate() {
             if t.bridges.len() >= MAX_BRIDGES {
-                let _ = writeln!(out, "limit: bridge limit reached at trace {i} ({MAX_BRIDGES} bridges)");
+                let _ = writeln!(
+                    out,
+                    "limit: bridge limit reached at trace {i} ({MAX_BRIDGES} bridges)"
+                );
             }
         }
         let _ = writeln!(out, "trace aborts: {}", s.aborts.len());

@@ -191,6 +191,14 @@ impl Ast {
     }
 }
 
+/// How deep lists may nest in a constant: deeper is refused with an error, before anything
+/// recursive (printing, comparing, dropping a value) could run out of stack.
+pub const MAX_LIST_NESTING: usize = 10_000;
+
+/// How deep a Prolog term may nest (a block of the Prolog syntax is one term nesting as
+/// deep as it has statements).
+pub const MAX_TERM_NESTING: usize = 100_000;
+
 /// Words of the readable syntax that cannot be variables or labels.
 pub const KEYWORDS: &[&str] = &[
     "if",

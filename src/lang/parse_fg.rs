@@ -17,7 +17,7 @@
 //! terminator) begins, so the articles' one-line programs parse as they are. `var(x)` and
 //! `const(c)` are accepted as arguments too, as the articles sometimes write them.
 
-use super::ast::{Arg, Ast, Block, Name, Span, Stmt, Term, KEYWORDS};
+use super::ast::{Arg, Ast, Block, Name, Span, Stmt, Term, KEYWORDS, MAX_LIST_NESTING};
 use super::diag::Diagnostic;
 use super::lexer::{tokenize, Tok};
 use flowjit_runtime::Value;
@@ -27,6 +27,7 @@ pub fn parse_fg(text: &str) -> Result<Ast, Diagnostic> {
     let mut p = Parser {
         toks: tokenize(text)?,
         pos: 0,
+        depth: 0,
     };
     let mut blocks = Vec::new();
     while p.peek() != &Tok::Eof {
@@ -41,6 +42,7 @@ pub fn parse_fg_const(text: &str) -> Result<Value, Diagnostic> {
     let mut p = Parser {
         toks: tokenize(text)?,
         pos: 0,
+        depth: 0,
     };
     let (v, _) = p.constant()?;
     p.expect_eof()?;
@@ -50,6 +52,8 @@ pub fn parse_fg_const(text: &str) -> Result<Value, Diagnostic> {
 struct Parser {
     toks: Vec<(Tok, Span)>,
     pos: usize,
+    /// How deep in list literals the parser is.
+    depth: usize,
 }
 
 type PResult<T> = Result<T, Diagnostic>;
@@ -384,7 +388,14 @@ impl Parser {
                 Ok((Value::atom(&a), start))
             }
             Tok::Punct("[") => {
+                if self.depth >= MAX_LIST_NESTING {
+                    return Err(Diagnostic::new(
+                        start,
+                        format!("lists nested more than {MAX_LIST_NESTING} deep"),
+                    ));
+                }
                 self.bump();
+                self.depth += 1;
                 let mut items = Vec::new();
                 while !self.is_punct("]") {
                     items.push(self.constant()?.0);
@@ -392,6 +403,7 @@ impl Parser {
                         self.expect_punct(",")?;
                     }
                 }
+                self.depth -= 1;
                 let end = self.bump().1;
                 Ok((Value::list(items), start.to(end)))
             }

@@ -15,7 +15,9 @@
 use flowjit_runtime::Value;
 use num_bigint::BigInt;
 
-use super::ast::{Arg, Ast, Block, Name, Span, Stmt, Term, KEYWORDS};
+use super::ast::{
+    Arg, Ast, Block, Name, Span, Stmt, Term, KEYWORDS, MAX_LIST_NESTING, MAX_TERM_NESTING,
+};
 use super::diag::Diagnostic;
 use super::lexer::quoted_atom;
 
@@ -152,6 +154,8 @@ fn tokenize(text: &str) -> PResult<Vec<(Tok, Span)>> {
 struct Parser {
     toks: Vec<(Tok, Span)>,
     pos: usize,
+    /// How deep in terms the parser is.
+    depth: usize,
 }
 
 impl Parser {
@@ -207,6 +211,19 @@ impl Parser {
     }
 
     fn term(&mut self) -> PResult<PTerm> {
+        if self.depth >= MAX_TERM_NESTING {
+            return Err(Diagnostic::new(
+                self.span(),
+                format!("terms nested more than {MAX_TERM_NESTING} deep"),
+            ));
+        }
+        self.depth += 1;
+        let t = self.term_inner();
+        self.depth -= 1;
+        t
+    }
+
+    fn term_inner(&mut self) -> PResult<PTerm> {
         if !matches!(
             self.peek(),
             Tok::Atom(_) | Tok::Var(_) | Tok::Int(_) | Tok::Symbol(_) | Tok::Punct('[')
@@ -234,6 +251,10 @@ impl Parser {
                 };
                 Ok(PTerm::Int(-n, span.to(end)))
             }
+            Tok::Punct('[') if self.depth > MAX_LIST_NESTING => Err(Diagnostic::new(
+                span,
+                format!("lists nested more than {MAX_LIST_NESTING} deep"),
+            )),
             Tok::Punct('[') => {
                 let mut items = Vec::new();
                 if self.peek() != &Tok::Punct(']') {
@@ -262,6 +283,7 @@ pub fn parse_pl(text: &str) -> PResult<Ast> {
     let mut p = Parser {
         toks: tokenize(text)?,
         pos: 0,
+        depth: 0,
     };
     let mut blocks = Vec::new();
     while p.peek() != &Tok::Eof {
@@ -296,6 +318,7 @@ pub fn parse_pl_value(text: &str) -> PResult<Value> {
     let mut p = Parser {
         toks: tokenize(text)?,
         pos: 0,
+        depth: 0,
     };
     let t = p.term()?;
     if p.peek() != &Tok::Eof {
