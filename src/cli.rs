@@ -225,12 +225,7 @@ fn dispatch(command: Command) -> CliResult<()> {
             entry,
             opts,
         } => {
-            let path = program.display().to_string();
-            let text = read_file(&program)?;
-            let syntax = opts.syntax.unwrap_or_else(|| Syntax::from_path(&path));
-            let loaded = load_program(&path, &text, syntax)?;
-            let entry = resolve_entry(&loaded, entry.as_deref())?;
-            let inputs = parse_inputs(&loaded, &inputs)?;
+            let (loaded, entry, inputs) = open(&program, opts.syntax, entry.as_deref(), &inputs)?;
             execute(&loaded, Start::Run(entry), &inputs, &opts)
         }
         Command::Bytecode { file, inputs, opts } => {
@@ -261,12 +256,7 @@ fn dispatch(command: Command) -> CliResult<()> {
             from,
             opts,
         } => {
-            let path = program.display().to_string();
-            let text = read_file(&program)?;
-            let syntax = opts.syntax.unwrap_or_else(|| Syntax::from_path(&path));
-            let loaded = load_program(&path, &text, syntax)?;
-            let anchor = resolve_entry(&loaded, Some(&from))?;
-            let inputs = parse_inputs(&loaded, &inputs)?;
+            let (loaded, anchor, inputs) = open(&program, opts.syntax, Some(&from), &inputs)?;
             execute(&loaded, Start::TraceFrom(anchor), &inputs, &opts)
         }
         Command::Pe {
@@ -279,12 +269,7 @@ fn dispatch(command: Command) -> CliResult<()> {
             compile,
             opts,
         } => {
-            let path = program.display().to_string();
-            let text = read_file(&program)?;
-            let syntax = opts.syntax.unwrap_or_else(|| Syntax::from_path(&path));
-            let loaded = load_program(&path, &text, syntax)?;
-            let entry = resolve_entry(&loaded, entry.as_deref())?;
-            let statics = parse_inputs(&loaded, &inputs)?;
+            let (loaded, entry, statics) = open(&program, opts.syntax, entry.as_deref(), &inputs)?;
             let raw_residual =
                 crate::peval::specialize(&loaded.program, entry, &statics).map_err(usage_error)?;
             let residual = if raw {
@@ -345,10 +330,7 @@ fn dispatch(command: Command) -> CliResult<()> {
                     Some(vec!["bytecode".to_string(), "pc".to_string()]),
                 )
             } else {
-                let text = read_file(&program)?;
-                let loaded = load_program(&path, &text, Syntax::from_path(&path))?;
-                let entry = resolve_entry(&loaded, entry.as_deref())?;
-                let parsed = parse_inputs(&loaded, &inputs)?;
+                let (loaded, entry, parsed) = open(&program, None, entry.as_deref(), &inputs)?;
                 (loaded, entry, parsed, None)
             };
             let statics = match statics.or(default_statics) {
@@ -400,6 +382,23 @@ fn dispatch(command: Command) -> CliResult<()> {
             Ok(())
         }
     }
+}
+
+/// Reads, parses and checks the program at `path` (in `syntax`, or the one its extension
+/// implies), and resolves the entry label and the inputs.
+fn open(
+    path: &PathBuf,
+    syntax: Option<Syntax>,
+    entry: Option<&str>,
+    inputs: &[String],
+) -> CliResult<(Loaded, lang::BlockId, Inputs)> {
+    let name = path.display().to_string();
+    let text = read_file(path)?;
+    let syntax = syntax.unwrap_or_else(|| Syntax::from_path(&name));
+    let loaded = load_program(&name, &text, syntax)?;
+    let entry = resolve_entry(&loaded, entry)?;
+    let inputs = parse_inputs(&loaded, inputs)?;
+    Ok((loaded, entry, inputs))
 }
 
 /// The bundled interpreter loaded with a `.bc` program: `bytecode`, `pc = 0`, and the

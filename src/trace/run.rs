@@ -40,6 +40,26 @@ fn write_back(trace: &Trace, snap: SnapId, regs: &[Option<Value>], frame: &mut F
     snap.cost
 }
 
+/// Exits at instruction `i`: its snapshot written back, its operations counted.
+fn exit_at(
+    trace: &Trace,
+    i: usize,
+    regs: &[Option<Value>],
+    frame: &mut Frame,
+    steps: &mut Steps,
+    iterations: u64,
+) -> TraceExit {
+    let snap = trace.insts[i]
+        .snap
+        .expect("an instruction that can exit has a snapshot");
+    steps.left -= write_back(trace, snap, regs, frame);
+    TraceExit {
+        pos: trace.snaps[snap.index()].pos,
+        inst: Some(i),
+        iterations,
+    }
+}
+
 /// Executes instruction `i` (an input, an operation or a guard); whether it did not exit.
 fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], frame: &Frame) -> bool {
     let inst = &trace.insts[i];
@@ -72,15 +92,7 @@ pub fn run_bridge(trace: &Trace, frame: &mut Frame, steps: &mut Steps) -> TraceE
     let mut regs: Vec<Option<Value>> = vec![None; trace.insts.len()];
     for i in 0..trace.insts.len() {
         if !exec(trace, i, &mut regs, frame) || trace.insts[i].kind == Kind::Loop {
-            let snap = trace.insts[i]
-                .snap
-                .expect("an instruction that can exit has a snapshot");
-            steps.left -= write_back(trace, snap, &regs, frame);
-            return TraceExit {
-                pos: trace.snaps[snap.index()].pos,
-                inst: Some(i),
-                iterations: 0,
-            };
+            return exit_at(trace, i, &regs, frame, steps, 0);
         }
     }
     unreachable!("a bridge ends in loop")
@@ -150,15 +162,7 @@ pub fn run_trace(trace: &Trace, frame: &mut Frame, steps: &mut Steps) -> TraceEx
             }
         };
         if !ok {
-            let snap = inst
-                .snap
-                .expect("an instruction that can exit has a snapshot");
-            steps.left -= write_back(trace, snap, &regs, frame);
-            return TraceExit {
-                pos: trace.snaps[snap.index()].pos,
-                inst: Some(i),
-                iterations,
-            };
+            return exit_at(trace, i, &regs, frame, steps, iterations);
         }
         i += 1;
     }
