@@ -492,3 +492,24 @@ fn bench_prints_a_table_json_and_a_plot() {
     let out = flowjit(&["bench", "examples/sum.fg", "n=10", "--runs", "0"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn machine_code_drops_overflow_checks_that_guards_make_impossible() {
+    // `i >= 0` is guarded before `i - 11`, in the preamble and in the loop: no overflow check.
+    let out = flowjit(&[
+        "run",
+        "examples/promotion.fg",
+        "--entry",
+        "b",
+        "x=5",
+        "i=100000",
+        "--dump",
+        "ir",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "-2\n");
+    let ir = String::from_utf8_lossy(&out.stderr);
+    assert!(ir.contains("isub") && !ir.contains("ssub_overflow"), "{ir}");
+    // sum.fg's `s + i` and `i + 1` are unbounded: they keep theirs.
+    let out = flowjit(&["run", "examples/sum.fg", "n=100000", "--dump", "ir"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sadd_overflow"));
+}

@@ -28,7 +28,7 @@ fn add(a: Option<i128>, b: Option<i128>) -> Option<i128> {
 }
 
 /// The interval of `op`'s result, when it succeeds, given its operands' intervals.
-fn result(op: Op, args: &[Opnd], facts: &Facts) -> Option<Range> {
+pub fn result(op: Op, args: &[Opnd], facts: &Facts) -> Option<Range> {
     let r = |i: usize| facts.of(&args[i]);
     Some(match op {
         _ if is_comparison(op) => Range::new(0, 1),

@@ -45,7 +45,26 @@ impl Range {
         matches!((self.lo, self.hi), (Some(lo), Some(hi)) if lo >= i64::MIN as i128 && hi <= i64::MAX as i128)
     }
 
-    fn meet(self, other: Range) -> Range {
+    /// The smallest interval holding both.
+    pub fn hull(self, other: Range) -> Range {
+        let lo = match (self.lo, other.lo) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            _ => None,
+        };
+        let hi = match (self.hi, other.hi) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            _ => None,
+        };
+        Range { lo, hi }
+    }
+
+    /// Every 64-bit integer.
+    pub fn i64() -> Range {
+        Range::new(i64::MIN as i128, i64::MAX as i128)
+    }
+
+    /// The values in both.
+    pub fn meet(self, other: Range) -> Range {
         let max = |a: Option<i128>, b: Option<i128>| match (a, b) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, None) => a,
