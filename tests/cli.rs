@@ -506,7 +506,7 @@ fn machine_code_drops_overflow_checks_that_guards_make_impossible() {
         "--dump",
         "ir",
     ]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "-2\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "-1\n");
     let ir = String::from_utf8_lossy(&out.stderr);
     assert!(ir.contains("isub") && !ir.contains("ssub_overflow"), "{ir}");
     // sum.fg's `s + i` and `i + 1` are unbounded: they keep theirs.
