@@ -155,10 +155,10 @@ pub struct RunOpts {
     /// interpreter; interp: the plain interpreter.
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
-    /// Hot-loop threshold: back-edge count before tracing.
+    /// Hot-loop threshold: back edges (or can_enter_jit arrivals) before tracing [default: 50].
     #[arg(long)]
     pub threshold: Option<u64>,
-    /// Guard failures before a bridge is traced.
+    /// Guard failures before a bridge is traced [default: 20].
     #[arg(long)]
     pub bridge_threshold: Option<u64>,
     /// Optimizer passes, by name, comma-separated (fold, cse, guards, bounds, peel, dce).
