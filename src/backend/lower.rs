@@ -335,6 +335,8 @@ struct Lower<'a> {
     counter: Option<Variable>,
     max_cost: u64,
     start: Block,
+    /// The root loop's header, once lowered.
+    header: Option<Block>,
     /// Exit blocks to fill at the end: (block, segment, instruction).
     exits: Vec<(Block, usize, usize)>,
     /// Bridges: (segment, guard) → [(bridge segment, value)].
@@ -417,6 +419,81 @@ impl Lower<'_> {
         }
     }
 
+    /// The arguments for the root loop's header at the end (instruction `i`) of the current
+    /// bridge, when it may jump there directly: it hangs (through its chain) from a guard of
+    /// the loop body; every variable its path writes is one the loop carries; a carried
+    /// constant arrives as that constant; the loop's parameters keep their kinds. (Anything
+    /// else the loop assumes, its invariants, the path leaves untouched.)
+    fn header_args(&mut self, b: &mut FunctionBuilder, i: usize) -> Option<Vec<BlockArg>> {
+        let seg = self.seg;
+        if !self.segments[seg].returns {
+            return None;
+        }
+        let root = self.segments[0].trace;
+        let start = root.loop_start()?;
+        let mut s = seg;
+        while let Some((ps, pi)) = self.segments[s].parent {
+            if ps == 0 && pi <= start {
+                return None;
+            }
+            s = ps;
+        }
+        // What the loop carries: its params, and the constants it assumes.
+        let carried = &root.snap_of(&root.insts[start])?.entries;
+        let params: Vec<Slot> = root.insts[start + 1..]
+            .iter()
+            .map_while(|inst| match inst.kind {
+                Kind::Param(slot) => Some(slot),
+                _ => None,
+            })
+            .collect();
+        // Every variable the path writes: the chain's snapshots and the bridge's end.
+        let end = self.segments[seg]
+            .trace
+            .snap_of(&self.segments[seg].trace.insts[i])?;
+        let mut written: Vec<Slot> = end.entries.iter().map(|(sl, _)| *sl).collect();
+        for (cs, id) in chain(self.segments, seg) {
+            written.extend(
+                self.segments[cs].trace.snaps[id.index()]
+                    .entries
+                    .iter()
+                    .map(|(sl, _)| *sl),
+            );
+        }
+        let now = |slot: Slot| -> Option<(usize, Opnd)> {
+            match end.entries.iter().find(|(sl, _)| *sl == slot) {
+                Some((_, o)) => Some((seg, o.clone())),
+                None => source_now(self.segments, seg, slot),
+            }
+        };
+        for slot in &written {
+            let (_, assumed) = carried.iter().find(|(sl, _)| sl == slot)?;
+            if let Opnd::Const(c) = assumed {
+                if !params.contains(slot)
+                    && now(*slot).map(|(_, o)| o) != Some(Opnd::Const(c.clone()))
+                {
+                    return None;
+                }
+            }
+        }
+        let mut args = Vec::new();
+        for (k, slot) in params.iter().enumerate() {
+            let p = start + 1 + k;
+            let (v, kind) = match now(*slot) {
+                Some((s, o)) => self.opnd(b, s, &o),
+                None => (
+                    self.vals[0][p].expect("params are lowered"),
+                    self.kind(0, p),
+                ),
+            };
+            if kind != self.kind(0, p) {
+                return None;
+            }
+            args.push(BlockArg::Value(v));
+        }
+        Some(args)
+    }
+
     /// Lowers the instructions of the current segment from the current block.
     fn segment(&mut self, b: &mut FunctionBuilder, header: &mut Option<Block>) {
         let seg = self.seg;
@@ -448,6 +525,7 @@ impl Lower<'_> {
                     b.ins().jump(h, &args);
                     b.switch_to_block(h);
                     *header = Some(h);
+                    self.header = Some(h);
                 }
                 Kind::Loop if seg == 0 => {
                     let h = header.expect("a peeled trace has a loop_start before its loop");
@@ -458,11 +536,19 @@ impl Lower<'_> {
                         .map(|a| BlockArg::Value(self.opnd(b, seg, a).0))
                         .collect();
                     b.ins().jump(h, &args);
-                    b.seal_block(h);
+                    // Not sealed yet: a bridge may jump here too. Every block is sealed
+                    // once all are lowered.
                 }
                 Kind::Loop => {
-                    // A bridge's end: back to `start` with every tree input's value now, if
-                    // they keep their kinds; otherwise (or at another anchor) an exit.
+                    // A bridge's end: straight into the loop when it may (`header_args`);
+                    // else back to `start` with every tree input's value now, if they keep
+                    // their kinds; otherwise (or at another anchor) an exit.
+                    if let Some(args) = self.header_args(b, i) {
+                        self.charge(b, i, path_cost(self.segments, seg, i));
+                        b.ins()
+                            .jump(self.header.expect("lowered with the root"), &args);
+                        continue;
+                    }
                     let mut args = Vec::new();
                     let mut same_kinds = s.returns;
                     let end = trace.snap_of(inst).expect("a loop has a snapshot");
@@ -678,6 +764,7 @@ pub fn lower(
         counter,
         max_cost: max_cost(segments),
         start,
+        header: None,
         exits: Vec::new(),
         bridges,
         pending: Vec::new(),
