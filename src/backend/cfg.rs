@@ -73,6 +73,36 @@ fn operand_kind(kinds: &[Option<MKind>], o: &Operand) -> Result<Option<MKind>, U
     }
 }
 
+/// The kind of a list's elements, when they all have one: the list is a constant, or a
+/// variable holding a list in `frame` (compiled right before it runs) that the program
+/// never assigns. The code checks each element's tag anyway, and deoptimizes on another.
+fn element_kind(program: &Program, frame: &Frame, list: &Operand) -> Result<MKind, Unsupported> {
+    let assigned = |slot: Slot| {
+        program
+            .blocks
+            .iter()
+            .flat_map(|b| &b.insts)
+            .any(|i| matches!(i, Inst::Op1 { dst, .. } | Inst::Op2 { dst, .. } if *dst == slot))
+    };
+    let value = match list {
+        Operand::Const(v) => Some(v),
+        Operand::Var(s) if !assigned(*s) => frame[s.index()].as_ref(),
+        Operand::Var(_) => None,
+    };
+    let kinds: Option<Vec<MKind>> = match value {
+        Some(Value::List(items)) => items.iter().map(MKind::of).collect(),
+        _ => None,
+    };
+    match kinds.as_deref() {
+        Some([first, rest @ ..]) if rest.iter().all(|k| k == first) && *first != MKind::List => {
+            Ok(*first)
+        }
+        _ => Err(Unsupported(
+            "`readlist` of a list whose elements' kind is not known".into(),
+        )),
+    }
+}
+
 /// Kinds of every variable (from `frame` for those written there, and from what is assigned
 /// them) and which variables are certainly written where.
 pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analysis, Unsupported> {
@@ -106,9 +136,7 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
                         Some(k) => k,
                         None => continue,
                     },
-                    Op::Readlist => {
-                        return Err(Unsupported("`readlist` in a compiled program".into()))
-                    }
+                    Op::Readlist => element_kind(program, frame, args[0])?,
                     _ => MKind::Int,
                 };
                 match kinds[dst.index()] {
@@ -294,7 +322,11 @@ pub fn lower(
                 },
                 written: written.clone(),
             };
-            match ops::lower_op(&mut b, op, &args, true, None, &mut exits) {
+            let result = match op {
+                Op::Readlist => an.kinds[dst.index()],
+                _ => None,
+            };
+            match ops::lower_op(&mut b, op, &args, true, result, &mut exits) {
                 Lowered::Value(v) => {
                     b.def_var(vars[dst.index()], v);
                     if let Err(at) = written.binary_search(&dst) {
