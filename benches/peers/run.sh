@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# flowjit against its peers on the articles' register machine running square.bc, all in one
-# session on the same input: a plain C switch interpreter (gcc -O2), the same interpreter in
+# flowjit against its peers on the articles' register machine running square.bc, all in one run
+# run on the same input: a plain C switch interpreter (gcc -O2), the same interpreter in
 # Python under CPython and under PyPy, in Lua under LuaJIT, the square loop written directly
 # in C (the limit), and flowjit: its interpreter, its tracing JIT (meta-tracing the bundled
 # interpreter), and the partially evaluated interpreter compiled whole.
@@ -85,7 +85,7 @@ import json, sys
 work, a, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 medians = [json.load(open(f"{work}/{i}.json"))["results"][0]["median"] for i in range(len(names))]
 base = medians[0]
-print(f"square of {a} on the register machine ({len(names)} implementations, one session)")
+print(f"square of {a} on the register machine ({len(names)} implementations, one run)")
 print(f"| implementation | median | ratio to the direct C loop |")
 print(f"| --- | --- | --- |")
 for name, m in zip(names, medians):
