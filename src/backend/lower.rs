@@ -131,16 +131,8 @@ fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
 
 /// Where `slot`'s value comes from at the start of segment `seg` (a bridge).
 fn source(segments: &[Segment], seg: usize, slot: Slot, inputs: &mut Vec<Slot>) -> Source {
-    let mut s = seg;
-    while let Some((ps, pi)) = segments[s].parent {
-        let snap = segments[ps]
-            .trace
-            .snap_of(&segments[ps].trace.insts[pi])
-            .expect("a guard has a snapshot");
-        if let Some((_, o)) = snap.entries.iter().find(|(sl, _)| *sl == slot) {
-            return Source::Chain(ps, o.clone());
-        }
-        s = ps;
+    if let Some((ps, o)) = source_now(segments, seg, slot) {
+        return Source::Chain(ps, o);
     }
     let index = inputs.iter().position(|s| *s == slot).unwrap_or_else(|| {
         inputs.push(slot);
