@@ -2,7 +2,7 @@
 //! (bad usage or program) or 1 (a runtime error). This table is the one in
 //! docs/RELIABILITY.md.
 
-use std::process::Command;
+mod common;
 
 /// (what, file name, file contents, extra arguments, start of stderr, exit status)
 type Row = (
@@ -50,7 +50,7 @@ fn every_bad_input_gets_a_clear_message_and_status() {
         let path = dir.join(name);
         std::fs::write(&path, &contents).expect("write");
         let path = path.to_str().expect("utf-8 path");
-        let out = Command::new(env!("CARGO_BIN_EXE_flowjit"))
+        let out = common::flowjit_command()
             .arg("run")
             .arg(path)
             .args(&args)
@@ -69,7 +69,7 @@ fn every_bad_input_gets_a_clear_message_and_status() {
         (dir.to_str().unwrap().to_string(), "error: cannot read "),
         ("no/such.fg".to_string(), "error: cannot read no/such.fg: "),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_flowjit"))
+        let out = common::flowjit_command()
             .arg("run")
             .arg(&arg)
             .output()

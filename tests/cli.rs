@@ -1,16 +1,11 @@
 //! The command line's contract: each class of error has its message and exit status, and
 //! the articles' examples print what the articles print.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn flowjit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flowjit"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("flowjit runs")
-}
+use std::path::PathBuf;
+
+use common::flowjit;
 
 /// Writes `text` to a fresh file named `name` and returns its path.
 fn program(name: &str, text: &str) -> PathBuf {

@@ -1,27 +1,11 @@
 //! Meta-tracing and bridges: what the JIT makes of an interpreter written in the flowgraph
 //! language, and of loops that branch.
 
-use std::process::Command;
+mod common;
+
+use common::flowjit_ok as flowjit;
 
 const SQUARE: &str = "bytecode=[mov_a_r0,mov_a_r1,mov_r0_a,decr_a,mov_a_r0,mov_r2_a,add_r1_to_a,mov_a_r2,mov_r0_a,jump_if_a,2,mov_r2_a,return_a]";
-
-fn flowjit(args: &[&str]) -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_flowjit"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("flowjit runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// The number after `prefix` on the stats line that starts with it.
 fn stat(err: &str, prefix: &str) -> u64 {

@@ -2,6 +2,8 @@
 //! expected trace, in the SSA form that `--dump opt` prints (in the manner of PyPy's
 //! optimizeopt tests).
 
+mod common;
+
 use flowjit::lang::{self, Program, Syntax};
 use flowjit::opt::{self, Rejected};
 use flowjit::trace::{parse::parse_ssa, print};
@@ -319,10 +321,9 @@ fn peel_carries_a_changing_constant_as_a_param() {
 /// The instructions of the optimized loop body (after `loop_start` and the params) that
 /// `--dump opt` prints for a run, without their snapshots.
 fn loop_body(args: &[&str]) -> Vec<String> {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flowjit"))
+    let out = common::flowjit_command()
         .args(args)
         .args(["--dump", "opt"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("flowjit runs");
     assert_eq!(out.status.code(), Some(0));

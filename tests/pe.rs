@@ -1,16 +1,10 @@
 //! The partial evaluator: the articles' residual programs, clean-up, and termination.
 
-use std::process::{Command, Output};
+mod common;
+
+use common::flowjit;
 
 const SQUARE: &str = "bytecode=[mov_a_r0,mov_a_r1,mov_r0_a,decr_a,mov_a_r0,mov_r2_a,add_r1_to_a,mov_a_r2,mov_r0_a,jump_if_a,2,mov_r2_a,return_a]";
-
-fn flowjit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flowjit"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("flowjit runs")
-}
 
 fn stdout(args: &[&str]) -> String {
     let out = flowjit(args);

@@ -15,8 +15,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::cases;
 
 /// Every mode a program must give the same answer under. The interpreter is the oracle; each
@@ -115,7 +113,7 @@ fn every_program_prints_what_its_test_lines_say_in_every_mode() {
     for case in &cases {
         let is_bc = case.file.extension().is_some_and(|e| e == "bc");
         for mode in MODES {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_flowjit"));
+            let mut cmd = common::flowjit_command();
             cmd.arg(if is_bc { "bytecode" } else { "run" })
                 .arg(&case.file)
                 .args(&case.args)
@@ -180,7 +178,7 @@ fn every_program_partially_evaluated_with_nothing_static_prints_the_same() {
             &["--mode", "jit"],
             &["--compile"],
         ] {
-            let out = Command::new(env!("CARGO_BIN_EXE_flowjit"))
+            let out = common::flowjit_command()
                 .arg("pe")
                 .arg(&case.file)
                 .args(&entry)

@@ -2,31 +2,13 @@
 
 mod common;
 
-use std::process::Command;
+use common::flowjit_ok as flowjit;
 
 use flowjit::interp::{self, Exit, Monitor, NoMonitor, Position, Steps};
 use flowjit::lang::{BlockId, Program};
 use flowjit::trace::{self, parse::parse_ssa, print, Recorded, Trace};
 
 const SQUARE: &str = "bytecode=[mov_a_r0,mov_a_r1,mov_r0_a,decr_a,mov_a_r0,mov_r2_a,add_r1_to_a,mov_a_r2,mov_r0_a,jump_if_a,2,mov_r2_a,return_a]";
-
-fn flowjit(args: &[&str]) -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_flowjit"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("flowjit runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn golden(name: &str) -> String {
     std::fs::read_to_string(format!(

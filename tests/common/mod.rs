@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use flowjit::lang::{self, bytecode, BlockId, Program, Slot, Syntax};
 use flowjit_runtime::Value;
@@ -114,4 +115,48 @@ pub fn load(case: &Case) -> Loaded {
         inputs,
         max_steps,
     }
+}
+
+/// A command that starts the `flowjit` binary under test, in the project's root.
+///
+/// When `FLOWJIT_TEST_RUNNER` is set, the binary is started through it, as cargo starts test
+/// binaries through a target's runner: `scripts/aarch64-test.sh` sets it to
+/// `qemu-aarch64 -L /usr/aarch64-linux-gnu`, so the suites that start the binary run on
+/// aarch64 under emulation too.
+pub fn flowjit_command() -> Command {
+    let bin = env!("CARGO_BIN_EXE_flowjit");
+    let runner = std::env::var("FLOWJIT_TEST_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(program) => {
+            let mut cmd = Command::new(program);
+            cmd.args(words).arg(bin);
+            cmd
+        }
+        None => Command::new(bin),
+    };
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
+
+/// Runs the binary with `args` and returns what it did.
+pub fn flowjit(args: &[&str]) -> Output {
+    flowjit_command().args(args).output().expect("flowjit runs")
+}
+
+/// Runs the binary with `args`, checks that it succeeded, and returns its standard output
+/// and standard error.
+pub fn flowjit_ok(args: &[&str]) -> (String, String) {
+    let out = flowjit(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "flowjit {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
