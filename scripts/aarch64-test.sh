@@ -2,15 +2,14 @@
 # Builds flowjit's tests for aarch64-unknown-linux-gnu and runs them under qemu-aarch64, so
 # that the aarch64 machine code the JIT emits is executed, not only displayed.
 #
-#   scripts/aarch64-test.sh            # the in-process suites: library, trace, difftest
+#   scripts/aarch64-test.sh            # the whole test suite, as `cargo test --workspace`
 #   scripts/aarch64-test.sh --test opt # any other cargo test arguments
 #   scripts/aarch64-test.sh --install  # only install what is needed (exit 1 if it cannot)
 #
 # It installs what it needs (qemu-user, the aarch64 cross gcc and libc, and the Rust
-# target). The suites that start the `flowjit` binary as a process are left out: an aarch64
-# process started from one running under qemu needs binfmt_misc, which containers often
-# lack; these suites run everything in-process instead (the differential test runs every
-# executor, the JIT included, on random programs).
+# target). The suites that start the `flowjit` binary as a process start it through
+# FLOWJIT_TEST_RUNNER (tests/common/mod.rs), which this script sets to qemu-aarch64, so they
+# need no binfmt_misc (which containers often lack). Doc tests are not cross-compiled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,11 +34,10 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch
 export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 
+export FLOWJIT_TEST_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+
 if (($#)); then
     cargo test --target aarch64-unknown-linux-gnu "$@"
 else
-    cargo test --target aarch64-unknown-linux-gnu -p flowjit-runtime
-    # The tests of tests/trace.rs that start the binary (the articles' traces, as dumps)
-    # are skipped; the ones that check every exit, from machine code too, run.
-    cargo test --target aarch64-unknown-linux-gnu --lib --test trace --test difftest -- --skip as_in_the_articles
+    cargo test --target aarch64-unknown-linux-gnu --workspace
 fi
