@@ -31,14 +31,7 @@ fn run_file(name: &str, text: &str, extra: &[&str]) -> (String, String, Option<i
 }
 
 fn stdout_of(args: &[&str]) -> String {
-    let out = flowjit(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    common::flowjit_ok(args).0
 }
 
 #[test]
