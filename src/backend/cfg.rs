@@ -30,7 +30,7 @@ use flowjit_runtime::{Op, Value};
 use super::ops::{self, Exits, Lowered};
 use super::Unsupported;
 use crate::interp::{Frame, Position};
-use crate::lang::{BlockId, Inst, Operand, Program, Slot, Terminator};
+use crate::lang::{BlockId, Operand, Program, Slot, Terminator};
 
 /// The return value that means the program stopped, printing a value of kind `Int`;
 /// `STOP - 1` an atom, `STOP - 2` a list.
@@ -82,7 +82,7 @@ fn element_kind(program: &Program, frame: &Frame, list: &Operand) -> Result<MKin
             .blocks
             .iter()
             .flat_map(|b| &b.insts)
-            .any(|i| matches!(i, Inst::Op1 { dst, .. } | Inst::Op2 { dst, .. } if *dst == slot))
+            .any(|i| i.operation().is_some_and(|(dst, _, _)| dst == slot))
     };
     let value = match list {
         Operand::Const(v) => Some(v),
@@ -122,10 +122,8 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         let mut changed = false;
         for block in &program.blocks {
             for inst in &block.insts {
-                let (dst, op, args) = match inst {
-                    Inst::Op1 { dst, op, a } => (*dst, *op, vec![a]),
-                    Inst::Op2 { dst, op, a, b } => (*dst, *op, vec![a, b]),
-                    _ => continue,
+                let Some((dst, op, args)) = inst.operation() else {
+                    continue;
                 };
                 let arg_kinds = args
                     .iter()
@@ -167,8 +165,8 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         for (b, block) in program.blocks.iter().enumerate() {
             let mut out = defined[b].clone();
             for inst in &block.insts {
-                if let Inst::Op1 { dst, .. } | Inst::Op2 { dst, .. } = inst {
-                    out.insert(*dst);
+                if let Some((dst, _, _)) = inst.operation() {
+                    out.insert(dst);
                 }
             }
             for j in block.term.jumps() {
@@ -195,17 +193,11 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
             _ => Ok(()),
         };
         for inst in &block.insts {
-            match inst {
-                Inst::Op1 { dst, a, .. } => {
+            if let Some((dst, _, args)) = inst.operation() {
+                for a in args {
                     check(&now, a)?;
-                    now.insert(*dst);
                 }
-                Inst::Op2 { dst, a, b, .. } => {
-                    check(&now, a)?;
-                    check(&now, b)?;
-                    now.insert(*dst);
-                }
-                _ => {}
+                now.insert(dst);
             }
         }
         match &block.term {
@@ -306,10 +298,8 @@ pub fn lower(
         };
         let mut dead = false;
         for (k, inst) in block.insts.iter().enumerate() {
-            let (dst, op, args) = match inst {
-                Inst::Op1 { dst, op, a } => (*dst, *op, vec![a]),
-                Inst::Op2 { dst, op, a, b } => (*dst, *op, vec![a, b]),
-                _ => continue,
+            let Some((dst, op, args)) = inst.operation() else {
+                continue;
             };
             let args: Vec<(ClifValue, MKind)> =
                 args.into_iter().map(|a| value(&mut b, a)).collect();

@@ -141,6 +141,15 @@ impl Inst {
             Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit
         )
     }
+
+    /// An operation's destination, operation and arguments; `None` for a hint.
+    pub fn operation(&self) -> Option<(Slot, Op, Vec<&Operand>)> {
+        match self {
+            Inst::Op1 { dst, op, a } => Some((*dst, *op, vec![a])),
+            Inst::Op2 { dst, op, a, b } => Some((*dst, *op, vec![a, b])),
+            Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => None,
+        }
+    }
 }
 
 /// A checked program, ready to run.

@@ -36,7 +36,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use flowjit_runtime::{ops, Op, Value};
 
 use crate::lang::ast::{self, Arg, Ast, Name, Span, Stmt, Term};
-use crate::lang::{check, BlockId, Inst, Operand, Program, Slot, Terminator};
+use crate::lang::{check, BlockId, Operand, Program, Slot, Terminator};
 
 /// How many specializations a label gets before its partial environments are generalized.
 pub const MAX_VERSIONS: usize = 32;
@@ -214,10 +214,8 @@ impl Pe<'_> {
         let block = self.program.block(label);
         let mut stmts = Vec::new();
         for inst in &block.insts {
-            let (dst, op, args) = match inst {
-                Inst::Op1 { dst, op, a } => (*dst, *op, vec![a]),
-                Inst::Op2 { dst, op, a, b } => (*dst, *op, vec![a, b]),
-                Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => continue,
+            let Some((dst, op, args)) = inst.operation() else {
+                continue;
             };
             let args: Vec<Operand> = args
                 .into_iter()

@@ -226,17 +226,13 @@ fn record_from(
         for (i, stmt) in block.insts.iter().enumerate().skip(first) {
             let at = Position { block: id, inst: i };
             match stmt {
-                Stmt::Op1 { dst, op, .. } | Stmt::Op2 { dst, op, .. } => {
+                Stmt::Op1 { .. } | Stmt::Op2 { .. } => {
+                    let (dst, op, operands) = stmt.operation().expect("an operation");
                     charge(steps, block.label_at(i))?;
-                    let operands = match stmt {
-                        Stmt::Op1 { a, .. } => vec![a],
-                        Stmt::Op2 { a, b, .. } => vec![a, b],
-                        _ => unreachable!("matched above"),
-                    };
                     let args = operands.into_iter().map(|o| r.operand(o, at)).collect();
-                    let snap = Kind::Op(*op).needs_snapshot().then(|| r.snapshot(at));
+                    let snap = Kind::Op(op).needs_snapshot().then(|| r.snapshot(at));
                     step(program, frame, stmt).map_err(fail(i))?;
-                    let v = r.emit(Kind::Op(*op), args, snap, at);
+                    let v = r.emit(Kind::Op(op), args, snap, at);
                     r.insts[v.index()].seen = frame[dst.index()].as_ref().and_then(abi::Kind::of);
                     r.written[dst.index()] = Some(Opnd::Ref(v));
                     r.cost += 1;
