@@ -451,49 +451,20 @@ fn bytecode_setup(file: &PathBuf, inputs: &[String]) -> CliResult<(Loaded, lang:
 
 /// `flowjit difftest`: runs `count` generated programs from `seed`.
 fn difftest(seed: u64, count: u32) -> CliResult<()> {
-    use proptest::test_runner::{
-        Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
-    };
-    let mut bytes = [0u8; 32];
-    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let config = Config {
-        cases: count,
-        failure_persistence: None,
-        max_global_rejects: count.saturating_mul(4),
-        ..Config::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
-    let start = std::time::Instant::now();
-    let discarded = std::cell::Cell::new(0u32);
-    let result = runner.run(
-        &crate::difftest::programs(),
-        |p| match crate::difftest::check(&p.text()) {
-            Ok(true) => Ok(()),
-            Ok(false) => {
-                discarded.set(discarded.get() + 1);
-                Err(TestCaseError::reject("needs too many steps"))
-            }
-            Err(e) => Err(TestCaseError::fail(e)),
-        },
-    );
-    let secs = start.elapsed().as_secs_f64();
-    match result {
-        Ok(()) => {
+    match crate::difftest::run(seed, count).map_err(usage_error)? {
+        crate::difftest::Outcome::Agreed { seconds, discarded } => {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(
                 out,
-                "{count} programs (seed {seed}), no difference, in {secs:.1} s: {:.0} programs/s ({discarded} more discarded as too long)",
-                count as f64 / secs,
-                discarded = discarded.get()
+                "{count} programs (seed {seed}), no difference, in {seconds:.1} s: {:.0} programs/s ({discarded} more discarded as too long)",
+                count as f64 / seconds,
             );
             Ok(())
         }
-        Err(TestError::Fail(why, program)) => {
-            eprintln!("difference (shrunk): {why}\n{}", program.text());
+        crate::difftest::Outcome::Differs { why, program } => {
+            eprintln!("difference (shrunk): {why}\n{program}");
             Err(Failure::Runtime)
         }
-        Err(TestError::Abort(why)) => Err(usage_error(format!("difftest stopped: {why}"))),
     }
 }
 

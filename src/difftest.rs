@@ -379,3 +379,60 @@ pub fn check(text: &str) -> Result<bool, String> {
     differ("pe --compile --run".into(), run_pe(&program, true))?;
     Ok(true)
 }
+
+/// What a run of [`run`] found.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Every program agreed with the interpreter.
+    Agreed {
+        /// How long the run took.
+        seconds: f64,
+        /// Programs discarded as needing more than [`STEP_LIMIT`] operations (not counted).
+        discarded: u32,
+    },
+    /// A program that differs, shrunk.
+    Differs {
+        /// How it differs.
+        why: String,
+        /// The program, in the readable syntax.
+        program: String,
+    },
+}
+
+/// Checks `count` programs generated from `seed` (the same seed generates the same
+/// programs); a difference is shrunk. An error says why the run stopped early (too many
+/// programs discarded).
+pub fn run(seed: u64, count: u32) -> Result<Outcome, String> {
+    use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config {
+        cases: count,
+        failure_persistence: None,
+        max_global_rejects: count.saturating_mul(4),
+        ..Config::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
+    let start = std::time::Instant::now();
+    let discarded = std::cell::Cell::new(0u32);
+    let result = runner.run(&programs(), |p| match check(&p.text()) {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            discarded.set(discarded.get() + 1);
+            Err(TestCaseError::reject("needs too many steps"))
+        }
+        Err(e) => Err(TestCaseError::fail(e)),
+    });
+    match result {
+        Ok(()) => Ok(Outcome::Agreed {
+            seconds: start.elapsed().as_secs_f64(),
+            discarded: discarded.get(),
+        }),
+        Err(TestError::Fail(why, program)) => Ok(Outcome::Differs {
+            why: why.to_string(),
+            program: program.text(),
+        }),
+        Err(TestError::Abort(why)) => Err(format!("difftest stopped: {why}")),
+    }
+}
