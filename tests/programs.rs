@@ -103,6 +103,48 @@ const MODES: &[&[&str]] = &[
         "--passes",
         "fold,cse,guards,bounds,peel",
     ],
+    // Machine code with each pass but `peel` (without which nothing is compiled) switched
+    // off in turn, bridges from every guard that fails twice.
+    &[
+        "--threshold",
+        "1",
+        "--bridge-threshold",
+        "1",
+        "--passes",
+        "cse,guards,bounds,peel,dce",
+    ],
+    &[
+        "--threshold",
+        "1",
+        "--bridge-threshold",
+        "1",
+        "--passes",
+        "fold,guards,bounds,peel,dce",
+    ],
+    &[
+        "--threshold",
+        "1",
+        "--bridge-threshold",
+        "1",
+        "--passes",
+        "fold,cse,bounds,peel,dce",
+    ],
+    &[
+        "--threshold",
+        "1",
+        "--bridge-threshold",
+        "1",
+        "--passes",
+        "fold,cse,guards,peel,dce",
+    ],
+    &[
+        "--threshold",
+        "1",
+        "--bridge-threshold",
+        "1",
+        "--passes",
+        "fold,cse,guards,bounds,peel",
+    ],
 ];
 
 #[test]

@@ -42,6 +42,7 @@ use flowjit_runtime::{Op, Value};
 use super::{ops, Unsupported};
 use crate::interp::Frame;
 use crate::lang::Slot;
+use crate::opt::state::{Arrival, LoopState};
 use crate::trace::{Kind, Opnd, SnapId, Trace};
 
 /// A segment of a trace tree.
@@ -123,6 +124,8 @@ pub struct Analysis {
     sources: Vec<HashMap<Slot, Source>>,
     /// Per instruction of the root: whether it cannot overflow in machine code.
     safe: Vec<bool>,
+    /// What the root loop assumes at its header.
+    state: Option<LoopState>,
 }
 
 fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
@@ -277,6 +280,7 @@ pub fn analyze(segments: &[Segment], frame: &Frame) -> Result<Analysis, Unsuppor
         input_kinds,
         sources,
         safe,
+        state: LoopState::of(root),
     })
 }
 
@@ -413,16 +417,16 @@ impl Lower<'_> {
 
     /// The arguments for the root loop's header at the end (instruction `i`) of the current
     /// bridge, when it may jump there directly: it hangs (through its chain) from a guard of
-    /// the loop body; every variable its path writes is one the loop carries; a carried
-    /// constant arrives as that constant; the loop's parameters keep their kinds. (Anything
-    /// else the loop assumes, its invariants, the path leaves untouched.)
+    /// the loop body, the state it brings satisfies what the loop assumes at its header
+    /// ([`LoopState::admits`]: constants, variables sharing a parameter, no invariant
+    /// written), and the parameters keep their kinds.
     fn header_args(&mut self, b: &mut FunctionBuilder, i: usize) -> Option<Vec<BlockArg>> {
         let seg = self.seg;
         if !self.segments[seg].returns {
             return None;
         }
-        let root = self.segments[0].trace;
-        let start = root.loop_start()?;
+        let state = self.an.state.as_ref()?;
+        let start = self.segments[0].trace.loop_start()?;
         let mut s = seg;
         while let Some((ps, pi)) = self.segments[s].parent {
             if ps == 0 && pi <= start {
@@ -430,15 +434,6 @@ impl Lower<'_> {
             }
             s = ps;
         }
-        // What the loop carries: its params, and the constants it assumes.
-        let carried = &root.snap_of(&root.insts[start])?.entries;
-        let params: Vec<Slot> = root.insts[start + 1..]
-            .iter()
-            .map_while(|inst| match inst.kind {
-                Kind::Param(slot) => Some(slot),
-                _ => None,
-            })
-            .collect();
         // Every variable the path writes: the chain's snapshots and the bridge's end.
         let end = self.segments[seg]
             .trace
@@ -458,20 +453,16 @@ impl Lower<'_> {
                 None => source_now(self.segments, seg, slot),
             }
         };
-        for slot in &written {
-            let (_, assumed) = carried.iter().find(|(sl, _)| sl == slot)?;
-            if let Opnd::Const(c) = assumed {
-                if !params.contains(slot)
-                    && now(*slot).map(|(_, o)| o) != Some(Opnd::Const(c.clone()))
-                {
-                    return None;
-                }
-            }
-        }
+        let arrival = |slot: Slot| match now(slot) {
+            Some((_, Opnd::Const(c))) => Arrival::Const(c),
+            Some((s, Opnd::Ref(r))) => Arrival::Value(s, r),
+            None => Arrival::Unchanged,
+        };
+        let sources = state.admits(&written, &arrival)?;
         let mut args = Vec::new();
-        for (k, slot) in params.iter().enumerate() {
+        for (k, source) in sources.into_iter().enumerate() {
             let p = start + 1 + k;
-            let (v, kind) = match now(*slot) {
+            let (v, kind) = match source.and_then(now) {
                 Some((s, o)) => self.opnd(b, s, &o),
                 None => (
                     self.vals[0][p].expect("params are lowered"),

@@ -500,7 +500,19 @@ impl<'p> Jit<'p> {
                     let value = if inst.kind == Kind::GuardValue {
                         match value {
                             Some(v) => Some(v),
-                            None => return Ok(Next::Resume(pos)),
+                            // Not a promotion: a green checked at a merge point. The frame
+                            // is there, with other greens: enter their tree, if any.
+                            None => {
+                                match self.tree_at(pos.block, frame).filter(|_| pos.inst == 0) {
+                                    Some(next) => {
+                                        t = next;
+                                        seg = 0;
+                                        here = pos;
+                                        continue;
+                                    }
+                                    None => return Ok(Next::Resume(pos)),
+                                }
+                            }
                         }
                     } else {
                         None
@@ -627,10 +639,13 @@ impl<'p> Jit<'p> {
         let start = Instant::now();
         let profile = &self.profile;
         let ends = |target: BlockId, frame: &Frame| {
-            profile
-                .key_at(target, frame)
-                .and_then(|k| profile.lookup(&k))
-                .is_some()
+            let key = profile.key_at(target, frame)?;
+            profile.lookup(&key)?;
+            Some(if key.greens.is_empty() {
+                Vec::new()
+            } else {
+                profile.greens().to_vec()
+            })
         };
         let recorded = trace::record_bridge(
             self.program,

@@ -23,6 +23,7 @@ pub mod guards;
 pub mod interval;
 pub mod peel;
 pub mod rewrite;
+pub mod state;
 
 use crate::trace::{verify::verify, Trace};
 

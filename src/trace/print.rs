@@ -61,6 +61,25 @@ pub fn article_inst(program: &Program, trace: &Trace, inst: &Inst) -> Option<Str
                 label(inst)
             )
         }
+        (Kind::GuardValue, Some(Stmt::MergePoint(greens)), _) => {
+            // A green checked where a loop or bridge reaches the merge point: name it by the
+            // snapshot entry that holds the guarded operand, if one does.
+            let value = inst.args[1]
+                .as_const()
+                .map_or(String::new(), Value::to_string);
+            let var = trace
+                .snap_of(inst)
+                .and_then(|s| {
+                    s.entries
+                        .iter()
+                        .find(|(slot, o)| greens.contains(slot) && *o == inst.args[0])
+                })
+                .map_or_else(
+                    || opnd(&inst.args[0]),
+                    |(slot, _)| program.var(*slot).to_string(),
+                );
+            format!("guard_value({var},{value},[],{})", label(inst))
+        }
         _ => return None,
     })
 }

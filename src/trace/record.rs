@@ -157,10 +157,11 @@ pub fn record(
         .collect();
     let key = fixed.clone();
     let closes = move |target: BlockId, frame: &Frame| {
-        target == anchor
+        (target == anchor
             && key
                 .iter()
-                .all(|(g, v)| frame[g.index()].as_ref() == Some(v))
+                .all(|(g, v)| frame[g.index()].as_ref() == Some(v)))
+        .then(|| greens.to_vec())
     };
     record_from(
         program,
@@ -177,13 +178,14 @@ pub fn record(
 /// the first jump whose target `ends` accepts (the anchor of a trace, which the bridge then
 /// enters). The variables in `fixed` are constants in the bridge (for a bridge specialized
 /// on one value of a promoted variable). The trace ends in `loop`, whose snapshot is the
-/// state at the target; a bridge does not loop by itself.
+/// state at the target; a bridge does not loop by itself. `ends` names the variables whose
+/// values the target's trace takes as constants (its greens): the bridge guards them.
 pub fn record_bridge(
     program: &Program,
     frame: &mut Frame,
     start: Position,
     fixed: &[(Slot, Value)],
-    ends: &dyn Fn(BlockId, &Frame) -> bool,
+    ends: &dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>,
     steps: &mut Steps,
     max_len: usize,
 ) -> Result<Recorded, RuntimeError> {
@@ -195,7 +197,7 @@ fn record_from(
     frame: &mut Frame,
     start: Position,
     fixed: &[(Slot, Value)],
-    ends: &dyn Fn(BlockId, &Frame) -> bool,
+    ends: &dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>,
     steps: &mut Steps,
     max_len: usize,
 ) -> Result<Recorded, RuntimeError> {
@@ -311,7 +313,35 @@ fn record_from(
             }
             _ => {}
         }
-        if ends(next, frame) {
+        if let Some(greens) = ends(next, frame) {
+            // The trace at `next` takes its greens as the constants they are now: the loop
+            // (or the bridge) goes there only while they still have these values (the
+            // articles' `jit_merge_point` promotes its greens).
+            let merge = r
+                .program
+                .block(next)
+                .insts
+                .iter()
+                .position(|s| matches!(s, Stmt::MergePoint(_)));
+            for g in greens {
+                let Some(value) = frame[g.index()].clone() else {
+                    continue;
+                };
+                let at = Position {
+                    block: next,
+                    inst: merge.unwrap_or(0),
+                };
+                let v = r.var(g, at);
+                if v.as_const() != Some(&value) {
+                    let snap = r.snapshot(Position::start(next));
+                    r.emit(
+                        Kind::GuardValue,
+                        vec![v, Opnd::Const(value)],
+                        Some(snap),
+                        at,
+                    );
+                }
+            }
             let snap = r.snapshot(Position::start(next));
             r.insts.push(Inst {
                 kind: Kind::Loop,
