@@ -406,3 +406,84 @@ fn peel_merges_params_that_always_hold_the_same_value() {
          loop v6  @l:0 #2 [x=v6, y=v6]",
     );
 }
+
+/// The header state of a peeled trace, from its text.
+fn loop_state(peeled: &str) -> (Program, opt::state::LoopState) {
+    let program = names();
+    let trace = parse_ssa(&program, &unindent(peeled)).unwrap_or_else(|e| panic!("{e}"));
+    let state = opt::state::LoopState::of(&trace).expect("a peeled trace has a header state");
+    (program, state)
+}
+
+/// `x` and `y` share a param, `z` is assumed to stay 7.
+const MERGED: &str = "v0 = input x  @l:0 #0 []
+     v1 = add v0, 1  @l:0 #0 []
+     v2 = input c  @l:1 #1 [x=v1]
+     guard_true v2  @d:0 #2 [x=v1]
+     loop_start v1  @l:0 #2 [x=v1, y=v1, z=7]
+     v5 = param x
+     v6 = add v5, 1  @l:0 #0 [x=v5, y=v5, z=7]
+     loop v6  @l:0 #2 [x=v6, y=v6, z=7]";
+
+#[test]
+fn loop_state_names_merged_params_and_assumed_constants() {
+    use flowjit::opt::state::Assumed;
+    use flowjit_runtime::Value;
+    let (program, state) = loop_state(MERGED);
+    let slot = |name: &str| program.slot(name).expect("a variable of the program");
+    assert_eq!(state.params, 1);
+    assert_eq!(state.assumed(slot("x")), Some(&Assumed::Param(0)));
+    assert_eq!(state.assumed(slot("y")), Some(&Assumed::Param(0)));
+    assert_eq!(
+        state.assumed(slot("z")),
+        Some(&Assumed::Const(Value::Int(7)))
+    );
+    assert_eq!(state.assumed(slot("i")), None);
+}
+
+#[test]
+fn a_jump_enters_the_header_only_with_the_state_the_loop_assumes() {
+    use flowjit::opt::state::Arrival;
+    use flowjit::trace::Ref;
+    use flowjit_runtime::Value;
+    let (program, state) = loop_state(MERGED);
+    let slot = |name: &str| program.slot(name).expect("a variable of the program");
+    let (x, y, z, i) = (slot("x"), slot("y"), slot("z"), slot("i"));
+    let v = |r: u32| Arrival::Value(1, Ref(r));
+    // x and y arrive as one value, z as its constant: the param takes x's value.
+    let same = |s| {
+        if s == z {
+            Arrival::Const(Value::Int(7))
+        } else {
+            v(3)
+        }
+    };
+    assert_eq!(state.admits(&[x, y], &same), Some(vec![Some(x)]));
+    // Nothing written on the path: the param keeps its value.
+    assert_eq!(state.admits(&[], &|_| Arrival::Unchanged), Some(vec![None]));
+    // x and y arrive as two values (the rare path's `y = 0`): through the preamble.
+    let split = |s| match s {
+        s if s == y => Arrival::Const(Value::Int(0)),
+        s if s == z => Arrival::Unchanged,
+        _ => v(3),
+    };
+    assert_eq!(state.admits(&[x, y], &split), None);
+    // The same value from two segments is two values.
+    let segments = |s| match s {
+        s if s == y => Arrival::Value(2, Ref(3)),
+        s if s == z => Arrival::Unchanged,
+        _ => v(3),
+    };
+    assert_eq!(state.admits(&[x, y], &segments), None);
+    // z arrives as another constant.
+    let other = |s| {
+        if s == z {
+            Arrival::Const(Value::Int(8))
+        } else {
+            v(3)
+        }
+    };
+    assert_eq!(state.admits(&[x, y, z], &other), None);
+    // i is not carried: the preamble read it once, and a path that writes it must run it.
+    assert_eq!(state.admits(&[x, y, i], &same), None);
+}
