@@ -58,15 +58,15 @@ pub fn result(op: Op, args: &[Opnd], facts: &Facts) -> Option<Range> {
         Op::Sub => {
             let (a, b) = (r(0)?, r(1)?);
             Range {
-                lo: add(a.lo, b.hi.map(|h| -h)),
-                hi: add(a.hi, b.lo.map(|l| -l)),
+                lo: add(a.lo, b.hi.and_then(i128::checked_neg)),
+                hi: add(a.hi, b.lo.and_then(i128::checked_neg)),
             }
         }
         Op::Neg => {
             let a = r(0)?;
             Range {
-                lo: a.hi.map(|h| -h),
-                hi: a.lo.map(|l| -l),
+                lo: a.hi.and_then(i128::checked_neg),
+                hi: a.lo.and_then(i128::checked_neg),
             }
         }
         Op::Mul => {
@@ -74,7 +74,14 @@ pub fn result(op: Op, args: &[Opnd], facts: &Facts) -> Option<Range> {
             let (Some(al), Some(ah), Some(bl), Some(bh)) = (a.lo, a.hi, b.lo, b.hi) else {
                 return None;
             };
-            let products = [al * bl, al * bh, ah * bl, ah * bh];
+            // Bounds are i128 so that products of 64-bit bounds are exact; bounds that have
+            // already grown past 64 bits may overflow even that, and then nothing is known.
+            let products = [
+                al.checked_mul(bl)?,
+                al.checked_mul(bh)?,
+                ah.checked_mul(bl)?,
+                ah.checked_mul(bh)?,
+            ];
             Range::new(
                 *products.iter().min().expect("four products"),
                 *products.iter().max().expect("four products"),
