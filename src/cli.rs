@@ -270,6 +270,11 @@ fn dispatch(command: Command) -> CliResult<()> {
             opts,
         } => {
             let (loaded, entry, statics) = open(&program, opts.syntax, entry.as_deref(), &inputs)?;
+            // Checked before the specialization, which may take a while.
+            let dynamic = match &run {
+                Some(words) => Some(dynamic_inputs(&loaded, &statics, words)?),
+                None => None,
+            };
             let raw_residual =
                 crate::peval::specialize(&loaded.program, entry, &statics).map_err(usage_error)?;
             let residual = if raw {
@@ -277,7 +282,7 @@ fn dispatch(command: Command) -> CliResult<()> {
             } else {
                 crate::peval::cleanup::clean(&raw_residual)
             };
-            let Some(dynamic) = run else {
+            let Some(dynamic) = dynamic else {
                 let ast = residual.to_ast(&loaded.program);
                 let printed = match format {
                     Syntax::Fg => lang::print::to_fg(&ast),
@@ -292,7 +297,7 @@ fn dispatch(command: Command) -> CliResult<()> {
             // Inputs are variables of the original program; one the residual program never
             // reads is dropped.
             let mut inputs = Vec::new();
-            for (slot, value) in parse_inputs(&loaded, &dynamic)? {
+            for (slot, value) in dynamic {
                 if let Some(s) = residual_loaded.program.slot(loaded.program.var(slot)) {
                     inputs.push((s, value));
                 }
@@ -422,6 +427,9 @@ fn bytecode_setup(file: &PathBuf, inputs: &[String]) -> CliResult<(Loaded, lang:
                 bytecode::REGISTERS.join(" ")
             )));
         }
+        if given.iter().any(|(n, _)| *n == name) {
+            return Err(given_twice(&name));
+        }
         given.push((name, value));
     }
     let mut all = vec![
@@ -431,7 +439,6 @@ fn bytecode_setup(file: &PathBuf, inputs: &[String]) -> CliResult<(Loaded, lang:
     for reg in bytecode::REGISTERS {
         let v = given
             .iter()
-            .rev()
             .find(|(n, _)| n == reg)
             .map_or(Value::Int(0), |(_, v)| v.clone());
         all.push((reg.to_string(), v));
@@ -521,17 +528,40 @@ fn parse_input(word: &str) -> CliResult<(String, Value)> {
     Ok((name.to_string(), value))
 }
 
+/// The inputs `words`, each naming a variable of the program, none given twice.
 fn parse_inputs(loaded: &Loaded, words: &[String]) -> CliResult<Vec<(Slot, Value)>> {
-    words
-        .iter()
-        .map(|word| {
-            let (name, value) = parse_input(word)?;
-            let slot = loaded.program.slot(&name).ok_or_else(|| {
-                usage_error(format!("input `{name}` is not a variable of the program"))
-            })?;
-            Ok((slot, value))
-        })
-        .collect()
+    let mut inputs: Vec<(Slot, Value)> = Vec::new();
+    for word in words {
+        let (name, value) = parse_input(word)?;
+        let slot = loaded.program.slot(&name).ok_or_else(|| {
+            usage_error(format!("input `{name}` is not a variable of the program"))
+        })?;
+        if inputs.iter().any(|(s, _)| *s == slot) {
+            return Err(given_twice(&name));
+        }
+        inputs.push((slot, value));
+    }
+    Ok(inputs)
+}
+
+/// `pe --run`'s dynamic inputs `words`: variables of the program, none given twice, none
+/// also static.
+fn dynamic_inputs(loaded: &Loaded, statics: &Inputs, words: &[String]) -> CliResult<Inputs> {
+    let dynamic = parse_inputs(loaded, words)?;
+    for (slot, _) in &dynamic {
+        if statics.iter().any(|(s, _)| s == slot) {
+            let name = loaded.program.var(*slot);
+            return Err(usage_error(format!(
+                "input `{name}` is given twice: static, and dynamic after --run"
+            )));
+        }
+    }
+    Ok(dynamic)
+}
+
+/// An input given twice is refused rather than one of its values silently chosen.
+fn given_twice(name: &str) -> Failure {
+    usage_error(format!("input `{name}` is given twice"))
 }
 
 /// How `execute` starts the run.

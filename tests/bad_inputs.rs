@@ -29,6 +29,7 @@ fn rows() -> Vec<Row> {
         ("a Prolog variable inside a block", "v.pl", b"block(a, print_and_stop(const(X))).\n".to_vec(), vec![], "FILE:1:31: error: expected a constant (an integer, an atom or a list), found the Prolog variable `X`", 2),
         ("an input that is not NAME=VALUE", "p.fg", b"a: print_and_stop(x)".to_vec(), vec!["x"], "error: input `x` is not of the form NAME=VALUE", 2),
         ("an input value that does not parse", "p.fg", b"a: print_and_stop(x)".to_vec(), vec!["x=)("], "input x:1:1: error: expected a term, found `)`", 2),
+        ("an input given twice", "p.fg", b"a: print_and_stop(x)".to_vec(), vec!["x=1", "x=2"], "error: input `x` is given twice", 2),
         ("an input for a variable the program lacks", "p.fg", b"a: print_and_stop(x)".to_vec(), vec!["y=1"], "error: input `y` is not a variable of the program", 2),
         ("an unknown dump", "p.fg", b"a: print_and_stop(1)".to_vec(), vec!["--dump", "everything"], "error: unknown dump `everything`", 2),
         ("an unknown pass", "p.fg", b"a: print_and_stop(1)".to_vec(), vec!["--passes", "fold,magic"], "error: unknown pass `magic`", 2),

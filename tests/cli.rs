@@ -240,6 +240,51 @@ fn bad_usage_exits_with_2() {
 }
 
 #[test]
+fn an_input_given_twice_is_bad_usage() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "examples/power.fg", "x=5", "y=2", "x=6"], "x"),
+        (
+            &[
+                "trace",
+                "examples/power.fg",
+                "--from",
+                "power",
+                "y=1",
+                "x=2",
+                "y=1",
+            ],
+            "y",
+        ),
+        (&["bytecode", "examples/square.bc", "a=5", "a=6"], "a"),
+        (&["bench", "examples/square.bc", "a=5", "a=6"], "a"),
+        (&["bench", "examples/sum.fg", "n=5", "n=6"], "n"),
+        (&["pe", "examples/power.fg", "y=5", "y=5"], "y"),
+        (
+            &["pe", "examples/power.fg", "y=5", "--run", "x=2", "x=3"],
+            "x",
+        ),
+    ];
+    for (args, name) in cases {
+        let out = flowjit(args);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("error: input `{name}` is given twice\n"),
+            "{args:?}"
+        );
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // Static, and dynamic again under `pe --run`.
+    let out = flowjit(&["pe", "examples/power.fg", "y=5", "--run", "x=2", "y=6"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: input `y` is given twice: static, and dynamic after --run\n"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
 fn bad_bytecode_is_reported_with_positions() {
     let path = program("bad.bc", "mov_a_r0\njump_if_a nowhere\nfly\n");
     let out = flowjit(&["bytecode", path.to_str().unwrap()]);
