@@ -34,6 +34,7 @@ fn rows() -> Vec<Row> {
         ("an unknown dump", "p.fg", b"a: print_and_stop(1)".to_vec(), vec!["--dump", "everything"], "error: unknown dump `everything`", 2),
         ("an unknown pass", "p.fg", b"a: print_and_stop(1)".to_vec(), vec!["--passes", "fold,magic"], "error: unknown pass `magic`", 2),
         ("an unknown target", "p.fg", b"a: print_and_stop(1)".to_vec(), vec!["--target", "sparc"], "error: unknown target `sparc`", 2),
+        ("an integer literal past the size limit (2^24 bits)", "i.fg", format!("a: x = {} print_and_stop(x)", "7".repeat(5_050_447)).into_bytes(), vec![], "FILE:1:8: error: integer literal of 5050447 digits too large (more than 16777216 bits)", 2),
         ("a negative threshold", "p.fg", b"a: print_and_stop(1)".to_vec(), vec!["--threshold", "-1"], "error: unexpected argument '-1' found", 2),
         ("a program that never stops, with --max-steps", "l.fg", b"a: goto a".to_vec(), vec!["--max-steps", "100000"], "error: step limit reached: the program did not stop within 100000 operations (in block a)", 1),
         ("a left shift past the size limit", "s.fg", b"a: x = 1 << 100000000 print_and_stop(x)".to_vec(), vec![], "error: shift count 100000000 too large in shl (at most 16777216) (in block a)", 1),

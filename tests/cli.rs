@@ -285,6 +285,51 @@ fn an_input_given_twice_is_bad_usage() {
 }
 
 #[test]
+fn integer_literals_past_the_size_limit_are_refused_when_the_program_loads() {
+    // 2^24 bits is at most 5,050,446 decimal digits: one more is refused unparsed.
+    let digits = "7".repeat(5_050_447);
+    let message = "error: integer literal of 5050447 digits too large (more than 16777216 bits)\n";
+    let cases = [
+        (
+            "big.fg",
+            format!("a:\n    x = [1, -{digits}]\n    print_and_stop(x)\n"),
+            "2:14",
+        ),
+        (
+            "big.pl",
+            format!("block(a, print_and_stop(const({digits}))).\n"),
+            "1:31",
+        ),
+    ];
+    for (name, text, at) in cases {
+        let (out, err, status) = run_file(name, &text, &[]);
+        assert_eq!(out, "");
+        assert!(
+            err.starts_with(&format!("FILE:{at}: {message}")),
+            "{name}: {}",
+            &err[..err.len().min(500)]
+        );
+        // The line is shown around the literal, not all of it.
+        assert!(
+            err.len() < 500,
+            "{name}: {} bytes of diagnostics",
+            err.len()
+        );
+        assert_eq!(status, Some(2), "{name}");
+    }
+    let path = program("big.bc", &format!("mov_a_r0\njump_if_a {digits}\n"));
+    let path = path.to_str().expect("utf-8 temp path");
+    let out = flowjit(&["bytecode", path]);
+    let err = String::from_utf8_lossy(&out.stderr).replace(path, "FILE");
+    assert!(
+        err.starts_with(&format!("FILE:2:11: {message}")),
+        "{}",
+        &err[..err.len().min(500)]
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn bad_bytecode_is_reported_with_positions() {
     let path = program("bad.bc", "mov_a_r0\njump_if_a nowhere\nfly\n");
     let out = flowjit(&["bytecode", path.to_str().unwrap()]);

@@ -21,7 +21,7 @@ pub const MAX_SHIFT: u64 = 1 << 24;
 /// The most bits an integer may have (of its magnitude, as `BigInt::bits` counts them): an
 /// operation whose result is larger fails with [`OpError::TooLarge`] instead of exhausting
 /// memory, refused before it is computed when its size must pass the limit. 2^24 bits is an
-/// integer of about five million decimal digits (5,050,445 at most).
+/// integer of about five million decimal digits (5,050,446 at most).
 pub const MAX_BITS: u64 = 1 << 24;
 
 macro_rules! ops {
