@@ -13,12 +13,25 @@ use crate::lang::{self, bytecode, diag, Diagnostic, Program, Slot, Source, Synta
 
 /// A meta-tracing JIT for the flowgraph language of "Comparing Partial Evaluation to Tracing".
 #[derive(Parser, Debug)]
-#[command(name = "flowjit", version, about, max_term_width = 100)]
+#[command(
+    name = "flowjit",
+    version,
+    about,
+    max_term_width = 100,
+    after_help = EXIT_STATUSES
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The exit statuses, as `flowjit --help` lists them.
+const EXIT_STATUSES: &str = "Exit status:
+  0  success
+  1  a runtime error in the program
+  2  bad usage, an unreadable or invalid program
+  3  flowjit bench: an executor printed something other than the interpreter did";
 
 /// The subcommands.
 #[derive(Subcommand, Debug)]
@@ -113,6 +126,8 @@ pub enum Command {
     /// Interpreter, trace interpreter, JIT (and the partially evaluated program compiled
     /// whole) side by side: a table of timings and the speedups. A .bc file runs on the
     /// bundled interpreter, with `bytecode` and `pc` static for the partial evaluator.
+    /// Every run must print what the interpreter prints; when one does not, no table is
+    /// printed and the exit status is 3.
     Bench {
         /// The program (.fg, .pl, or .bc).
         program: PathBuf,
@@ -190,7 +205,25 @@ pub enum Failure {
     Usage,
     /// A runtime error in the program: exit status 1. Already reported.
     Runtime,
+    /// `flowjit bench`: an executor printed something other than the interpreter did, a
+    /// fault of flowjit rather than of the program or the command line: exit status 3.
+    /// Already reported.
+    Disagreement,
 }
+
+impl Failure {
+    /// The process's exit status.
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            Failure::Runtime => 1,
+            Failure::Usage => 2,
+            Failure::Disagreement => DISAGREEMENT_STATUS,
+        }
+    }
+}
+
+/// The exit status of `flowjit bench` when the executors disagree.
+pub const DISAGREEMENT_STATUS: u8 = 3;
 
 type CliResult<T> = Result<T, Failure>;
 
@@ -212,8 +245,7 @@ pub fn main() -> ExitCode {
         .expect("a thread for the command");
     match worker.join().expect("the command does not panic") {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Runtime) => ExitCode::from(1),
-        Err(Failure::Usage) => ExitCode::from(2),
+        Err(failure) => ExitCode::from(failure.exit_status()),
     }
 }
 
@@ -371,7 +403,10 @@ fn dispatch(command: Command) -> CliResult<()> {
                 bar.inc(1);
             });
             bar.finish_and_clear();
-            let report = report.map_err(|e| usage_error(format!("the executors disagree: {e}")))?;
+            let report = report.map_err(|e| {
+                eprintln!("error: the executors disagree: {e}");
+                Failure::Disagreement
+            })?;
             let title = format!("flowjit bench {path}");
             let mut out = std::io::stdout().lock();
             if json {
@@ -726,5 +761,19 @@ fn finish(result: Result<Value, interp::RuntimeError>) -> CliResult<()> {
             eprintln!("error: {e}");
             Err(Failure::Runtime)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_failure_has_its_own_exit_status() {
+        assert_eq!(Failure::Runtime.exit_status(), 1);
+        assert_eq!(Failure::Usage.exit_status(), 2);
+        // Executors that disagree are neither bad usage nor the program's error.
+        assert_eq!(Failure::Disagreement.exit_status(), 3);
+        assert!(EXIT_STATUSES.contains("\n  3  flowjit bench: "));
     }
 }

@@ -572,6 +572,24 @@ fn bench_prints_a_table_json_and_a_plot() {
 }
 
 #[test]
+fn the_help_lists_the_exit_statuses_and_bench_its_own() {
+    let help = stdout_of(&["--help"]);
+    for status in [
+        "\n  0  success\n",
+        "\n  1  a runtime error in the program\n",
+        "\n  2  bad usage, an unreadable or invalid program\n",
+        "\n  3  flowjit bench: an executor printed something other than the interpreter did\n",
+    ] {
+        assert!(help.contains(status), "{status:?} in\n{help}");
+    }
+    let help = stdout_of(&["bench", "--help"]);
+    assert!(
+        help.contains("when one does not, no table is printed and the exit status is 3"),
+        "{help}"
+    );
+}
+
+#[test]
 fn machine_code_drops_overflow_checks_that_guards_make_impossible() {
     // `i >= 0` is guarded before `i - 11`, in the preamble and in the loop: no overflow check.
     let out = flowjit(&[
