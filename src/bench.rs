@@ -141,14 +141,51 @@ fn run_pe(setup: &Setup, statics: &[Slot]) -> Outcome {
     }
 }
 
+/// An executor printed something other than what the interpreter printed: the benchmark
+/// is refused (`flowjit bench` exits with status 3).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{mode} printed {got:?} where the interpreter printed {want:?}")]
+pub struct Disagreement {
+    /// The executor.
+    pub mode: &'static str,
+    /// What it printed.
+    pub got: String,
+    /// What the interpreter printed.
+    pub want: String,
+}
+
 /// Runs every executor `runs` times, interleaved; `tick` is called after each run with
 /// the executor's name. Fails (with both answers) when an executor disagrees with the
 /// interpreter.
-pub fn run(setup: &Setup, runs: usize, mut tick: impl FnMut(&str)) -> Result<Report, String> {
+pub fn run(setup: &Setup, runs: usize, tick: impl FnMut(&str)) -> Result<Report, Disagreement> {
     let mut modes: Vec<&'static str> = vec!["interp", "trace", "jit"];
     if setup.statics.is_some() {
         modes.push("pe+compile");
     }
+    let execute = |mode: &str| {
+        let (outcome, warmup) = match mode {
+            "interp" => (
+                interp::run_program(setup.program, setup.entry, &setup.inputs, None),
+                None,
+            ),
+            "trace" => run_jit(setup, false),
+            "jit" => run_jit(setup, true),
+            _ => (run_pe(setup, setup.statics.as_deref().unwrap_or(&[])), None),
+        };
+        (describe(&outcome), warmup)
+    };
+    rounds(&modes, runs, execute, tick)
+}
+
+/// Runs each of `modes` (the interpreter first) `runs` times through `execute`, which
+/// returns what the run printed and its JIT warm-up, in interleaved rounds; stops at the
+/// first run that prints something other than the first run did.
+fn rounds(
+    modes: &[&'static str],
+    runs: usize,
+    mut execute: impl FnMut(&str) -> (String, Option<Duration>),
+    mut tick: impl FnMut(&str),
+) -> Result<Report, Disagreement> {
     let mut timings: Vec<Timing> = modes
         .iter()
         .map(|m| Timing {
@@ -161,25 +198,17 @@ pub fn run(setup: &Setup, runs: usize, mut tick: impl FnMut(&str)) -> Result<Rep
     for _ in 0..runs {
         for timing in &mut timings {
             let start = Instant::now();
-            let (outcome, warmup) = match timing.mode {
-                "interp" => (
-                    interp::run_program(setup.program, setup.entry, &setup.inputs, None),
-                    None,
-                ),
-                "trace" => run_jit(setup, false),
-                "jit" => run_jit(setup, true),
-                _ => (run_pe(setup, setup.statics.as_deref().unwrap_or(&[])), None),
-            };
+            let (got, warmup) = execute(timing.mode);
             timing.times.push(start.elapsed());
             timing.warmups.extend(warmup);
-            let got = describe(&outcome);
             match &expected {
                 None => expected = Some(got),
                 Some(want) if *want != got => {
-                    return Err(format!(
-                        "{} printed {got:?} where the interpreter printed {want:?}",
-                        timing.mode
-                    ))
+                    return Err(Disagreement {
+                        mode: timing.mode,
+                        got,
+                        want: want.clone(),
+                    })
                 }
                 Some(_) => {}
             }
@@ -310,5 +339,43 @@ impl Report {
             }))
             .map_err(|e| e.to_string())?;
         root.present().map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_executor_that_disagrees_with_the_interpreter_stops_the_benchmark() {
+        let modes = ["interp", "trace", "jit"];
+        let mut ran = Vec::new();
+        let result = rounds(
+            &modes,
+            3,
+            |mode| {
+                ran.push(mode.to_string());
+                let printed = if mode == "jit" && ran.len() > 3 {
+                    "41"
+                } else {
+                    "42"
+                };
+                (printed.to_string(), None)
+            },
+            |_| {},
+        );
+        assert_eq!(
+            result.unwrap_err(),
+            Disagreement {
+                mode: "jit",
+                got: "41".to_string(),
+                want: "42".to_string()
+            }
+        );
+        // The second round's JIT run was the last.
+        assert_eq!(ran.len(), 6);
+        let agreed = rounds(&modes, 2, |_| ("42".to_string(), None), |_| {}).unwrap();
+        assert_eq!(agreed.result, "42");
+        assert!(agreed.timings.iter().all(|t| t.times.len() == 2));
     }
 }

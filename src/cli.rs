@@ -13,12 +13,25 @@ use crate::lang::{self, bytecode, diag, Diagnostic, Program, Slot, Source, Synta
 
 /// A meta-tracing JIT for the flowgraph language of "Comparing Partial Evaluation to Tracing".
 #[derive(Parser, Debug)]
-#[command(name = "flowjit", version, about, max_term_width = 100)]
+#[command(
+    name = "flowjit",
+    version,
+    about,
+    max_term_width = 100,
+    after_help = EXIT_STATUSES
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The exit statuses, as `flowjit --help` lists them.
+const EXIT_STATUSES: &str = "Exit status:
+  0  success
+  1  a runtime error in the program
+  2  bad usage, an unreadable or invalid program
+  3  flowjit bench: an executor printed something other than the interpreter did";
 
 /// The subcommands.
 #[derive(Subcommand, Debug)]
@@ -113,6 +126,8 @@ pub enum Command {
     /// Interpreter, trace interpreter, JIT (and the partially evaluated program compiled
     /// whole) side by side: a table of timings and the speedups. A .bc file runs on the
     /// bundled interpreter, with `bytecode` and `pc` static for the partial evaluator.
+    /// Every run must print what the interpreter prints; when one does not, no table is
+    /// printed and the exit status is 3.
     Bench {
         /// The program (.fg, .pl, or .bc).
         program: PathBuf,
@@ -190,7 +205,25 @@ pub enum Failure {
     Usage,
     /// A runtime error in the program: exit status 1. Already reported.
     Runtime,
+    /// `flowjit bench`: an executor printed something other than the interpreter did, a
+    /// fault of flowjit rather than of the program or the command line: exit status 3.
+    /// Already reported.
+    Disagreement,
 }
+
+impl Failure {
+    /// The process's exit status.
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            Failure::Runtime => 1,
+            Failure::Usage => 2,
+            Failure::Disagreement => DISAGREEMENT_STATUS,
+        }
+    }
+}
+
+/// The exit status of `flowjit bench` when the executors disagree.
+pub const DISAGREEMENT_STATUS: u8 = 3;
 
 type CliResult<T> = Result<T, Failure>;
 
@@ -212,8 +245,7 @@ pub fn main() -> ExitCode {
         .expect("a thread for the command");
     match worker.join().expect("the command does not panic") {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Runtime) => ExitCode::from(1),
-        Err(Failure::Usage) => ExitCode::from(2),
+        Err(failure) => ExitCode::from(failure.exit_status()),
     }
 }
 
@@ -270,6 +302,11 @@ fn dispatch(command: Command) -> CliResult<()> {
             opts,
         } => {
             let (loaded, entry, statics) = open(&program, opts.syntax, entry.as_deref(), &inputs)?;
+            // Checked before the specialization, which may take a while.
+            let dynamic = match &run {
+                Some(words) => Some(dynamic_inputs(&loaded, &statics, words)?),
+                None => None,
+            };
             let raw_residual =
                 crate::peval::specialize(&loaded.program, entry, &statics).map_err(usage_error)?;
             let residual = if raw {
@@ -277,7 +314,7 @@ fn dispatch(command: Command) -> CliResult<()> {
             } else {
                 crate::peval::cleanup::clean(&raw_residual)
             };
-            let Some(dynamic) = run else {
+            let Some(dynamic) = dynamic else {
                 let ast = residual.to_ast(&loaded.program);
                 let printed = match format {
                     Syntax::Fg => lang::print::to_fg(&ast),
@@ -292,7 +329,7 @@ fn dispatch(command: Command) -> CliResult<()> {
             // Inputs are variables of the original program; one the residual program never
             // reads is dropped.
             let mut inputs = Vec::new();
-            for (slot, value) in parse_inputs(&loaded, &dynamic)? {
+            for (slot, value) in dynamic {
                 if let Some(s) = residual_loaded.program.slot(loaded.program.var(slot)) {
                     inputs.push((s, value));
                 }
@@ -366,7 +403,10 @@ fn dispatch(command: Command) -> CliResult<()> {
                 bar.inc(1);
             });
             bar.finish_and_clear();
-            let report = report.map_err(|e| usage_error(format!("the executors disagree: {e}")))?;
+            let report = report.map_err(|e| {
+                eprintln!("error: the executors disagree: {e}");
+                Failure::Disagreement
+            })?;
             let title = format!("flowjit bench {path}");
             let mut out = std::io::stdout().lock();
             if json {
@@ -422,6 +462,9 @@ fn bytecode_setup(file: &PathBuf, inputs: &[String]) -> CliResult<(Loaded, lang:
                 bytecode::REGISTERS.join(" ")
             )));
         }
+        if given.iter().any(|(n, _)| *n == name) {
+            return Err(given_twice(&name));
+        }
         given.push((name, value));
     }
     let mut all = vec![
@@ -431,7 +474,6 @@ fn bytecode_setup(file: &PathBuf, inputs: &[String]) -> CliResult<(Loaded, lang:
     for reg in bytecode::REGISTERS {
         let v = given
             .iter()
-            .rev()
             .find(|(n, _)| n == reg)
             .map_or(Value::Int(0), |(_, v)| v.clone());
         all.push((reg.to_string(), v));
@@ -521,17 +563,40 @@ fn parse_input(word: &str) -> CliResult<(String, Value)> {
     Ok((name.to_string(), value))
 }
 
+/// The inputs `words`, each naming a variable of the program, none given twice.
 fn parse_inputs(loaded: &Loaded, words: &[String]) -> CliResult<Vec<(Slot, Value)>> {
-    words
-        .iter()
-        .map(|word| {
-            let (name, value) = parse_input(word)?;
-            let slot = loaded.program.slot(&name).ok_or_else(|| {
-                usage_error(format!("input `{name}` is not a variable of the program"))
-            })?;
-            Ok((slot, value))
-        })
-        .collect()
+    let mut inputs: Vec<(Slot, Value)> = Vec::new();
+    for word in words {
+        let (name, value) = parse_input(word)?;
+        let slot = loaded.program.slot(&name).ok_or_else(|| {
+            usage_error(format!("input `{name}` is not a variable of the program"))
+        })?;
+        if inputs.iter().any(|(s, _)| *s == slot) {
+            return Err(given_twice(&name));
+        }
+        inputs.push((slot, value));
+    }
+    Ok(inputs)
+}
+
+/// `pe --run`'s dynamic inputs `words`: variables of the program, none given twice, none
+/// also static.
+fn dynamic_inputs(loaded: &Loaded, statics: &Inputs, words: &[String]) -> CliResult<Inputs> {
+    let dynamic = parse_inputs(loaded, words)?;
+    for (slot, _) in &dynamic {
+        if statics.iter().any(|(s, _)| s == slot) {
+            let name = loaded.program.var(*slot);
+            return Err(usage_error(format!(
+                "input `{name}` is given twice: static, and dynamic after --run"
+            )));
+        }
+    }
+    Ok(dynamic)
+}
+
+/// An input given twice is refused rather than one of its values silently chosen.
+fn given_twice(name: &str) -> Failure {
+    usage_error(format!("input `{name}` is given twice"))
 }
 
 /// How `execute` starts the run.
@@ -696,5 +761,19 @@ fn finish(result: Result<Value, interp::RuntimeError>) -> CliResult<()> {
             eprintln!("error: {e}");
             Err(Failure::Runtime)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_failure_has_its_own_exit_status() {
+        assert_eq!(Failure::Runtime.exit_status(), 1);
+        assert_eq!(Failure::Usage.exit_status(), 2);
+        // Executors that disagree are neither bad usage nor the program's error.
+        assert_eq!(Failure::Disagreement.exit_status(), 3);
+        assert!(EXIT_STATUSES.contains("\n  3  flowjit bench: "));
     }
 }

@@ -240,6 +240,96 @@ fn bad_usage_exits_with_2() {
 }
 
 #[test]
+fn an_input_given_twice_is_bad_usage() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "examples/power.fg", "x=5", "y=2", "x=6"], "x"),
+        (
+            &[
+                "trace",
+                "examples/power.fg",
+                "--from",
+                "power",
+                "y=1",
+                "x=2",
+                "y=1",
+            ],
+            "y",
+        ),
+        (&["bytecode", "examples/square.bc", "a=5", "a=6"], "a"),
+        (&["bench", "examples/square.bc", "a=5", "a=6"], "a"),
+        (&["bench", "examples/sum.fg", "n=5", "n=6"], "n"),
+        (&["pe", "examples/power.fg", "y=5", "y=5"], "y"),
+        (
+            &["pe", "examples/power.fg", "y=5", "--run", "x=2", "x=3"],
+            "x",
+        ),
+    ];
+    for (args, name) in cases {
+        let out = flowjit(args);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("error: input `{name}` is given twice\n"),
+            "{args:?}"
+        );
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // Static, and dynamic again under `pe --run`.
+    let out = flowjit(&["pe", "examples/power.fg", "y=5", "--run", "x=2", "y=6"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: input `y` is given twice: static, and dynamic after --run\n"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn integer_literals_past_the_size_limit_are_refused_when_the_program_loads() {
+    // 2^24 bits is at most 5,050,446 decimal digits: one more is refused unparsed.
+    let digits = "7".repeat(5_050_447);
+    let message = "error: integer literal of 5050447 digits too large (more than 16777216 bits)\n";
+    let cases = [
+        (
+            "big.fg",
+            format!("a:\n    x = [1, -{digits}]\n    print_and_stop(x)\n"),
+            "2:14",
+        ),
+        (
+            "big.pl",
+            format!("block(a, print_and_stop(const({digits}))).\n"),
+            "1:31",
+        ),
+    ];
+    for (name, text, at) in cases {
+        let (out, err, status) = run_file(name, &text, &[]);
+        assert_eq!(out, "");
+        assert!(
+            err.starts_with(&format!("FILE:{at}: {message}")),
+            "{name}: {}",
+            &err[..err.len().min(500)]
+        );
+        // The line is shown around the literal, not all of it.
+        assert!(
+            err.len() < 500,
+            "{name}: {} bytes of diagnostics",
+            err.len()
+        );
+        assert_eq!(status, Some(2), "{name}");
+    }
+    let path = program("big.bc", &format!("mov_a_r0\njump_if_a {digits}\n"));
+    let path = path.to_str().expect("utf-8 temp path");
+    let out = flowjit(&["bytecode", path]);
+    let err = String::from_utf8_lossy(&out.stderr).replace(path, "FILE");
+    assert!(
+        err.starts_with(&format!("FILE:2:11: {message}")),
+        "{}",
+        &err[..err.len().min(500)]
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn bad_bytecode_is_reported_with_positions() {
     let path = program("bad.bc", "mov_a_r0\njump_if_a nowhere\nfly\n");
     let out = flowjit(&["bytecode", path.to_str().unwrap()]);
@@ -479,6 +569,24 @@ fn bench_prints_a_table_json_and_a_plot() {
     );
     let out = flowjit(&["bench", "examples/sum.fg", "n=10", "--runs", "0"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_help_lists_the_exit_statuses_and_bench_its_own() {
+    let help = stdout_of(&["--help"]);
+    for status in [
+        "\n  0  success\n",
+        "\n  1  a runtime error in the program\n",
+        "\n  2  bad usage, an unreadable or invalid program\n",
+        "\n  3  flowjit bench: an executor printed something other than the interpreter did\n",
+    ] {
+        assert!(help.contains(status), "{status:?} in\n{help}");
+    }
+    let help = stdout_of(&["bench", "--help"]);
+    assert!(
+        help.contains("when one does not, no table is printed and the exit status is 3"),
+        "{help}"
+    );
 }
 
 #[test]

@@ -143,3 +143,66 @@ fn bridges_show_in_the_dumps() {
         .unwrap_or_else(|| panic!("{err}"));
     assert!(bridge.ends_with(" to loop"), "{bridge}");
 }
+
+/// The `--dump asm` listings in `err`, each as its lines.
+fn asm_listings(err: &str) -> Vec<Vec<&str>> {
+    let mut listings: Vec<Vec<&str>> = Vec::new();
+    let mut inside = false;
+    for line in err.lines() {
+        if line.starts_with("# ") {
+            inside = line.starts_with("# asm ");
+            if inside {
+                listings.push(Vec::new());
+            }
+        } else if inside {
+            listings.last_mut().expect("a listing").push(line);
+        }
+    }
+    listings
+}
+
+#[test]
+fn asm_listings_show_jump_tables_as_data_and_go_on_to_the_end() {
+    // Four specialized bridges on one guard_value: a switch with a jump table.
+    for target in ["x86_64", "aarch64"] {
+        let (out, err) = flowjit(&[
+            "run",
+            "tests/programs/promote_cycles.fg",
+            "n=2000",
+            "--dump",
+            "asm",
+            "--target",
+            target,
+        ]);
+        assert_eq!(out, "4000\n");
+        let listings = asm_listings(&err);
+        let last = listings.last().expect("a listing");
+        let listing = last.join("\n");
+        assert!(listing.contains("  ; jump table\n"), "{target}:\n{listing}");
+        let addresses: Vec<&str> = last
+            .iter()
+            .filter_map(|l| l.trim().split(':').next())
+            .filter(|a| a.starts_with("0x"))
+            .collect();
+        for l in last {
+            // Garbage: bytes capstone cannot decode, zeros (x86_64 `addb %al, (%rax)`) or
+            // table entries (aarch64 `udf`) decoded as instructions.
+            for bad in [".byte", "addb     %al, (%rax)", "udf"] {
+                assert!(!l.contains(bad), "{target}: `{l}` in\n{listing}");
+            }
+            // Every entry of a table leads to an instruction of the listing.
+            if let Some(dest) = l.split("; -> ").nth(1) {
+                assert!(addresses.contains(&dest), "{target}: {l}\n{listing}");
+            }
+        }
+        for lines in &listings {
+            let end = lines.last().expect("a line");
+            assert!(
+                ["ret", ".quad", ".long"]
+                    .iter()
+                    .any(|m| end.contains(&format!(": {m}"))),
+                "{target}: the listing ends with `{end}`"
+            );
+        }
+    }
+}

@@ -18,9 +18,10 @@ use crate::Value;
 /// refused with [`OpError::ShiftTooLarge`] instead of exhausting memory.
 pub const MAX_SHIFT: u64 = 1 << 24;
 
-/// The most bits an integer may have: an operation whose result would be larger fails with
-/// [`OpError::TooLarge`] (checked before the result is computed), instead of exhausting
-/// memory. 2^24 bits is an integer of about five million decimal digits.
+/// The most bits an integer may have (of its magnitude, as `BigInt::bits` counts them): an
+/// operation whose result is larger fails with [`OpError::TooLarge`] instead of exhausting
+/// memory, refused before it is computed when its size must pass the limit. 2^24 bits is an
+/// integer of about five million decimal digits (5,050,446 at most).
 pub const MAX_BITS: u64 = 1 << 24;
 
 macro_rules! ops {
@@ -266,20 +267,7 @@ fn apply2_slow(op: Op, a: &Value, b: &Value) -> Result<Value, OpError> {
         return Err(type_error(op, "integers", culprit));
     };
     let (x, y) = (x.as_ref(), y.as_ref());
-    // The size of the result, bounded before it is computed.
-    let (bx, by) = (x.bits(), y.bits());
-    let bound = match op {
-        Op::Add | Op::Sub | Op::And | Op::Or | Op::Xor => bx.max(by) + 1,
-        Op::Mul => bx + by,
-        Op::Shl => bx.saturating_add(y.to_u64().unwrap_or(u64::MAX)),
-        _ => 0,
-    };
-    if bound > MAX_BITS && !(op == Op::Shl && (x.is_zero() || y.is_negative())) {
-        if op == Op::Shl && y.to_u64().is_none_or(|n| n > MAX_SHIFT) {
-            return Err(OpError::ShiftTooLarge { count: b.clone() });
-        }
-        return Err(OpError::TooLarge { op });
-    }
+    refuse_past_the_limit(op, x, y, b)?;
     let result = match op {
         Op::Add => x + y,
         Op::Sub => x - y,
@@ -313,7 +301,40 @@ fn apply2_slow(op: Op, a: &Value, b: &Value) -> Result<Value, OpError> {
         },
         _ => panic!("{op} does not take two arguments"),
     };
+    // What the bound lets through may still be one bit past the limit.
+    if result.bits() > MAX_BITS {
+        return Err(OpError::TooLarge { op });
+    }
     Ok(Value::from_bigint(result))
+}
+
+/// Refuses, before it is computed, a result of `op` that must have more than [`MAX_BITS`]
+/// bits; what is left is computed and its size checked. `count` is `y` as a value, for the
+/// message of a shift count too large.
+///
+/// The bound is the result's *least* possible size, so that a small result of large
+/// operands (`x - 1`, `x & 255`, `x ^ x` for `x` of 2^24 bits) is never refused. Whatever is
+/// computed then has at most one bit past the limit, for operands within it: `add`, `sub`,
+/// `and`, `or` and `xor` give at most one bit more than their larger operand, `div`, `mod`
+/// and `shr` never more; a product of `a` and `b` bits has `a + b - 1` or `a + b` bits, and
+/// `x << n` exactly `n` more than `x`.
+fn refuse_past_the_limit(op: Op, x: &BigInt, y: &BigInt, count: &Value) -> Result<(), OpError> {
+    if x.is_zero() {
+        return Ok(());
+    }
+    match op {
+        Op::Mul if !y.is_zero() && x.bits() + y.bits() - 1 > MAX_BITS => {
+            Err(OpError::TooLarge { op })
+        }
+        Op::Shl if !y.is_negative() => match y.to_u64() {
+            Some(n) if n <= MAX_SHIFT && x.bits() + n <= MAX_BITS => Ok(()),
+            Some(n) if n <= MAX_SHIFT => Err(OpError::TooLarge { op }),
+            _ => Err(OpError::ShiftTooLarge {
+                count: count.clone(),
+            }),
+        },
+        _ => Ok(()),
+    }
 }
 
 fn readlist(list: &Value, index: &Value) -> Result<Value, OpError> {
@@ -468,6 +489,67 @@ mod tests {
         assert_eq!(
             apply2(Op::Shl, &huge, &int(10)),
             Err(OpError::TooLarge { op: Op::Shl })
+        );
+    }
+
+    #[test]
+    fn small_results_of_operands_at_the_size_limit_are_not_refused() {
+        // x has exactly MAX_BITS bits, the most an integer may have.
+        let x = apply2(Op::Shl, &int(1), &int(MAX_BITS as i64 - 1)).unwrap();
+        let y = apply2(Op::Sub, &x, &int(1)).unwrap();
+        assert_eq!(apply2(Op::Add, &y, &int(1)), Ok(x.clone()));
+        assert_eq!(apply2(Op::And, &x, &int(255)), Ok(int(0)));
+        assert_eq!(apply2(Op::And, &y, &int(255)), Ok(int(255)));
+        assert_eq!(apply2(Op::Xor, &x, &x), Ok(int(0)));
+        assert_eq!(apply2(Op::Sub, &x, &x), Ok(int(0)));
+        let x_or_1 = apply2(Op::Or, &x, &int(1)).unwrap();
+        assert_eq!(apply2(Op::Sub, &x_or_1, &x), Ok(int(1)));
+        assert_eq!(apply2(Op::Mul, &x, &int(1)), Ok(x.clone()));
+        assert_eq!(apply2(Op::Mul, &x, &int(-1)), apply1(Op::Neg, &x));
+        assert_eq!(apply2(Op::Div, &x, &x), Ok(int(1)));
+        assert_eq!(
+            apply2(Op::Shl, &int(-1), &int(MAX_BITS as i64 - 1)),
+            apply1(Op::Neg, &x)
+        );
+        // One bit more is refused, with the message of a result too large.
+        for (op, a, b) in [
+            (Op::Add, &x, &x),
+            (Op::Sub, &apply1(Op::Neg, &x).unwrap(), &x),
+            (Op::Mul, &x, &int(2)),
+            (Op::Shl, &x, &int(1)),
+        ] {
+            let err = apply2(op, a, b).unwrap_err();
+            assert_eq!(err, OpError::TooLarge { op });
+            assert_eq!(
+                err.to_string(),
+                format!("integer result of {op} too large (more than 16777216 bits)")
+            );
+        }
+        // Two's complement: the and of two negative numbers can grow by a bit.
+        let minus_x = apply1(Op::Neg, &x).unwrap();
+        let r = apply2(
+            Op::And,
+            &minus_x,
+            &apply2(Op::Sub, &minus_x, &int(1)).unwrap(),
+        );
+        assert_eq!(r, Err(OpError::TooLarge { op: Op::And }));
+    }
+
+    #[test]
+    fn products_that_must_pass_the_size_limit_are_refused_before_they_are_computed() {
+        // Two numbers of 2^23 bits: a product of 2^24 - 1 or 2^24 bits, which fits.
+        let half = apply2(Op::Shl, &int(1), &int(MAX_BITS as i64 / 2 - 1)).unwrap();
+        assert!(apply2(Op::Mul, &half, &half).is_ok());
+        // Of 2^23 + 1 bits each: at least 2^24 + 1 bits, refused without multiplying.
+        let more = apply2(Op::Shl, &int(1), &int(MAX_BITS as i64 / 2)).unwrap();
+        assert_eq!(
+            apply2(Op::Mul, &more, &more),
+            Err(OpError::TooLarge { op: Op::Mul })
+        );
+        let x = apply2(Op::Shl, &int(1), &int(MAX_BITS as i64 - 1)).unwrap();
+        assert_eq!(
+            apply2(Op::Mul, &x, &x),
+            Err(OpError::TooLarge { op: Op::Mul })
         );
     }
 

@@ -11,6 +11,7 @@
 //! constant, ...) is not an error: it stays on the trace interpreter, and `--stats` says why.
 
 pub mod cfg;
+pub mod listing;
 pub mod lower;
 pub mod ops;
 
@@ -89,6 +90,8 @@ fn flags() -> settings::Flags {
         ("opt_level", "speed"),
         ("is_pic", "false"),
         ("use_colocated_libcalls", "false"),
+        // Where each block starts, for listings: code resumes there after a jump table.
+        ("machine_code_cfg_info", "true"),
     ] {
         b.set(k, v).expect("a known Cranelift setting");
     }
@@ -139,6 +142,7 @@ pub struct Backend {
     /// backend is dropped).
     code_bytes: usize,
     isa: OwnedTargetIsa,
+    host: Target,
     /// The ISA of `--target` when it is not the host's: code emitted for display only.
     display: Option<(Target, OwnedTargetIsa)>,
     fctx: FunctionBuilderContext,
@@ -160,6 +164,7 @@ impl Backend {
             module: Some(module),
             code_bytes: 0,
             isa,
+            host,
             display,
             fctx: FunctionBuilderContext::new(),
             compiled: 0,
@@ -188,7 +193,7 @@ impl Backend {
         let cl = |e: String| Unsupported(format!("Cranelift: {e}"));
         let mut ir = None;
         let mut asm = None;
-        if let Some((_, disp)) = &self.display {
+        if let Some((target, disp)) = &self.display {
             // Emitted for another ISA: listings only, from a compilation of their own.
             let dfunc = lower::lower(segments, &an, &**disp, &mut self.fctx, counting);
             if listings.ir {
@@ -199,14 +204,22 @@ impl Backend {
                 let code = ctx
                     .compile(&**disp, &mut ControlPlane::default())
                     .map_err(|e| cl(format!("{e:?}")))?;
-                asm = Some(disassemble(&**disp, code.code_buffer(), 0)?);
+                let (bytes, blocks) = (code.code_buffer(), &code.bb_starts);
+                asm = Some(disassemble(&**disp, *target, bytes, 0, blocks)?);
             }
         } else if listings.ir {
             ir = Some(func.display().to_string());
         }
-        let (f, bytes, ptr) = self.define(func)?;
+        let Defined {
+            f,
+            bytes,
+            ptr,
+            blocks,
+        } = self.define(func)?;
         if listings.asm && self.display.is_none() {
-            asm = Some(disassemble(&*self.isa, &bytes, ptr as u64)?);
+            asm = Some(disassemble(
+                &*self.isa, self.host, &bytes, ptr as u64, &blocks,
+            )?);
         }
         Ok(Compiled {
             f,
@@ -245,9 +258,16 @@ impl Backend {
         let mut an = cfg::analyze(program, entry, frame)?;
         let func = cfg::lower(program, entry, &mut an, &*self.isa, &mut self.fctx);
         let ir = listings.ir.then(|| func.display().to_string());
-        let (f, bytes, ptr) = self.define(func)?;
+        let Defined {
+            f,
+            bytes,
+            ptr,
+            blocks,
+        } = self.define(func)?;
         let asm = if listings.asm {
-            Some(disassemble(&*self.isa, &bytes, ptr as u64)?)
+            Some(disassemble(
+                &*self.isa, self.host, &bytes, ptr as u64, &blocks,
+            )?)
         } else {
             None
         };
@@ -260,11 +280,8 @@ impl Backend {
         })
     }
 
-    /// Compiles `func` into the module: the function, its code, and its address.
-    fn define(
-        &mut self,
-        func: cranelift_codegen::ir::Function,
-    ) -> Result<(TraceFn, Vec<u8>, *const u8), Unsupported> {
+    /// Compiles `func` into the module.
+    fn define(&mut self, func: cranelift_codegen::ir::Function) -> Result<Defined, Unsupported> {
         if self.code_bytes >= MAX_CODE_BYTES {
             return Err(Unsupported(format!(
                 "the code memory limit ({} MiB) is reached",
@@ -285,9 +302,9 @@ impl Backend {
         module
             .define_function(id, &mut ctx)
             .map_err(|e| cl(format!("{e:?}")))?;
-        let bytes = ctx
+        let (bytes, blocks) = ctx
             .compiled_code()
-            .map(|c| c.code_buffer().to_vec())
+            .map(|c| (c.code_buffer().to_vec(), c.bb_starts.clone()))
             .unwrap_or_default();
         module
             .finalize_definitions()
@@ -296,8 +313,25 @@ impl Backend {
         let ptr = module.get_finalized_function(id);
         // SAFETY: every function is compiled with `lower::signature`, which is this type.
         let f: TraceFn = unsafe { std::mem::transmute::<*const u8, TraceFn>(ptr) };
-        Ok((f, bytes, ptr))
+        Ok(Defined {
+            f,
+            bytes,
+            ptr,
+            blocks,
+        })
     }
+}
+
+/// A function compiled into the module.
+struct Defined {
+    /// The function.
+    f: TraceFn,
+    /// Its machine code.
+    bytes: Vec<u8>,
+    /// Its address.
+    ptr: *const u8,
+    /// Where its blocks start in the code.
+    blocks: Vec<u32>,
 }
 
 /// Runs a compiled program on `frame` (at its entry) until it stops or deoptimizes.
@@ -338,23 +372,18 @@ impl Drop for Backend {
     }
 }
 
-fn disassemble(isa: &dyn TargetIsa, bytes: &[u8], base: u64) -> Result<String, Unsupported> {
-    let cs = isa
-        .to_capstone()
-        .map_err(|e| Unsupported(format!("disassembler: {e}")))?;
-    let insns = cs
-        .disasm_all(bytes, base)
-        .map_err(|e| Unsupported(format!("disassembler: {e}")))?;
-    let mut out = String::new();
-    for i in insns.iter() {
-        out.push_str(&format!(
-            "  {:#014x}: {:<8} {}\n",
-            i.address(),
-            i.mnemonic().unwrap_or(""),
-            i.op_str().unwrap_or("")
-        ));
-    }
-    Ok(out)
+/// The listing of `bytes`, compiled for `target` by `isa`, loaded at `base`, its blocks
+/// starting at `blocks`: instructions, and jump tables and constants as data
+/// ([`listing`]).
+fn disassemble(
+    isa: &dyn TargetIsa,
+    target: Target,
+    bytes: &[u8],
+    base: u64,
+    blocks: &[u32],
+) -> Result<String, Unsupported> {
+    let lines = listing::lines(isa, target, bytes, base, blocks)?;
+    Ok(listing::render(&lines, base))
 }
 
 /// How a run of machine code ended.

@@ -106,18 +106,49 @@ impl Source {
         let Ok(range) = file.line_range((), line) else {
             return;
         };
-        let text = self.text[range.clone()].trim_end_matches(['\n', '\r']);
-        let width = self.text[start..end.min(range.start + text.len()).max(start)]
+        let text = self.text.as_str();
+        let line_end = range.start + text[range.clone()].trim_end_matches(['\n', '\r']).len();
+        let end = end.min(line_end).max(start);
+        // A long line (a literal of a million digits) is shown around the span only: some
+        // characters before it, the start of it, and some after.
+        let span_end = end.min(forward_chars(text, start, SPAN));
+        let shown_start = back_chars(text, start, CONTEXT).max(range.start);
+        let shown_end = forward_chars(text, span_end, CONTEXT)
+            .min(line_end)
+            .max(shown_start);
+        let before = if shown_start > range.start { "..." } else { "" };
+        let after = if shown_end < line_end { "..." } else { "" };
+        let width = text[start..span_end].chars().count().max(1);
+        let pad: String = before
             .chars()
-            .count()
-            .max(1);
-        let pad: String = self.text[range.start..start]
-            .chars()
+            .chain(text[shown_start..start].chars())
             .map(|c| if c == '\t' { '\t' } else { ' ' })
             .collect();
-        let _ = writeln!(out, "{text}");
+        let _ = writeln!(out, "{before}{}{after}", &text[shown_start..shown_end]);
         let _ = writeln!(out, "{pad}{}", "^".repeat(width));
     }
+}
+
+/// How many characters of a line are shown before a span, and after it.
+const CONTEXT: usize = 60;
+/// How many characters of a span are shown under carets.
+const SPAN: usize = 60;
+
+/// The offset `n` characters before `at` in `text` (or its start).
+fn back_chars(text: &str, at: usize, n: usize) -> usize {
+    text[..at]
+        .char_indices()
+        .rev()
+        .nth(n.saturating_sub(1))
+        .map_or(0, |(i, _)| i)
+}
+
+/// The offset `n` characters after `at` in `text` (or its end).
+fn forward_chars(text: &str, at: usize, n: usize) -> usize {
+    text[at..]
+        .char_indices()
+        .nth(n)
+        .map_or(text.len(), |(i, _)| at + i)
 }
 
 /// Whether diagnostics written to standard error should be coloured.
@@ -139,5 +170,31 @@ mod tests {
             "p.fg:2:9: error: unknown operation `foo`\n    x = foo(y)\n        ^^^\n"
         );
         assert_eq!(src.line_col(at), (2, 9));
+    }
+
+    #[test]
+    fn long_lines_are_shown_around_the_span() {
+        let digits = "7".repeat(1_000_000);
+        let src = Source::new("p.fg", format!("a:\n    x = {digits} + y\n    goto a\n"));
+        let at = src.text.find('7').unwrap();
+        let d = Diagnostic::new(Span::new(at, at + digits.len()), "too large");
+        let sixty = "7".repeat(60);
+        assert_eq!(
+            src.render(&[d], false),
+            format!(
+                "p.fg:2:9: error: too large\n    x = {sixty}{sixty}...\n        {}\n",
+                "^".repeat(60)
+            )
+        );
+        let plus = src.text.find('+').unwrap();
+        let d = Diagnostic::new(Span::new(plus, plus + 1), "here");
+        assert_eq!(
+            src.render(&[d], false),
+            format!(
+                "p.fg:2:1000010: error: here\n...{} + y\n{}^\n",
+                &sixty[1..],
+                " ".repeat(63)
+            )
+        );
     }
 }

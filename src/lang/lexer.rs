@@ -4,6 +4,7 @@ use num_bigint::BigInt;
 
 use super::ast::Span;
 use super::diag::Diagnostic;
+use super::literal;
 
 /// A token of the readable syntax.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,7 +26,7 @@ impl Tok {
     pub fn describe(&self) -> String {
         match self {
             Tok::Ident(s) => format!("`{s}`"),
-            Tok::Int(n) => format!("`{n}`"),
+            Tok::Int(n) => literal::describe(n, ""),
             Tok::Atom(a) => format!("atom '{a}'"),
             Tok::Punct(p) => format!("`{p}`"),
             Tok::Eof => "the end of the file".to_string(),
@@ -67,8 +68,8 @@ pub fn tokenize(text: &str) -> Result<Vec<(Tok, Span)>, Diagnostic> {
                     "a number cannot run into a name; put a space between them",
                 ));
             }
-            let n: BigInt = text[start..i].parse().expect("digits parse as an integer");
-            toks.push((Tok::Int(n), Span::new(start, i)));
+            let span = Span::new(start, i);
+            toks.push((Tok::Int(literal::integer(&text[start..i], span)?), span));
         } else if c == b'\'' {
             let (atom, end) = quoted_atom(text, start)?;
             i = end;

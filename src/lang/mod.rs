@@ -6,6 +6,7 @@ pub mod bytecode;
 pub mod check;
 pub mod diag;
 pub mod lexer;
+pub mod literal;
 pub mod parse_fg;
 pub mod parse_pl;
 pub mod print;

@@ -20,6 +20,7 @@ use super::ast::{
 };
 use super::diag::Diagnostic;
 use super::lexer::quoted_atom;
+use super::literal;
 
 type PResult<T> = Result<T, Diagnostic>;
 
@@ -59,7 +60,7 @@ impl PTerm {
     fn describe(&self) -> String {
         match self {
             PTerm::Atom(a, _) => format!("the atom `{a}`"),
-            PTerm::Int(n, _) => format!("the integer `{n}`"),
+            PTerm::Int(n, _) => literal::describe(n, "the integer "),
             PTerm::Var(v, _) => format!("the Prolog variable `{v}`"),
             PTerm::Compound(f, args, _) => format!("`{f}/{}`", args.len()),
             PTerm::List(..) => "a list".to_string(),
@@ -111,7 +112,7 @@ fn tokenize(text: &str) -> PResult<Vec<(Tok, Span)>> {
                 while i < bytes.len() && bytes[i].is_ascii_digit() {
                     i += 1;
                 }
-                Tok::Int(text[start..i].parse().expect("digits parse as an integer"))
+                Tok::Int(literal::integer(&text[start..i], Span::new(start, i))?)
             }
         } else if c == b'\'' {
             let (atom, end) = quoted_atom(text, start)?;
@@ -179,7 +180,7 @@ impl Parser {
         let found = match self.peek() {
             Tok::Atom(a) => format!("`{a}`"),
             Tok::Var(v) => format!("`{v}`"),
-            Tok::Int(n) => format!("`{n}`"),
+            Tok::Int(n) => literal::describe(n, ""),
             Tok::Str => "a string".to_string(),
             Tok::Punct(c) => format!("`{c}`"),
             Tok::Symbol(s) => format!("`{s}`"),
