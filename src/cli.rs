@@ -31,7 +31,8 @@ const EXIT_STATUSES: &str = "Exit status:
   0  success
   1  a runtime error in the program
   2  bad usage, an unreadable or invalid program
-  3  flowjit bench: an executor printed something other than the interpreter did";
+  3  flowjit bench, flowjit difftest: an executor printed something other than the
+     interpreter did";
 
 /// The subcommands.
 #[derive(Subcommand, Debug)]
@@ -103,7 +104,7 @@ pub enum Command {
         opts: RunOpts,
     },
     /// Differential testing at length: random programs under every executor, compared with
-    /// the interpreter; a difference is shrunk and printed (exit status 1).
+    /// the interpreter; a difference is shrunk and printed (exit status 3).
     Difftest {
         /// The seed (the same seed generates the same programs).
         #[arg(long, default_value_t = 1)]
@@ -205,7 +206,8 @@ pub enum Failure {
     Usage,
     /// A runtime error in the program: exit status 1. Already reported.
     Runtime,
-    /// `flowjit bench`: an executor printed something other than the interpreter did, a
+    /// `flowjit bench` or `flowjit difftest`: an executor printed something other than the
+    /// interpreter did, a
     /// fault of flowjit rather than of the program or the command line: exit status 3.
     /// Already reported.
     Disagreement,
@@ -222,7 +224,7 @@ impl Failure {
     }
 }
 
-/// The exit status of `flowjit bench` when the executors disagree.
+/// The exit status of `flowjit bench` and `flowjit difftest` when executors disagree.
 pub const DISAGREEMENT_STATUS: u8 = 3;
 
 type CliResult<T> = Result<T, Failure>;
@@ -505,7 +507,7 @@ fn difftest(seed: u64, count: u32) -> CliResult<()> {
         }
         crate::difftest::Outcome::Differs { why, program } => {
             eprintln!("difference (shrunk): {why}\n{program}");
-            Err(Failure::Runtime)
+            Err(Failure::Disagreement)
         }
     }
 }
@@ -774,6 +776,6 @@ mod tests {
         assert_eq!(Failure::Usage.exit_status(), 2);
         // Executors that disagree are neither bad usage nor the program's error.
         assert_eq!(Failure::Disagreement.exit_status(), 3);
-        assert!(EXIT_STATUSES.contains("\n  3  flowjit bench: "));
+        assert!(EXIT_STATUSES.contains("\n  3  flowjit bench, flowjit difftest: "));
     }
 }
