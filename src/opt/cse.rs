@@ -1,7 +1,8 @@
 //! Common-subexpression elimination of operations.
 //!
-//! Operations are pure: the same operation on the same operands gives the same result, and
-//! if the first one did not exit, the second would not either. So a repeated operation is
+//! Only pure instructions ([`Effect::Pure`](crate::trace::Effect::Pure)) are merged: the same
+//! operation on the same operands gives the same result, and if the first one did not exit,
+//! the second would not either. So a repeated operation is
 //! replaced by the first one's result. Operands of commutative operations are put in a
 //! canonical order first. Across a peeled loop this is also loop-invariant code motion: an
 //! operation of the loop body on values defined in the preamble is the preamble's.
@@ -20,15 +21,13 @@ use super::Rejected;
 use crate::trace::{Kind, Opnd, Ref, Trace};
 
 fn canonical(kind: Kind, mut args: Vec<Opnd>) -> Vec<Opnd> {
-    if let Kind::Op(op) = kind {
-        if op.is_commutative() && args.len() == 2 {
-            let rank = |o: &Opnd| match o {
-                Opnd::Ref(r) => (0, r.0),
-                Opnd::Const(_) => (1, 0),
-            };
-            if rank(&args[1]) < rank(&args[0]) {
-                args.swap(0, 1);
-            }
+    if kind.info().commutative && args.len() == 2 {
+        let rank = |o: &Opnd| match o {
+            Opnd::Ref(r) => (0, r.0),
+            Opnd::Const(_) => (1, 0),
+        };
+        if rank(&args[1]) < rank(&args[0]) {
+            args.swap(0, 1);
         }
     }
     args
@@ -40,7 +39,7 @@ pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
     let mut seen: HashMap<(Kind, Vec<Opnd>), Ref> = HashMap::new();
     for (i, inst) in trace.insts.iter().enumerate() {
         let args = rw.args(inst);
-        if let Kind::Op(_) = inst.kind {
+        if inst.kind.is_pure() {
             let key = (inst.kind, canonical(inst.kind, args.clone()));
             if let Some(&r) = seen.get(&key) {
                 rw.set(i, Opnd::Ref(r));

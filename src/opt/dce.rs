@@ -1,4 +1,4 @@
-//! Dead-code elimination: an operation that cannot exit (it has no snapshot) and whose
+//! Dead-code elimination: a pure operation that cannot exit (it has no snapshot) and whose
 //! result nothing uses (no operand, no snapshot that is still needed) is removed. An
 //! operation that can exit stays even when unused: removing it would remove an error the
 //! interpreter would raise.
@@ -10,7 +10,7 @@
 
 use super::rewrite::Rewriter;
 use super::Rejected;
-use crate::trace::{Kind, Opnd, Trace};
+use crate::trace::{Opnd, Trace};
 
 /// Runs dead-code elimination.
 pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
@@ -18,7 +18,7 @@ pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
     let mut live = vec![false; n];
     for i in (0..n).rev() {
         let inst = &trace.insts[i];
-        let removable = matches!(inst.kind, Kind::Op(_)) && inst.snap.is_none();
+        let removable = inst.kind.is_pure() && inst.snap.is_none();
         if removable && !live[i] {
             continue;
         }

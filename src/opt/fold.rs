@@ -35,13 +35,15 @@ pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
         let args = rw.args(inst);
         match inst.kind {
             Kind::Op(Op::Same) => rw.set(i, args[0].clone()),
-            Kind::Op(op) => match known(&args).map(|vals| ops::apply(op, &vals)) {
-                Some(Ok(v)) => rw.set(i, Opnd::Const(v)),
-                // Fails every time: keep it, so that it exits and the interpreter raises.
-                Some(Err(_)) | None => {
-                    rw.keep_with(i, args);
+            Kind::Op(op) if inst.kind.is_pure() => {
+                match known(&args).map(|vals| ops::apply(op, &vals)) {
+                    Some(Ok(v)) => rw.set(i, Opnd::Const(v)),
+                    // Fails every time: keep it, so that it exits and the interpreter raises.
+                    Some(Err(_)) | None => {
+                        rw.keep_with(i, args);
+                    }
                 }
-            },
+            }
             Kind::GuardTrue | Kind::GuardFalse => {
                 let want_true = inst.kind == Kind::GuardTrue;
                 match &args[0] {
@@ -101,7 +103,7 @@ pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
                     rw.keep_with(i, args);
                 }
             },
-            Kind::Input(_) | Kind::Param(_) | Kind::Loop | Kind::LoopStart => {
+            Kind::Op(_) | Kind::Input(_) | Kind::Param(_) | Kind::Loop | Kind::LoopStart => {
                 rw.keep_with(i, args);
             }
         }

@@ -115,8 +115,10 @@ pub struct Snapshot {
     pub entries: Vec<(Slot, Opnd)>,
 }
 
-/// What an instruction does. This is the one table of trace operations: printers, the
-/// parser, the verifier, the trace interpreter and the passes all ask it.
+/// What an instruction does. Every property of an instruction kind (its name, operands,
+/// result type, effect, whether it needs a snapshot, whether it commutes) is answered by
+/// [`Kind::info`], one table that printers, the parser, the verifier, the trace interpreter,
+/// the passes and the backend all ask: a kind cannot be added without saying its effect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// The value of a variable at the start of the iteration. Exits (to let the
@@ -142,22 +144,110 @@ pub enum Kind {
     Param(Slot),
 }
 
-impl Kind {
+/// What an instruction does besides computing its result: what the optimizer may do with
+/// it (LuaJIT's IR modes, PyPy's effect info).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing: the same operands give the same result (or the same exit), so it may be
+    /// folded when its operands are known, merged with an equal one, and removed when
+    /// unused and unable to exit.
+    Pure,
+    /// Reads the state the trace runs in (a variable of the frame, a loop parameter): not
+    /// folded or merged by operands, removed by nobody.
+    Read,
+    /// Checks that the path recorded is the path taken, and exits when not.
+    Guard,
+    /// Divides or ends the trace (`loop_start`, `loop`).
+    Control,
+}
+
+/// The type of an instruction's result, as far as its kind says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    /// No result.
+    None,
+    /// An integer (of any size).
+    Int,
+    /// Any value: an integer, an atom or a list.
+    Any,
+}
+
+/// When an instruction needs a snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Snap {
+    /// Never: it cannot exit.
+    Never,
+    /// When recorded: it can fail on some operands (the optimizer removes the snapshot where
+    /// it proves the operands are not such).
+    CanFail,
+    /// Always: it exits, or (`loop`, `loop_start`) its snapshot is the state it stands for.
+    Always,
+}
+
+/// The properties of an instruction kind: one row of the table of trace operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Info {
     /// The mnemonic in the SSA text form.
-    pub fn name(self) -> &'static str {
+    pub name: &'static str,
+    /// How many operands it takes; `None` for one per `param` (`loop`, `loop_start`).
+    pub arity: Option<usize>,
+    /// The type of its result.
+    pub result: Ty,
+    /// What it does besides computing its result.
+    pub effect: Effect,
+    /// When it needs a snapshot.
+    pub snapshot: Snap,
+    /// Whether its two operands may be swapped.
+    pub commutative: bool,
+}
+
+impl Kind {
+    /// The row of the table for this kind.
+    pub fn info(self) -> Info {
+        let row = |name, arity, result, effect, snapshot| Info {
+            name,
+            arity,
+            result,
+            effect,
+            snapshot,
+            commutative: false,
+        };
+        use Effect::*;
         match self {
-            Kind::Input(_) => "input",
-            Kind::Op(op) => op.name(),
-            Kind::GuardTrue => "guard_true",
-            Kind::GuardFalse => "guard_false",
-            Kind::GuardValue => "guard_value",
-            Kind::Loop => "loop",
-            Kind::LoopStart => "loop_start",
-            Kind::Param(_) => "param",
+            // row(name, operands, result type, effect, snapshot)
+            Kind::Input(_) => row("input", Some(0), Ty::Any, Read, Snap::Always),
+            Kind::Param(_) => row("param", Some(0), Ty::Any, Read, Snap::Never),
+            Kind::GuardTrue => row("guard_true", Some(1), Ty::None, Guard, Snap::Always),
+            Kind::GuardFalse => row("guard_false", Some(1), Ty::None, Guard, Snap::Always),
+            Kind::GuardValue => row("guard_value", Some(2), Ty::None, Guard, Snap::Always),
+            Kind::LoopStart => row("loop_start", None, Ty::None, Control, Snap::Always),
+            Kind::Loop => row("loop", None, Ty::None, Control, Snap::Always),
+            Kind::Op(op) => Info {
+                name: op.name(),
+                arity: Some(op.arity()),
+                result: match op {
+                    Op::Same | Op::Readlist => Ty::Any,
+                    _ => Ty::Int,
+                },
+                // Every primitive operation of the language is pure; some can fail.
+                effect: Pure,
+                snapshot: if can_fail(op) {
+                    Snap::CanFail
+                } else {
+                    Snap::Never
+                },
+                commutative: op.is_commutative(),
+            },
         }
     }
 
-    /// The kind spelled `name` in the SSA text form (`input` needs its slot separately).
+    /// The mnemonic in the SSA text form.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// The kind spelled `name` in the SSA text form (`input` and `param` need their slot
+    /// separately).
     pub fn from_name(name: &str) -> Option<Kind> {
         Some(match name {
             "guard_true" => Kind::GuardTrue,
@@ -172,34 +262,40 @@ impl Kind {
     /// How many operands the instruction takes; `None` for `loop` and `loop_start`, which
     /// take one per `param`.
     pub fn arity(self) -> Option<usize> {
-        match self {
-            Kind::Input(_) | Kind::Param(_) => Some(0),
-            Kind::Loop | Kind::LoopStart => None,
-            Kind::Op(op) => Some(op.arity()),
-            Kind::GuardTrue | Kind::GuardFalse => Some(1),
-            Kind::GuardValue => Some(2),
-        }
+        self.info().arity
     }
 
     /// Whether the instruction defines an SSA value.
     pub fn has_result(self) -> bool {
-        matches!(self, Kind::Input(_) | Kind::Op(_) | Kind::Param(_))
+        self.info().result != Ty::None
+    }
+
+    /// What the instruction does besides computing its result.
+    pub fn effect(self) -> Effect {
+        self.info().effect
+    }
+
+    /// Whether the instruction is pure (see [`Effect::Pure`]).
+    pub fn is_pure(self) -> bool {
+        self.effect() == Effect::Pure
     }
 
     /// Whether the instruction is a guard.
     pub fn is_guard(self) -> bool {
-        matches!(self, Kind::GuardTrue | Kind::GuardFalse | Kind::GuardValue)
+        self.effect() == Effect::Guard
     }
 
-    /// Whether the instruction needs a snapshot: guards, `loop` and `loop_start`, inputs
-    /// (which may find a variable never written) and operations that can fail. The
-    /// optimizer removes the snapshot of an operation it proves cannot fail.
+    /// Whether the instruction needs a snapshot when recorded: guards, `loop` and
+    /// `loop_start`, inputs (which may find a variable never written) and operations that
+    /// can fail. The optimizer removes the snapshot of an operation it proves cannot fail.
     pub fn needs_snapshot(self) -> bool {
-        match self {
-            Kind::Op(op) => can_fail(op),
-            Kind::Param(_) => false,
-            _ => true,
-        }
+        self.info().snapshot != Snap::Never
+    }
+
+    /// Whether the instruction must always keep its snapshot (it is not one that only can
+    /// fail).
+    pub fn always_has_snapshot(self) -> bool {
+        self.info().snapshot == Snap::Always
     }
 }
 
@@ -256,5 +352,54 @@ impl Trace {
             .last()
             .and_then(|i| self.snap_of(i))
             .map_or(0, |s| s.cost)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_kind() -> Vec<Kind> {
+        let mut kinds = vec![
+            Kind::Input(Slot(0)),
+            Kind::Param(Slot(0)),
+            Kind::GuardTrue,
+            Kind::GuardFalse,
+            Kind::GuardValue,
+            Kind::LoopStart,
+            Kind::Loop,
+        ];
+        kinds.extend(Op::ALL.iter().map(|op| Kind::Op(*op)));
+        kinds
+    }
+
+    #[test]
+    fn the_table_is_consistent() {
+        for kind in every_kind() {
+            let info = kind.info();
+            // What exits needs a snapshot, and only guards and control have no result.
+            if kind.is_guard() || info.effect == Effect::Control {
+                assert_eq!(info.snapshot, Snap::Always, "{kind:?}");
+                assert_eq!(info.result, Ty::None, "{kind:?}");
+            } else {
+                assert_ne!(info.result, Ty::None, "{kind:?}");
+            }
+            // Only two-operand kinds commute.
+            assert!(!info.commutative || info.arity == Some(2), "{kind:?}");
+            // Names read back (`input` and `param` carry a slot and are parsed apart).
+            if !matches!(kind, Kind::Input(_) | Kind::Param(_)) {
+                assert_eq!(Kind::from_name(info.name), Some(kind));
+            }
+        }
+    }
+
+    #[test]
+    fn only_operations_that_cannot_fail_go_without_a_snapshot() {
+        let never: Vec<&str> = every_kind()
+            .into_iter()
+            .filter(|k| !k.needs_snapshot())
+            .map(Kind::name)
+            .collect();
+        assert_eq!(never, ["param", "same", "eq", "ne"]);
     }
 }

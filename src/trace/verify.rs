@@ -69,7 +69,7 @@ pub fn verify(trace: &Trace) -> Result<(), String> {
         }
         // Operations may have lost their snapshot to the optimizer, which proved they cannot
         // fail; everything else that can exit needs one.
-        let must = inst.kind.needs_snapshot() && !matches!(inst.kind, Kind::Op(_));
+        let must = inst.kind.always_has_snapshot();
         match (must, inst.snap) {
             (true, None) => return Err(format!("v{i}: {} needs a snapshot", inst.kind.name())),
             (_, Some(s)) => {
