@@ -1,0 +1,190 @@
+//! Differential testing: random well-formed programs, run by every executor; any difference
+//! from the interpreter (in what is printed, or in the error) is a bug.
+//!
+//! The programs ([`GenProgram`], printed in the readable syntax) use five integer variables
+//! and a constant list, and are sequences of straight-line code and loops with bounded
+//! counters (nested up to two deep), so they terminate. Loops may hold a branch that changes
+//! direction part-way, a promotion of a value that varies, and operations of every kind on
+//! values that may leave 64 bits, index outside the list, divide by zero, shift by a
+//! negative count or meet an atom: errors that happen after a loop is hot are part of what
+//! is tested. [`check`] runs a program under the interpreter (the oracle) and under the
+//! trace interpreter and the JIT with several thresholds and optimizer pass sets, and
+//! partially evaluated (interpreted and compiled whole).
+//!
+//! The generator is a proptest [`Strategy`], so a failing program is shrunk before it is
+//! reported. `flowjit difftest --seed S --count N` runs it at length.
+
+use flowjit_runtime::Value;
+use proptest::prelude::*;
+
+use crate::backend::{cfg::ProgramExit, Backend, Listings};
+use crate::interp::{self, ErrorKind, NoMonitor, Position, Steps};
+use crate::jit::{Config, Jit};
+use crate::lang::{self, BlockId, Program, Syntax};
+use crate::opt;
+use crate::peval;
+
+mod flow;
+
+pub use flow::{programs, GenArg, GenOp, GenProgram, Seg};
+
+/// How many operations the oracle may run; a program that needs more is discarded.
+pub const STEP_LIMIT: u64 = 200_000;
+
+fn describe(outcome: Result<Value, interp::RuntimeError>) -> String {
+    match outcome {
+        Ok(v) => v.to_string(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Every JIT configuration a program is run under: (native, threshold, bridge threshold,
+/// passes).
+fn configurations() -> Vec<(bool, u64, u64, Vec<&'static str>)> {
+    let all = opt::PIPELINE.to_vec();
+    let mut configs = vec![
+        (true, 0, 0, all.clone()),
+        (true, 1, 1, all.clone()),
+        (true, 3, 20, all.clone()),
+        (false, 0, 0, all.clone()),
+        (false, 1, 1, Vec::new()),
+    ];
+    for off in opt::PIPELINE {
+        let passes = all.iter().copied().filter(|p| p != off).collect();
+        configs.push((false, 0, 1, passes));
+    }
+    configs
+}
+
+fn run_pe(program: &Program, compile: bool) -> String {
+    let raw = match peval::specialize(program, BlockId(0), &[]) {
+        Ok(r) => r,
+        Err(e) => return format!("pe: {e}"),
+    };
+    let residual = peval::cleanup::clean(&raw).to_program(program);
+    let mut frame = interp::frame_with(&residual, &[]);
+    let mut pos = Position::start(BlockId(0));
+    if compile {
+        let mut backend = Backend::new(None).expect("the host emits machine code");
+        if let Ok(code) =
+            backend.compile_program(&residual, BlockId(0), &frame, Listings::default())
+        {
+            match crate::backend::run_program(&code, &mut frame) {
+                Some(ProgramExit::Stop(v)) => return v.to_string(),
+                Some(ProgramExit::Resume(at)) => pos = at,
+                None => {}
+            }
+        }
+    }
+    // The residual program does fewer operations than the original: twice the limit is
+    // ample for one that the oracle ran within it.
+    let mut steps = Steps::new(Some(2 * STEP_LIMIT));
+    describe(
+        interp::run(&residual, &mut frame, pos, &mut steps, &mut NoMonitor).map(
+            |exit| match exit {
+                interp::Exit::Stop(v) => v,
+                interp::Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+            },
+        ),
+    )
+}
+
+/// Runs `text` under every executor and compares each with the interpreter. `Ok(false)`:
+/// the program was discarded (it needs more than [`STEP_LIMIT`] operations).
+pub fn check(text: &str) -> Result<bool, String> {
+    let (_, program) = lang::load(text, Syntax::Fg)
+        .map_err(|d| format!("generated an invalid program: {d:?}\n{text}"))?;
+    let oracle = interp::run_program(&program, BlockId(0), &[], Some(STEP_LIMIT));
+    if matches!(&oracle, Err(e) if matches!(e.kind, ErrorKind::MaxSteps(_))) {
+        return Ok(false);
+    }
+    let want = describe(oracle);
+    let differ = |who: String, got: String| -> Result<(), String> {
+        if got == want {
+            Ok(())
+        } else {
+            Err(format!("{who} printed {got:?}, the interpreter {want:?}"))
+        }
+    };
+    for (native, threshold, bridge_threshold, passes) in configurations() {
+        let config = Config {
+            native,
+            threshold,
+            bridge_threshold,
+            passes: passes.clone(),
+            max_steps: Some(STEP_LIMIT),
+            ..Config::default()
+        };
+        let mut jit = Jit::new(&program, config).map_err(|e| e.to_string())?;
+        let mut frame = interp::frame_with(&program, &[]);
+        let got = describe(jit.run(&mut frame, BlockId(0)));
+        differ(
+            format!(
+                "--mode {} --threshold {threshold} --bridge-threshold {bridge_threshold} --passes {}",
+                if native { "jit" } else { "trace" },
+                passes.join(",")
+            ),
+            got,
+        )?;
+    }
+    differ("pe --run".into(), run_pe(&program, false))?;
+    differ("pe --compile --run".into(), run_pe(&program, true))?;
+    Ok(true)
+}
+
+/// What a run of [`run`] found.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Every program agreed with the interpreter.
+    Agreed {
+        /// How long the run took.
+        seconds: f64,
+        /// Programs discarded as needing more than [`STEP_LIMIT`] operations (not counted).
+        discarded: u32,
+    },
+    /// A program that differs, shrunk.
+    Differs {
+        /// How it differs.
+        why: String,
+        /// The program, in the readable syntax.
+        program: String,
+    },
+}
+
+/// Checks `count` programs generated from `seed` (the same seed generates the same
+/// programs); a difference is shrunk. An error says why the run stopped early (too many
+/// programs discarded).
+pub fn run(seed: u64, count: u32) -> Result<Outcome, String> {
+    use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config {
+        cases: count,
+        failure_persistence: None,
+        max_global_rejects: count.saturating_mul(4),
+        ..Config::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
+    let start = std::time::Instant::now();
+    let discarded = std::cell::Cell::new(0u32);
+    let result = runner.run(&programs(), |p| match check(&p.text()) {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            discarded.set(discarded.get() + 1);
+            Err(TestCaseError::reject("needs too many steps"))
+        }
+        Err(e) => Err(TestCaseError::fail(e)),
+    });
+    match result {
+        Ok(()) => Ok(Outcome::Agreed {
+            seconds: start.elapsed().as_secs_f64(),
+            discarded: discarded.get(),
+        }),
+        Err(TestError::Fail(why, program)) => Ok(Outcome::Differs {
+            why: why.to_string(),
+            program: program.text(),
+        }),
+        Err(TestError::Abort(why)) => Err(format!("difftest stopped: {why}")),
+    }
+}
