@@ -26,7 +26,7 @@ use crate::peval;
 
 mod flow;
 
-pub use flow::{programs, GenArg, GenOp, GenProgram, Seg};
+pub use flow::{programs, Branch, Cond, GenArg, GenOp, GenProgram, Promoted, Seg};
 
 /// How many operations the oracle may run; a program that needs more is discarded.
 pub const STEP_LIMIT: u64 = 200_000;
