@@ -14,11 +14,13 @@
 //! The generator is a proptest [`Strategy`], so a failing program is shrunk before it is
 //! reported. `flowjit difftest --seed S --count N` runs it at length.
 
+use std::time::{Duration, Instant};
+
 use flowjit_runtime::Value;
 use proptest::prelude::*;
 
 use crate::backend::{cfg::ProgramExit, Backend, Listings};
-use crate::interp::{self, ErrorKind, NoMonitor, Position, Steps};
+use crate::interp::{self, ErrorKind, Monitor, NoMonitor, Position, Steps};
 use crate::jit::{Config, Jit};
 use crate::lang::{self, BlockId, Program, Syntax};
 use crate::opt;
@@ -30,6 +32,11 @@ pub use flow::{programs, Branch, Cond, GenArg, GenOp, GenProgram, Promoted, Seg}
 
 /// How many operations the oracle may run; a program that needs more is discarded.
 pub const STEP_LIMIT: u64 = 200_000;
+
+/// How long the oracle may run; a program that needs longer is discarded. Only arithmetic
+/// on integers of millions of bits takes that long within [`STEP_LIMIT`] operations, and
+/// every executor would spend as long on it.
+pub const TIME_LIMIT: Duration = Duration::from_secs(2);
 
 fn describe(outcome: Result<Value, interp::RuntimeError>) -> String {
     match outcome {
@@ -89,15 +96,36 @@ fn run_pe(program: &Program, compile: bool) -> String {
     )
 }
 
+/// Takes over at the first back edge after a deadline, to stop a run.
+struct Deadline(Instant);
+
+impl Monitor for Deadline {
+    fn back_edge(&mut self, _from: BlockId, _target: BlockId) -> bool {
+        Instant::now() > self.0
+    }
+}
+
 /// Runs `text` under every executor and compares each with the interpreter. `Ok(false)`:
-/// the program was discarded (it needs more than [`STEP_LIMIT`] operations).
+/// the program was discarded (it needs more than [`STEP_LIMIT`] operations, or more than
+/// [`TIME_LIMIT`]).
 pub fn check(text: &str) -> Result<bool, String> {
     let (_, program) = lang::load(text, Syntax::Fg)
         .map_err(|d| format!("generated an invalid program: {d:?}\n{text}"))?;
-    let oracle = interp::run_program(&program, BlockId(0), &[], Some(STEP_LIMIT));
-    if matches!(&oracle, Err(e) if matches!(e.kind, ErrorKind::MaxSteps(_))) {
-        return Ok(false);
-    }
+    let mut frame = interp::frame_with(&program, &[]);
+    let mut steps = Steps::new(Some(STEP_LIMIT));
+    let mut deadline = Deadline(Instant::now() + TIME_LIMIT);
+    let oracle = match interp::run(
+        &program,
+        &mut frame,
+        Position::start(BlockId(0)),
+        &mut steps,
+        &mut deadline,
+    ) {
+        Ok(interp::Exit::Stop(v)) => Ok(v),
+        Ok(interp::Exit::Hot(_)) => return Ok(false),
+        Err(e) if matches!(e.kind, ErrorKind::MaxSteps(_)) => return Ok(false),
+        Err(e) => Err(e),
+    };
     let want = describe(oracle);
     let differ = |who: String, got: String| -> Result<(), String> {
         if got == want {
@@ -139,7 +167,8 @@ pub enum Outcome {
     Agreed {
         /// How long the run took.
         seconds: f64,
-        /// Programs discarded as needing more than [`STEP_LIMIT`] operations (not counted).
+        /// Programs discarded as needing more than [`STEP_LIMIT`] operations or
+        /// [`TIME_LIMIT`] (not counted).
         discarded: u32,
     },
     /// A program that differs, shrunk.
@@ -172,7 +201,7 @@ pub fn run(seed: u64, count: u32) -> Result<Outcome, String> {
         Ok(true) => Ok(()),
         Ok(false) => {
             discarded.set(discarded.get() + 1);
-            Err(TestCaseError::reject("needs too many steps"))
+            Err(TestCaseError::reject("needs too many steps or too long"))
         }
         Err(e) => Err(TestCaseError::fail(e)),
     });
