@@ -22,12 +22,14 @@ use proptest::prelude::*;
 use crate::backend::{cfg::ProgramExit, Backend, Listings};
 use crate::interp::{self, ErrorKind, Monitor, NoMonitor, Position, Steps};
 use crate::jit::{Config, Jit};
-use crate::lang::{self, BlockId, Program, Syntax};
+use crate::lang::{self, BlockId, Program, Slot, Syntax};
 use crate::opt;
 use crate::peval;
 
+mod dispatch;
 mod flow;
 
+pub use dispatch::{dispatchers, GenDispatch, Handler, NextPc};
 pub use flow::{programs, Branch, Cond, GenArg, GenOp, GenProgram, Promoted, Seg};
 
 /// How many operations the oracle may run; a program that needs more is discarded.
@@ -37,6 +39,42 @@ pub const STEP_LIMIT: u64 = 200_000;
 /// on integers of millions of bits takes that long within [`STEP_LIMIT`] operations, and
 /// every executor would spend as long on it.
 pub const TIME_LIMIT: Duration = Duration::from_secs(2);
+
+/// A generated case: a program of one of the three kinds.
+#[derive(Clone, Debug)]
+pub enum Case {
+    /// A structured program.
+    Flow(GenProgram),
+    /// An interpreter with the meta-tracing hints.
+    Dispatch(GenDispatch),
+}
+
+impl Case {
+    /// Runs the case under every executor, as [`check`] does.
+    pub fn check(&self) -> Result<bool, String> {
+        match self {
+            Case::Flow(p) => check(&p.text()),
+            Case::Dispatch(p) => check(&p.text()),
+        }
+    }
+
+    /// The program, in the readable syntax.
+    pub fn text(&self) -> String {
+        match self {
+            Case::Flow(p) => p.text(),
+            Case::Dispatch(p) => p.text(),
+        }
+    }
+}
+
+/// The strategy that generates cases: structured programs more often than interpreters
+/// with hints.
+pub fn cases() -> impl Strategy<Value = Case> {
+    prop_oneof![
+        5 => programs().prop_map(Case::Flow),
+        3 => dispatchers().prop_map(Case::Dispatch),
+    ]
+}
 
 fn describe(outcome: Result<Value, interp::RuntimeError>) -> String {
     match outcome {
@@ -63,13 +101,28 @@ fn configurations() -> Vec<(bool, u64, u64, Vec<&'static str>)> {
     configs
 }
 
-fn run_pe(program: &Program, compile: bool) -> String {
-    let raw = match peval::specialize(program, BlockId(0), &[]) {
+/// A loaded program to check: where it starts, its inputs, and how many of them (the
+/// first ones) the partial evaluator gets as static; the others are the residual
+/// program's inputs.
+struct Subject<'a> {
+    program: &'a Program,
+    entry: BlockId,
+    inputs: Vec<(Slot, Value)>,
+    statics: usize,
+}
+
+fn run_pe(s: &Subject, compile: bool) -> String {
+    let raw = match peval::specialize(s.program, s.entry, &s.inputs[..s.statics]) {
         Ok(r) => r,
         Err(e) => return format!("pe: {e}"),
     };
-    let residual = peval::cleanup::clean(&raw).to_program(program);
-    let mut frame = interp::frame_with(&residual, &[]);
+    let residual = peval::cleanup::clean(&raw).to_program(s.program);
+    // An input the residual program never reads is dropped.
+    let inputs: Vec<(Slot, Value)> = s.inputs[s.statics..]
+        .iter()
+        .filter_map(|(slot, v)| Some((residual.slot(s.program.var(*slot))?, v.clone())))
+        .collect();
+    let mut frame = interp::frame_with(&residual, &inputs);
     let mut pos = Position::start(BlockId(0));
     if compile {
         let mut backend = Backend::new(None).expect("the host emits machine code");
@@ -105,19 +158,16 @@ impl Monitor for Deadline {
     }
 }
 
-/// Runs `text` under every executor and compares each with the interpreter. `Ok(false)`:
-/// the program was discarded (it needs more than [`STEP_LIMIT`] operations, or more than
-/// [`TIME_LIMIT`]).
-pub fn check(text: &str) -> Result<bool, String> {
-    let (_, program) = lang::load(text, Syntax::Fg)
-        .map_err(|d| format!("generated an invalid program: {d:?}\n{text}"))?;
-    let mut frame = interp::frame_with(&program, &[]);
+/// Runs `s` under every executor and compares each with the interpreter; `pe` names the
+/// partial evaluation in a difference's description.
+fn check_subject(s: &Subject, pe: &str) -> Result<bool, String> {
+    let mut frame = interp::frame_with(s.program, &s.inputs);
     let mut steps = Steps::new(Some(STEP_LIMIT));
     let mut deadline = Deadline(Instant::now() + TIME_LIMIT);
     let oracle = match interp::run(
-        &program,
+        s.program,
         &mut frame,
-        Position::start(BlockId(0)),
+        Position::start(s.entry),
         &mut steps,
         &mut deadline,
     ) {
@@ -143,9 +193,9 @@ pub fn check(text: &str) -> Result<bool, String> {
             max_steps: Some(STEP_LIMIT),
             ..Config::default()
         };
-        let mut jit = Jit::new(&program, config).map_err(|e| e.to_string())?;
-        let mut frame = interp::frame_with(&program, &[]);
-        let got = describe(jit.run(&mut frame, BlockId(0)));
+        let mut jit = Jit::new(s.program, config).map_err(|e| e.to_string())?;
+        let mut frame = interp::frame_with(s.program, &s.inputs);
+        let got = describe(jit.run(&mut frame, s.entry));
         differ(
             format!(
                 "--mode {} --threshold {threshold} --bridge-threshold {bridge_threshold} --passes {}",
@@ -155,9 +205,24 @@ pub fn check(text: &str) -> Result<bool, String> {
             got,
         )?;
     }
-    differ("pe --run".into(), run_pe(&program, false))?;
-    differ("pe --compile --run".into(), run_pe(&program, true))?;
+    differ(format!("{pe} --run"), run_pe(s, false))?;
+    differ(format!("{pe} --compile --run"), run_pe(s, true))?;
     Ok(true)
+}
+
+/// Runs `text` under every executor and compares each with the interpreter. `Ok(false)`:
+/// the program was discarded (it needs more than [`STEP_LIMIT`] operations, or more than
+/// [`TIME_LIMIT`]).
+pub fn check(text: &str) -> Result<bool, String> {
+    let (_, program) = lang::load(text, Syntax::Fg)
+        .map_err(|d| format!("generated an invalid program: {d:?}\n{text}"))?;
+    let subject = Subject {
+        program: &program,
+        entry: BlockId(0),
+        inputs: Vec::new(),
+        statics: 0,
+    };
+    check_subject(&subject, "pe")
 }
 
 /// What a run of [`run`] found.
@@ -197,7 +262,7 @@ pub fn run(seed: u64, count: u32) -> Result<Outcome, String> {
         TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
     let start = std::time::Instant::now();
     let discarded = std::cell::Cell::new(0u32);
-    let result = runner.run(&programs(), |p| match check(&p.text()) {
+    let result = runner.run(&cases(), |p| match p.check() {
         Ok(true) => Ok(()),
         Ok(false) => {
             discarded.set(discarded.get() + 1);
