@@ -22,15 +22,17 @@ use proptest::prelude::*;
 use crate::backend::{cfg::ProgramExit, Backend, Listings};
 use crate::interp::{self, ErrorKind, Monitor, NoMonitor, Position, Steps};
 use crate::jit::{Config, Jit};
-use crate::lang::{self, BlockId, Program, Slot, Syntax};
+use crate::lang::{self, bytecode, BlockId, Program, Slot, Syntax};
 use crate::opt;
 use crate::peval;
 
 mod dispatch;
 mod flow;
+mod regs;
 
 pub use dispatch::{dispatchers, GenDispatch, Handler, NextPc};
 pub use flow::{programs, Branch, Cond, GenArg, GenOp, GenProgram, Promoted, Seg};
+pub use regs::{bytecodes, GenBytecode, Inner, Instr, Piece};
 
 /// How many operations the oracle may run; a program that needs more is discarded.
 pub const STEP_LIMIT: u64 = 200_000;
@@ -47,32 +49,38 @@ pub enum Case {
     Flow(GenProgram),
     /// An interpreter with the meta-tracing hints.
     Dispatch(GenDispatch),
+    /// Register-machine bytecode, run on the bundled interpreter.
+    Bytecode(GenBytecode),
 }
 
 impl Case {
-    /// Runs the case under every executor, as [`check`] does.
+    /// Runs the case under every executor, as [`check`] and [`check_bytecode`] do.
     pub fn check(&self) -> Result<bool, String> {
         match self {
             Case::Flow(p) => check(&p.text()),
             Case::Dispatch(p) => check(&p.text()),
+            Case::Bytecode(p) => check_bytecode(&p.text(), &p.registers()),
         }
     }
 
-    /// The program, in the readable syntax.
+    /// The program: in the readable syntax, or a `.bc` file whose first line is the command
+    /// that runs it.
     pub fn text(&self) -> String {
         match self {
             Case::Flow(p) => p.text(),
             Case::Dispatch(p) => p.text(),
+            Case::Bytecode(p) => p.text(),
         }
     }
 }
 
-/// The strategy that generates cases: structured programs more often than interpreters
-/// with hints.
+/// The strategy that generates cases: structured programs most often, then interpreters
+/// with hints and bytecode programs.
 pub fn cases() -> impl Strategy<Value = Case> {
     prop_oneof![
         5 => programs().prop_map(Case::Flow),
         3 => dispatchers().prop_map(Case::Dispatch),
+        2 => bytecodes().prop_map(Case::Bytecode),
     ]
 }
 
@@ -225,6 +233,39 @@ pub fn check(text: &str) -> Result<bool, String> {
     check_subject(&subject, "pe")
 }
 
+/// Runs the bytecode program `text` (a `.bc` file) on the bundled interpreter, with
+/// `registers` (`a r0 r1 r2`), under every executor, as `flowjit bytecode` does, and
+/// compares each with the interpreter; the partial evaluator gets `bytecode` and `pc` as
+/// static, the registers as the residual program's inputs. `Ok(false)` as for [`check`].
+pub fn check_bytecode(text: &str, registers: &[(&str, i64)]) -> Result<bool, String> {
+    let cells = bytecode::assemble(text)
+        .map_err(|d| format!("generated invalid bytecode: {d:?}\n{text}"))?;
+    let (_, program) = lang::load(bytecode::REGMACHINE_SOURCE, Syntax::Fg)
+        .map_err(|d| format!("the bundled interpreter does not load: {d:?}"))?;
+    let slot = |name: &str| {
+        program
+            .slot(name)
+            .ok_or_else(|| format!("the bundled interpreter has no variable `{name}`"))
+    };
+    let mut inputs = vec![
+        (slot("bytecode")?, Value::list(cells)),
+        (slot("pc")?, Value::Int(0)),
+    ];
+    for (name, v) in registers {
+        inputs.push((slot(name)?, Value::Int(*v)));
+    }
+    let entry = program
+        .block_id(bytecode::REGMACHINE_ENTRY)
+        .ok_or("the bundled interpreter has no entry block")?;
+    let subject = Subject {
+        program: &program,
+        entry,
+        inputs,
+        statics: 2,
+    };
+    check_subject(&subject, "pe (bytecode and pc static)")
+}
+
 /// What a run of [`run`] found.
 #[derive(Debug)]
 pub enum Outcome {
@@ -240,7 +281,7 @@ pub enum Outcome {
     Differs {
         /// How it differs.
         why: String,
-        /// The program, in the readable syntax.
+        /// The program, in the readable syntax (or a `.bc` file, see [`Case::text`]).
         program: String,
     },
 }
