@@ -1,18 +1,39 @@
 //! Differential testing: random well-formed programs, run by every executor; any difference
 //! from the interpreter (in what is printed, or in the error) is a bug.
 //!
-//! The programs ([`GenProgram`], printed in the readable syntax) use five integer variables
-//! and a constant list, and are sequences of straight-line code and loops with bounded
-//! counters (nested up to two deep), so they terminate. Loops may hold a branch that changes
-//! direction part-way, a promotion of a value that varies, and operations of every kind on
-//! values that may leave 64 bits, index outside the list, divide by zero, shift by a
-//! negative count or meet an atom: errors that happen after a loop is hot are part of what
-//! is tested. [`check`] runs a program under the interpreter (the oracle) and under the
-//! trace interpreter and the JIT with several thresholds and optimizer pass sets, and
-//! partially evaluated (interpreted and compiled whole).
+//! Three kinds of program ([`Case`]), each printed as a file that `flowjit` runs:
 //!
-//! The generator is a proptest [`Strategy`], so a failing program is shrunk before it is
-//! reported. `flowjit difftest --seed S --count N` runs it at length.
+//! - **Structured programs** ([`GenProgram`], `flow.rs`): five integer variables and a
+//!   constant list; straight-line code and loops with bounded counters, nested up to two
+//!   deep, so they terminate. Operations of every kind, on values that may leave 64 bits,
+//!   index outside the list, divide by zero, shift by a negative count or meet an atom, so
+//!   that errors happen after a loop is hot. Outermost loops often run hundreds of times; a
+//!   loop may end in a branch that changes direction once (`counter < at`) or takes a rare
+//!   path every `m`-th iteration (`counter % m`, `m` from 2 to 59), again and again, so that
+//!   bridges form and go back into the loop; on the path taken every time, variables are
+//!   made copies of each other or constants, which the rare path breaks for one iteration;
+//!   a loop may promote `counter // k`, `counter % m` (few or many values) or a variable.
+//! - **Interpreters** ([`GenDispatch`], `dispatch.rs`): a dispatch loop with
+//!   `jit_merge_point(pc)` (or `(lst, pc)`) and `can_enter_jit`, whose handlers compute the
+//!   next `pc` from itself, a constant, a variable or the loop's fuel: greens that change
+//!   inside the loop.
+//! - **Bytecode** ([`GenBytecode`], `regs.rs`): register-machine programs, nested
+//!   counting loops with register copies, run on the bundled interpreter with `bytecode`
+//!   and `pc` as `flowjit bytecode` sets them: the JIT traces the interpreter (meta-tracing).
+//!
+//! [`check`] runs a program under the interpreter (the oracle) and under the JIT (machine
+//! code) and the trace interpreter with several thresholds and optimizer pass sets (see
+//! `configurations`), and partially evaluated (its residual program interpreted, and
+//! compiled whole); [`check_bytecode`] does the same for bytecode, the partial evaluator
+//! specializing the interpreter to the bytecode.
+//!
+//! What it does not reach: lists other than the one constant list, atoms other than
+//! `'a'`, loops nested more than two deep, loops whose counter is not a plain countdown,
+//! more than one dispatch loop in a program, and bytecode with more than two loops (its
+//! inner loop always starts from the outer counter).
+//!
+//! The generator is a proptest [`Strategy`] ([`cases`]), so a failing program is shrunk
+//! before it is reported. `flowjit difftest --seed S --count N` runs it at length.
 
 use std::time::{Duration, Instant};
 
