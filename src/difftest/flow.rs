@@ -1,0 +1,607 @@
+//! Structured programs: five integer variables, a constant list, straight-line code and
+//! loops with bounded counters, printed in the readable syntax.
+//!
+//! A loop counts its counter down to zero. Its body is straight-line pieces and inner loops,
+//! then (often) a branch whose two ways write variables: either `counter < at`, which
+//! changes direction once, or `counter % m`, whose else-way is a rare path taken every
+//! `m`-th iteration, again and again, so that a guard fails often enough to get a bridge and
+//! the bridge goes back into the loop. Loops run up to 80 times; an outermost loop, often
+//! up to 1,500 (fewer when its inner loops would make it more than 4,000 iterations in
+//! all), enough for the default thresholds (a trace after 50 back edges, a bridge after 20
+//! exits) to be passed.
+//!
+//! Statements come as single operations of every kind and, more often, as integer
+//! operations that cannot fail, in chunks that make loop-carried variables copies of each
+//! other (`xa = xb`, `xa = e; xb = xa`, or `xa = e; xb = e` with the same `e`), or a
+//! constant. A branch of the new kind reads `xb`, then makes `xa` and `xb` equal on its
+//! then-way; its else-way (the rare path) usually writes only those two, with constants,
+//! the counter or other values, so that for one iteration they differ. Such a loop, as it
+//! is printed (blocks reordered, `goto`s left out):
+//!
+//! ```text
+//! loop1:   i4 = 700
+//! head2:   c5 = i4 > 0                 if c5 goto s9 else goto end
+//! s9:      x2 = x2 // 3
+//! fork6:   w8 = i4 % 12                if w8 goto then10 else goto else11
+//! then10:  x4 = x4 - x1                x0 = i4 + 3              x1 = x0
+//! else11:  x1 = 0
+//! step3:   i4 = i4 - 1
+//! ```
+//!
+//! A loop may also promote a value at the start of each iteration: `counter // k` (changes
+//! every `k` iterations), `counter % m` (few or many distinct values), or a variable.
+//! Half the programs print one variable; the others print a number that every variable
+//! changes.
+
+use std::fmt::Write as _;
+
+use flowjit_runtime::Op;
+use proptest::prelude::*;
+
+/// An argument of a generated operation.
+#[derive(Clone, Debug)]
+pub enum GenArg {
+    /// Variable `x{n}`.
+    Var(usize),
+    /// An integer literal.
+    Int(i64),
+    /// 2^70, past 64 bits.
+    Big,
+    /// The atom `'a'`.
+    Atom,
+    /// The innermost loop counter (or `x0` outside loops).
+    Counter,
+}
+
+/// A generated statement `x{dst} = op(args)`.
+#[derive(Clone, Debug)]
+pub struct GenOp {
+    /// The variable assigned.
+    pub dst: usize,
+    /// The operation.
+    pub op: Op,
+    /// Its arguments (as many as it takes are used).
+    pub args: [GenArg; 2],
+}
+
+/// The condition of a loop's branch, on its counter `i` (which counts down to 1).
+#[derive(Clone, Debug)]
+pub enum Cond {
+    /// `i < at`: the else-way first, then the then-way from some iteration on.
+    Below(i64),
+    /// `i % m`: the then-way, except every `m`-th iteration, which takes the else-way (the
+    /// rare path).
+    Every(i64),
+}
+
+/// The value a loop promotes at the start of each iteration.
+#[derive(Clone, Debug)]
+pub enum Promoted {
+    /// `i // k`: a value that changes every `k` iterations.
+    Div(i64),
+    /// `i % m`: `m` values, cycling.
+    Mod(i64),
+    /// Variable `x{n}` itself.
+    Var(usize),
+}
+
+/// A branch at the end of a loop's body.
+#[derive(Clone, Debug)]
+pub struct Branch {
+    /// Its condition.
+    pub cond: Cond,
+    /// The statements of its then-way.
+    pub yes: Vec<GenOp>,
+    /// The statements of its else-way.
+    pub no: Vec<GenOp>,
+    /// `Some((a, b))`: the else-way writes only `x{a}` and `x{b}`, which the then-way makes
+    /// equal (each statement's `dst` picks one of the two). A bridge from the else-way may
+    /// then jump straight back into the loop, which needs every variable it writes to be
+    /// one the loop carries, and the two variables differ for one iteration.
+    pub tied: Option<(usize, usize)>,
+}
+
+/// A piece of a generated program.
+#[derive(Clone, Debug)]
+pub enum Seg {
+    /// Straight-line statements.
+    Ops(Vec<GenOp>),
+    /// A loop running `count` times.
+    Loop {
+        /// Iterations.
+        count: i64,
+        /// Its body.
+        body: Vec<Seg>,
+        /// A branch at the end of the body.
+        branch: Option<Branch>,
+        /// A value promoted at the start of the body; `Some((value, n))` adds a derived
+        /// value to `x{n}` (`promote(p)`, `x{n} = x{n} + p`).
+        promote: Option<(Promoted, usize)>,
+    },
+}
+
+/// A generated program.
+#[derive(Clone, Debug)]
+pub struct GenProgram {
+    /// Initial values of `x0..x4`.
+    pub inits: [i64; 5],
+    /// The constant list `lst`.
+    pub list: Vec<i64>,
+    /// Its pieces, in order.
+    pub segs: Vec<Seg>,
+    /// The variable printed at the end, or (`None`) a number that every variable changes:
+    /// `((x0 * P + x1) * P + x2) ...` with `P = 1000003`.
+    pub result: Option<usize>,
+}
+
+/// How many variables the generated statements use.
+pub(super) const VARS: usize = 5;
+
+/// The iterations a loop nest may run in all (the outer count times one plus the inner
+/// loops' iterations); a longer nest has its outer count cut. About 15 operations an
+/// iteration, three nests a program: within the oracle's step limit.
+const NEST_ITERATIONS: i64 = 4_000;
+
+fn arg() -> impl Strategy<Value = GenArg> {
+    prop_oneof![
+        6 => (0..VARS).prop_map(GenArg::Var),
+        3 => prop_oneof![-3i64..10, Just(i64::MAX), Just(i64::MIN), Just(1 << 40)].prop_map(GenArg::Int),
+        3 => Just(GenArg::Counter),
+        1 => Just(GenArg::Big),
+        1 => Just(GenArg::Atom),
+    ]
+}
+
+/// Any operation on any arguments: errors, big integers and atoms included.
+pub(super) fn op() -> impl Strategy<Value = GenOp> {
+    (
+        0..VARS,
+        prop::sample::select(Op::ALL.to_vec()),
+        arg(),
+        arg(),
+    )
+        .prop_map(|(dst, op, a, b)| GenOp {
+            dst,
+            op,
+            args: [a, b],
+        })
+}
+
+fn ops() -> impl Strategy<Value = Vec<GenOp>> {
+    prop::collection::vec(op(), 0..5)
+}
+
+/// An integer operation that raises no error on integers: a division or a remainder is
+/// by a positive constant, a product by a small one.
+fn int_op() -> impl Strategy<Value = GenOp> {
+    let safe = [
+        Op::Add,
+        Op::Sub,
+        Op::Xor,
+        Op::And,
+        Op::Or,
+        Op::Lt,
+        Op::Eq,
+        Op::Mod,
+        Op::Div,
+        Op::Mul,
+    ];
+    let operand = prop_oneof![
+        4 => (0..VARS).prop_map(GenArg::Var),
+        3 => Just(GenArg::Counter),
+        2 => (-3i64..10).prop_map(GenArg::Int),
+    ];
+    (
+        0..VARS,
+        prop::sample::select(safe.to_vec()),
+        operand.clone(),
+        operand,
+        1i64..10,
+    )
+        .prop_map(|(dst, op, a, b, k)| {
+            let b = match op {
+                Op::Mod | Op::Div | Op::Mul => GenArg::Int(k),
+                _ => b,
+            };
+            GenOp {
+                dst,
+                op,
+                args: [a, b],
+            }
+        })
+}
+
+fn copy(dst: usize, from: usize) -> GenOp {
+    GenOp {
+        dst,
+        op: Op::Same,
+        args: [GenArg::Var(from), GenArg::Int(0)],
+    }
+}
+
+fn constant() -> impl Strategy<Value = GenOp> {
+    (0..VARS, -3i64..10).prop_map(|(dst, n)| GenOp {
+        dst,
+        op: Op::Same,
+        args: [GenArg::Int(n), GenArg::Int(0)],
+    })
+}
+
+/// Two variables made equal: `xa = xb`, `xa = e; xb = e`, or `xa = e; xb = xa`, where `e`
+/// often reads the counter (so that the two vary from one iteration to the next).
+fn alias() -> impl Strategy<Value = Vec<GenOp>> {
+    prop_oneof![
+        1 => (0..VARS, 0..VARS).prop_map(|(a, b)| vec![copy(a, b)]),
+        1 => (varying(), 0..VARS).prop_map(|(e, b)| vec![e.clone(), GenOp { dst: b, ..e }]),
+        1 => (varying(), 0..VARS).prop_map(|(e, b)| {
+            let a = e.dst;
+            vec![e, copy(b, a)]
+        }),
+    ]
+}
+
+/// An integer operation that often reads the counter.
+fn varying() -> impl Strategy<Value = GenOp> {
+    (int_op(), any::<bool>()).prop_map(|(mut e, counter)| {
+        if counter {
+            e.args[0] = GenArg::Counter;
+        }
+        e
+    })
+}
+
+/// The then-way of a loop's branch, and the two variables it makes equal: some reads,
+/// `xc = xc + xb` (or `-`), then `xa = e; xb = e` or `xa = e; xb = xa`. On the path taken
+/// every time, `xb` is read as a copy of `xa`; when the else-way has written it, not.
+fn then_way() -> impl Strategy<Value = (Vec<GenOp>, (usize, usize))> {
+    (reads(), accumulate(), varying(), 0..VARS, any::<bool>()).prop_map(
+        |(mut yes, mut acc, e, b, twice)| {
+            let a = e.dst;
+            acc.args[1] = GenArg::Var(b);
+            yes.push(acc);
+            yes.push(e.clone());
+            yes.push(match twice {
+                true => GenOp { dst: b, ..e },
+                false => copy(b, a),
+            });
+            (yes, (a, b))
+        },
+    )
+}
+
+/// Statements for a path taken every time: copies between variables, one expression
+/// assigned to two variables, constants, sums that read variables before they are
+/// written again, integer operations and, less often, any operation.
+pub(super) fn hot_ops() -> impl Strategy<Value = Vec<GenOp>> {
+    let chunk = prop_oneof![
+        5 => alias(),
+        2 => constant().prop_map(|c| vec![c]),
+        3 => accumulate().prop_map(|o| vec![o]),
+        3 => int_op().prop_map(|o| vec![o]),
+        1 => op().prop_map(|o| vec![o]),
+    ];
+    prop::collection::vec(chunk, 0..4).prop_map(|chunks| chunks.concat())
+}
+
+/// Statements that read variables into others: sums, integer operations, and constants.
+fn reads() -> impl Strategy<Value = Vec<GenOp>> {
+    let one = prop_oneof![
+        3 => accumulate(),
+        2 => int_op(),
+        1 => constant(),
+    ];
+    prop::collection::vec(one, 0..3)
+}
+
+/// `xa = xa + xb` or `xa = xa - xb`.
+fn accumulate() -> impl Strategy<Value = GenOp> {
+    (
+        0..VARS,
+        0..VARS,
+        prop::sample::select(vec![Op::Add, Op::Sub]),
+    )
+        .prop_map(|(a, b, op)| GenOp {
+            dst: a,
+            op,
+            args: [GenArg::Var(a), GenArg::Var(b)],
+        })
+}
+
+/// Statements for a rare path: constants and the counter into variables, integer
+/// operations and, less often, any operation.
+fn rare_ops() -> impl Strategy<Value = Vec<GenOp>> {
+    let counter = (0..VARS).prop_map(|dst| GenOp {
+        dst,
+        op: Op::Same,
+        args: [GenArg::Counter, GenArg::Int(0)],
+    });
+    let one = prop_oneof![
+        2 => constant(),
+        2 => counter,
+        2 => int_op(),
+        1 => op(),
+    ];
+    prop::collection::vec(one, 1..3)
+}
+
+fn branch() -> impl Strategy<Value = Branch> {
+    let old = (0i64..80, ops(), ops()).prop_map(|(at, yes, no)| Branch {
+        cond: Cond::Below(at),
+        yes,
+        no,
+        tied: None,
+    });
+    let cond = prop_oneof![
+        1 => (0i64..1500).prop_map(Cond::Below),
+        2 => (2i64..8).prop_map(Cond::Every),
+        2 => (8i64..60).prop_map(Cond::Every),
+    ];
+    let new = (cond, then_way(), rare_ops(), prop::bool::weighted(0.75)).prop_map(
+        |(cond, (yes, pair), no, tied)| Branch {
+            cond,
+            yes,
+            no,
+            tied: tied.then_some(pair),
+        },
+    );
+    prop_oneof![1 => old, 4 => new]
+}
+
+fn promotion() -> impl Strategy<Value = Option<(Promoted, usize)>> {
+    let value = prop_oneof![
+        2 => (1i64..30).prop_map(Promoted::Div),
+        1 => (2i64..4).prop_map(Promoted::Mod),
+        1 => (4i64..100).prop_map(Promoted::Mod),
+        1 => (0..VARS).prop_map(Promoted::Var),
+    ];
+    prop_oneof![
+        2 => Just(None),
+        1 => Just(Some((Promoted::Div(7), 0))),
+        2 => (value, 0..VARS).prop_map(Some),
+    ]
+}
+
+/// The iterations a piece runs, its inner loops' included.
+fn iterations(seg: &Seg) -> i64 {
+    match seg {
+        Seg::Ops(_) => 0,
+        Seg::Loop { count, body, .. } => {
+            count.saturating_mul(1 + body.iter().map(iterations).sum::<i64>())
+        }
+    }
+}
+
+fn seg(depth: u32) -> BoxedStrategy<Seg> {
+    let straight = prop_oneof![1 => ops(), 2 => hot_ops()].prop_map(Seg::Ops);
+    if depth == 0 {
+        return straight.boxed();
+    }
+    // Only outermost loops run long: a trace from an outer loop unrolls its inner loops,
+    // and one of thousands of instructions is slow to compile (again for each bridge).
+    let count = match depth {
+        1 => (0i64..80).boxed(),
+        _ => prop_oneof![2 => 0i64..80, 3 => 80i64..1500].boxed(),
+    };
+    let looped = (
+        count,
+        prop::collection::vec(seg(depth - 1), 0..3),
+        prop_oneof![1 => Just(None), 3 => branch().prop_map(Some)],
+        promotion(),
+    )
+        .prop_map(|(count, body, branch, promote)| {
+            let inner: i64 = body.iter().map(iterations).sum();
+            Seg::Loop {
+                count: count.min(NEST_ITERATIONS / (1 + inner)),
+                body,
+                branch,
+                promote,
+            }
+        });
+    // An outer loop's body holds straight-line pieces more often than loops, so that long
+    // loops with rare paths are common.
+    match depth {
+        1 => prop_oneof![3 => straight, 2 => looped].boxed(),
+        _ => prop_oneof![1 => straight, 2 => looped].boxed(),
+    }
+}
+
+/// The strategy that generates programs.
+pub fn programs() -> impl Strategy<Value = GenProgram> {
+    (
+        prop::array::uniform5(prop_oneof![9 => -5i64..20, 1 => Just(i64::MAX - 3)]),
+        prop::collection::vec(-3i64..9, 1..6),
+        prop::collection::vec(seg(2), 1..4),
+        prop_oneof![1 => (0..VARS).prop_map(Some), 1 => Just(None)],
+    )
+        .prop_map(|(inits, list, segs, result)| GenProgram {
+            inits,
+            list,
+            segs,
+            result,
+        })
+}
+
+/// Writes generated programs: blocks, with fresh labels.
+pub(super) struct Emitter {
+    /// The blocks written so far.
+    pub(super) out: String,
+    labels: usize,
+}
+
+impl Emitter {
+    pub(super) fn new() -> Emitter {
+        Emitter {
+            out: String::new(),
+            labels: 0,
+        }
+    }
+
+    /// A fresh label starting with `base`.
+    pub(super) fn label(&mut self, base: &str) -> String {
+        self.labels += 1;
+        format!("{base}{}", self.labels)
+    }
+
+    fn arg(a: &GenArg, counter: &str) -> String {
+        match a {
+            GenArg::Var(i) => format!("x{i}"),
+            GenArg::Int(n) => n.to_string(),
+            GenArg::Big => "1180591620717411303424".to_string(),
+            GenArg::Atom => "'a'".to_string(),
+            GenArg::Counter => counter.to_string(),
+        }
+    }
+
+    /// Writes the statement `o`, with `counter` for [`GenArg::Counter`].
+    pub(super) fn stmt(&mut self, o: &GenOp, counter: &str) {
+        let a = Self::arg(&o.args[0], counter);
+        let b = Self::arg(&o.args[1], counter);
+        let rhs = match o.op {
+            Op::Same => a,
+            Op::Readlist => format!("lst[{b}]"),
+            Op::Len => "len(lst)".to_string(),
+            op if op.arity() == 1 => format!("{}({a})", op.name()),
+            op => format!("{a} {} {b}", op.infix().unwrap_or("?")),
+        };
+        let _ = writeln!(self.out, "    x{} = {rhs}", o.dst);
+    }
+
+    /// Writes a block `label` of `ops` that goes on to `next`.
+    fn block(&mut self, label: &str, ops: &[GenOp], counter: &str, next: &str) {
+        let _ = writeln!(self.out, "{label}:");
+        for o in ops {
+            self.stmt(o, counter);
+        }
+        let _ = writeln!(self.out, "    goto {next}");
+    }
+
+    /// Emits `seg`, continuing at `next`; returns the label it starts at.
+    fn seg(&mut self, seg: &Seg, next: &str, counter: &str) -> String {
+        match seg {
+            Seg::Ops(ops) => {
+                let l = self.label("s");
+                self.block(&l, ops, counter, next);
+                l
+            }
+            Seg::Loop {
+                count,
+                body,
+                branch,
+                promote,
+            } => {
+                let setup = self.label("loop");
+                let head = self.label("head");
+                let step = self.label("step");
+                let i = self.label("i");
+                let c = self.label("c");
+                // The body's pieces, last first, so that each knows where it goes on.
+                let mut after_body = step.clone();
+                if let Some(Branch {
+                    cond,
+                    yes,
+                    no,
+                    tied,
+                }) = branch
+                {
+                    let fork = self.label("fork");
+                    let then = self.label("then");
+                    let els = self.label("else");
+                    let w = self.label("w");
+                    self.block(&then, yes, &i, &step);
+                    let no: Vec<GenOp> = match tied {
+                        Some((a, b)) => no
+                            .iter()
+                            .map(|o| GenOp {
+                                dst: if o.dst % 2 == 0 { *a } else { *b },
+                                ..o.clone()
+                            })
+                            .collect(),
+                        None => no.clone(),
+                    };
+                    self.block(&els, &no, &i, &step);
+                    let test = match cond {
+                        Cond::Below(at) => format!("{i} < {at}"),
+                        Cond::Every(m) => format!("{i} % {m}"),
+                    };
+                    let _ = writeln!(
+                        self.out,
+                        "{fork}:\n    {w} = {test}\n    if {w} goto {then} else goto {els}"
+                    );
+                    after_body = fork;
+                }
+                for s in body.iter().rev() {
+                    after_body = self.seg(s, &after_body, &i);
+                }
+                let first = match promote {
+                    None => after_body,
+                    Some((value, into)) => {
+                        let p = self.label("promote");
+                        let _ = writeln!(self.out, "{p}:");
+                        let _ = match value {
+                            Promoted::Div(k) => writeln!(
+                                self.out,
+                                "    p = {i} // {k}\n    promote(p)\n    x{into} = x{into} + p"
+                            ),
+                            Promoted::Mod(m) => writeln!(
+                                self.out,
+                                "    p = {i} % {m}\n    promote(p)\n    x{into} = x{into} + p"
+                            ),
+                            Promoted::Var(v) => writeln!(self.out, "    promote(x{v})"),
+                        };
+                        let _ = writeln!(self.out, "    goto {after_body}");
+                        p
+                    }
+                };
+                let _ = writeln!(self.out, "{setup}:\n    {i} = {count}\n    goto {head}");
+                let _ = writeln!(
+                    self.out,
+                    "{head}:\n    {c} = {i} > 0\n    if {c} goto {first} else goto {next}"
+                );
+                let _ = writeln!(self.out, "{step}:\n    {i} = {i} - 1\n    goto {head}");
+                setup
+            }
+        }
+    }
+}
+
+/// The statements of the first block: `x0..x4` and `lst`.
+pub(super) fn prologue(inits: &[i64; 5], list: &[i64]) -> String {
+    let mut start = String::new();
+    for (k, v) in inits.iter().enumerate() {
+        let _ = writeln!(start, "    x{k} = {v}");
+    }
+    let items: Vec<String> = list.iter().map(i64::to_string).collect();
+    let _ = writeln!(start, "    lst = [{}]", items.join(", "));
+    start
+}
+
+/// The statements of the last block: prints `x{result}`, or the digest of every variable.
+pub(super) fn epilogue(result: Option<usize>) -> String {
+    match result {
+        Some(n) => format!("    print_and_stop(x{n})"),
+        None => {
+            let mut s = String::from("    r = x0\n");
+            for k in 1..VARS {
+                let _ = writeln!(s, "    r = r * 1000003\n    r = r + x{k}");
+            }
+            s + "    print_and_stop(r)"
+        }
+    }
+}
+
+impl GenProgram {
+    /// The program in the readable syntax; its first block is the entry.
+    pub fn text(&self) -> String {
+        let mut e = Emitter::new();
+        let mut next = "end".to_string();
+        for s in self.segs.iter().rev() {
+            next = e.seg(s, &next, "x0");
+        }
+        let start = format!(
+            "start:\n{}    goto {next}\n",
+            prologue(&self.inits, &self.list)
+        );
+        let _ = writeln!(e.out, "end:\n{}", epilogue(self.result));
+        start + &e.out
+    }
+}

@@ -1,0 +1,371 @@
+//! Differential testing: random well-formed programs, run by every executor; any difference
+//! from the interpreter (in what is printed, or in the error) is a bug.
+//!
+//! Three kinds of program ([`Case`]), each printed as a file that `flowjit` runs:
+//!
+//! - **Structured programs** ([`GenProgram`], `flow.rs`): five integer variables and a
+//!   constant list; straight-line code and loops with bounded counters, nested up to two
+//!   deep, so they terminate. Operations of every kind, on values that may leave 64 bits,
+//!   index outside the list, divide by zero, shift by a negative count or meet an atom, so
+//!   that errors happen after a loop is hot. Outermost loops often run hundreds of times; a
+//!   loop may end in a branch that changes direction once (`counter < at`) or takes a rare
+//!   path every `m`-th iteration (`counter % m`, `m` from 2 to 59), again and again, so that
+//!   bridges form and go back into the loop; on the path taken every time, variables are
+//!   made copies of each other or constants, which the rare path breaks for one iteration;
+//!   a loop may promote `counter // k`, `counter % m` (few or many values) or a variable.
+//! - **Interpreters** ([`GenDispatch`], `dispatch.rs`): a dispatch loop with
+//!   `jit_merge_point(pc)` (or `(lst, pc)`) and `can_enter_jit`, whose handlers compute the
+//!   next `pc` from itself, a constant, a variable or the loop's fuel: greens that change
+//!   inside the loop.
+//! - **Bytecode** ([`GenBytecode`], `regs.rs`): register-machine programs, nested
+//!   counting loops with register copies, run on the bundled interpreter with `bytecode`
+//!   and `pc` as `flowjit bytecode` sets them: the JIT traces the interpreter (meta-tracing).
+//!
+//! [`check`] runs a program under the interpreter (the oracle) and under the JIT (machine
+//! code) and the trace interpreter with several thresholds and optimizer pass sets (see
+//! `configurations`), and partially evaluated (its residual program interpreted, and
+//! compiled whole); [`check_bytecode`] does the same for bytecode, the partial evaluator
+//! specializing the interpreter to the bytecode.
+//!
+//! What it does not reach: lists other than the one constant list, atoms other than
+//! `'a'`, loops nested more than two deep, loops whose counter is not a plain countdown,
+//! more than one dispatch loop in a program, and bytecode with more than two loops (its
+//! inner loop always starts from the outer counter).
+//!
+//! The generator is a proptest [`Strategy`] ([`cases`]), so a failing program is shrunk
+//! before it is reported. `flowjit difftest --seed S --count N` runs it at length.
+
+use std::time::{Duration, Instant};
+
+use flowjit_runtime::Value;
+use proptest::prelude::*;
+
+use crate::backend::{cfg::ProgramExit, Backend, Listings};
+use crate::interp::{self, ErrorKind, Monitor, NoMonitor, Position, Steps};
+use crate::jit::{self, Config, Jit};
+use crate::lang::{self, bytecode, BlockId, Program, Slot, Syntax};
+use crate::opt;
+use crate::peval;
+
+mod dispatch;
+mod flow;
+mod regs;
+
+pub use dispatch::{dispatchers, GenDispatch, Handler, NextPc};
+pub use flow::{programs, Branch, Cond, GenArg, GenOp, GenProgram, Promoted, Seg};
+pub use regs::{bytecodes, GenBytecode, Inner, Instr, Piece};
+
+/// How many operations the oracle may run; a program that needs more is discarded.
+pub const STEP_LIMIT: u64 = 200_000;
+
+/// How long the oracle may run; a program that needs longer is discarded. Only arithmetic
+/// on integers of millions of bits takes that long within [`STEP_LIMIT`] operations, and
+/// every executor would spend as long on it.
+pub const TIME_LIMIT: Duration = Duration::from_secs(2);
+
+/// A generated case: a program of one of the three kinds.
+#[derive(Clone, Debug)]
+pub enum Case {
+    /// A structured program.
+    Flow(GenProgram),
+    /// An interpreter with the meta-tracing hints.
+    Dispatch(GenDispatch),
+    /// Register-machine bytecode, run on the bundled interpreter.
+    Bytecode(GenBytecode),
+}
+
+impl Case {
+    /// Runs the case under every executor, as [`check`] and [`check_bytecode`] do.
+    pub fn check(&self) -> Result<bool, String> {
+        match self {
+            Case::Flow(p) => check(&p.text()),
+            Case::Dispatch(p) => check(&p.text()),
+            Case::Bytecode(p) => check_bytecode(&p.text(), &p.registers()),
+        }
+    }
+
+    /// The program: in the readable syntax, or a `.bc` file whose first line is the command
+    /// that runs it.
+    pub fn text(&self) -> String {
+        match self {
+            Case::Flow(p) => p.text(),
+            Case::Dispatch(p) => p.text(),
+            Case::Bytecode(p) => p.text(),
+        }
+    }
+}
+
+/// The strategy that generates cases: structured programs most often, then interpreters
+/// with hints and bytecode programs.
+pub fn cases() -> impl Strategy<Value = Case> {
+    prop_oneof![
+        5 => programs().prop_map(Case::Flow),
+        3 => dispatchers().prop_map(Case::Dispatch),
+        2 => bytecodes().prop_map(Case::Bytecode),
+    ]
+}
+
+fn describe(outcome: Result<Value, interp::RuntimeError>) -> String {
+    match outcome {
+        Ok(v) => v.to_string(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Every JIT configuration a program is run under: (native, threshold, bridge threshold,
+/// passes). `turn` picks the pass left out in machine code.
+///
+/// Machine code runs with thresholds 0, 1, 3 and the defaults, and bridge thresholds 0,
+/// 1 and 20; the trace interpreter with all passes, none, and each pass left out in turn.
+/// Leaving a pass out in machine code costs a compilation per trace and per bridge, the
+/// costliest part of a check: each program leaves out one (`turn`), so that a run of many
+/// programs covers every pass. (`peel` is not among them: without it nothing becomes
+/// machine code, and the trace interpreter's runs cover that.)
+fn configurations(turn: usize) -> Vec<(bool, u64, u64, Vec<&'static str>)> {
+    let all = opt::PIPELINE.to_vec();
+    let without =
+        |off: &str| -> Vec<&'static str> { all.iter().copied().filter(|p| *p != off).collect() };
+    let mut configs = vec![
+        (true, 0, 0, all.clone()),
+        (true, 1, 1, all.clone()),
+        (true, 3, 20, all.clone()),
+        (
+            true,
+            jit::DEFAULT_THRESHOLD,
+            jit::DEFAULT_BRIDGE_THRESHOLD,
+            all.clone(),
+        ),
+        (false, 0, 0, all.clone()),
+        (false, 1, 1, Vec::new()),
+    ];
+    for off in opt::PIPELINE {
+        configs.push((false, 0, 1, without(off)));
+    }
+    let native: Vec<&str> = all.iter().copied().filter(|p| *p != "peel").collect();
+    configs.push((true, 0, 1, without(native[turn % native.len()])));
+    configs
+}
+
+/// A number that picks a program's turn among the configurations: the FNV-1a hash of its
+/// text (the same on every machine).
+fn turn(text: &str) -> usize {
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    hash as usize
+}
+
+/// A loaded program to check: where it starts, its inputs, and how many of them (the
+/// first ones) the partial evaluator gets as static; the others are the residual
+/// program's inputs.
+struct Subject<'a> {
+    program: &'a Program,
+    entry: BlockId,
+    inputs: Vec<(Slot, Value)>,
+    statics: usize,
+}
+
+fn run_pe(s: &Subject, compile: bool) -> String {
+    let raw = match peval::specialize(s.program, s.entry, &s.inputs[..s.statics]) {
+        Ok(r) => r,
+        Err(e) => return format!("pe: {e}"),
+    };
+    let residual = peval::cleanup::clean(&raw).to_program(s.program);
+    // An input the residual program never reads is dropped.
+    let inputs: Vec<(Slot, Value)> = s.inputs[s.statics..]
+        .iter()
+        .filter_map(|(slot, v)| Some((residual.slot(s.program.var(*slot))?, v.clone())))
+        .collect();
+    let mut frame = interp::frame_with(&residual, &inputs);
+    let mut pos = Position::start(BlockId(0));
+    if compile {
+        let mut backend = Backend::new(None).expect("the host emits machine code");
+        if let Ok(code) =
+            backend.compile_program(&residual, BlockId(0), &frame, Listings::default())
+        {
+            match crate::backend::run_program(&code, &mut frame) {
+                Some(ProgramExit::Stop(v)) => return v.to_string(),
+                Some(ProgramExit::Resume(at)) => pos = at,
+                None => {}
+            }
+        }
+    }
+    // The residual program does fewer operations than the original: twice the limit is
+    // ample for one that the oracle ran within it.
+    let mut steps = Steps::new(Some(2 * STEP_LIMIT));
+    describe(
+        interp::run(&residual, &mut frame, pos, &mut steps, &mut NoMonitor).map(
+            |exit| match exit {
+                interp::Exit::Stop(v) => v,
+                interp::Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+            },
+        ),
+    )
+}
+
+/// Takes over at the first back edge after a deadline, to stop a run.
+struct Deadline(Instant);
+
+impl Monitor for Deadline {
+    fn back_edge(&mut self, _from: BlockId, _target: BlockId) -> bool {
+        Instant::now() > self.0
+    }
+}
+
+/// Runs `s` under every executor and compares each with the interpreter; `pe` names the
+/// partial evaluation in a difference's description, `turn` is as for [`configurations`].
+fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
+    let mut frame = interp::frame_with(s.program, &s.inputs);
+    let mut steps = Steps::new(Some(STEP_LIMIT));
+    let mut deadline = Deadline(Instant::now() + TIME_LIMIT);
+    let oracle = match interp::run(
+        s.program,
+        &mut frame,
+        Position::start(s.entry),
+        &mut steps,
+        &mut deadline,
+    ) {
+        Ok(interp::Exit::Stop(v)) => Ok(v),
+        Ok(interp::Exit::Hot(_)) => return Ok(false),
+        Err(e) if matches!(e.kind, ErrorKind::MaxSteps(_)) => return Ok(false),
+        Err(e) => Err(e),
+    };
+    let want = describe(oracle);
+    let differ = |who: String, got: String| -> Result<(), String> {
+        if got == want {
+            Ok(())
+        } else {
+            Err(format!("{who} printed {got:?}, the interpreter {want:?}"))
+        }
+    };
+    for (native, threshold, bridge_threshold, passes) in configurations(turn) {
+        let config = Config {
+            native,
+            threshold,
+            bridge_threshold,
+            passes: passes.clone(),
+            max_steps: Some(STEP_LIMIT),
+            ..Config::default()
+        };
+        let mut jit = Jit::new(s.program, config).map_err(|e| e.to_string())?;
+        let mut frame = interp::frame_with(s.program, &s.inputs);
+        let got = describe(jit.run(&mut frame, s.entry));
+        differ(
+            format!(
+                "--mode {} --threshold {threshold} --bridge-threshold {bridge_threshold} --passes {}",
+                if native { "jit" } else { "trace" },
+                passes.join(",")
+            ),
+            got,
+        )?;
+    }
+    differ(format!("{pe} --run"), run_pe(s, false))?;
+    differ(format!("{pe} --compile --run"), run_pe(s, true))?;
+    Ok(true)
+}
+
+/// Runs `text` under every executor and compares each with the interpreter. `Ok(false)`:
+/// the program was discarded (it needs more than [`STEP_LIMIT`] operations, or more than
+/// [`TIME_LIMIT`]).
+pub fn check(text: &str) -> Result<bool, String> {
+    let (_, program) = lang::load(text, Syntax::Fg)
+        .map_err(|d| format!("generated an invalid program: {d:?}\n{text}"))?;
+    let subject = Subject {
+        program: &program,
+        entry: BlockId(0),
+        inputs: Vec::new(),
+        statics: 0,
+    };
+    check_subject(&subject, "pe", turn(text))
+}
+
+/// Runs the bytecode program `text` (a `.bc` file) on the bundled interpreter, with
+/// `registers` (`a r0 r1 r2`), under every executor, as `flowjit bytecode` does, and
+/// compares each with the interpreter; the partial evaluator gets `bytecode` and `pc` as
+/// static, the registers as the residual program's inputs. `Ok(false)` as for [`check`].
+pub fn check_bytecode(text: &str, registers: &[(&str, i64)]) -> Result<bool, String> {
+    let cells = bytecode::assemble(text)
+        .map_err(|d| format!("generated invalid bytecode: {d:?}\n{text}"))?;
+    let (_, program) = lang::load(bytecode::REGMACHINE_SOURCE, Syntax::Fg)
+        .map_err(|d| format!("the bundled interpreter does not load: {d:?}"))?;
+    let slot = |name: &str| {
+        program
+            .slot(name)
+            .ok_or_else(|| format!("the bundled interpreter has no variable `{name}`"))
+    };
+    let mut inputs = vec![
+        (slot("bytecode")?, Value::list(cells)),
+        (slot("pc")?, Value::Int(0)),
+    ];
+    for (name, v) in registers {
+        inputs.push((slot(name)?, Value::Int(*v)));
+    }
+    let entry = program
+        .block_id(bytecode::REGMACHINE_ENTRY)
+        .ok_or("the bundled interpreter has no entry block")?;
+    let subject = Subject {
+        program: &program,
+        entry,
+        inputs,
+        statics: 2,
+    };
+    check_subject(&subject, "pe (bytecode and pc static)", turn(text))
+}
+
+/// What a run of [`run`] found.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Every program agreed with the interpreter.
+    Agreed {
+        /// How long the run took.
+        seconds: f64,
+        /// Programs discarded as needing more than [`STEP_LIMIT`] operations or
+        /// [`TIME_LIMIT`] (not counted).
+        discarded: u32,
+    },
+    /// A program that differs, shrunk.
+    Differs {
+        /// How it differs.
+        why: String,
+        /// The program, in the readable syntax (or a `.bc` file, see [`Case::text`]).
+        program: String,
+    },
+}
+
+/// Checks `count` programs generated from `seed` (the same seed generates the same
+/// programs); a difference is shrunk. An error says why the run stopped early (too many
+/// programs discarded).
+pub fn run(seed: u64, count: u32) -> Result<Outcome, String> {
+    use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config {
+        cases: count,
+        failure_persistence: None,
+        max_global_rejects: count.saturating_mul(4),
+        ..Config::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
+    let start = std::time::Instant::now();
+    let discarded = std::cell::Cell::new(0u32);
+    let result = runner.run(&cases(), |p| match p.check() {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            discarded.set(discarded.get() + 1);
+            Err(TestCaseError::reject("needs too many steps or too long"))
+        }
+        Err(e) => Err(TestCaseError::fail(e)),
+    });
+    match result {
+        Ok(()) => Ok(Outcome::Agreed {
+            seconds: start.elapsed().as_secs_f64(),
+            discarded: discarded.get(),
+        }),
+        Err(TestError::Fail(why, program)) => Ok(Outcome::Differs {
+            why: why.to_string(),
+            program: program.text(),
+        }),
+        Err(TestError::Abort(why)) => Err(format!("difftest stopped: {why}")),
+    }
+}
