@@ -572,13 +572,13 @@ fn bench_prints_a_table_json_and_a_plot() {
 }
 
 #[test]
-fn the_help_lists_the_exit_statuses_and_bench_its_own() {
+fn the_help_lists_the_exit_statuses_and_bench_and_difftest_their_own() {
     let help = stdout_of(&["--help"]);
     for status in [
         "\n  0  success\n",
         "\n  1  a runtime error in the program\n",
         "\n  2  bad usage, an unreadable or invalid program\n",
-        "\n  3  flowjit bench: an executor printed something other than the interpreter did\n",
+        "\n  3  flowjit bench, flowjit difftest: an executor printed something other than the\n     interpreter did\n",
     ] {
         assert!(help.contains(status), "{status:?} in\n{help}");
     }
@@ -587,6 +587,8 @@ fn the_help_lists_the_exit_statuses_and_bench_its_own() {
         help.contains("when one does not, no table is printed and the exit status is 3"),
         "{help}"
     );
+    let help = stdout_of(&["difftest", "--help"]);
+    assert!(help.contains("(exit status 3)"), "{help}");
 }
 
 #[test]
