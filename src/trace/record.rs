@@ -317,23 +317,15 @@ fn record_from(
             // The trace at `next` takes its greens as the constants they are now: the loop
             // (or the bridge) goes there only while they still have these values (the
             // articles' `jit_merge_point` promotes its greens).
-            let merge = r
-                .program
-                .block(next)
-                .insts
-                .iter()
-                .position(|s| matches!(s, Stmt::MergePoint(_)));
+            // The checker puts the merge point first in its block: the guard stands for it.
+            let at = Position::start(next);
             for g in greens {
                 let Some(value) = frame[g.index()].clone() else {
                     continue;
                 };
-                let at = Position {
-                    block: next,
-                    inst: merge.unwrap_or(0),
-                };
                 let v = r.var(g, at);
                 if v.as_const() != Some(&value) {
-                    let snap = r.snapshot(Position::start(next));
+                    let snap = r.snapshot(at);
                     r.emit(
                         Kind::GuardValue,
                         vec![v, Opnd::Const(value)],
