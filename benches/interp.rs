@@ -5,8 +5,9 @@
 //! operations per second; divide to get nanoseconds per flowgraph operation.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use flowjit::interp::{self, Exit, NoMonitor, Position, Steps};
+use flowjit::interp::{self, Exit, NoMonitor};
 use flowjit::lang::{self, bytecode, Program, Slot, Syntax};
+use flowjit::state::{Position, Steps};
 use flowjit_runtime::Value;
 
 fn inputs(program: &Program, named: &[(&str, Value)]) -> Vec<(Slot, Value)> {
@@ -18,7 +19,7 @@ fn inputs(program: &Program, named: &[(&str, Value)]) -> Vec<(Slot, Value)> {
 
 /// Runs once and returns how many operations the run interpreted.
 fn count_ops(program: &Program, entry: lang::BlockId, inputs: &[(Slot, Value)]) -> u64 {
-    let mut frame = interp::frame_with(program, inputs);
+    let mut frame = flowjit::state::frame_with(program, inputs);
     let mut steps = Steps::new(Some(u64::MAX - 1));
     let exit = interp::run(
         program,

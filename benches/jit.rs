@@ -98,7 +98,7 @@ fn bench(c: &mut Criterion) {
                         .iter()
                         .filter_map(|(s, v)| residual.slot(program.var(*s)).map(|r| (r, v.clone())))
                         .collect();
-                    let mut frame = interp::frame_with(&residual, &dynamic);
+                    let mut frame = flowjit::state::frame_with(&residual, &dynamic);
                     let mut backend = Backend::new(None).expect("supported host");
                     let code = backend
                         .compile_program(&residual, BlockId(0), &frame, Listings::default())
@@ -118,7 +118,7 @@ fn bench(c: &mut Criterion) {
                         ..Config::default()
                     };
                     let mut jit = Jit::new(&program, config).expect("supported host");
-                    let mut frame = interp::frame_with(&program, &inputs);
+                    let mut frame = flowjit::state::frame_with(&program, &inputs);
                     jit.run(&mut frame, entry).expect("runs")
                 })
             });

@@ -8,9 +8,9 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use flowjit::backend::{Backend, Listings, Segment};
-use flowjit::interp::{self, Steps};
 use flowjit::lang::{self, bytecode, Syntax};
 use flowjit::opt;
+use flowjit::state::Steps;
 use flowjit::trace::{self, Recorded, Trace};
 use flowjit_runtime::Value;
 
@@ -31,8 +31,8 @@ fn bench(c: &mut Criterion) {
     .into_iter()
     .map(|(n, v)| (program.slot(n).expect("variable"), v))
     .collect();
-    let record = || -> (Trace, interp::Frame) {
-        let mut frame = interp::frame_with(&program, &inputs);
+    let record = || -> (Trace, flowjit::state::Frame) {
+        let mut frame = flowjit::state::frame_with(&program, &inputs);
         let recorded = trace::record(
             &program,
             &mut frame,

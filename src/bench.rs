@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 use flowjit_runtime::Value;
 
 use crate::backend::{self, cfg::ProgramExit, Backend, Listings};
-use crate::interp::{self, NoMonitor, Position, RuntimeError, Steps};
+use crate::interp::{self, NoMonitor, RuntimeError};
 use crate::jit::{Config, Jit};
 use crate::lang::{BlockId, Program, Slot};
 use crate::peval;
+use crate::state::{Position, Steps};
 
 /// What to run.
 pub struct Setup<'p> {
@@ -94,7 +95,7 @@ fn run_jit(setup: &Setup, native: bool) -> (Outcome, Option<Duration>) {
         ..Config::default()
     };
     let mut jit = Jit::new(setup.program, config).expect("the host emits machine code");
-    let mut frame = interp::frame_with(setup.program, &setup.inputs);
+    let mut frame = crate::state::frame_with(setup.program, &setup.inputs);
     let result = jit.run(&mut frame, setup.entry);
     (result, jit.stats.first_native)
 }
@@ -118,7 +119,7 @@ fn run_pe(setup: &Setup, statics: &[Slot]) -> Outcome {
         .filter(|(s, _)| !statics.contains(s))
         .filter_map(|(s, v)| residual.slot(program.var(*s)).map(|r| (r, v.clone())))
         .collect();
-    let mut frame = interp::frame_with(&residual, &dynamic);
+    let mut frame = crate::state::frame_with(&residual, &dynamic);
     let mut pos = Position::start(BlockId(0));
     let mut backend = Backend::new(None).expect("the host emits machine code");
     if let Ok(code) = backend.compile_program(&residual, BlockId(0), &frame, Listings::default()) {

@@ -684,7 +684,7 @@ fn execute(
             "`flowjit trace` needs a tracing mode, not --mode interp",
         ));
     }
-    let mut frame = interp::frame_with(&loaded.program, inputs);
+    let mut frame = crate::state::frame_with(&loaded.program, inputs);
     let mut driver = jit::Jit::new(&loaded.program, config).map_err(usage_error)?;
     let result = match start {
         Start::Run(entry) => driver.run(&mut frame, entry),
@@ -706,13 +706,13 @@ fn run_compiled_program(
 ) -> CliResult<()> {
     let config = jit_config(opts)?;
     let mut backend = crate::backend::Backend::new(config.target).map_err(usage_error)?;
-    let mut frame = interp::frame_with(program, inputs);
+    let mut frame = crate::state::frame_with(program, inputs);
     let entry = lang::BlockId(0);
     let listings = crate::backend::Listings {
         ir: config.dumps.ir,
         asm: config.dumps.asm,
     };
-    let mut pos = interp::Position::start(entry);
+    let mut pos = crate::state::Position::start(entry);
     if opts.max_steps.is_none() {
         match backend.compile_program(program, entry, &frame, listings) {
             Ok(code) => {
@@ -739,7 +739,7 @@ fn run_compiled_program(
         }
     }
     // --max-steps counts interpreted operations: with a limit the interpreter runs it all.
-    let mut steps = interp::Steps::new(opts.max_steps);
+    let mut steps = crate::state::Steps::new(opts.max_steps);
     let result =
         interp::run(program, &mut frame, pos, &mut steps, &mut interp::NoMonitor).map(|exit| {
             match exit {

@@ -27,4 +27,5 @@ pub mod jit;
 pub mod lang;
 pub mod opt;
 pub mod peval;
+pub mod state;
 pub mod trace;

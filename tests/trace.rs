@@ -4,8 +4,9 @@ mod common;
 
 use common::flowjit_ok as flowjit;
 
-use flowjit::interp::{self, Exit, Monitor, NoMonitor, Position, Steps};
+use flowjit::interp::{self, Exit, Monitor, NoMonitor};
 use flowjit::lang::{BlockId, Program};
+use flowjit::state::{Position, Steps};
 use flowjit::trace::{self, parse::parse_ssa, print, Recorded, Trace};
 
 const SQUARE: &str = "bytecode=[mov_a_r0,mov_a_r1,mov_r0_a,decr_a,mov_a_r0,mov_r2_a,add_r1_to_a,mov_a_r2,mov_r0_a,jump_if_a,2,mov_r2_a,return_a]";
@@ -150,8 +151,8 @@ fn oracle(
     entry: BlockId,
     inputs: &[(flowjit::lang::Slot, flowjit_runtime::Value)],
     used: u64,
-) -> (interp::Frame, Option<String>) {
-    let mut frame = interp::frame_with(program, inputs);
+) -> (flowjit::state::Frame, Option<String>) {
+    let mut frame = flowjit::state::frame_with(program, inputs);
     let mut steps = Steps::new(Some(used));
     let r = interp::run(
         program,
@@ -197,7 +198,7 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
             ..
         } = common::load(&case);
         let n = program.blocks.len();
-        let mut frame = interp::frame_with(&program, &inputs);
+        let mut frame = flowjit::state::frame_with(&program, &inputs);
         let mut steps = Steps::new(None);
         let mut traced: Vec<Option<usize>> = vec![None; n];
         let mut tried = vec![false; n];
@@ -301,7 +302,7 @@ fn the_ssa_form_reads_back_as_the_same_trace() {
             inputs,
             ..
         } = common::load(&case);
-        let mut frame = interp::frame_with(&program, &inputs);
+        let mut frame = flowjit::state::frame_with(&program, &inputs);
         let mut steps = Steps::new(None);
         // Trace the first loop the run reaches.
         struct First;

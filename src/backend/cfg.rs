@@ -29,8 +29,8 @@ use flowjit_runtime::{Op, Value};
 
 use super::ops::{self, Exits, Lowered};
 use super::Unsupported;
-use crate::interp::{Frame, Position};
 use crate::lang::{BlockId, Operand, Program, Slot, Terminator};
+use crate::state::{Frame, Position};
 
 /// The return value that means the program stopped, printing a value of kind `Int`;
 /// `STOP - 1` an atom, `STOP - 2` a list.

@@ -40,9 +40,9 @@ use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::{Op, Value};
 
 use super::{ops, Unsupported};
-use crate::interp::Frame;
 use crate::lang::Slot;
 use crate::opt::state::{Arrival, LoopState};
+use crate::state::Frame;
 use crate::trace::{Kind, Opnd, SnapId, Trace};
 
 /// A segment of a trace tree.

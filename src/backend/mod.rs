@@ -26,7 +26,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use flowjit_runtime::abi;
 
-use crate::interp::{Frame, Position, Steps};
+use crate::state::{Frame, Position, Steps};
 use crate::trace::Opnd;
 
 /// Why a trace stays on the trace interpreter.

@@ -41,11 +41,12 @@ use flowjit_runtime::Value;
 use proptest::prelude::*;
 
 use crate::backend::{cfg::ProgramExit, Backend, Listings};
-use crate::interp::{self, ErrorKind, Monitor, NoMonitor, Position, Steps};
+use crate::interp::{self, ErrorKind, Monitor, NoMonitor};
 use crate::jit::{self, Config, Jit};
 use crate::lang::{self, bytecode, BlockId, Program, Slot, Syntax};
 use crate::opt;
 use crate::peval;
+use crate::state::{Position, Steps};
 
 mod dispatch;
 mod flow;
@@ -176,7 +177,7 @@ fn run_pe(s: &Subject, compile: bool) -> String {
         .iter()
         .filter_map(|(slot, v)| Some((residual.slot(s.program.var(*slot))?, v.clone())))
         .collect();
-    let mut frame = interp::frame_with(&residual, &inputs);
+    let mut frame = crate::state::frame_with(&residual, &inputs);
     let mut pos = Position::start(BlockId(0));
     if compile {
         let mut backend = Backend::new(None).expect("the host emits machine code");
@@ -215,7 +216,7 @@ impl Monitor for Deadline {
 /// Runs `s` under every executor and compares each with the interpreter; `pe` names the
 /// partial evaluation in a difference's description, `turn` is as for [`configurations`].
 fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
-    let mut frame = interp::frame_with(s.program, &s.inputs);
+    let mut frame = crate::state::frame_with(s.program, &s.inputs);
     let mut steps = Steps::new(Some(STEP_LIMIT));
     let mut deadline = Deadline(Instant::now() + TIME_LIMIT);
     let oracle = match interp::run(
@@ -248,7 +249,7 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
             ..Config::default()
         };
         let mut jit = Jit::new(s.program, config).map_err(|e| e.to_string())?;
-        let mut frame = interp::frame_with(s.program, &s.inputs);
+        let mut frame = crate::state::frame_with(s.program, &s.inputs);
         let got = describe(jit.run(&mut frame, s.entry));
         differ(
             format!(

@@ -12,26 +12,7 @@
 use flowjit_runtime::{ops, Op, OpError, Value};
 
 use crate::lang::{BlockId, Inst, Jump, Operand, Program, Slot, Terminator};
-
-/// The variables of a running program, indexed by slot; `None` for never written.
-pub type Frame = Vec<Option<Value>>;
-
-/// A position in a program: a block and the index of a statement in it (the block's length
-/// means its terminator).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Position {
-    /// The block.
-    pub block: BlockId,
-    /// The statement's index.
-    pub inst: usize,
-}
-
-impl Position {
-    /// The start of `block`.
-    pub fn start(block: BlockId) -> Position {
-        Position { block, inst: 0 }
-    }
-}
+use crate::state::{frame_with, Frame, Position, Steps};
 
 /// What went wrong, without where.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -85,30 +66,6 @@ impl Monitor for NoMonitor {
     #[inline(always)]
     fn back_edge(&mut self, _from: BlockId, _target: BlockId) -> bool {
         false
-    }
-}
-
-/// The `--max-steps` budget: how many more operations may be interpreted.
-#[derive(Clone, Copy, Debug)]
-pub struct Steps {
-    /// The limit given, if any.
-    pub limit: Option<u64>,
-    /// Operations left.
-    pub left: u64,
-}
-
-impl Steps {
-    /// A budget of `limit` operations, or none.
-    pub fn new(limit: Option<u64>) -> Steps {
-        Steps {
-            limit,
-            left: limit.unwrap_or(u64::MAX),
-        }
-    }
-
-    /// How many operations have been used.
-    pub fn used(&self) -> u64 {
-        self.limit.unwrap_or(u64::MAX) - self.left
     }
 }
 
@@ -279,15 +236,6 @@ pub fn run<M: Monitor>(
 /// The index of `inst` in `insts` (it is one of them).
 fn index_of(insts: &[Inst], inst: &Inst) -> usize {
     (inst as *const Inst as usize - insts.as_ptr() as usize) / std::mem::size_of::<Inst>()
-}
-
-/// A fresh frame for `program` with the given inputs set.
-pub fn frame_with(program: &Program, inputs: &[(Slot, Value)]) -> Frame {
-    let mut frame = vec![None; program.frame_size()];
-    for (slot, v) in inputs {
-        frame[slot.index()] = Some(v.clone());
-    }
-    frame
 }
 
 /// Runs `program` from `entry` with `inputs` and returns the value it prints.

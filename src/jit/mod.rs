@@ -30,9 +30,10 @@ use std::time::{Duration, Instant};
 use flowjit_runtime::Value;
 
 use crate::backend::{self, Backend, Compiled, Listings, Segment};
-use crate::interp::{self, Exit, Frame, NoMonitor, Position, RuntimeError, Steps};
+use crate::interp::{self, Exit, NoMonitor, RuntimeError};
 use crate::lang::{BlockId, Inst as Stmt, Program, Slot, Terminator};
 use crate::opt;
+use crate::state::{Frame, Position, Steps};
 use crate::trace::{self, print, AbortReason, Kind, Recorded, Trace};
 use profile::Profile;
 pub use profile::{Key, MAX_ABORTS};

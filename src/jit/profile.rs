@@ -25,8 +25,9 @@ use std::collections::HashMap;
 
 use flowjit_runtime::Value;
 
-use crate::interp::{Frame, Monitor};
+use crate::interp::Monitor;
 use crate::lang::{BlockId, Program, Slot};
+use crate::state::Frame;
 
 /// After this many aborted or rejected recordings at a key, it is never traced again.
 pub const MAX_ABORTS: u32 = 4;

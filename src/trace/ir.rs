@@ -46,8 +46,8 @@ use std::fmt;
 
 use flowjit_runtime::{Op, Value};
 
-use crate::interp::Position;
 use crate::lang::{BlockId, Slot};
+use crate::state::Position;
 
 /// An SSA value: the index of the instruction that defines it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -8,9 +8,9 @@
 use std::collections::HashMap;
 
 use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace};
-use crate::interp::Position;
 use crate::lang::parse_fg::parse_fg_const;
 use crate::lang::{Program, Slot};
+use crate::state::Position;
 
 /// Splits `s` at each top-level `sep` (outside quotes and brackets).
 fn split_top(s: &str, sep: char) -> Vec<&str> {

@@ -16,8 +16,9 @@
 use flowjit_runtime::{abi, Value};
 
 use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace};
-use crate::interp::{branch, step, ErrorKind, Flow, Frame, Position, RuntimeError, Steps};
+use crate::interp::{branch, step, ErrorKind, Flow, RuntimeError};
 use crate::lang::{BlockId, Inst as Stmt, Operand, Program, Slot, Terminator};
+use crate::state::{Frame, Position, Steps};
 
 /// Why a recording was abandoned.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 use flowjit_runtime::{ops, Value};
 
 use super::ir::{Kind, Opnd, SnapId, Trace};
-use crate::interp::{Frame, Position, Steps};
+use crate::state::{Frame, Position, Steps};
 
 /// How a run of a trace ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
