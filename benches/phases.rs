@@ -31,7 +31,7 @@ fn bench(c: &mut Criterion) {
     .into_iter()
     .map(|(n, v)| (program.slot(n).expect("variable"), v))
     .collect();
-    let record = || -> (Trace, flowjit::state::Frame) {
+    let record = || -> Trace {
         let mut frame = flowjit::state::frame_with(&program, &inputs);
         let recorded = trace::record(
             &program,
@@ -42,11 +42,11 @@ fn bench(c: &mut Criterion) {
             4000,
         );
         match recorded {
-            Ok(Recorded::Loop(t)) => (t, frame),
+            Ok(Recorded::Loop(t)) => t,
             _ => unreachable!("the square loop closes"),
         }
     };
-    let (recorded, frame) = record();
+    let recorded = record();
     let optimized = opt::optimize(&recorded, opt::PIPELINE).expect("optimizes");
     let mut group = c.benchmark_group("phases");
     group.throughput(Throughput::Elements(recorded.insts.len() as u64));
@@ -65,7 +65,7 @@ fn bench(c: &mut Criterion) {
                     returns: false,
                 };
                 backend
-                    .compile(&[root], &frame, Listings::default(), false)
+                    .compile(&[root], Listings::default(), false)
                     .expect("compiles")
                     .size
             },

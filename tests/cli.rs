@@ -409,7 +409,7 @@ fn stats_show_traces_and_guard_exits() {
         "{err}"
     );
     assert!(
-        err.contains("exits: 1\n  trace 0 guard_true v12  @sum_done:0 #4 [s=v10, i=v11, c=0]: 1\n"),
+        err.contains("exits: 1\n  trace 0 guard_true v12  @sum_done:0 #4 [c=0, i=v11, s=v10]: 1\n"),
         "{err}"
     );
 }

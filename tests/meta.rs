@@ -72,9 +72,9 @@ fn with_merge_point_hints_the_bytecode_loop_is_one_trace_in_machine_code() {
     assert_eq!(
         body,
         [
-            "v10 = sub v8, 1",
-            "v11 = add v9, v3",
-            "v12 = eq v10, 0",
+            "v10:int = sub v8, 1",
+            "v11:int = add v9, v3",
+            "v12:int = eq v10, 0",
             "guard_false v12",
             "loop v10, v11"
         ]

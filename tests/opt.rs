@@ -1,320 +1,116 @@
-//! The optimizer's passes, tested as text: an input trace, the passes to run, and the
-//! expected trace, in the SSA form that `--dump opt` prints (in the manner of PyPy's
-//! optimizeopt tests).
+//! The optimizer's passes, tested as text: the cases under `tests/opt/` (an input trace,
+//! the passes to run, and the expected trace, in the SSA form that `--dump opt` prints),
+//! the loop bodies `--dump opt` shows for the examples, and the loop state of a peeled
+//! trace.
 
 mod common;
 
-use flowjit::lang::{self, Program, Syntax};
-use flowjit::opt::{self, Rejected};
-use flowjit::trace::{parse::parse_ssa, print};
+use std::path::{Path, PathBuf};
 
-/// A program that only provides names: variables `x y z c i` and labels `l d e`.
-fn names() -> Program {
-    let text = "l: x = 0 y = 0 z = 0 c = 0 i = 0 goto d  d: goto e  e: goto l";
-    lang::load(text, Syntax::Fg).expect("valid program").1
+use flowjit::lang::Slot;
+use flowjit::opt;
+use flowjit::trace::parse::{parse_ssa, TextNames};
+use flowjit::trace::{print, verify::verify};
+
+/// The directory of the optimizer's cases.
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/opt")
 }
 
-fn unindent(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| format!("{l}\n"))
-        .collect()
+/// One case: what it says, the passes, the input trace, and the expected result.
+struct Case {
+    /// Everything up to and including the `=>` line.
+    head: String,
+    passes: Vec<String>,
+    input: String,
+    expected: String,
 }
 
-fn optimize(input: &str, passes: &[&str]) -> Result<String, Rejected> {
-    let program = names();
-    let trace = parse_ssa(&program, &unindent(input)).unwrap_or_else(|e| panic!("{e}"));
-    let out = opt::optimize(&trace, passes)?;
-    assert_eq!(flowjit::trace::verify::verify(&out), Ok(()));
-    Ok(print::ssa(&program, &out))
-}
-
-#[track_caller]
-fn check(input: &str, passes: &[&str], expected: &str) {
-    assert_eq!(
-        optimize(input, passes).expect("not rejected"),
-        unindent(expected)
-    );
-}
-
-#[test]
-fn fold_constant_arithmetic_guarded_by_guard_value_vanishes() {
-    check(
-        "v0 = add 2, 3  @l:0 #0 []
-         guard_value v0, 5  @d:0 #1 [x=v0]
-         loop  @l:0 #2 [x=v0]",
-        &["fold"],
-        "loop  @l:0 #2 [x=5]",
-    );
-}
-
-#[test]
-fn fold_two_guard_values_on_values_derived_from_each_other() {
-    check(
-        "v0 = input x  @l:0 #0 []
-         guard_value v0, 5  @d:0 #1 []
-         v2 = add v0, 1  @d:0 #1 []
-         guard_value v2, 6  @e:0 #2 [y=v2]
-         v4 = mul v2, v0  @e:0 #2 [y=v2]
-         loop  @l:0 #3 [y=v2, z=v4]",
-        &["fold"],
-        "v0 = input x  @l:0 #0 []
-         guard_value v0, 5  @d:0 #1 []
-         loop  @l:0 #3 [y=6, z=30]",
-    );
-}
-
-#[test]
-fn fold_keeps_constants_in_snapshots_instead_of_computing_them() {
-    check(
-        "v0 = input c  @l:0 #0 []
-         v1 = add 2, 3  @l:0 #0 []
-         v2 = mul v1, v1  @l:1 #1 [x=v1]
-         guard_true v0  @d:0 #2 [x=v1, y=v2]
-         loop  @l:0 #3 [x=v1, y=v2]",
-        &["fold"],
-        "v0 = input c  @l:0 #0 []
-         guard_true v0  @d:0 #2 [x=5, y=25]
-         loop  @l:0 #3 [x=5, y=25]",
-    );
-}
-
-#[test]
-fn fold_learns_from_guard_false_and_guard_true_on_eq() {
-    check(
-        // The guard's own snapshot is used only when the guard fails: then v1, a
-        // comparison, is 0.
-        "v0 = input x  @l:0 #0 []
-         v1 = eq v0, 'mov_a_r0'
-         guard_true v1  @d:0 #1 [c=0]
-         v3 = input y  @l:1 #1 [c=v1]
-         guard_false v3  @e:0 #2 [c=v1]
-         v5 = eq v0, v3
-         loop  @l:0 #3 [c=v1, y=v3, z=v5]",
-        &["fold"],
-        // The guard's own snapshot is used only when the guard fails: then v1, a
-        // comparison, is 0.
-        "v0 = input x  @l:0 #0 []
-         v1 = eq v0, 'mov_a_r0'
-         guard_true v1  @d:0 #1 [c=0]
-         v3 = input y  @l:1 #1 [c=1]
-         guard_false v3  @e:0 #2 [c=1]
-         loop  @l:0 #3 [y=0, z=0, c=1]",
-    );
-}
-
-#[test]
-fn fold_reads_a_constant_list_at_a_constant_index() {
-    check(
-        "v0 = readlist [a,b,c], 1  @l:0 #0 []
-         v1 = eq v0, 'b'
-         guard_true v1  @d:0 #1 [x=v0]
-         loop  @l:0 #2 [x=v0]",
-        &["fold"],
-        "loop  @l:0 #2 [x='b']",
-    );
-}
-
-#[test]
-fn fold_keeps_an_operation_that_always_fails_so_the_interpreter_raises() {
-    check(
-        "v0 = readlist [a], 3  @l:0 #0 []
-         loop  @l:0 #1 [x=v0]",
-        &["fold"],
-        "v0 = readlist [a], 3  @l:0 #0 []
-         loop  @l:0 #1 [x=v0]",
-    );
-}
-
-#[test]
-fn fold_rejects_a_trace_whose_guard_must_fail() {
-    let r = optimize(
-        "v0 = input x  @l:0 #0 []
-         guard_value v0, 5  @d:0 #1 []
-         guard_value v0, 6  @d:0 #1 []
-         loop  @l:0 #1 []",
-        &["fold"],
-    );
-    assert_eq!(r, Err(Rejected("guard_value(5, 6) always fails".into())));
-}
-
-#[test]
-fn cse_of_repeated_comparisons_then_the_repeated_guard_goes() {
-    let input = "v0 = input x  @l:0 #0 []
-                 v1 = lt v0, 4  @l:0 #0 []
-                 guard_true v1  @d:0 #1 []
-                 v3 = lt v0, 4  @d:0 #1 []
-                 guard_true v3  @e:0 #2 []
-                 loop  @l:0 #3 [c=v3]";
-    check(
+fn read_case(text: &str) -> Result<Case, String> {
+    let (head, expected) = text
+        .split_once("\n=>\n")
+        .ok_or("no `=>` line between the input and the expected result")?;
+    let mut passes = None;
+    let mut input = String::new();
+    for line in head.lines() {
+        match line.strip_prefix("passes:") {
+            Some(p) => passes = Some(p.split_whitespace().map(String::from).collect()),
+            None => {
+                input.push_str(line);
+                input.push('\n');
+            }
+        }
+    }
+    Ok(Case {
+        head: format!("{head}\n=>\n"),
+        passes: passes.ok_or("no `passes:` line")?,
         input,
-        &["cse"],
-        "v0 = input x  @l:0 #0 []
-         v1 = lt v0, 4  @l:0 #0 []
-         guard_true v1  @d:0 #1 []
-         guard_true v1  @e:0 #2 []
-         loop  @l:0 #3 [c=v1]",
-    );
-    check(
-        input,
-        &["cse", "guards"],
-        "v0 = input x  @l:0 #0 []
-         v1 = lt v0, 4  @l:0 #0 []
-         guard_true v1  @d:0 #1 []
-         loop  @l:0 #3 [c=v1]",
-    );
+        expected: expected.to_string(),
+    })
 }
 
-#[test]
-fn cse_puts_commutative_operands_in_order() {
-    check(
-        "v0 = input x  @l:0 #0 []
-         v1 = input y  @l:0 #0 []
-         v2 = add v0, v1  @l:0 #0 []
-         v3 = add v1, v0  @l:1 #1 []
-         loop  @l:0 #2 [x=v2, y=v3]",
-        &["cse"],
-        "v0 = input x  @l:0 #0 []
-         v1 = input y  @l:0 #0 []
-         v2 = add v0, v1  @l:0 #0 []
-         loop  @l:0 #2 [x=v2, y=v2]",
-    );
+/// What the optimizer makes of a case's input: the optimized trace in the SSA form, or
+/// `trace rejected: why`.
+fn outcome(case: &Case) -> Result<String, String> {
+    let (trace, names) = parse_ssa(&case.input)?;
+    let passes: Vec<&str> = if case.passes == ["all"] {
+        opt::PIPELINE.to_vec()
+    } else {
+        opt::check_passes(&case.passes)?
+    };
+    Ok(match opt::optimize(&trace, &passes) {
+        Ok(out) => {
+            verify(&out).map_err(|e| format!("the optimized trace is broken: {e}"))?;
+            print::ssa(&names, &out)
+        }
+        Err(rejected) => format!("{rejected}\n"),
+    })
 }
 
+/// Runs every case under `tests/opt/`: an input trace, the passes (`passes: fold cse`, or
+/// `passes: all` for the whole pipeline), `=>`, and the optimized trace expected (or
+/// `trace rejected: why`), in the SSA form `--dump opt` prints, in the manner of Cranelift's
+/// filetests and PyPy's optimizeopt tests. With `FLOWJIT_BLESS=1`, each expected result
+/// is rewritten with what the optimizer gives now (review the diff before committing it).
 #[test]
-fn guards_a_guarded_x_below_4_makes_x_below_5_vanish() {
-    check(
-        "v0 = input x  @l:0 #0 []
-         v1 = lt v0, 4  @l:0 #0 []
-         guard_true v1  @d:0 #1 []
-         v3 = lt v0, 5  @d:0 #1 []
-         guard_true v3  @e:0 #2 []
-         v5 = ge v0, 4  @e:0 #2 []
-         guard_false v5  @e:0 #3 []
-         loop  @l:0 #4 [c=v3, y=v5]",
-        &["guards"],
-        "v0 = input x  @l:0 #0 []
-         v1 = lt v0, 4  @l:0 #0 []
-         guard_true v1  @d:0 #1 []
-         loop  @l:0 #4 [y=0, c=1]",
-    );
-}
-
-#[test]
-fn guards_reject_a_guard_that_contradicts_an_earlier_one() {
-    let r = optimize(
-        "v0 = input x  @l:0 #0 []
-         v1 = lt v0, 4  @l:0 #0 []
-         guard_true v1  @d:0 #1 []
-         v3 = gt v0, 10  @d:0 #1 []
-         guard_true v3  @e:0 #2 []
-         loop  @l:0 #3 []",
-        &["guards"],
-    );
-    assert_eq!(r, Err(Rejected("guard_true on 0 always fails".into())));
-}
-
-#[test]
-fn bounds_remove_the_overflow_check_of_a_bounded_add() {
-    let input = "v0 = input i  @l:0 #0 []
-                 v1 = lt v0, 100  @l:0 #0 []
-                 guard_true v1  @d:0 #1 []
-                 v3 = ge v0, 0  @d:0 #1 []
-                 guard_true v3  @e:0 #2 []
-                 v5 = add v0, 1  @e:0 #2 []
-                 v6 = mul v5, v5  @e:1 #3 []
-                 v7 = mul v6, v6  @e:2 #4 []
-                 v8 = mul v7, v7  @e:3 #5 []
-                 v9 = mul v8, v8  @e:4 #6 []
-                 loop  @l:0 #7 [i=v5, x=v9]";
-    // `ge v0, 0` keeps its check: v0 is only known to be at most 99 there (it could be a
-    // big negative integer). After both guards, 0..=99 + 1 cannot overflow; neither can its
-    // square (10^4), fourth power (10^8) or eighth power (10^16); the sixteenth power (10^32)
-    // can, and keeps its check.
-    check(
-        input,
-        &["bounds"],
-        "v0 = input i  @l:0 #0 []
-         v1 = lt v0, 100  @l:0 #0 []
-         guard_true v1  @d:0 #1 []
-         v3 = ge v0, 0  @d:0 #1 []
-         guard_true v3  @e:0 #2 []
-         v5 = add v0, 1
-         v6 = mul v5, v5
-         v7 = mul v6, v6
-         v8 = mul v7, v7
-         v9 = mul v8, v8  @e:4 #6 []
-         loop  @l:0 #7 [x=v9, i=v5]",
-    );
-}
-
-#[test]
-fn dce_removes_unused_operations_that_cannot_exit_and_keeps_those_that_can() {
-    check(
-        "v0 = input x  @l:0 #0 []
-         v1 = eq v0, 3
-         v2 = add v0, 1  @l:1 #1 []
-         v3 = eq v0, 4
-         guard_true v3  @d:0 #2 []
-         loop  @l:0 #3 []",
-        &["dce"],
-        "v0 = input x  @l:0 #0 []
-         v1 = add v0, 1  @l:1 #1 []
-         v2 = eq v0, 4
-         guard_true v2  @d:0 #2 []
-         loop  @l:0 #3 []",
-    );
-}
-
-#[test]
-fn peel_the_promotion_loop_to_a_subtraction_a_comparison_and_a_guard() {
-    // The promotion example's trace, as recorded and as the fold pass leaves it.
-    check(
-        "v0 = input x  @l:0 #0 []
-         guard_value v0, 5  @d:0 #1 []
-         v2 = mul v0, 2  @d:0 #1 []
-         v3 = add v2, 1  @d:1 #2 [y=v2]
-         v4 = input i  @d:2 #3 [y=v2, z=v3]
-         v5 = sub v4, v3  @d:2 #3 [y=v2, z=v3]
-         v6 = ge v5, 0  @e:0 #4 [i=v5, y=v2, z=v3]
-         guard_true v6  @e:0 #5 [c=v6, i=v5, y=v2, z=v3]
-         loop  @l:0 #5 [c=v6, i=v5, y=v2, z=v3]",
-        opt::PIPELINE,
-        "v0 = input x  @l:0 #0 []
-         guard_value v0, 5  @d:0 #1 []
-         v2 = input i  @d:2 #3 [y=10, z=11]
-         v3 = sub v2, 11  @d:2 #3 [y=10, z=11]
-         v4 = ge v3, 0  @e:0 #4 [y=10, z=11, i=v3]
-         guard_true v4  @e:0 #5 [y=10, z=11, c=0, i=v3]
-         loop_start v3  @l:0 #5 [y=10, z=11, c=1, i=v3]
-         v7 = param i
-         v8 = sub v7, 11  @d:2 #3 [y=10, z=11, c=1, i=v7]
-         v9 = ge v8, 0  @e:0 #4 [y=10, z=11, c=1, i=v8]
-         guard_true v9  @e:0 #5 [y=10, z=11, c=0, i=v8]
-         loop v8  @l:0 #5 [y=10, z=11, c=1, i=v8]",
-    );
-}
-
-#[test]
-fn peel_carries_a_changing_constant_as_a_param() {
-    // x is 0 at the end of the first iteration, but 1 at the end of the second: the
-    // assumption that it stays 0 fails, and x becomes a param.
-    check(
-        "v0 = input x  @l:0 #0 []
-         v1 = add v0, 1  @l:0 #0 []
-         v2 = input c  @l:1 #1 [x=v1]
-         guard_true v2  @d:0 #2 [x=v1]
-         loop  @l:0 #2 [x=v1]",
-        opt::PIPELINE,
-        "v0 = input x  @l:0 #0 []
-         v1 = add v0, 1  @l:0 #0 []
-         v2 = input c  @l:1 #1 [x=v1]
-         guard_true v2  @d:0 #2 [x=v1]
-         loop_start v1  @l:0 #2 [x=v1]
-         v5 = param x
-         v6 = add v5, 1  @l:0 #0 [x=v5]
-         loop v6  @l:0 #2 [x=v6]",
+fn optimizer_cases() {
+    let bless = std::env::var_os("FLOWJIT_BLESS").is_some();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(cases_dir())
+        .expect("tests/opt exists")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "trace"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 20, "only {} cases", paths.len());
+    let mut failures = Vec::new();
+    for path in &paths {
+        let name = path.file_name().expect("a file").to_string_lossy();
+        let text = std::fs::read_to_string(path).expect("a readable case");
+        let case = match read_case(&text) {
+            Ok(case) => case,
+            Err(e) => {
+                failures.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        match outcome(&case) {
+            Ok(got) if got == case.expected => {}
+            Ok(got) if bless => {
+                std::fs::write(path, format!("{}{got}", case.head)).expect("a writable case");
+            }
+            Ok(got) => failures.push(format!(
+                "{name}:\n--- expected\n{}--- got\n{got}",
+                case.expected
+            )),
+            Err(e) => failures.push(format!("{name}: {e}")),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed (FLOWJIT_BLESS=1 rewrites the expectations):\n\n{}",
+        failures.len(),
+        paths.len(),
+        failures.join("\n")
     );
 }
 
@@ -356,9 +152,9 @@ fn the_register_machine_loop_body_has_no_dispatch_left() {
     assert_eq!(
         body,
         [
-            "v14 = sub v12, 1",
-            "v15 = add v13, v7",
-            "v16 = eq v14, 0",
+            "v14:int = sub v12, 1",
+            "v15:int = add v13, v7",
+            "v16:int = eq v14, 0",
             "guard_false v16",
             "loop v14, v15",
         ]
@@ -378,59 +174,42 @@ fn the_promotion_loop_body_is_a_subtraction_a_comparison_and_a_guard() {
     assert_eq!(
         body,
         [
-            "v8 = sub v7, 11",
-            "v9 = ge v8, 0",
+            "v8:int = sub v7, 11",
+            "v9:int = ge v8, 0",
             "guard_true v9",
             "loop v8"
         ]
     );
 }
 
-#[test]
-fn peel_merges_params_that_always_hold_the_same_value() {
-    // x and y are both v1 at the end of every iteration: one param carries them.
-    check(
-        "v0 = input x  @l:0 #0 []
-         v1 = add v0, 1  @l:0 #0 []
-         v2 = input c  @l:1 #1 [x=v1]
-         guard_true v2  @d:0 #2 [x=v1]
-         loop  @l:0 #2 [x=v1, y=v1]",
-        opt::PIPELINE,
-        "v0 = input x  @l:0 #0 []
-         v1 = add v0, 1  @l:0 #0 []
-         v2 = input c  @l:1 #1 [x=v1]
-         guard_true v2  @d:0 #2 [x=v1]
-         loop_start v1  @l:0 #2 [x=v1, y=v1]
-         v5 = param x
-         v6 = add v5, 1  @l:0 #0 [x=v5, y=v5]
-         loop v6  @l:0 #2 [x=v6, y=v6]",
-    );
-}
-
-/// The header state of a peeled trace, from its text.
-fn loop_state(peeled: &str) -> (Program, opt::state::LoopState) {
-    let program = names();
-    let trace = parse_ssa(&program, &unindent(peeled)).unwrap_or_else(|e| panic!("{e}"));
+/// The header state of a peeled trace, from its text, with the names it declares.
+fn loop_state(peeled: &str) -> (TextNames, opt::state::LoopState) {
+    let (trace, names) = parse_ssa(peeled).unwrap_or_else(|e| panic!("{e}"));
     let state = opt::state::LoopState::of(&trace).expect("a peeled trace has a header state");
-    (program, state)
+    (names, state)
 }
 
 /// `x` and `y` share a param, `z` is assumed to stay 7.
-const MERGED: &str = "v0 = input x  @l:0 #0 []
-     v1 = add v0, 1  @l:0 #0 []
-     v2 = input c  @l:1 #1 [x=v1]
+const MERGED: &str = "[x:int, c:int, i:int]
+     v0:int = input x  @l:0 #0 []
+     v1:int = add v0, 1  @l:0 #0 []
+     v2:int = input c  @l:1 #1 [x=v1]
      guard_true v2  @d:0 #2 [x=v1]
+     v4:int = input i  @d:0 #2 [x=v1]
      loop_start v1  @l:0 #2 [x=v1, y=v1, z=7]
-     v5 = param x
-     v6 = add v5, 1  @l:0 #0 [x=v5, y=v5, z=7]
-     loop v6  @l:0 #2 [x=v6, y=v6, z=7]";
+     v6:int = param x
+     v7:int = add v6, 1  @l:0 #0 [x=v6, y=v6, z=7]
+     loop v7  @l:0 #2 [x=v7, y=v7, z=7]";
 
 #[test]
 fn loop_state_names_merged_params_and_assumed_constants() {
     use flowjit::opt::state::Assumed;
     use flowjit_runtime::Value;
-    let (program, state) = loop_state(MERGED);
-    let slot = |name: &str| program.slot(name).expect("a variable of the program");
+    let (names, state) = loop_state(MERGED);
+    let slot = |name: &str| {
+        let at = names.vars.iter().position(|v| v == name);
+        Slot(at.expect("a variable of the trace") as u32)
+    };
     assert_eq!(state.params, 1);
     assert_eq!(state.assumed(slot("x")), Some(&Assumed::Param(0)));
     assert_eq!(state.assumed(slot("y")), Some(&Assumed::Param(0)));
@@ -446,8 +225,11 @@ fn a_jump_enters_the_header_only_with_the_state_the_loop_assumes() {
     use flowjit::opt::state::Arrival;
     use flowjit::trace::Ref;
     use flowjit_runtime::Value;
-    let (program, state) = loop_state(MERGED);
-    let slot = |name: &str| program.slot(name).expect("a variable of the program");
+    let (names, state) = loop_state(MERGED);
+    let slot = |name: &str| {
+        let at = names.vars.iter().position(|v| v == name);
+        Slot(at.expect("a variable of the trace") as u32)
+    };
     let (x, y, z, i) = (slot("x"), slot("y"), slot("z"), slot("i"));
     let v = |r: u32| Arrival::Value(1, Ref(r));
     // x and y arrive as one value, z as its constant: the param takes x's value.

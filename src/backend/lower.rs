@@ -42,8 +42,7 @@ use flowjit_runtime::{Op, Value};
 use super::{ops, Unsupported};
 use crate::lang::Slot;
 use crate::opt::state::{Arrival, LoopState};
-use crate::state::Frame;
-use crate::trace::{Kind, Opnd, SnapId, Trace};
+use crate::trace::{Kind, Opnd, SnapId, Trace, Ty};
 
 /// A segment of a trace tree.
 #[derive(Clone, Copy)]
@@ -128,6 +127,16 @@ pub struct Analysis {
     state: Option<LoopState>,
 }
 
+/// How machine code holds a value of type `ty`.
+pub fn kind_of(ty: Ty) -> MKind {
+    match ty {
+        Ty::Int => MKind::Int,
+        Ty::Atom => MKind::Atom,
+        Ty::List => MKind::List,
+        Ty::None => unreachable!("only values are held"),
+    }
+}
+
 fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
     MKind::of(v).ok_or_else(|| Unsupported("a big integer constant".into()))
 }
@@ -144,27 +153,21 @@ fn source(segments: &[Segment], seg: usize, slot: Slot, inputs: &mut Vec<Slot>) 
     Source::Input(index)
 }
 
-/// Kinds of every value of the tree, and the register layout. The root's `input`s are
-/// the first tree inputs, with the kinds of `frame`'s values (the tree is compiled with the
-/// frame at its anchor); a bridge's `input`s read the guard snapshots it hangs from, or
-/// further tree inputs.
-pub fn analyze(segments: &[Segment], frame: &Frame) -> Result<Analysis, Unsupported> {
+/// Kinds of every value of the tree, and the register layout, from the trees' types alone.
+/// The root's `input`s are the first tree inputs; a bridge's `input`s read the guard
+/// snapshots it hangs from, or further tree inputs.
+pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
     let root = segments[0].trace;
-    let Some(start) = root.loop_start() else {
+    if root.loop_start().is_none() {
         return Err(Unsupported(
             "the trace is not peeled (the peel pass is off)".into(),
         ));
-    };
+    }
     let mut inputs: Vec<Slot> = Vec::new();
+    // Per tree input: its type, that of the `input` reading it first.
+    let mut input_kinds: Vec<MKind> = Vec::new();
     let mut kinds: Vec<Vec<Option<MKind>>> = Vec::new();
     let mut sources: Vec<HashMap<Slot, Source>> = Vec::new();
-    let mut input_kinds: Vec<MKind> = Vec::new();
-    let frame_kind = |slot: Slot| -> Result<MKind, Unsupported> {
-        match &frame[slot.index()] {
-            Some(v) => MKind::of(v).ok_or_else(|| Unsupported("a big integer input".into())),
-            None => Err(Unsupported("an input that was never written".into())),
-        }
-    };
     for (seg, s) in segments.iter().enumerate() {
         let trace = s.trace;
         let mut k: Vec<Option<MKind>> = vec![None; trace.insts.len()];
@@ -177,27 +180,31 @@ pub fn analyze(segments: &[Segment], frame: &Frame) -> Result<Analysis, Unsuppor
                 }
             };
             k[i] = match inst.kind {
-                Kind::Input(slot) if seg == 0 => {
-                    let index = source(segments, 0, slot, &mut inputs);
-                    src.insert(slot, index);
-                    Some(frame_kind(slot)?)
-                }
                 Kind::Input(slot) => {
                     let found = source(segments, seg, slot, &mut inputs);
-                    let kind = match &found {
+                    let kind = kind_of(inst.ty);
+                    let arrives = match &found {
                         Source::Chain(ps, Opnd::Ref(r)) => {
                             kinds[*ps][r.index()].expect("a ref has a kind")
                         }
                         Source::Chain(_, Opnd::Const(v)) => const_kind(v)?,
-                        Source::Input(_) => frame_kind(slot)?,
+                        Source::Input(k) => match input_kinds.get(*k) {
+                            Some(known) => *known,
+                            None => {
+                                input_kinds.push(kind);
+                                kind
+                            }
+                        },
                     };
+                    if arrives != kind {
+                        return Err(Unsupported(
+                            "an input of another type than its value".into(),
+                        ));
+                    }
                     src.insert(slot, found);
                     Some(kind)
                 }
-                Kind::Param(_) => {
-                    let p = i - start - 1;
-                    Some(of(&k, &root.insts[start].args[p])?)
-                }
+                Kind::Param(_) => Some(kind_of(inst.ty)),
                 Kind::Op(Op::Same) => Some(of(&k, &inst.args[0])?),
                 Kind::Op(op) => {
                     let arg_kinds = inst
@@ -205,23 +212,13 @@ pub fn analyze(segments: &[Segment], frame: &Frame) -> Result<Analysis, Unsuppor
                         .iter()
                         .map(|a| of(&k, a))
                         .collect::<Result<Vec<_>, _>>()?;
-                    ops::supported(op, &arg_kinds, inst.seen).map_err(Unsupported)?;
+                    let kind = kind_of(inst.ty);
+                    ops::supported(op, &arg_kinds, kind).map_err(Unsupported)?;
                     let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr | Op::Div | Op::Mod);
                     if exits && inst.snap.is_none() {
                         return Err(Unsupported(format!("`{op}` without a snapshot")));
                     }
-                    match op {
-                        Op::Readlist => inst.seen,
-                        _ => Some(MKind::Int),
-                    }
-                }
-                Kind::Loop if seg == 0 => {
-                    for (p, a) in inst.args.iter().enumerate() {
-                        if Some(of(&k, a)?) != k[start + 1 + p] {
-                            return Err(Unsupported("a loop-carried value changes kind".into()));
-                        }
-                    }
-                    None
+                    Some(kind)
                 }
                 _ => {
                     for a in &inst.args {
@@ -239,22 +236,21 @@ pub fn analyze(segments: &[Segment], frame: &Frame) -> Result<Analysis, Unsuppor
     }
     let carry = segments.iter().any(|s| s.returns);
     if carry {
-        for s in segments {
+        // The tree inputs are then the state between iterations: a variable no `input`
+        // reads is of the type the first segment that writes it gives it.
+        for (seg, s) in segments.iter().enumerate() {
             let last = s.trace.insts.last().expect("a trace ends in loop");
-            for (slot, _) in &s
-                .trace
-                .snap_of(last)
-                .expect("a loop has a snapshot")
-                .entries
-            {
+            let end = s.trace.snap_of(last).expect("a loop has a snapshot");
+            for (slot, o) in &end.entries {
                 if !inputs.contains(slot) {
                     inputs.push(*slot);
+                    input_kinds.push(match o {
+                        Opnd::Ref(r) => kinds[seg][r.index()].expect("a ref has a kind"),
+                        Opnd::Const(v) => const_kind(v)?,
+                    });
                 }
             }
         }
-    }
-    for slot in &inputs {
-        input_kinds.push(frame_kind(*slot)?);
     }
     let mut offsets = Vec::new();
     let mut next = 0;

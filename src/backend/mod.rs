@@ -179,16 +179,15 @@ impl Backend {
         }
     }
 
-    /// Compiles `trace`, whose inputs' kinds are those of `frame`'s values now.
+    /// Compiles the trace tree `segments`, specialized on the types its traces give.
     /// With `counting`, the code counts iterations so that `--max-steps` stays exact.
     pub fn compile(
         &mut self,
         segments: &[Segment],
-        frame: &Frame,
         listings: Listings,
         counting: bool,
     ) -> Result<Compiled, Unsupported> {
-        let an = lower::analyze(segments, frame)?;
+        let an = lower::analyze(segments)?;
         let func = lower::lower(segments, &an, &*self.isa, &mut self.fctx, counting);
         let cl = |e: String| Unsupported(format!("Cranelift: {e}"));
         let mut ir = None;

@@ -403,7 +403,7 @@ impl<'p> Jit<'p> {
                     code: None,
                     failures: HashMap::new(),
                 });
-                self.compile(index, frame);
+                self.compile(index);
                 Ok(Recording::Tree(index))
             }
         }
@@ -411,7 +411,7 @@ impl<'p> Jit<'p> {
 
     /// Compiles tree `t` (again) to machine code, if the backend is on and can; on failure
     /// the tree keeps the code it had (its new bridges then run on the trace interpreter).
-    fn compile(&mut self, t: usize, frame: &Frame) {
+    fn compile(&mut self, t: usize) {
         let Some(backend) = self.backend.as_mut() else {
             return;
         };
@@ -423,7 +423,7 @@ impl<'p> Jit<'p> {
         let tree = &self.trees[t];
         let label = describe(self.program, &tree.key);
         let start = Instant::now();
-        let compiled = backend.compile(&tree.segments(), frame, listings, counting);
+        let compiled = backend.compile(&tree.segments(), listings, counting);
         self.stats.compile_time += start.elapsed();
         let bridges = tree.bridges.len();
         let what = if bridges == 0 {
@@ -713,7 +713,7 @@ impl<'p> Jit<'p> {
                     trace,
                     returns,
                 });
-                self.compile(t, frame);
+                self.compile(t);
                 Ok(Next::Resume(end))
             }
         }

@@ -33,7 +33,7 @@ use std::collections::BTreeSet;
 
 use super::Rejected;
 use crate::lang::Slot;
-use crate::trace::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace};
+use crate::trace::{Inst, Kind, Opnd, Ref, Res, SnapId, Snapshot, Trace, Ty};
 
 /// Peels `trace`, running `local` (the other passes) over the peeled trace until the
 /// constants assumed carried hold.
@@ -52,7 +52,13 @@ pub fn run(
         .map(|(s, _)| *s)
         .collect();
     loop {
-        let peeled = local(&build(trace, &params))?;
+        let built = build(trace, &params);
+        if !keeps_types(&built) {
+            // A variable whose type changes from one iteration to the next cannot be one
+            // typed loop-carried value: the trace stays as it is, unpeeled.
+            return Ok(trace.clone());
+        }
+        let peeled = local(&built)?;
         let start = peeled.loop_start().expect("build adds loop_start");
         let first = &peeled.snaps[peeled.insts[start].snap.expect("snapshot").index()];
         let last = peeled
@@ -76,6 +82,22 @@ pub fn run(
             };
         }
         params.extend(broken);
+    }
+}
+
+/// Whether each value `loop` carries is of its `param`'s type (that of its first value).
+fn keeps_types(trace: &Trace) -> bool {
+    let start = trace.loop_start().expect("a peeled trace");
+    let next = &trace.insts.last().expect("a loop").args;
+    next.iter()
+        .enumerate()
+        .all(|(k, o)| ty_of(trace, o) == trace.insts[start + 1 + k].ty)
+}
+
+fn ty_of(trace: &Trace, o: &Opnd) -> Ty {
+    match o {
+        Opnd::Ref(r) => trace.insts[r.index()].ty,
+        Opnd::Const(v) => Ty::of(v),
     }
 }
 
@@ -157,18 +179,22 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
         args: first_values,
         snap: Some(SnapId(snaps.len() as u32 - 1)),
         origin: None,
-        seen: None,
+        ty: Ty::None,
     });
     // The state at the start of each iteration of the loop.
     let mut state: Vec<(Slot, Opnd)> = Vec::new();
     for (slot, o) in &end.entries {
         if params.contains(slot) {
+            let ty = match o {
+                Opnd::Ref(r) => insts[r.index()].ty,
+                Opnd::Const(v) => Ty::of(v),
+            };
             insts.push(Inst {
                 kind: Kind::Param(*slot),
                 args: vec![],
                 snap: None,
                 origin: None,
-                seen: None,
+                ty,
             });
             state.push((*slot, Opnd::Ref(Ref(insts.len() as u32 - 1))));
         } else {
@@ -210,14 +236,22 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
             map.push(carried.unwrap_or(Opnd::Ref(Ref(i as u32))));
             continue;
         }
-        let args = inst.args.iter().map(|a| remap(&map, a)).collect();
+        let args: Vec<Opnd> = inst.args.iter().map(|a| remap(&map, a)).collect();
         let snap = inst.snap.map(|s| body_snapshot(&mut snaps, &map, s));
+        // A copy has the type of what it copies, which a param may have changed.
+        let ty = match inst.kind.info().result {
+            Res::Operand => match &args[0] {
+                Opnd::Ref(r) => insts[r.index()].ty,
+                Opnd::Const(v) => Ty::of(v),
+            },
+            _ => inst.ty,
+        };
         insts.push(Inst {
             kind: inst.kind,
             args,
             snap,
             origin: inst.origin,
-            seen: inst.seen,
+            ty,
         });
         map.push(Opnd::Ref(Ref(insts.len() as u32 - 1)));
     }
@@ -239,7 +273,7 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
         args: next,
         snap: Some(snap),
         origin: None,
-        seen: None,
+        ty: Ty::None,
     });
     Trace {
         anchor: trace.anchor,

@@ -130,7 +130,7 @@ impl<'t> Rewriter<'t> {
             args,
             snap,
             origin: old.origin,
-            seen: old.seen,
+            ty: old.ty,
         });
         Ref(self.insts.len() as u32 - 1)
     }

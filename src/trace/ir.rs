@@ -155,21 +155,94 @@ pub enum Effect {
     /// Reads the state the trace runs in (a variable of the frame, a loop parameter): not
     /// folded or merged by operands, removed by nobody.
     Read,
+    /// Reads mutable memory: merged with an equal load only while no store, call or
+    /// output can have changed what it reads.
+    Load,
+    /// Writes mutable memory: never removed, and it ends what earlier loads tell.
+    Store,
+    /// Allocates a new object: two are never merged; one nothing uses and nothing lets
+    /// escape may be removed.
+    Alloc,
+    /// Calls a function, which may read and write memory and do input or output.
+    Call,
+    /// Reads input or writes output: never removed, merged or moved.
+    Io,
     /// Checks that the path recorded is the path taken, and exits when not.
     Guard,
     /// Divides or ends the trace (`loop_start`, `loop`).
     Control,
 }
 
-/// The type of an instruction's result, as far as its kind says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The type of a value in a trace. Every value has one, known when the trace is recorded:
+/// the optimizer and the backends read types from the trace alone, never from a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Ty {
+    /// No value (guards, `loop`, `loop_start`).
+    None,
+    /// An integer, of any size (machine code holds one that fits in 64 bits, and exits
+    /// before an operation that would leave them).
+    Int,
+    /// An atom.
+    Atom,
+    /// A list.
+    List,
+}
+
+impl Ty {
+    /// The type of `value`.
+    pub fn of(value: &Value) -> Ty {
+        match value {
+            Value::Int(_) | Value::Big(_) => Ty::Int,
+            Value::Atom(_) => Ty::Atom,
+            Value::List(_) => Ty::List,
+        }
+    }
+
+    /// Whether `value` is of this type.
+    pub fn admits(self, value: &Value) -> bool {
+        Ty::of(value) == self
+    }
+
+    /// The name in the SSA text form (`int`, `atom`, `list`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Ty::None => "none",
+            Ty::Int => "int",
+            Ty::Atom => "atom",
+            Ty::List => "list",
+        }
+    }
+
+    /// The type named `name` in the SSA text form.
+    pub fn from_name(name: &str) -> Option<Ty> {
+        [Ty::Int, Ty::Atom, Ty::List]
+            .into_iter()
+            .find(|t| t.name() == name)
+    }
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How an instruction kind types its result: one column of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Res {
     /// No result.
     None,
-    /// An integer (of any size).
+    /// Always an integer.
     Int,
-    /// Any value: an integer, an atom or a list.
-    Any,
+    /// The type of its operand (`same`).
+    Operand,
+    /// The type of the value it read when recorded, which it checks: it exits when it
+    /// reads a value of another type (`input` reads a variable of the frame, `readlist` an
+    /// element of a list). These are the trace's type guards, as LuaJIT's guarded loads:
+    /// what a trace cannot know about the state it reads, it checks where it reads it.
+    Checked,
+    /// The type of its first value, given by `loop_start`, which `loop` keeps (`param`).
+    Carried,
 }
 
 /// When an instruction needs a snapshot.
@@ -191,8 +264,8 @@ pub struct Info {
     pub name: &'static str,
     /// How many operands it takes; `None` for one per `param` (`loop`, `loop_start`).
     pub arity: Option<usize>,
-    /// The type of its result.
-    pub result: Ty,
+    /// How it types its result.
+    pub result: Res,
     /// What it does besides computing its result.
     pub effect: Effect,
     /// When it needs a snapshot.
@@ -215,19 +288,20 @@ impl Kind {
         use Effect::*;
         match self {
             // row(name, operands, result type, effect, snapshot)
-            Kind::Input(_) => row("input", Some(0), Ty::Any, Read, Snap::Always),
-            Kind::Param(_) => row("param", Some(0), Ty::Any, Read, Snap::Never),
-            Kind::GuardTrue => row("guard_true", Some(1), Ty::None, Guard, Snap::Always),
-            Kind::GuardFalse => row("guard_false", Some(1), Ty::None, Guard, Snap::Always),
-            Kind::GuardValue => row("guard_value", Some(2), Ty::None, Guard, Snap::Always),
-            Kind::LoopStart => row("loop_start", None, Ty::None, Control, Snap::Always),
-            Kind::Loop => row("loop", None, Ty::None, Control, Snap::Always),
+            Kind::Input(_) => row("input", Some(0), Res::Checked, Read, Snap::Always),
+            Kind::Param(_) => row("param", Some(0), Res::Carried, Read, Snap::Never),
+            Kind::GuardTrue => row("guard_true", Some(1), Res::None, Guard, Snap::Always),
+            Kind::GuardFalse => row("guard_false", Some(1), Res::None, Guard, Snap::Always),
+            Kind::GuardValue => row("guard_value", Some(2), Res::None, Guard, Snap::Always),
+            Kind::LoopStart => row("loop_start", None, Res::None, Control, Snap::Always),
+            Kind::Loop => row("loop", None, Res::None, Control, Snap::Always),
             Kind::Op(op) => Info {
                 name: op.name(),
                 arity: Some(op.arity()),
                 result: match op {
-                    Op::Same | Op::Readlist => Ty::Any,
-                    _ => Ty::Int,
+                    Op::Same => Res::Operand,
+                    Op::Readlist => Res::Checked,
+                    _ => Res::Int,
                 },
                 // Every primitive operation of the language is pure; some can fail.
                 effect: Pure,
@@ -267,7 +341,7 @@ impl Kind {
 
     /// Whether the instruction defines an SSA value.
     pub fn has_result(self) -> bool {
-        self.info().result != Ty::None
+        self.info().result != Res::None
     }
 
     /// What the instruction does besides computing its result.
@@ -317,11 +391,8 @@ pub struct Inst {
     /// The flowgraph statement or terminator it was recorded from, for the articles'
     /// notation.
     pub origin: Option<Position>,
-    /// The kind of value the instruction produced when it was recorded (`None` for a big
-    /// integer, an instruction with no result, or a trace read from text). Machine code
-    /// specializes on it: a `readlist` checks that the element is of this kind, and exits
-    /// otherwise.
-    pub seen: Option<flowjit_runtime::abi::Kind>,
+    /// The type of its result ([`Ty::None`] for none), as [`Info::result`] says.
+    pub ty: Ty,
 }
 
 /// A trace: one iteration of a loop, from its anchor back to its anchor.
@@ -380,9 +451,9 @@ mod tests {
             // What exits needs a snapshot, and only guards and control have no result.
             if kind.is_guard() || info.effect == Effect::Control {
                 assert_eq!(info.snapshot, Snap::Always, "{kind:?}");
-                assert_eq!(info.result, Ty::None, "{kind:?}");
+                assert_eq!(info.result, Res::None, "{kind:?}");
             } else {
-                assert_ne!(info.result, Ty::None, "{kind:?}");
+                assert_ne!(info.result, Res::None, "{kind:?}");
             }
             // Only two-operand kinds commute.
             assert!(!info.commutative || info.arity == Some(2), "{kind:?}");

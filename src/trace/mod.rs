@@ -7,6 +7,6 @@ pub mod record;
 pub mod run;
 pub mod verify;
 
-pub use ir::{Effect, Info, Inst, Kind, Opnd, Ref, Snap, SnapId, Snapshot, Trace, Ty};
+pub use ir::{Effect, Info, Inst, Kind, Opnd, Ref, Res, Snap, SnapId, Snapshot, Trace, Ty};
 pub use record::{record, record_bridge, AbortReason, Recorded};
 pub use run::{run_bridge, run_trace, TraceExit};

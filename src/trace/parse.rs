@@ -1,16 +1,63 @@
 //! A parser for the SSA text form that [`super::print::ssa`] prints, so that tests (and
 //! people) can write traces as text.
 //!
-//! Value names (`v0`, `v7`, ...) need not be the instruction indices: each `vN = ...` line
-//! defines the name, later uses refer to it, and the parsed trace renumbers. Lines starting
-//! with `#` and blank lines are skipped. The anchor is the label the `loop` resumes at.
+//! The form is standalone: it needs no program. Its first line declares the trace's inputs,
+//! the variables it reads from the frame, with their types (`[x:int, c:list]`); variables
+//! and labels named later (in snapshots, `param`s) are declared by their first use, and
+//! [`TextNames`] keeps the names for printing. Every instruction that defines a value
+//! states its type (`v2:int = add v0, 1`), which must be the one its kind gives.
+//!
+//! Value names (`v0`, `v7`, ...) need not be the instruction indices: each `vN:ty = ...`
+//! line defines the name, later uses refer to it, and the parsed trace renumbers. Lines
+//! starting with `#` and blank lines are skipped. The anchor is the label the `loop`
+//! resumes at.
 
 use std::collections::HashMap;
 
-use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace};
+use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
+use super::print::Names;
 use crate::lang::parse_fg::parse_fg_const;
-use crate::lang::{Program, Slot};
+use crate::lang::{BlockId, Slot};
 use crate::state::Position;
+
+/// The variables and labels a trace read from text names, by slot and block number.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TextNames {
+    /// Variable names, by slot.
+    pub vars: Vec<String>,
+    /// Labels, by block number.
+    pub labels: Vec<String>,
+}
+
+impl TextNames {
+    fn intern(names: &mut Vec<String>, name: &str) -> u32 {
+        let index = names.iter().position(|n| n == name).unwrap_or_else(|| {
+            names.push(name.to_string());
+            names.len() - 1
+        });
+        index as u32
+    }
+
+    /// The slot of variable `name`, declaring it if new.
+    pub fn slot(&mut self, name: &str) -> Slot {
+        Slot(Self::intern(&mut self.vars, name))
+    }
+
+    /// The block labelled `label`, declaring it if new.
+    pub fn block(&mut self, label: &str) -> BlockId {
+        BlockId(Self::intern(&mut self.labels, label))
+    }
+}
+
+impl Names for TextNames {
+    fn var(&self, slot: Slot) -> &str {
+        &self.vars[slot.index()]
+    }
+
+    fn label(&self, block: BlockId) -> &str {
+        &self.labels[block.index()]
+    }
+}
 
 /// Splits `s` at each top-level `sep` (outside quotes and brackets).
 fn split_top(s: &str, sep: char) -> Vec<&str> {
@@ -34,12 +81,20 @@ fn split_top(s: &str, sep: char) -> Vec<&str> {
     parts
 }
 
-struct Parser<'p> {
-    program: &'p Program,
+struct Parser {
+    text: TextNames,
     names: HashMap<String, Ref>,
 }
 
-impl Parser<'_> {
+/// A variable or label name: letters, digits and `_`, not starting with a digit.
+fn is_name(text: &str) -> bool {
+    text.chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && text.chars().all(|c| c.is_alphanumeric() || c == '_')
+}
+
+impl Parser {
     fn opnd(&self, text: &str) -> Result<Opnd, String> {
         let text = text.trim();
         let is_name = text.len() > 1
@@ -57,20 +112,22 @@ impl Parser<'_> {
             .map_err(|d| format!("bad operand `{text}`: {}", d.message))
     }
 
-    fn slot(&self, name: &str) -> Result<Slot, String> {
-        self.program
-            .slot(name.trim())
-            .ok_or_else(|| format!("`{}` is not a variable of the program", name.trim()))
+    fn slot(&mut self, name: &str) -> Result<Slot, String> {
+        let name = name.trim();
+        if !is_name(name) {
+            return Err(format!("`{name}` is not a variable name"));
+        }
+        Ok(self.text.slot(name))
     }
 
-    fn snapshot(&self, text: &str) -> Result<Snapshot, String> {
+    fn snapshot(&mut self, text: &str) -> Result<Snapshot, String> {
         let bad = || format!("bad snapshot `@{text}`: expected @LABEL:INDEX #COST [VAR=OPND, ...]");
         let (pos, rest) = text.split_once(' ').ok_or_else(bad)?;
         let (label, index) = pos.split_once(':').ok_or_else(bad)?;
-        let block = self
-            .program
-            .block_id(label)
-            .ok_or_else(|| format!("no block is labelled `{label}`"))?;
+        if !is_name(label) {
+            return Err(bad());
+        }
+        let block = self.text.block(label);
         let inst = index.parse().map_err(|_| bad())?;
         let rest = rest.trim_start();
         let (cost, entries) = rest
@@ -99,20 +156,46 @@ impl Parser<'_> {
     }
 }
 
-/// Parses a trace in the SSA text form, resolving variables and labels in `program`.
-pub fn parse_ssa(program: &Program, text: &str) -> Result<Trace, String> {
+/// The inputs a trace's first line declares: `[x:int, c:list]`.
+fn header(p: &mut Parser, line: &str) -> Result<Vec<(Slot, Ty)>, String> {
+    let bad = || format!("the trace must start with its inputs, `[x:int, ...]`, not `{line}`");
+    let inner = line
+        .strip_prefix('[')
+        .and_then(|l| l.strip_suffix(']'))
+        .ok_or_else(bad)?;
+    let mut inputs = Vec::new();
+    for decl in inner.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let (name, ty) = decl.split_once(':').ok_or_else(bad)?;
+        let ty = Ty::from_name(ty.trim()).ok_or_else(|| format!("unknown type `{}`", ty.trim()))?;
+        let slot = p.slot(name)?;
+        if inputs.iter().any(|(s, _)| *s == slot) {
+            return Err(format!("input `{}` declared twice", name.trim()));
+        }
+        inputs.push((slot, ty));
+    }
+    Ok(inputs)
+}
+
+/// Parses a trace in the SSA text form; returns it with the names it declares.
+pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
     let mut p = Parser {
-        program,
+        text: TextNames::default(),
         names: HashMap::new(),
     };
     let mut insts = Vec::new();
     let mut snaps = Vec::new();
+    let mut inputs: Option<Vec<(Slot, Ty)>> = None;
     for (lineno, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
         let at = |e: String| format!("line {}: {e}", lineno + 1);
+        let Some(declared) = &inputs else {
+            inputs = Some(header(&mut p, line).map_err(at)?);
+            continue;
+        };
+        let declared = declared.clone();
         let parts = split_top(line, '@');
         let (body, snap) = match parts.as_slice() {
             [body] => (*body, None),
@@ -142,17 +225,43 @@ pub fn parse_ssa(program: &Program, text: &str) -> Result<Trace, String> {
             };
             (kind, args)
         };
-        match (kind.has_result(), name) {
+        let ty = match (kind.has_result(), name) {
             (true, Some(name)) => {
-                p.names.insert(name.to_string(), Ref(insts.len() as u32));
+                let (name, ty) = name.split_once(':').ok_or_else(|| {
+                    at(format!(
+                        "`{name}` needs its type: `{name}:int = {mnemonic} ...`"
+                    ))
+                })?;
+                let ty = Ty::from_name(ty.trim())
+                    .ok_or_else(|| at(format!("unknown type `{}`", ty.trim())))?;
+                p.names
+                    .insert(name.trim().to_string(), Ref(insts.len() as u32));
+                ty
             }
             (true, None) => {
                 return Err(at(format!(
-                    "`{mnemonic}` needs a name: `vN = {mnemonic} ...`"
+                    "`{mnemonic}` needs a name: `vN:TYPE = {mnemonic} ...`"
                 )))
             }
             (false, Some(_)) => return Err(at(format!("`{mnemonic}` defines no value"))),
-            (false, None) => {}
+            (false, None) => Ty::None,
+        };
+        if let Kind::Input(slot) = kind {
+            match declared.iter().find(|(s, _)| *s == slot) {
+                Some((_, t)) if *t == ty => {}
+                Some((_, t)) => {
+                    return Err(at(format!(
+                        "input `{}` is declared {t}, read as {ty}",
+                        p.text.var(slot)
+                    )))
+                }
+                None => {
+                    return Err(at(format!(
+                        "input `{}` is not declared in the first line",
+                        p.text.var(slot)
+                    )))
+                }
+            }
         }
         let snap = snap.map(|s| {
             snaps.push(s);
@@ -163,7 +272,7 @@ pub fn parse_ssa(program: &Program, text: &str) -> Result<Trace, String> {
             args,
             snap,
             origin: None,
-            seen: None,
+            ty,
         });
     }
     let anchor = insts
@@ -178,5 +287,5 @@ pub fn parse_ssa(program: &Program, text: &str) -> Result<Trace, String> {
         snaps,
     };
     super::verify::verify(&trace)?;
-    Ok(trace)
+    Ok((trace, p.text))
 }

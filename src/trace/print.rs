@@ -6,7 +6,26 @@ use flowjit_runtime::Value;
 
 use super::ir::{Inst, Kind, Opnd, Snapshot, Trace};
 use crate::lang::print::fg_const;
-use crate::lang::{Inst as Stmt, Operand, Program, Terminator};
+use crate::lang::{BlockId, Inst as Stmt, Operand, Program, Slot, Terminator};
+
+/// The names of a trace's variables and labels: a program's, or those a trace read from
+/// text declared ([`super::parse::TextNames`]).
+pub trait Names {
+    /// The name of variable `slot`.
+    fn var(&self, slot: Slot) -> &str;
+    /// The label of block `block`.
+    fn label(&self, block: BlockId) -> &str;
+}
+
+impl Names for Program {
+    fn var(&self, slot: Slot) -> &str {
+        Program::var(self, slot)
+    }
+
+    fn label(&self, block: BlockId) -> &str {
+        Program::label(self, block)
+    }
+}
 
 fn article_operand(program: &Program, o: &Operand) -> String {
     match o {
@@ -105,46 +124,68 @@ pub fn opnd(o: &Opnd) -> String {
     }
 }
 
-/// A snapshot in the SSA form: `@label:index #cost [var=opnd, ...]`.
-pub fn snapshot(program: &Program, snap: &Snapshot) -> String {
-    let entries: Vec<String> = snap
+/// A snapshot in the SSA form: `@label:index #cost [var=opnd, ...]`, the entries in the
+/// order of their names (so that the text does not depend on how slots are numbered).
+pub fn snapshot(names: &dyn Names, snap: &Snapshot) -> String {
+    let mut entries: Vec<(&str, String)> = snap
         .entries
         .iter()
-        .map(|(slot, o)| format!("{}={}", program.var(*slot), opnd(o)))
+        .map(|(slot, o)| (names.var(*slot), opnd(o)))
         .collect();
+    entries.sort();
+    let entries: Vec<String> = entries.iter().map(|(v, o)| format!("{v}={o}")).collect();
     format!(
         "@{}:{} #{} [{}]",
-        program.label(snap.pos.block),
+        names.label(snap.pos.block),
         snap.pos.inst,
         snap.cost,
         entries.join(", ")
     )
 }
 
-/// One instruction in the SSA form.
-pub fn ssa_inst(program: &Program, trace: &Trace, index: usize) -> String {
+/// One instruction in the SSA form: `v3:int = add v1, 1  @l:2 #2 [x=v1]`.
+pub fn ssa_inst(names: &dyn Names, trace: &Trace, index: usize) -> String {
     let inst = &trace.insts[index];
     let mut line = String::new();
     if inst.kind.has_result() {
-        let _ = write!(line, "v{index} = ");
+        let _ = write!(line, "v{index}:{} = ", inst.ty);
     }
     line.push_str(inst.kind.name());
     if let Kind::Input(slot) | Kind::Param(slot) = inst.kind {
-        let _ = write!(line, " {}", program.var(slot));
+        let _ = write!(line, " {}", names.var(slot));
     }
     let args: Vec<String> = inst.args.iter().map(opnd).collect();
     if !args.is_empty() {
         let _ = write!(line, " {}", args.join(", "));
     }
     if let Some(snap) = trace.snap_of(inst) {
-        let _ = write!(line, "  {}", snapshot(program, snap));
+        let _ = write!(line, "  {}", snapshot(names, snap));
     }
     line
 }
 
-/// The whole trace in the SSA form, one instruction a line.
-pub fn ssa(program: &Program, trace: &Trace) -> String {
-    (0..trace.insts.len())
-        .map(|i| ssa_inst(program, trace, i) + "\n")
-        .collect()
+/// The trace's inputs, as the first line of the SSA form gives them: each variable the
+/// trace reads from the frame, with its type, in the order the trace reads them
+/// (`[res:int, x:int, y:int]`, in the manner of PyPy's `[i0, p1]`).
+pub fn header(names: &dyn Names, trace: &Trace) -> String {
+    let inputs: Vec<String> = trace
+        .insts
+        .iter()
+        .filter_map(|inst| match inst.kind {
+            Kind::Input(slot) => Some(format!("{}:{}", names.var(slot), inst.ty)),
+            _ => None,
+        })
+        .collect();
+    format!("[{}]", inputs.join(", "))
+}
+
+/// The whole trace in the SSA form: its inputs, then one instruction a line. The text is
+/// standalone: [`super::parse::parse_ssa`] reads it back without the program.
+pub fn ssa(names: &dyn Names, trace: &Trace) -> String {
+    let mut out = header(names, trace) + "\n";
+    for i in 0..trace.insts.len() {
+        out.push_str(&ssa_inst(names, trace, i));
+        out.push('\n');
+    }
+    out
 }

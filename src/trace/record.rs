@@ -13,9 +13,9 @@
 //!   seen now; the guard resumes after the promotion.
 //! - A jump to the trace anchor closes the loop.
 
-use flowjit_runtime::{abi, Value};
+use flowjit_runtime::Value;
 
-use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace};
+use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
 use crate::interp::{branch, step, ErrorKind, Flow, RuntimeError};
 use crate::lang::{BlockId, Inst as Stmt, Operand, Program, Slot, Terminator};
 use crate::state::{Frame, Position, Steps};
@@ -81,20 +81,28 @@ impl Recorder<'_> {
         SnapId(self.snaps.len() as u32 - 1)
     }
 
-    fn emit(&mut self, kind: Kind, args: Vec<Opnd>, snap: Option<SnapId>, origin: Position) -> Ref {
+    fn emit(
+        &mut self,
+        kind: Kind,
+        args: Vec<Opnd>,
+        snap: Option<SnapId>,
+        origin: Position,
+        ty: Ty,
+    ) -> Ref {
         self.insts.push(Inst {
             kind,
             args,
             snap,
             origin: Some(origin),
-            seen: None,
+            ty,
         });
         Ref(self.insts.len() as u32 - 1)
     }
 
     /// The operand holding variable `slot` now, reading it with an `input` at `pos` if the
-    /// iteration has neither written nor read it yet.
-    fn var(&mut self, slot: Slot, pos: Position) -> Opnd {
+    /// iteration has neither written nor read it yet. The input is of the type of the
+    /// variable's value in `frame`, and checks it.
+    fn var(&mut self, frame: &Frame, slot: Slot, pos: Position) -> Opnd {
         if let Some(w) = &self.written[slot.index()] {
             return w.clone();
         }
@@ -105,21 +113,24 @@ impl Recorder<'_> {
             return Opnd::Const(v.clone());
         }
         let snap = self.snapshot(pos);
+        // A variable never written has no type: the interpreter raises `key_not_found` on
+        // reading it, and the recording ends with that error (the trace is never kept).
+        let ty = frame[slot.index()].as_ref().map_or(Ty::Int, Ty::of);
         self.insts.push(Inst {
             kind: Kind::Input(slot),
             args: vec![],
             snap: Some(snap),
             origin: None,
-            seen: None,
+            ty,
         });
         let r = Ref(self.insts.len() as u32 - 1);
         self.inputs[slot.index()] = Some(r);
         Opnd::Ref(r)
     }
 
-    fn operand(&mut self, arg: &Operand, pos: Position) -> Opnd {
+    fn operand(&mut self, frame: &Frame, arg: &Operand, pos: Position) -> Opnd {
         match arg {
-            Operand::Var(slot) => self.var(*slot, pos),
+            Operand::Var(slot) => self.var(frame, *slot, pos),
             Operand::Const(v) => Opnd::Const(v.clone()),
         }
     }
@@ -232,11 +243,14 @@ fn record_from(
                 Stmt::Op1 { .. } | Stmt::Op2 { .. } => {
                     let (dst, op, operands) = stmt.operation().expect("an operation");
                     charge(steps, block.label_at(i))?;
-                    let args = operands.into_iter().map(|o| r.operand(o, at)).collect();
+                    let args = operands
+                        .into_iter()
+                        .map(|o| r.operand(frame, o, at))
+                        .collect();
                     let snap = Kind::Op(op).needs_snapshot().then(|| r.snapshot(at));
                     step(program, frame, stmt).map_err(fail(i))?;
-                    let v = r.emit(Kind::Op(op), args, snap, at);
-                    r.insts[v.index()].seen = frame[dst.index()].as_ref().and_then(abi::Kind::of);
+                    let ty = Ty::of(frame[dst.index()].as_ref().expect("a result was written"));
+                    let v = r.emit(Kind::Op(op), args, snap, at, ty);
                     r.written[dst.index()] = Some(Opnd::Ref(v));
                     r.cost += 1;
                 }
@@ -244,7 +258,7 @@ fn record_from(
                     // A variable never written has no value to freeze: the interpreter
                     // ignores the promotion, and so does the recorder.
                     if let Some(value) = frame[slot.index()].clone() {
-                        let v = r.var(*slot, at);
+                        let v = r.var(frame, *slot, at);
                         let resume = Position {
                             block: id,
                             inst: i + 1,
@@ -255,6 +269,7 @@ fn record_from(
                             vec![v, Opnd::Const(value)],
                             Some(snap),
                             at,
+                            Ty::None,
                         );
                     }
                 }
@@ -280,11 +295,11 @@ fn record_from(
         // exiting here resumes at the terminator, which the interpreter then runs itself.
         let guarded = match &block.term {
             Terminator::If { cond, then, els } if then.target != els.target => {
-                Some((r.var(*cond, at), None))
+                Some((r.var(frame, *cond, at), None))
             }
             Terminator::Promote { var, .. } => frame[var.index()]
                 .clone()
-                .map(|value| (r.var(*var, at), Some(value))),
+                .map(|value| (r.var(frame, *var, at), Some(value))),
             _ => None,
         };
         let flow = branch(program, frame, &block.term).map_err(fail(block.insts.len()))?;
@@ -301,7 +316,7 @@ fn record_from(
                     (Kind::GuardFalse, then.target)
                 };
                 let snap = r.snapshot(Position::start(other));
-                r.emit(kind, vec![c], Some(snap), at);
+                r.emit(kind, vec![c], Some(snap), at, Ty::None);
             }
             (Terminator::Promote { target, .. }, Some((v, Some(value)))) => {
                 let snap = r.snapshot(Position::start(target.target));
@@ -310,6 +325,7 @@ fn record_from(
                     vec![v, Opnd::Const(value)],
                     Some(snap),
                     at,
+                    Ty::None,
                 );
             }
             _ => {}
@@ -324,7 +340,7 @@ fn record_from(
                 let Some(value) = frame[g.index()].clone() else {
                     continue;
                 };
-                let v = r.var(g, at);
+                let v = r.var(frame, g, at);
                 if v.as_const() != Some(&value) {
                     let snap = r.snapshot(at);
                     r.emit(
@@ -332,6 +348,7 @@ fn record_from(
                         vec![v, Opnd::Const(value)],
                         Some(snap),
                         at,
+                        Ty::None,
                     );
                 }
             }
@@ -341,7 +358,7 @@ fn record_from(
                 args: vec![],
                 snap: Some(snap),
                 origin: None,
-                seen: None,
+                ty: Ty::None,
             });
             return Ok(Recorded::Loop(Trace {
                 anchor: next,

@@ -6,7 +6,7 @@
 //! error: an operation that would fail exits before itself, and the interpreter, running it
 //! again, raises the error exactly as it would have without the trace.
 
-use flowjit_runtime::{ops, Value};
+use flowjit_runtime::{ops, Op, Value};
 
 use super::ir::{Kind, Opnd, SnapId, Trace};
 use crate::state::{Frame, Position, Steps};
@@ -64,8 +64,9 @@ fn exit_at(
 fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], frame: &Frame) -> bool {
     let inst = &trace.insts[i];
     match inst.kind {
+        // A read of a value the trace cannot know checks its type (`Res::Checked`).
         Kind::Input(slot) => {
-            regs[i] = frame[slot.index()].clone();
+            regs[i] = frame[slot.index()].clone().filter(|v| inst.ty.admits(v));
             regs[i].is_some()
         }
         Kind::Op(op) => {
@@ -75,6 +76,9 @@ fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], frame: &Frame) -> b
                 _ => unreachable!("the verifier checks arities"),
             };
             regs[i] = result.ok();
+            if op == Op::Readlist {
+                regs[i] = regs[i].take().filter(|v| inst.ty.admits(v));
+            }
             regs[i].is_some()
         }
         Kind::GuardTrue => !value(regs, &inst.args[0]).is_false(),

@@ -8,9 +8,12 @@
 //! - guards, `input`, `loop` and `loop_start` have a snapshot (an operation has one unless
 //!   the optimizer proved it cannot fail), and every ref in a snapshot names an instruction
 //!   before the one that uses it;
-//! - a snapshot's entries are sorted by slot, each slot once.
+//! - a snapshot's entries are sorted by slot, each slot once;
+//! - every instruction's type is what its kind gives ([`Res`]): an integer operation's is
+//!   `int`, `same`'s its operand's, a `param`'s its first value's (which `loop` keeps);
+//!   `input` and `readlist` have a value type.
 
-use super::ir::{Kind, Opnd, Trace};
+use super::ir::{Kind, Opnd, Res, Trace, Ty};
 
 /// Checks `trace`'s invariants; the error says which instruction breaks which.
 pub fn verify(trace: &Trace) -> Result<(), String> {
@@ -66,6 +69,34 @@ pub fn verify(trace: &Trace) -> Result<(), String> {
         }
         for a in &inst.args {
             check_ref(a, i, "an operand")?;
+        }
+        let ty_of = |o: &Opnd| match o {
+            Opnd::Ref(r) => trace.insts.get(r.index()).map_or(Ty::None, |d| d.ty),
+            Opnd::Const(v) => Ty::of(v),
+        };
+        let want = match inst.kind.info().result {
+            Res::None => Some(Ty::None),
+            Res::Int => Some(Ty::Int),
+            Res::Operand => Some(ty_of(&inst.args[0])),
+            Res::Carried => {
+                let start = trace.loop_start().expect("a param follows loop_start");
+                let k = i - start - 1;
+                let first = ty_of(&trace.insts[start].args[k]);
+                let next = trace.insts[n - 1].args.get(k).map(ty_of);
+                if next.is_some_and(|t| t != first) {
+                    return Err(format!("v{i}: the loop changes the type of this param"));
+                }
+                Some(first)
+            }
+            Res::Checked => (inst.ty == Ty::None).then_some(Ty::Int),
+        };
+        if let Some(want) = want.filter(|w| *w != inst.ty) {
+            return Err(format!(
+                "v{i}: {} is of type {}, not {}",
+                inst.kind.name(),
+                want,
+                inst.ty
+            ));
         }
         // Operations may have lost their snapshot to the optimizer, which proved they cannot
         // fail; everything else that can exit needs one.
