@@ -63,6 +63,7 @@ fn bench(c: &mut Criterion) {
                     parent: None,
                     value: None,
                     returns: false,
+                    cost: 0,
                 };
                 backend
                     .compile(&[root], Listings::default(), false)

@@ -27,5 +27,6 @@ pub mod jit;
 pub mod lang;
 pub mod opt;
 pub mod peval;
+pub mod resume;
 pub mod state;
 pub mod trace;

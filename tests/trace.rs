@@ -129,6 +129,7 @@ fn root(trace: &Trace) -> flowjit::backend::Segment<'_> {
         parent: None,
         value: None,
         returns: false,
+        cost: 0,
     }
 }
 

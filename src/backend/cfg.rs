@@ -30,7 +30,9 @@ use flowjit_runtime::{Op, Value};
 use super::ops::{self, Exits, Lowered};
 use super::Unsupported;
 use crate::lang::{BlockId, Operand, Program, Slot, Terminator};
+use crate::resume::Snapshot;
 use crate::state::{Frame, Position};
+use crate::trace::{Opnd, Ref};
 
 /// The return value that means the program stopped, printing a value of kind `Int`;
 /// `STOP - 1` an atom, `STOP - 2` a list.
@@ -60,8 +62,9 @@ pub struct Analysis {
     pub kinds: Vec<Option<MKind>>,
     /// Per block: the slots certainly written when the block starts.
     defined: Vec<HashSet<Slot>>,
-    /// The deoptimization points: position, and the slots written there.
-    pub points: Vec<(Position, Vec<Slot>)>,
+    /// The deoptimization points: where the interpreter resumes, and the variables written
+    /// there, each in the register of its slot (entry `Ref(k)` is register `k`).
+    pub points: Vec<Snapshot>,
 }
 
 fn operand_kind(kinds: &[Option<MKind>], o: &Operand) -> Result<Option<MKind>, Unsupported> {
@@ -220,7 +223,7 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
 struct Deopts<'a> {
     /// Exit blocks to fill: (block, point number).
     pending: &'a mut Vec<(Block, usize)>,
-    points: &'a mut Vec<(Position, Vec<Slot>)>,
+    points: &'a mut Vec<Snapshot>,
     pos: Position,
     written: Vec<Slot>,
 }
@@ -229,7 +232,17 @@ impl Deopts<'_> {
     fn block(&mut self, b: &mut FunctionBuilder) -> Block {
         let exit = b.create_block();
         b.set_cold_block(exit);
-        self.points.push((self.pos, self.written.clone()));
+        let mut entries: Vec<(Slot, Opnd)> = self
+            .written
+            .iter()
+            .map(|s| (*s, Opnd::Ref(Ref(s.0))))
+            .collect();
+        entries.sort_by_key(|(s, _)| *s);
+        self.points.push(Snapshot {
+            pos: self.pos,
+            cost: 0,
+            entries,
+        });
         self.pending.push((exit, self.points.len() - 1));
         exit
     }
@@ -361,7 +374,7 @@ pub fn lower(
     }
     for (exit, point) in pending {
         b.switch_to_block(exit);
-        for s in &an.points[point].1 {
+        for (s, _) in &an.points[point].entries {
             let v = b.use_var(vars[s.index()]);
             b.ins().store(mf, v, regs, (8 * s.index()) as i32);
         }

@@ -15,9 +15,10 @@
 //! ```
 //!
 //! A guard without a bridge, and every other instruction that can exit, branches to a cold
-//! block of its own, which stores the SSA values that the snapshots of its chain (the
-//! guards its segment hangs from, then its own) need, and returns the instruction's global
-//! index. The runtime writes those snapshots into the frame, in order.
+//! block of its own, which stores the SSA values its snapshot needs and returns the
+//! instruction's global index. Snapshots are complete (`crate::resume`): a bridge's hold
+//! what the guards it hangs from wrote, as its `input`s of them, which are those guards'
+//! values. The runtime writes the one snapshot into the frame.
 //!
 //! Values are unboxed by kind (`flowjit_runtime::abi`): an integer is an `i64`, an atom its
 //! id, a list the address of its `List`. Arithmetic checks overflow, and an overflow is an
@@ -42,7 +43,7 @@ use flowjit_runtime::{Op, Value};
 use super::{ops, Unsupported};
 use crate::lang::Slot;
 use crate::opt::state::{Arrival, LoopState};
-use crate::trace::{Kind, Opnd, SnapId, Trace, Ty};
+use crate::trace::{Kind, Opnd, Trace, Ty};
 
 /// A segment of a trace tree.
 #[derive(Clone, Copy)]
@@ -56,6 +57,9 @@ pub struct Segment<'a> {
     /// For a bridge: whether it ends at the tree's own anchor (then it jumps to `start`);
     /// otherwise it exits there and the driver enters the trace anchored there.
     pub returns: bool,
+    /// How many flowgraph operations the path to its start stands for: the counts of the
+    /// snapshots of the guards its chain leaves from (0 for the root).
+    pub cost: u64,
 }
 
 /// Where the values of a tree live in the register buffer.
@@ -96,22 +100,6 @@ enum Source {
     Input(usize),
 }
 
-/// The snapshots an exit from `seg` writes back before its own: the snapshot of the guard
-/// each segment of the chain leaves from, root first.
-pub fn chain(segments: &[Segment], seg: usize) -> Vec<(usize, SnapId)> {
-    match segments[seg].parent {
-        None => Vec::new(),
-        Some((ps, pi)) => {
-            let mut c = chain(segments, ps);
-            let snap = segments[ps].trace.insts[pi]
-                .snap
-                .expect("a guard has a snapshot");
-            c.push((ps, snap));
-            c
-        }
-    }
-}
-
 /// Everything known about a tree before it is lowered.
 pub struct Analysis {
     /// The register layout.
@@ -141,9 +129,11 @@ fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
     MKind::of(v).ok_or_else(|| Unsupported("a big integer constant".into()))
 }
 
-/// Where `slot`'s value comes from at the start of segment `seg` (a bridge).
+/// Where `slot`'s value comes from at the start of segment `seg`: for a bridge, the
+/// snapshot of the guard it leaves from, which is complete; otherwise (and for the root) a
+/// tree input.
 fn source(segments: &[Segment], seg: usize, slot: Slot, inputs: &mut Vec<Slot>) -> Source {
-    if let Some((ps, o)) = source_now(segments, seg, slot) {
+    if let Some((ps, o)) = guard_gives(segments, seg, slot) {
         return Source::Chain(ps, o);
     }
     let index = inputs.iter().position(|s| *s == slot).unwrap_or_else(|| {
@@ -281,17 +271,13 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
 }
 
 /// How many flowgraph operations an iteration that ends at segment `seg`'s instruction
-/// `i` (a loop end, or a bridge's end) stands for: its chain's snapshots and its own.
+/// `i` (a loop end, or a bridge's end) stands for: its path to the segment, and its own.
 pub fn path_cost(segments: &[Segment], seg: usize, i: usize) -> u64 {
     let own = segments[seg]
         .trace
         .snap_of(&segments[seg].trace.insts[i])
         .map_or(0, |s| s.cost);
-    chain(segments, seg)
-        .iter()
-        .map(|(s, id)| segments[*s].trace.snaps[id.index()].cost)
-        .sum::<u64>()
-        + own
+    segments[seg].cost + own
 }
 
 /// The costliest iteration of the tree: the budget needed to start one.
@@ -411,6 +397,19 @@ impl Lower<'_> {
         }
     }
 
+    /// What operand `o` of segment `seg` stands for: a bridge's `input` of a variable the
+    /// guard's snapshot gives is that value, in the segment that defines it.
+    fn origin(&self, seg: usize, o: Opnd) -> (usize, Opnd) {
+        if let Opnd::Ref(r) = &o {
+            if let Kind::Input(slot) = self.segments[seg].trace.insts[r.index()].kind {
+                if let Some(Source::Chain(ps, po)) = self.an.sources[seg].get(&slot) {
+                    return self.origin(*ps, po.clone());
+                }
+            }
+        }
+        (seg, o)
+    }
+
     /// The arguments for the root loop's header at the end (instruction `i`) of the current
     /// bridge, when it may jump there directly: it hangs (through its chain) from a guard of
     /// the loop body, the state it brings satisfies what the loop assumes at its header
@@ -430,24 +429,15 @@ impl Lower<'_> {
             }
             s = ps;
         }
-        // Every variable the path writes: the chain's snapshots and the bridge's end.
+        // Every variable the path writes: the bridge's end snapshot is complete. A value a
+        // bridge only passes on (its `input` of a variable the guard's snapshot gives)
+        // arrives as the value it stands for.
         let end = self.segments[seg]
             .trace
             .snap_of(&self.segments[seg].trace.insts[i])?;
-        let mut written: Vec<Slot> = end.entries.iter().map(|(sl, _)| *sl).collect();
-        for (cs, id) in chain(self.segments, seg) {
-            written.extend(
-                self.segments[cs].trace.snaps[id.index()]
-                    .entries
-                    .iter()
-                    .map(|(sl, _)| *sl),
-            );
-        }
+        let written: Vec<Slot> = end.entries.iter().map(|(sl, _)| *sl).collect();
         let now = |slot: Slot| -> Option<(usize, Opnd)> {
-            match end.entries.iter().find(|(sl, _)| *sl == slot) {
-                Some((_, o)) => Some((seg, o.clone())),
-                None => source_now(self.segments, seg, slot),
-            }
+            end.get(slot).map(|o| self.origin(seg, o.clone()))
         };
         let arrival = |slot: Slot| match now(slot) {
             Some((_, Opnd::Const(c))) => Arrival::Const(c),
@@ -532,12 +522,9 @@ impl Lower<'_> {
                     let mut same_kinds = s.returns;
                     let end = trace.snap_of(inst).expect("a loop has a snapshot");
                     for (k, (slot, _)) in self.an.layout.inputs.iter().enumerate() {
-                        let (v, kind) = match end.entries.iter().find(|(sl, _)| sl == slot) {
-                            Some((_, o)) => self.opnd(b, seg, o),
-                            None => match source_now(self.segments, seg, *slot) {
-                                Some((ps, o)) => self.opnd(b, ps, &o),
-                                None => (self.inputs[k], self.an.input_kinds[k]),
-                            },
+                        let (v, kind) = match end.get(*slot) {
+                            Some(o) => self.opnd(b, seg, o),
+                            None => (self.inputs[k], self.an.input_kinds[k]),
                         };
                         same_kinds &= kind == self.an.input_kinds[k];
                         args.push(BlockArg::Value(v));
@@ -673,21 +660,16 @@ impl ops::Exits for TreeExits<'_> {
     }
 }
 
-/// The operand holding `slot` at the start of bridge `seg`, from its chain of guards, if any
-/// guard wrote it.
-fn source_now(segments: &[Segment], seg: usize, slot: Slot) -> Option<(usize, Opnd)> {
-    let mut s = seg;
-    while let Some((ps, pi)) = segments[s].parent {
-        let snap = segments[ps]
-            .trace
-            .snap_of(&segments[ps].trace.insts[pi])
-            .expect("a guard has a snapshot");
-        if let Some((_, o)) = snap.entries.iter().find(|(sl, _)| *sl == slot) {
-            return Some((ps, o.clone()));
-        }
-        s = ps;
-    }
-    None
+/// The operand the guard bridge `seg` leaves from gives `slot`, if any: its snapshot is
+/// complete, so this is the variable's value at the bridge's start, unless unchanged since
+/// the tree was entered.
+fn guard_gives(segments: &[Segment], seg: usize, slot: Slot) -> Option<(usize, Opnd)> {
+    let (ps, pi) = segments[seg].parent?;
+    let trace = segments[ps].trace;
+    let snap = trace
+        .snap_of(&trace.insts[pi])
+        .expect("a guard has a snapshot");
+    snap.get(slot).map(|o| (ps, o.clone()))
 }
 
 /// Lowers a trace tree (see [`analyze`]) to a Cranelift function for `isa`. With
@@ -760,7 +742,7 @@ pub fn lower(
         l.segment(&mut b, &mut none);
     }
     b.seal_block(start);
-    // The exit blocks: store what the snapshots of the chain need; return the index.
+    // The exit blocks: store what the snapshot needs; return the index.
     let exits = std::mem::take(&mut l.exits);
     for (block, seg, i) in exits {
         b.switch_to_block(block);
@@ -774,16 +756,11 @@ pub fn lower(
                 b.ins().store(mf, l.inputs[k], l.regs, (8 * at) as i32);
             }
         }
-        let mut snaps = chain(segments, seg);
-        snaps.push((seg, own));
-        for (s, id) in snaps {
-            for (_, o) in &segments[s].trace.snaps[id.index()].entries {
-                if let Opnd::Ref(r) = o {
-                    let v =
-                        l.vals[s][r.index()].expect("snapshot refs are defined before the exit");
-                    let at = an.layout.offsets[s] + r.index();
-                    b.ins().store(mf, v, l.regs, (8 * at) as i32);
-                }
+        for (_, o) in &trace.snaps[own.index()].entries {
+            if let Opnd::Ref(r) = o {
+                let v = l.vals[seg][r.index()].expect("snapshot refs are defined before the exit");
+                let at = an.layout.offsets[seg] + r.index();
+                b.ins().store(mf, v, l.regs, (8 * at) as i32);
             }
         }
         if let Some(counter) = l.counter {

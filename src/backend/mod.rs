@@ -26,8 +26,9 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
 use flowjit_runtime::abi;
 
+use crate::resume;
 use crate::state::{Frame, Position, Steps};
-use crate::trace::Opnd;
+use crate::trace::Ref;
 
 /// Why a trace stays on the trace interpreter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -353,12 +354,14 @@ pub fn run_program(code: &CompiledProgram, frame: &mut Frame) -> Option<cfg::Pro
     if let Some(kind) = cfg::stopped(code_returned) {
         return Some(cfg::ProgramExit::Stop(unsafe { abi::rebox(regs[n], kind) }));
     }
-    let (pos, written) = &an.points[code_returned as usize];
-    for s in written {
-        let kind = an.kinds[s.index()].expect("a written variable has a kind");
-        frame[s.index()] = Some(unsafe { abi::rebox(regs[s.index()], kind) });
-    }
-    Some(cfg::ProgramExit::Resume(*pos))
+    // Each variable lives in the register of its slot.
+    let point = &an.points[code_returned as usize];
+    let read = |r: Ref| {
+        let kind = an.kinds[r.index()].expect("a written variable has a kind");
+        unsafe { abi::rebox(regs[r.index()], kind) }
+    };
+    resume::restore(point, read, frame);
+    Some(cfg::ProgramExit::Resume(point.pos))
 }
 
 impl Drop for Backend {
@@ -428,26 +431,19 @@ pub fn run_compiled(
         }
     }
     let trace = segments[seg].trace;
-    let own = trace.insts[inst]
-        .snap
+    let own = trace
+        .snap_of(&trace.insts[inst])
         .expect("an exiting instruction has a snapshot");
-    let mut snaps = lower::chain(segments, seg);
-    snaps.push((seg, own));
-    let mut cost = 0;
-    for (s, id) in &snaps {
-        let snap = &segments[*s].trace.snaps[id.index()];
-        cost += snap.cost;
-        for (slot, o) in &snap.entries {
-            let v = match o {
-                Opnd::Const(v) => v.clone(),
-                Opnd::Ref(r) => {
-                    let kind = an.kinds[*s][r.index()].expect("a ref has a kind");
-                    unsafe { abi::rebox(regs[layout.offsets[*s] + r.index()], kind) }
-                }
-            };
-            frame[slot.index()] = Some(v);
-        }
-    }
+    let kinds = &an.kinds[seg];
+    let base = layout.offsets[seg];
+    // SAFETY: as above.
+    let read = |r: Ref| unsafe {
+        abi::rebox(
+            regs[base + r.index()],
+            kinds[r.index()].expect("a ref has a kind"),
+        )
+    };
+    let cost = segments[seg].cost + resume::restore(own, read, frame);
     // What the iterations completed in machine code consumed, and the exit's own part.
     let consumed = if code.counting {
         (initial - regs[layout.counter]) as u64
@@ -455,7 +451,7 @@ pub fn run_compiled(
         0
     };
     steps.left = steps.left.saturating_sub(consumed + cost);
-    let pos = segments[seg].trace.snaps[own.index()].pos;
+    let pos = own.pos;
     Some(TreeExit {
         pos,
         at: (seg, inst),

@@ -34,7 +34,7 @@ use crate::interp::{self, Exit, NoMonitor, RuntimeError};
 use crate::lang::{BlockId, Inst as Stmt, Program, Slot, Terminator};
 use crate::opt;
 use crate::state::{Frame, Position, Steps};
-use crate::trace::{self, print, AbortReason, Kind, Recorded, Trace};
+use crate::trace::{self, print, AbortReason, Kind, Recorded, Snapshot, Trace};
 use profile::Profile;
 pub use profile::{Key, MAX_ABORTS};
 
@@ -186,19 +186,37 @@ impl Tree {
     }
 
     fn segments(&self) -> Vec<Segment<'_>> {
-        std::iter::once(Segment {
+        let mut segments = vec![Segment {
             trace: &self.root,
             parent: None,
             value: None,
             returns: false,
-        })
-        .chain(self.bridges.iter().map(|b| Segment {
-            trace: &b.trace,
-            parent: Some(b.from),
-            value: b.value.as_ref(),
-            returns: b.returns,
-        }))
-        .collect()
+            cost: 0,
+        }];
+        // A bridge's parent comes before it: its path's cost is known.
+        for b in &self.bridges {
+            let (ps, pi) = b.from;
+            let parent = &segments[ps];
+            let guard = parent.trace.snap_of(&parent.trace.insts[pi]);
+            let cost = parent.cost + guard.map_or(0, |s| s.cost);
+            segments.push(Segment {
+                trace: &b.trace,
+                parent: Some(b.from),
+                value: b.value.as_ref(),
+                returns: b.returns,
+                cost,
+            });
+        }
+        segments
+    }
+
+    /// The snapshot of guard `from`: complete, it gives every variable the path to it
+    /// wrote.
+    fn guard_snapshot(&self, from: (usize, usize)) -> &Snapshot {
+        let trace = self.segment(from.0);
+        trace
+            .snap_of(&trace.insts[from.1])
+            .expect("a guard has a snapshot")
     }
 
     /// The bridge (as a segment) from guard `from` for `value`.
@@ -636,7 +654,16 @@ impl<'p> Jit<'p> {
             (Some(v), Some(slot)) => vec![(slot, v.clone())],
             _ => Vec::new(),
         };
-        let known = chain_constants(tree, from);
+        // The guard's snapshot is complete: the bridge reads every variable it gives (so
+        // that the bridge's snapshots are complete too), and those it gives as constants
+        // are constants in the bridge.
+        let snap = tree.guard_snapshot(from);
+        let inherited: Vec<Slot> = snap.entries.iter().map(|(slot, _)| *slot).collect();
+        let known: Vec<(Slot, Value)> = snap
+            .entries
+            .iter()
+            .filter_map(|(slot, o)| o.as_const().map(|v| (*slot, v.clone())))
+            .collect();
         let start = Instant::now();
         let profile = &self.profile;
         let ends = |target: BlockId, frame: &Frame| {
@@ -653,6 +680,7 @@ impl<'p> Jit<'p> {
             frame,
             pos,
             &fixed,
+            &inherited,
             &ends,
             &mut self.steps,
             self.config.max_trace_len,
@@ -809,29 +837,6 @@ impl<'p> Jit<'p> {
         );
         out
     }
-}
-
-/// The constants a guard's chain of snapshots gives variables where a bridge from it
-/// starts (nearest guard first).
-fn chain_constants(tree: &Tree, from: (usize, usize)) -> Vec<(Slot, Value)> {
-    let mut known: Vec<(Slot, Value)> = Vec::new();
-    let mut seen: Vec<Slot> = Vec::new();
-    let mut at = Some(from);
-    while let Some((seg, i)) = at {
-        let trace = tree.segment(seg);
-        if let Some(snap) = trace.snap_of(&trace.insts[i]) {
-            for (slot, o) in &snap.entries {
-                if !seen.contains(slot) {
-                    seen.push(*slot);
-                    if let Some(v) = o.as_const() {
-                        known.push((*slot, v.clone()));
-                    }
-                }
-            }
-        }
-        at = (seg > 0).then(|| tree.bridges[seg - 1].from);
-    }
-    known
 }
 
 /// A trace's anchor as dumps and statistics show it: the label, and the green values.

@@ -47,6 +47,7 @@ use std::fmt;
 use flowjit_runtime::{Op, Value};
 
 use crate::lang::{BlockId, Slot};
+pub use crate::resume::Snapshot;
 use crate::state::Position;
 
 /// An SSA value: the index of the instruction that defines it.
@@ -102,17 +103,6 @@ impl Opnd {
             Opnd::Ref(_) => None,
         }
     }
-}
-
-/// Where the interpreter resumes when an instruction exits, and what it finds in the frame.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Snapshot {
-    /// Where the interpreter continues.
-    pub pos: Position,
-    /// How many flowgraph operations of the iteration the exit counts as done.
-    pub cost: u64,
-    /// The resume variables, sorted by slot: each variable's value at the exit.
-    pub entries: Vec<(Slot, Opnd)>,
 }
 
 /// What an instruction does. Every property of an instruction kind (its name, operands,

@@ -180,6 +180,7 @@ pub fn record(
         frame,
         Position::start(anchor),
         &fixed,
+        &[],
         &closes,
         steps,
         max_len,
@@ -192,23 +193,33 @@ pub fn record(
 /// on one value of a promoted variable). The trace ends in `loop`, whose snapshot is the
 /// state at the target; a bridge does not loop by itself. `ends` names the variables whose
 /// values the target's trace takes as constants (its greens): the bridge guards them.
+///
+/// The bridge starts by reading the variables in `inherited` (those the guard's snapshot
+/// gives): they count as written, so that every snapshot of the bridge is complete, as the
+/// guard's is (`crate::resume`).
+#[allow(clippy::too_many_arguments)]
 pub fn record_bridge(
     program: &Program,
     frame: &mut Frame,
     start: Position,
     fixed: &[(Slot, Value)],
+    inherited: &[Slot],
     ends: &dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>,
     steps: &mut Steps,
     max_len: usize,
 ) -> Result<Recorded, RuntimeError> {
-    record_from(program, frame, start, fixed, ends, steps, max_len)
+    record_from(
+        program, frame, start, fixed, inherited, ends, steps, max_len,
+    )
 }
 
+#[allow(clippy::too_many_arguments)]
 fn record_from(
     program: &Program,
     frame: &mut Frame,
     start: Position,
     fixed: &[(Slot, Value)],
+    inherited: &[Slot],
     ends: &dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>,
     steps: &mut Steps,
     max_len: usize,
@@ -227,6 +238,10 @@ fn record_from(
         greens,
         cost: 0,
     };
+    for slot in inherited {
+        let v = r.var(frame, *slot, start);
+        r.written[slot.index()] = Some(v);
+    }
     let mut id = start.block;
     let mut first = start.inst;
     loop {

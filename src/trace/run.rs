@@ -8,7 +8,8 @@
 
 use flowjit_runtime::{ops, Op, Value};
 
-use super::ir::{Kind, Opnd, SnapId, Trace};
+use super::ir::{Kind, Opnd, Ref, SnapId, Trace};
+use crate::resume;
 use crate::state::{Frame, Position, Steps};
 
 /// How a run of a trace ended.
@@ -33,11 +34,8 @@ fn value(regs: &[Option<Value>], o: &Opnd) -> Value {
 }
 
 fn write_back(trace: &Trace, snap: SnapId, regs: &[Option<Value>], frame: &mut Frame) -> u64 {
-    let snap = &trace.snaps[snap.index()];
-    for (slot, o) in &snap.entries {
-        frame[slot.index()] = Some(value(regs, o));
-    }
-    snap.cost
+    let read = |r: Ref| value(regs, &Opnd::Ref(r));
+    resume::restore(&trace.snaps[snap.index()], read, frame)
 }
 
 /// Exits at instruction `i`: its snapshot written back, its operations counted.
