@@ -72,7 +72,7 @@ fn operand_kind(kinds: &[Option<MKind>], o: &Operand) -> Result<Option<MKind>, U
         Operand::Var(s) => Ok(kinds[s.index()]),
         Operand::Const(v) => MKind::of(v)
             .map(Some)
-            .ok_or_else(|| Unsupported("a big integer constant".into())),
+            .ok_or_else(|| Unsupported::BigConstant),
     }
 }
 
@@ -100,9 +100,7 @@ fn element_kind(program: &Program, frame: &Frame, list: &Operand) -> Result<MKin
         Some([first, rest @ ..]) if rest.iter().all(|k| k == first) && *first != MKind::List => {
             Ok(*first)
         }
-        _ => Err(Unsupported(
-            "`readlist` of a list whose elements' kind is not known".into(),
-        )),
+        _ => Err(Unsupported::UnknownElements),
     }
 }
 
@@ -117,8 +115,7 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         .collect();
     for s in &at_entry {
         let v = frame[s.index()].as_ref().expect("written");
-        kinds[s.index()] =
-            Some(MKind::of(v).ok_or_else(|| Unsupported("a big integer input".into()))?);
+        kinds[s.index()] = Some(MKind::of(v).ok_or_else(|| Unsupported::BigInput)?);
     }
     // Kinds, to a fixpoint: an assignment gives its variable the kind of its result.
     loop {
@@ -146,10 +143,7 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
                         changed = true;
                     }
                     Some(k) if k != kind => {
-                        return Err(Unsupported(format!(
-                            "variable `{}` holds values of two kinds",
-                            program.var(dst)
-                        )))
+                        return Err(Unsupported::TwoKinds(program.var(dst).to_string()))
                     }
                     Some(_) => {}
                 }
@@ -189,10 +183,9 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
     for (b, block) in program.blocks.iter().enumerate() {
         let mut now = defined[b].clone();
         let check = |now: &HashSet<Slot>, o: &Operand| match o {
-            Operand::Var(s) if !now.contains(s) => Err(Unsupported(format!(
-                "`{}` may be read before it is written",
-                program.var(*s)
-            ))),
+            Operand::Var(s) if !now.contains(s) => {
+                Err(Unsupported::ReadBeforeWrite(program.var(*s).to_string()))
+            }
             _ => Ok(()),
         };
         for inst in &block.insts {

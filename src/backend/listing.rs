@@ -84,10 +84,10 @@ pub fn lines(
 ) -> Result<Vec<Line>, Unsupported> {
     let mut cs = isa
         .to_capstone()
-        .map_err(|e| Unsupported(format!("disassembler: {e}")))?;
+        .map_err(|e| Unsupported::Disassembler(e.to_string()))?;
     // Bytes capstone cannot decode become `.byte` lines instead of ending the listing.
     cs.set_skipdata(true)
-        .map_err(|e| Unsupported(format!("disassembler: {e}")))?;
+        .map_err(|e| Unsupported::Disassembler(e.to_string()))?;
     let len = code.len();
     let offset_of = |addr: u64| {
         addr.checked_sub(base)
@@ -155,7 +155,7 @@ pub fn lines(
             None => {
                 let insns = cs
                     .disasm_count(&code[at..end], base + at as u64, 1)
-                    .map_err(|e| Unsupported(format!("disassembler: {e}")))?;
+                    .map_err(|e| Unsupported::Disassembler(e.to_string()))?;
                 match insns.iter().next() {
                     Some(i) => Line {
                         offset: at,

@@ -126,7 +126,7 @@ pub fn kind_of(ty: Ty) -> MKind {
 }
 
 fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
-    MKind::of(v).ok_or_else(|| Unsupported("a big integer constant".into()))
+    MKind::of(v).ok_or_else(|| Unsupported::BigConstant)
 }
 
 /// Where `slot`'s value comes from at the start of segment `seg`: for a bridge, the
@@ -149,9 +149,7 @@ fn source(segments: &[Segment], seg: usize, slot: Slot, inputs: &mut Vec<Slot>) 
 pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
     let root = segments[0].trace;
     if root.loop_start().is_none() {
-        return Err(Unsupported(
-            "the trace is not peeled (the peel pass is off)".into(),
-        ));
+        return Err(Unsupported::NotPeeled);
     }
     let mut inputs: Vec<Slot> = Vec::new();
     // Per tree input: its type, that of the `input` reading it first.
@@ -187,9 +185,7 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                         },
                     };
                     if arrives != kind {
-                        return Err(Unsupported(
-                            "an input of another type than its value".into(),
-                        ));
+                        return Err(Unsupported::InputType);
                     }
                     src.insert(slot, found);
                     Some(kind)
@@ -203,10 +199,10 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                         .map(|a| of(&k, a))
                         .collect::<Result<Vec<_>, _>>()?;
                     let kind = kind_of(inst.ty);
-                    ops::supported(op, &arg_kinds, kind).map_err(Unsupported)?;
+                    ops::supported(op, &arg_kinds, kind)?;
                     let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr | Op::Div | Op::Mod);
                     if exits && inst.snap.is_none() {
-                        return Err(Unsupported(format!("`{op}` without a snapshot")));
+                        return Err(Unsupported::NoSnapshot(op));
                     }
                     Some(kind)
                 }

@@ -30,14 +30,48 @@ use crate::resume;
 use crate::state::{Frame, Position, Steps};
 use crate::trace::Ref;
 
-/// Why a trace stays on the trace interpreter.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unsupported(pub String);
-
-impl std::fmt::Display for Unsupported {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Why a trace (or a residual program) stays off machine code: `--stats` says it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unsupported {
+    /// The root trace has no loop to lower.
+    #[error("the trace is not peeled (the peel pass is off)")]
+    NotPeeled,
+    /// A constant machine code cannot hold.
+    #[error("a big integer constant")]
+    BigConstant,
+    /// An input of a residual program machine code cannot hold.
+    #[error("a big integer input")]
+    BigInput,
+    /// A bridge's `input` of a value its guard gives with another type.
+    #[error("an input of another type than its value")]
+    InputType,
+    /// An operation that can fail, without a snapshot to exit with.
+    #[error("`{0}` without a snapshot")]
+    NoSnapshot(flowjit_runtime::Op),
+    /// `eq` or `ne` of two lists (a structural comparison).
+    #[error("comparing lists in machine code")]
+    ListComparison,
+    /// A `readlist` whose element machine code cannot hold (a list or a big integer).
+    #[error("`readlist` of an element machine code cannot hold")]
+    Element,
+    /// A residual program's `readlist` of a list with elements of several kinds.
+    #[error("`readlist` of a list whose elements' kind is not known")]
+    UnknownElements,
+    /// A residual program's variable assigned values of two kinds.
+    #[error("variable `{0}` holds values of two kinds")]
+    TwoKinds(String),
+    /// A residual program's variable read where it may not be written yet.
+    #[error("`{0}` may be read before it is written")]
+    ReadBeforeWrite(String),
+    /// [`MAX_CODE_BYTES`] of machine code are made.
+    #[error("the code memory limit ({} MiB) is reached", MAX_CODE_BYTES >> 20)]
+    CodeMemory,
+    /// Cranelift refused the function.
+    #[error("Cranelift: {0}")]
+    Cranelift(String),
+    /// The listing could not be made.
+    #[error("disassembler: {0}")]
+    Disassembler(String),
 }
 
 /// The ISAs flowjit emits code for.
@@ -190,7 +224,7 @@ impl Backend {
     ) -> Result<Compiled, Unsupported> {
         let an = lower::analyze(segments)?;
         let func = lower::lower(segments, &an, &*self.isa, &mut self.fctx, counting);
-        let cl = |e: String| Unsupported(format!("Cranelift: {e}"));
+        let cl = Unsupported::Cranelift;
         let mut ir = None;
         let mut asm = None;
         if let Some((target, disp)) = &self.display {
@@ -283,12 +317,9 @@ impl Backend {
     /// Compiles `func` into the module.
     fn define(&mut self, func: cranelift_codegen::ir::Function) -> Result<Defined, Unsupported> {
         if self.code_bytes >= MAX_CODE_BYTES {
-            return Err(Unsupported(format!(
-                "the code memory limit ({} MiB) is reached",
-                MAX_CODE_BYTES >> 20
-            )));
+            return Err(Unsupported::CodeMemory);
         }
-        let cl = |e: String| Unsupported(format!("Cranelift: {e}"));
+        let cl = Unsupported::Cranelift;
         let module = self
             .module
             .as_mut()

@@ -30,13 +30,11 @@ pub enum Lowered {
 
 /// Whether machine code can do `op` on operands of these kinds (any other combination
 /// always exits, except the cases this rejects outright).
-pub fn supported(op: Op, kinds: &[MKind], result: MKind) -> Result<(), String> {
+pub fn supported(op: Op, kinds: &[MKind], result: MKind) -> Result<(), super::Unsupported> {
     match (op, kinds) {
-        (Op::Eq | Op::Ne, [MKind::List, MKind::List]) => {
-            Err("comparing lists in machine code".into())
-        }
+        (Op::Eq | Op::Ne, [MKind::List, MKind::List]) => Err(super::Unsupported::ListComparison),
         (Op::Readlist, _) if !matches!(result, MKind::Int | MKind::Atom) => {
-            Err("`readlist` of an element machine code cannot hold".into())
+            Err(super::Unsupported::Element)
         }
         _ => Ok(()),
     }
