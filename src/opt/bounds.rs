@@ -1,4 +1,5 @@
-//! Integer bounds: intervals carried through arithmetic, so that an operation proved unable
+//! Integer bounds, the last stage of the forward optimizer (`forward`): intervals carried
+//! through arithmetic into the intervals all stages share, so that an operation proved unable
 //! to fail (its operands are integers in known intervals and its result fits in 64 bits)
 //! loses its snapshot. In machine code that is an overflow check and a type check gone;
 //! dead-code elimination can then remove the operation if nothing uses it.
@@ -7,6 +8,9 @@
 //! (comparisons and `not` give 0 or 1, `and` with a non-negative constant `c` gives
 //! `0..=c`, `mod` by a positive constant `c` gives `0..c`, `len` is not negative), and from
 //! guards on comparisons with constants.
+//!
+//! The backend asks the same intervals a question of its own, which only it may ask:
+//! [`machine_no_overflow`], where every integer is 64-bit.
 //!
 //! ```text
 //! v1 = lt v0, 100  @l:0 #0 []              v1 = lt v0, 100  @l:0 #0 []

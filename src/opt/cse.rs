@@ -1,4 +1,5 @@
-//! Common-subexpression elimination of operations.
+//! Common-subexpression elimination of operations: a stage of the forward optimizer
+//! (`forward`), after `fold`.
 //!
 //! Only pure instructions ([`Effect::Pure`](crate::trace::Effect::Pure)) are merged: the same
 //! operation on the same operands gives the same result, and if the first one did not exit,

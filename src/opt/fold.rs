@@ -1,4 +1,5 @@
-//! Constant folding and guard removal.
+//! Constant folding and guard removal: the first stage of the forward optimizer
+//! (`forward`).
 //!
 //! An operation whose operands are all known is computed now and vanishes: uses of its
 //! result read the constant, and snapshots hold the constant instead of a computed value.

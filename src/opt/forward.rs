@@ -125,3 +125,57 @@ pub fn run(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
     }
     Ok(opt.out.finish())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::{self, Program, Syntax};
+    use crate::trace::{parse::parse_ssa, print};
+
+    fn optimize(input: &str, stages: &[&str]) -> Result<String, Rejected> {
+        let text = "l: x = 0 y = 0 c = 0 goto d  d: goto e  e: goto l";
+        let program: Program = lang::load(text, Syntax::Fg).expect("valid program").1;
+        let input: String = input.lines().map(|l| format!("{}\n", l.trim())).collect();
+        let trace = parse_ssa(&program, &input).expect("valid trace");
+        Ok(print::ssa(&program, &run(&trace, stages)?))
+    }
+
+    #[test]
+    fn fold_sees_what_cse_merged_in_the_same_walk() {
+        // cse makes v3 the guarded v1, which fold knows is 1: the second guard holds.
+        let out = optimize(
+            "v0 = input x  @l:0 #0 []
+             v1 = lt v0, 4  @l:0 #0 []
+             guard_true v1  @d:0 #1 []
+             v3 = lt v0, 4  @d:0 #1 []
+             guard_true v3  @e:0 #2 []
+             loop  @l:0 #3 []",
+            &["fold", "cse"],
+        );
+        assert_eq!(
+            out.expect("not rejected"),
+            "v0 = input x  @l:0 #0 []\n\
+             v1 = lt v0, 4  @l:0 #0 []\n\
+             guard_true v1  @d:0 #1 []\n\
+             loop  @l:0 #3 []\n"
+        );
+    }
+
+    #[test]
+    fn a_rejection_says_which_guard_fails_and_why() {
+        let r = optimize(
+            "v0 = input x  @l:0 #0 []
+             v1 = lt v0, 4  @l:0 #0 []
+             guard_true v1  @d:0 #1 []
+             guard_false v1  @e:0 #2 []
+             loop  @l:0 #3 []",
+            &["guards"],
+        );
+        let guard = Kind::GuardFalse;
+        assert_eq!(r, Err(Rejected::Contradiction { guard }));
+        assert_eq!(
+            r.expect_err("rejected").to_string(),
+            "trace rejected: guard_false contradicts an earlier guard"
+        );
+    }
+}

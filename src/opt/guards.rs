@@ -1,5 +1,6 @@
-//! Redundant guards: a guard the path already checked, or one implied by what earlier guards
-//! established about integer intervals.
+//! Redundant guards: a guard the path already checked, or one implied by the integer
+//! intervals known (from earlier guards, and from what operations produce when `bounds` is
+//! on). A stage of the forward optimizer (`forward`), after `cse`.
 //!
 //! - The same guard on the same value twice: the second goes.
 //! - A comparison whose outcome the known intervals decide becomes a constant, and the guard
