@@ -23,7 +23,7 @@ use flowjit_runtime::{ops, Op, Value};
 use super::forward::{Optimizer, Pending, Stage, Verdict};
 use super::interval::is_comparison;
 use super::Rejected;
-use crate::trace::{Inst, Kind, Opnd};
+use crate::trace::{Inst, Kind, Opnd, Ref};
 
 fn known(args: &[Opnd]) -> Option<Vec<Value>> {
     args.iter().map(|a| a.as_const().cloned()).collect()
@@ -85,7 +85,7 @@ impl Stage for Fold {
         })
     }
 
-    fn learn(&mut self, opt: &mut Optimizer, r: crate::trace::Ref) {
+    fn learn(&mut self, opt: &mut Optimizer, r: Ref) {
         let out = &mut opt.out;
         let inst = out.def(r);
         match (inst.kind, inst.args.as_slice()) {
