@@ -70,9 +70,7 @@ pub struct Analysis {
 fn operand_kind(kinds: &[Option<MKind>], o: &Operand) -> Result<Option<MKind>, Unsupported> {
     match o {
         Operand::Var(s) => Ok(kinds[s.index()]),
-        Operand::Const(v) => MKind::of(v)
-            .map(Some)
-            .ok_or_else(|| Unsupported::BigConstant),
+        Operand::Const(v) => MKind::of(v).map(Some).ok_or(Unsupported::BigConstant),
     }
 }
 
@@ -115,7 +113,7 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         .collect();
     for s in &at_entry {
         let v = frame[s.index()].as_ref().expect("written");
-        kinds[s.index()] = Some(MKind::of(v).ok_or_else(|| Unsupported::BigInput)?);
+        kinds[s.index()] = Some(MKind::of(v).ok_or(Unsupported::BigInput)?);
     }
     // Kinds, to a fixpoint: an assignment gives its variable the kind of its result.
     loop {

@@ -126,7 +126,7 @@ pub fn kind_of(ty: Ty) -> MKind {
 }
 
 fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
-    MKind::of(v).ok_or_else(|| Unsupported::BigConstant)
+    MKind::of(v).ok_or(Unsupported::BigConstant)
 }
 
 /// Where `slot`'s value comes from at the start of segment `seg`: for a bridge, the
@@ -255,7 +255,8 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
         size: next + inputs.len() + 1,
         carry,
     };
-    let safe = no_overflow(root, &kinds[0]);
+    let safe =
+        crate::opt::bounds::machine_no_overflow(root, |r| kinds[0][r.index()] == Some(MKind::Int));
     Ok(Analysis {
         layout,
         kinds,
@@ -770,70 +771,4 @@ pub fn lower(
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());
     func
-}
-
-/// Which operations of the root trace cannot overflow in machine code, where every integer
-/// is 64-bit: integer `input`s hold any `i64`; guards on comparisons with constants narrow
-/// values; a loop parameter holds the hull of what enters the loop and what comes back (the
-/// latter computed with the parameters taken as any `i64`, which makes the hull sound). An
-/// addition, subtraction, multiplication or negation whose result interval fits in 64 bits
-/// needs no overflow exit. (The optimizer cannot know this: in the trace interpreter an
-/// integer may be a big one.)
-pub fn no_overflow(trace: &Trace, kinds: &[Option<MKind>]) -> Vec<bool> {
-    use crate::opt::bounds::result;
-    use crate::opt::interval::{Facts, Range};
-    let start = trace.loop_start().expect("a peeled trace");
-    let params = trace.insts[start].args.len();
-    let pass = |param_ranges: &[Range]| {
-        let mut facts = Facts::default();
-        let mut safe = vec![false; trace.insts.len()];
-        let mut ends: Vec<Vec<Range>> = Vec::new();
-        for (i, inst) in trace.insts.iter().enumerate() {
-            let r = crate::trace::Ref(i as u32);
-            let int = kinds[i] == Some(MKind::Int);
-            match inst.kind {
-                Kind::Input(_) if int => facts.narrow(r, Range::i64()),
-                Kind::Param(_) if int => facts.narrow(r, param_ranges[i - start - 1]),
-                Kind::Op(op) if int => {
-                    let all_int = inst.args.iter().all(|a| match a {
-                        Opnd::Ref(x) => kinds[x.index()] == Some(MKind::Int),
-                        Opnd::Const(v) => matches!(v, Value::Int(_)),
-                    });
-                    let out = if all_int {
-                        result(op, &inst.args, &facts)
-                    } else {
-                        None
-                    };
-                    let arith = matches!(op, Op::Add | Op::Sub | Op::Mul | Op::Neg);
-                    safe[i] = arith && out.is_some_and(Range::fits_i64);
-                    // Whatever it computes, a value in machine code is an i64 (an overflow
-                    // exits).
-                    facts.narrow(r, out.map_or(Range::i64(), |o| o.meet(Range::i64())));
-                }
-                Kind::GuardTrue | Kind::GuardFalse => {
-                    if let Opnd::Ref(c) = inst.args[0] {
-                        facts.learn(&trace.insts[c.index()], inst.kind == Kind::GuardTrue);
-                    }
-                }
-                Kind::LoopStart | Kind::Loop => ends.push(
-                    inst.args
-                        .iter()
-                        .map(|a| facts.of(a).unwrap_or(Range::i64()).meet(Range::i64()))
-                        .collect(),
-                ),
-                _ => {}
-            }
-        }
-        (safe, ends)
-    };
-    let (_, ends) = pass(&vec![Range::i64(); params]);
-    let hull: Vec<Range> = (0..params)
-        .map(|k| {
-            ends.iter()
-                .map(|e| e[k])
-                .reduce(Range::hull)
-                .unwrap_or(Range::i64())
-        })
-        .collect();
-    pass(&hull).0
 }

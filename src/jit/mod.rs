@@ -804,7 +804,7 @@ impl<'p> Jit<'p> {
             s.rejected.len()
         );
         for (label, why) in &s.rejected {
-            let _ = writeln!(out, "  at {label}: {}", why.0);
+            let _ = writeln!(out, "  at {label}: {}", why.reason());
         }
         let _ = writeln!(
             out,

@@ -1,4 +1,5 @@
-//! Common-subexpression elimination of operations.
+//! Common-subexpression elimination of operations: a stage of the forward optimizer
+//! (`forward`), after `fold`.
 //!
 //! Only pure instructions ([`Effect::Pure`](crate::trace::Effect::Pure)) are merged: the same
 //! operation on the same operands gives the same result, and if the first one did not exit,
@@ -16,9 +17,9 @@
 
 use std::collections::HashMap;
 
-use super::rewrite::Rewriter;
+use super::forward::{Optimizer, Pending, Stage, Verdict};
 use super::Rejected;
-use crate::trace::{Kind, Opnd, Ref, Trace};
+use crate::trace::{Kind, Opnd, Ref};
 
 fn canonical(kind: Kind, mut args: Vec<Opnd>) -> Vec<Opnd> {
     if kind.info().commutative && args.len() == 2 {
@@ -33,23 +34,31 @@ fn canonical(kind: Kind, mut args: Vec<Opnd>) -> Vec<Opnd> {
     args
 }
 
-/// Runs common-subexpression elimination.
-pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
-    let mut rw = Rewriter::new(trace);
-    let mut seen: HashMap<(Kind, Vec<Opnd>), Ref> = HashMap::new();
-    for (i, inst) in trace.insts.iter().enumerate() {
-        let args = rw.args(inst);
-        if inst.kind.is_pure() {
-            let key = (inst.kind, canonical(inst.kind, args.clone()));
-            if let Some(&r) = seen.get(&key) {
-                rw.set(i, Opnd::Ref(r));
-                continue;
-            }
-            let r = rw.keep_with(i, args);
-            seen.insert(key, r);
-        } else {
-            rw.keep_with(i, args);
+/// The common-subexpression stage: the pure operations emitted so far, by kind and operands.
+#[derive(Default)]
+pub struct Cse {
+    seen: HashMap<(Kind, Vec<Opnd>), Ref>,
+    /// The key of the operation being visited, kept for when it is emitted.
+    key: Option<(Kind, Vec<Opnd>)>,
+}
+
+impl Stage for Cse {
+    fn visit(&mut self, _: &Optimizer, inst: &mut Pending) -> Result<Verdict, Rejected> {
+        self.key = None;
+        if !inst.kind.is_pure() {
+            return Ok(Verdict::Pass);
+        }
+        let key = (inst.kind, canonical(inst.kind, inst.args.clone()));
+        if let Some(&r) = self.seen.get(&key) {
+            return Ok(Verdict::Becomes(Opnd::Ref(r)));
+        }
+        self.key = Some(key);
+        Ok(Verdict::Pass)
+    }
+
+    fn learn(&mut self, _: &mut Optimizer, r: Ref) {
+        if let Some(key) = self.key.take() {
+            self.seen.insert(key, r);
         }
     }
-    Ok(rw.finish())
 }

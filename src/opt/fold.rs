@@ -1,4 +1,5 @@
-//! Constant folding and guard removal.
+//! Constant folding and guard removal: the first stage of the forward optimizer
+//! (`forward`).
 //!
 //! An operation whose operands are all known is computed now and vanishes: uses of its
 //! result read the constant, and snapshots hold the constant instead of a computed value.
@@ -19,94 +20,103 @@
 
 use flowjit_runtime::{ops, Op, Value};
 
+use super::forward::{Optimizer, Pending, Stage, Verdict};
 use super::interval::is_comparison;
-use super::rewrite::Rewriter;
 use super::Rejected;
-use crate::trace::{Kind, Opnd, Trace};
+use crate::trace::{Inst, Kind, Opnd, Ref};
 
 fn known(args: &[Opnd]) -> Option<Vec<Value>> {
     args.iter().map(|a| a.as_const().cloned()).collect()
 }
 
-/// Runs constant folding and guard removal.
-pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
-    let mut rw = Rewriter::new(trace);
-    for (i, inst) in trace.insts.iter().enumerate() {
-        let args = rw.args(inst);
-        match inst.kind {
-            Kind::Op(Op::Same) => rw.set(i, args[0].clone()),
+/// Whether `inst` gives 0 or 1: a comparison, or `not`.
+fn is_boolean(inst: &Inst) -> bool {
+    matches!(inst.kind, Kind::Op(op) if is_comparison(op) || op == Op::Not)
+}
+
+/// The constant-folding stage.
+pub struct Fold;
+
+impl Stage for Fold {
+    fn visit(&mut self, opt: &Optimizer, inst: &mut Pending) -> Result<Verdict, Rejected> {
+        let args = &inst.args;
+        Ok(match inst.kind {
+            Kind::Op(Op::Same) => Verdict::Becomes(args[0].clone()),
             Kind::Op(op) if inst.kind.is_pure() => {
-                match known(&args).map(|vals| ops::apply(op, &vals)) {
-                    Some(Ok(v)) => rw.set(i, Opnd::Const(v)),
+                match known(args).map(|vals| ops::apply(op, &vals)) {
+                    Some(Ok(v)) => Verdict::Becomes(Opnd::Const(v)),
                     // Fails every time: keep it, so that it exits and the interpreter raises.
-                    Some(Err(_)) | None => {
-                        rw.keep_with(i, args);
-                    }
+                    Some(Err(_)) | None => Verdict::Pass,
                 }
             }
             Kind::GuardTrue | Kind::GuardFalse => {
                 let want_true = inst.kind == Kind::GuardTrue;
                 match &args[0] {
-                    Opnd::Const(v) if v.is_false() != want_true => {}
+                    Opnd::Const(v) if v.is_false() != want_true => Verdict::Holds,
                     Opnd::Const(v) => {
-                        return Err(Rejected(format!(
-                            "{} on {v} always fails",
-                            inst.kind.name()
-                        )))
+                        return Err(Rejected::GuardOnConstant {
+                            guard: inst.kind,
+                            value: v.clone(),
+                        })
                     }
                     Opnd::Ref(c) => {
-                        let c = *c;
                         // A comparison gives 0 or 1: when its guard fails, its value is the
                         // other one, and the guard's own snapshot can say so.
-                        let boolean = matches!(rw.def(c).kind, Kind::Op(op) if is_comparison(op) || op == Op::Not);
-                        if boolean {
-                            let failing = Value::Int(!want_true as i64);
-                            rw.keep_guard(i, args, (c, &failing));
-                        } else {
-                            rw.keep_with(i, args);
+                        if is_boolean(opt.out.def(*c)) {
+                            inst.failing = Some((*c, Value::Int(!want_true as i64)));
                         }
-                        if want_true {
-                            let def = rw.def(c);
-                            // A comparison gives 0 or 1: guard_true means it gave 1.
-                            if let Kind::Op(op) = def.kind {
-                                if is_comparison(op) || op == Op::Not {
-                                    rw.learn(c, Value::Int(1));
-                                }
-                            }
-                            // guard_true(eq(v, k)): v is k.
-                            let def = rw.def(c);
-                            if def.kind == Kind::Op(Op::Eq) {
-                                if let [Opnd::Ref(v), Opnd::Const(k)]
-                                | [Opnd::Const(k), Opnd::Ref(v)] = def.args.as_slice()
-                                {
-                                    let (v, k) = (*v, k.clone());
-                                    rw.learn(v, k);
-                                }
-                            }
-                        } else {
-                            rw.learn(c, Value::Int(0));
-                        }
+                        Verdict::Pass
                     }
                 }
             }
             Kind::GuardValue => match (&args[0], &args[1]) {
-                (Opnd::Const(a), Opnd::Const(b)) if a == b => {}
+                (Opnd::Const(a), Opnd::Const(b)) if a == b => Verdict::Holds,
                 (Opnd::Const(a), Opnd::Const(b)) => {
-                    return Err(Rejected(format!("guard_value({a}, {b}) always fails")))
+                    return Err(Rejected::OtherValue {
+                        value: a.clone(),
+                        expected: b.clone(),
+                    })
                 }
-                (Opnd::Ref(v), Opnd::Const(k)) => {
-                    let (v, k) = (*v, k.clone());
-                    rw.keep_with(i, args);
-                    rw.learn(v, k);
-                }
-                _ => {
-                    rw.keep_with(i, args);
-                }
+                _ => Verdict::Pass,
             },
             Kind::Op(_) | Kind::Input(_) | Kind::Param(_) | Kind::Loop | Kind::LoopStart => {
-                rw.keep_with(i, args);
+                Verdict::Pass
             }
+        })
+    }
+
+    fn learn(&mut self, opt: &mut Optimizer, r: Ref) {
+        let out = &mut opt.out;
+        let inst = out.def(r);
+        match (inst.kind, inst.args.as_slice()) {
+            (Kind::GuardTrue, [Opnd::Ref(c)]) => {
+                let c = *c;
+                let def = out.def(c);
+                // guard_true(eq(v, k)): v is k.
+                let eq = match (def.kind, def.args.as_slice()) {
+                    (
+                        Kind::Op(Op::Eq),
+                        [Opnd::Ref(v), Opnd::Const(k)] | [Opnd::Const(k), Opnd::Ref(v)],
+                    ) => Some((*v, k.clone())),
+                    _ => None,
+                };
+                // A comparison gives 0 or 1: guard_true means it gave 1.
+                if is_boolean(def) {
+                    out.learn(c, Value::Int(1));
+                }
+                if let Some((v, k)) = eq {
+                    out.learn(v, k);
+                }
+            }
+            (Kind::GuardFalse, [Opnd::Ref(c)]) => {
+                let c = *c;
+                out.learn(c, Value::Int(0));
+            }
+            (Kind::GuardValue, [Opnd::Ref(v), Opnd::Const(k)]) => {
+                let (v, k) = (*v, k.clone());
+                out.learn(v, k);
+            }
+            _ => {}
         }
     }
-    Ok(rw.finish())
 }

@@ -1,5 +1,6 @@
-//! Redundant guards: a guard the path already checked, or one implied by what earlier guards
-//! established about integer intervals.
+//! Redundant guards: a guard the path already checked, or one implied by the integer
+//! intervals known (from earlier guards, and from what operations produce when `bounds` is
+//! on). A stage of the forward optimizer (`forward`), after `cse`.
 //!
 //! - The same guard on the same value twice: the second goes.
 //! - A comparison whose outcome the known intervals decide becomes a constant, and the guard
@@ -16,66 +17,72 @@ use std::collections::HashSet;
 
 use flowjit_runtime::Value;
 
-use super::interval::{is_comparison, Facts};
-use super::rewrite::Rewriter;
+use super::forward::{Optimizer, Pending, Stage, Verdict};
+use super::interval::is_comparison;
 use super::Rejected;
-use crate::trace::{Kind, Opnd, Trace};
+use crate::trace::{Kind, Opnd, Ref};
 
-/// Runs redundant-guard removal.
-pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
-    let mut rw = Rewriter::new(trace);
-    let mut facts = Facts::default();
-    let mut seen: HashSet<(Kind, Vec<Opnd>)> = HashSet::new();
-    for (i, inst) in trace.insts.iter().enumerate() {
-        let args = rw.args(inst);
-        match inst.kind {
-            Kind::Op(op) if is_comparison(op) => match facts.decide(op, &args[0], &args[1]) {
-                Some(outcome) => rw.set(i, Opnd::Const(Value::Int(outcome as i64))),
-                None => {
-                    rw.keep_with(i, args);
+/// The redundant-guard stage: the guards emitted so far, by kind and operands.
+#[derive(Default)]
+pub struct Guards {
+    seen: HashSet<(Kind, Vec<Opnd>)>,
+}
+
+impl Stage for Guards {
+    fn visit(&mut self, opt: &Optimizer, inst: &mut Pending) -> Result<Verdict, Rejected> {
+        let args = &inst.args;
+        Ok(match inst.kind {
+            Kind::Op(op) if is_comparison(op) => {
+                match opt.intervals.decide(op, &args[0], &args[1]) {
+                    Some(outcome) => Verdict::Becomes(Opnd::Const(Value::Int(outcome as i64))),
+                    None => Verdict::Pass,
                 }
-            },
+            }
             Kind::GuardTrue | Kind::GuardFalse => {
                 let holds = inst.kind == Kind::GuardTrue;
                 match &args[0] {
-                    Opnd::Const(v) if v.is_false() != holds => continue,
+                    Opnd::Const(v) if v.is_false() != holds => Verdict::Holds,
                     Opnd::Const(v) => {
-                        return Err(Rejected(format!(
-                            "{} on {v} always fails",
-                            inst.kind.name()
-                        )))
+                        return Err(Rejected::GuardOnConstant {
+                            guard: inst.kind,
+                            value: v.clone(),
+                        })
                     }
-                    Opnd::Ref(c) => {
+                    Opnd::Ref(_) => {
                         let opposite = if holds {
                             Kind::GuardFalse
                         } else {
                             Kind::GuardTrue
                         };
-                        if seen.contains(&(opposite, args.clone())) {
-                            return Err(Rejected(format!(
-                                "{} contradicts an earlier guard",
-                                inst.kind.name()
-                            )));
+                        let mut key = (opposite, args.clone());
+                        if self.seen.contains(&key) {
+                            return Err(Rejected::Contradiction { guard: inst.kind });
                         }
-                        if !seen.insert((inst.kind, args.clone())) {
-                            continue;
+                        key.0 = inst.kind;
+                        if self.seen.contains(&key) {
+                            Verdict::Holds
+                        } else {
+                            Verdict::Pass
                         }
-                        let c = *c;
-                        rw.keep_with(i, args);
-                        let cond = rw.def(c).clone();
-                        facts.learn(&cond, holds);
                     }
                 }
             }
-            Kind::GuardValue => {
-                if seen.insert((inst.kind, args.clone())) {
-                    rw.keep_with(i, args);
-                }
-            }
-            _ => {
-                rw.keep_with(i, args);
-            }
-        }
+            Kind::GuardValue if self.seen.contains(&(inst.kind, args.clone())) => Verdict::Holds,
+            _ => Verdict::Pass,
+        })
     }
-    Ok(rw.finish())
+
+    fn learn(&mut self, opt: &mut Optimizer, r: Ref) {
+        let inst = opt.out.def(r);
+        if !inst.kind.is_guard() {
+            return;
+        }
+        if let (Kind::GuardTrue | Kind::GuardFalse, [Opnd::Ref(c)]) =
+            (inst.kind, inst.args.as_slice())
+        {
+            let cond = opt.out.def(*c);
+            opt.intervals.learn(cond, inst.kind == Kind::GuardTrue);
+        }
+        self.seen.insert((inst.kind, inst.args.clone()));
+    }
 }

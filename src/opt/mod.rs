@@ -1,4 +1,5 @@
-//! The trace optimizer: an ordered list of named passes, each in its own file.
+//! The trace optimizer: one forward optimizer whose stages are switched on by name, then
+//! loop peeling and dead-code elimination.
 //!
 //! "The trace recorder expands the IR and the optimizer shrinks it." Every pass takes a
 //! trace and returns a new one that does the same: the same outputs, the same exits with
@@ -6,49 +7,96 @@
 //! Passes can be switched off by name (`--passes`, `--no-opt`), which changes how much a
 //! trace does but never what a program prints.
 //!
+//! `fold`, `cse`, `guards` and `bounds` are not passes of their own but stages of the
+//! forward optimizer (`forward`): one walk over the trace offers each instruction to the
+//! enabled stages in that order, emits it once, and lets every stage learn from it. What a
+//! stage learns of a value (its constant, its interval) is known to all of them at once.
+//!
 //! | pass | does |
 //! | --- | --- |
 //! | `fold` | constant folding, guard removal, constants learnt from guards |
 //! | `cse` | common-subexpression elimination (loop-invariant code motion after `peel`) |
 //! | `guards` | redundant and implied guards |
 //! | `bounds` | integer intervals; operations that cannot fail lose their snapshot |
-//! | `peel` | preamble + loop; carried constants are not carried; re-runs the passes above |
+//! | `peel` | preamble + loop; carried constants are not carried; re-runs the stages above |
 //! | `dce` | removes operations that cannot exit and are not used |
 
 pub mod bounds;
 pub mod cse;
 pub mod dce;
 pub mod fold;
+pub mod forward;
 pub mod guards;
 pub mod interval;
 pub mod peel;
 pub mod rewrite;
 pub mod state;
 
-use crate::trace::{verify::verify, Trace};
+use std::fmt;
+
+use flowjit_runtime::Value;
+
+use crate::trace::{verify::verify, Kind, Trace};
 
 /// Why a trace was rejected: a guard in it must always fail.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rejected(pub String);
+pub enum Rejected {
+    /// A `guard_true` or `guard_false` on a constant that fails it.
+    GuardOnConstant {
+        /// The guard.
+        guard: Kind,
+        /// The constant it tests.
+        value: Value,
+    },
+    /// A `guard_value` on a constant other than the one it expects.
+    OtherValue {
+        /// The constant the guard tests.
+        value: Value,
+        /// The constant it expects.
+        expected: Value,
+    },
+    /// A guard that must fail where an earlier one on the same value held.
+    Contradiction {
+        /// The guard.
+        guard: Kind,
+    },
+}
 
-impl std::fmt::Display for Rejected {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "trace rejected: {}", self.0)
+impl Rejected {
+    /// Why, in words: `guard_value(5, 6) always fails`.
+    pub fn reason(&self) -> impl fmt::Display + '_ {
+        Reason(self)
     }
 }
 
-/// A pass that rewrites a trace on its own.
-pub type Pass = fn(&Trace) -> Result<Trace, Rejected>;
+struct Reason<'r>(&'r Rejected);
 
-/// The passes peeling runs again over the peeled trace, in order.
-const LOCAL: &[(&str, Pass)] = &[
-    ("fold", fold::run),
-    ("cse", cse::run),
-    ("guards", guards::run),
-    ("bounds", bounds::run),
-];
+impl fmt::Display for Reason<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Rejected::GuardOnConstant { guard, value } => {
+                write!(f, "{} on {value} always fails", guard.name())
+            }
+            Rejected::OtherValue { value, expected } => {
+                write!(f, "guard_value({value}, {expected}) always fails")
+            }
+            Rejected::Contradiction { guard } => {
+                write!(f, "{} contradicts an earlier guard", guard.name())
+            }
+        }
+    }
+}
 
-/// Every pass, in pipeline order.
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "trace rejected: {}", self.reason())
+    }
+}
+
+impl std::error::Error for Rejected {}
+
+/// The passes, in pipeline order: the stages of the forward optimizer, then `peel` and
+/// `dce`.
 pub const PIPELINE: &[&str] = &["fold", "cse", "guards", "bounds", "peel", "dce"];
 
 /// Checks a list of pass names; the error names the unknown one.
@@ -66,13 +114,8 @@ pub fn check_passes(names: &[String]) -> Result<Vec<&'static str>, String> {
 }
 
 fn local(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
-    let mut t = trace.clone();
-    for (name, pass) in LOCAL {
-        if enabled.contains(name) {
-            t = pass(&t)?;
-            debug_assert_eq!(verify(&t), Ok(()), "after {name}");
-        }
-    }
+    let t = forward::run(trace, enabled)?;
+    debug_assert_eq!(verify(&t), Ok(()), "after the forward optimizer");
     Ok(t)
 }
 

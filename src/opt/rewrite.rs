@@ -1,14 +1,13 @@
-//! The rewriter every pass is built on: it walks the old trace once, forwards, and emits a
+//! The rewriter every pass is built on (the forward optimizer's stages, peeling's merge of
+//! parameters, dead-code elimination): it walks the old trace once, forwards, and emits a
 //! new one. Each old ref maps to an operand of the new trace (a new ref, or a constant the
 //! pass has folded it to); snapshots are rewritten through the same map when an instruction
 //! that keeps its snapshot is emitted.
 //!
-//! The rewriter also holds what the pass has *learnt*: a new ref known to hold a constant
+//! The rewriter also holds what has been *learnt*: a new ref known to hold a constant
 //! (after `guard_value(v, 5)`, `v` is 5) reads as that constant from then on, in operands and
 //! in snapshots alike. Known values thus live in snapshots and are written back only when a
 //! guard exits.
-
-use std::collections::HashMap;
 
 use flowjit_runtime::Value;
 
@@ -21,7 +20,8 @@ pub struct Rewriter<'t> {
     insts: Vec<Inst>,
     snaps: Vec<Snapshot>,
     map: Vec<Option<Opnd>>,
-    known: HashMap<Ref, Value>,
+    /// Per new ref, the constant it is known to hold.
+    constants: Vec<Option<Value>>,
 }
 
 impl<'t> Rewriter<'t> {
@@ -32,7 +32,7 @@ impl<'t> Rewriter<'t> {
             insts: Vec::with_capacity(old.insts.len()),
             snaps: Vec::new(),
             map: vec![None; old.insts.len()],
-            known: HashMap::new(),
+            constants: Vec::with_capacity(old.insts.len()),
         }
     }
 
@@ -52,7 +52,7 @@ impl<'t> Rewriter<'t> {
     /// A new operand with what has been learnt applied.
     pub fn resolve(&self, o: Opnd) -> Opnd {
         match o {
-            Opnd::Ref(r) => match self.known.get(&r) {
+            Opnd::Ref(r) => match &self.constants[r.index()] {
                 Some(v) => Opnd::Const(v.clone()),
                 None => Opnd::Ref(r),
             },
@@ -67,7 +67,7 @@ impl<'t> Rewriter<'t> {
 
     /// Records that new ref `r` holds `value` from here on.
     pub fn learn(&mut self, r: Ref, value: Value) {
-        self.known.insert(r, value);
+        self.constants[r.index()] = Some(value);
     }
 
     /// Old ref `old` now stands for `to`.
@@ -75,13 +75,8 @@ impl<'t> Rewriter<'t> {
         self.map[old] = Some(to);
     }
 
-    /// Rewrites old snapshot `id` through the map, sharing the last snapshot when equal.
-    pub fn snapshot(&mut self, id: SnapId) -> SnapId {
-        self.snapshot_knowing(id, None)
-    }
-
-    /// Rewrites old snapshot `id`, with new ref `known.0` read as the constant `known.1`
-    /// in it (what a guard's own snapshot knows of the value it tested, having failed).
+    /// Rewrites old snapshot `id` through the map, sharing the last snapshot when equal,
+    /// with new ref `known.0` read as the constant `known.1` in it (what a guard's own snapshot knows of the value it tested, having failed).
     pub fn snapshot_knowing(&mut self, id: SnapId, known: Option<(Ref, &Value)>) -> SnapId {
         let old = &self.old.snaps[id.index()];
         let snap = Snapshot {
@@ -100,17 +95,6 @@ impl<'t> Rewriter<'t> {
                 .collect(),
         };
         self.add_snapshot(snap)
-    }
-
-    /// Emits old guard `i` with operands `args`, its snapshot knowing that new ref
-    /// `known.0` holds `known.1` whenever the guard fails.
-    pub fn keep_guard(&mut self, i: usize, args: Vec<Opnd>, known: (Ref, &Value)) -> Ref {
-        let snap = self.old.insts[i]
-            .snap
-            .map(|s| self.snapshot_knowing(s, Some(known)));
-        let r = self.push(i, args, snap);
-        self.map[i] = Some(Opnd::Ref(r));
-        r
     }
 
     /// Adds a new snapshot, sharing the last one when equal.
@@ -132,30 +116,39 @@ impl<'t> Rewriter<'t> {
             origin: old.origin,
             ty: old.ty,
         });
+        self.constants.push(None);
         Ref(self.insts.len() as u32 - 1)
+    }
+
+    /// Emits old instruction `i` with operands `args`; old ref `i` maps to the result. Its
+    /// snapshot is rewritten if `snapshot` (else it cannot exit any more), knowing that new
+    /// ref `failing.0` holds `failing.1` (what a guard's failure tells of the value it tested).
+    pub fn emit(
+        &mut self,
+        i: usize,
+        args: Vec<Opnd>,
+        snapshot: bool,
+        failing: Option<(Ref, &Value)>,
+    ) -> Ref {
+        let snap = match self.old.insts[i].snap {
+            Some(s) if snapshot => Some(self.snapshot_knowing(s, failing)),
+            _ => None,
+        };
+        let r = self.push(i, args, snap);
+        self.map[i] = Some(Opnd::Ref(r));
+        r
     }
 
     /// Emits old instruction `i` with operands `args` and its snapshot rewritten; old ref
     /// `i` maps to the result.
     pub fn keep_with(&mut self, i: usize, args: Vec<Opnd>) -> Ref {
-        let snap = self.old.insts[i].snap.map(|s| self.snapshot(s));
-        let r = self.push(i, args, snap);
-        self.map[i] = Some(Opnd::Ref(r));
-        r
+        self.emit(i, args, true, None)
     }
 
     /// Emits old instruction `i` rewritten.
     pub fn keep(&mut self, i: usize) -> Ref {
         let args = self.args(&self.old.insts[i]);
         self.keep_with(i, args)
-    }
-
-    /// Emits old instruction `i` rewritten, without its snapshot (it cannot exit any more).
-    pub fn keep_without_snapshot(&mut self, i: usize) -> Ref {
-        let args = self.args(&self.old.insts[i]);
-        let r = self.push(i, args, None);
-        self.map[i] = Some(Opnd::Ref(r));
-        r
     }
 
     /// The instruction that defines new ref `r`.

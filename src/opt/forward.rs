@@ -1,0 +1,153 @@
+//! The forward optimizer: one walk over the trace that emits the optimized trace once, its
+//! stages (`fold`, `cse`, `guards`, `bounds`, in that order) sharing what is known of each
+//! value (as PyPy's `optimizeopt` chain of optimizations over one `Optimizer`).
+//!
+//! Each old instruction, its operands already in terms of the new trace (and read as
+//! constants where one is known), is offered to each enabled stage in turn. A stage may let
+//! it pass, perhaps changed (a snapshot dropped, a guard's snapshot told what its failure
+//! means), or finish it: it *becomes* an operand (a constant, an earlier equal value) or,
+//! a guard, it *holds* and vanishes. Stages after the one that finished it never see it.
+//! What passes every stage is emitted, and then every stage learns from it: a guard teaches
+//! a constant (`fold`) or an interval (`guards`, `bounds`), a comparison is remembered for
+//! the next equal one (`cse`).
+//!
+//! Why one walk rather than a pass per stage: every pass would copy the trace and learn again
+//! what the one before knew; and stages that feed each other (a constant makes an interval,
+//! an interval decides a comparison, the comparison's constant folds what uses it) would need
+//! the passes iterated. Here each fact is learnt once, where it becomes true, and known to
+//! every stage from there on. Heap and virtual information will join the per-value facts the
+//! same way.
+//!
+//! ```text
+//! v0 = input x  @l:0 #0 []                 v0 = input x  @l:0 #0 []
+//! v1 = lt v0, 4  @l:0 #0 []                v1 = lt v0, 4  @l:0 #0 []
+//! guard_true v1  @d:0 #1 []          =>    guard_true v1  @d:0 #1 []
+//! v3 = lt v0, 4  @d:0 #1 []                (cse: v3 is v1; fold: v1 is 1 after its guard,
+//! guard_true v3  @e:0 #2 []                 so guard_true 1 holds)
+//! ```
+
+use flowjit_runtime::Value;
+
+use super::interval::Facts;
+use super::rewrite::Rewriter;
+use super::{bounds, cse, fold, guards, Rejected};
+use crate::trace::{Kind, Opnd, Ref, Trace};
+
+/// What every stage sees and learns into: the trace emitted so far, with what is known of
+/// each of its values.
+pub struct Optimizer<'t> {
+    /// The new trace, and the constant known for each of its values.
+    pub out: Rewriter<'t>,
+    /// The interval known for each value of the new trace.
+    pub intervals: Facts,
+}
+
+/// An old instruction on its way through the stages, in terms of the new trace.
+pub struct Pending {
+    /// What it does.
+    pub kind: Kind,
+    /// Its operands in the new trace.
+    pub args: Vec<Opnd>,
+    /// Whether it keeps its snapshot (if it has one): a stage may prove it cannot exit.
+    pub snapshot: bool,
+    /// A value that its snapshot reads as a constant: what a guard's failure tells of the
+    /// value it tested.
+    pub failing: Option<(Ref, Value)>,
+}
+
+/// What a stage decides for an instruction.
+pub enum Verdict {
+    /// It goes on to the next stage, and is emitted after the last.
+    Pass,
+    /// It is not emitted: uses of its result read this operand instead.
+    Becomes(Opnd),
+    /// A guard that must hold: it is not emitted.
+    Holds,
+}
+
+/// One stage of the forward optimizer.
+pub trait Stage {
+    /// Decides for instruction `inst` (which it may change), given what is known so far;
+    /// rejects the trace when the instruction is a guard that must fail.
+    fn visit(&mut self, opt: &Optimizer, inst: &mut Pending) -> Result<Verdict, Rejected>;
+
+    /// Learns from new instruction `r`, just emitted.
+    fn learn(&mut self, opt: &mut Optimizer, r: Ref);
+}
+
+/// Makes a stage, fresh for one walk.
+type MakeStage = fn() -> Box<dyn Stage>;
+
+/// The stages, in the order they see an instruction, with the name that switches each on.
+const STAGES: &[(&str, MakeStage)] = &[
+    ("fold", || Box::new(fold::Fold)),
+    ("cse", || Box::<cse::Cse>::default()),
+    ("guards", || Box::<guards::Guards>::default()),
+    ("bounds", || Box::new(bounds::Bounds)),
+];
+
+/// Runs the forward optimizer over `trace` with the stages named in `enabled`.
+pub fn run(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
+    let mut stages: Vec<Box<dyn Stage>> = STAGES
+        .iter()
+        .filter(|(name, _)| enabled.contains(name))
+        .map(|(_, make)| make())
+        .collect();
+    if stages.is_empty() {
+        return Ok(trace.clone());
+    }
+    let mut opt = Optimizer {
+        out: Rewriter::new(trace),
+        intervals: Facts::default(),
+    };
+    'insts: for (i, old) in trace.insts.iter().enumerate() {
+        let mut inst = Pending {
+            kind: old.kind,
+            args: opt.out.args(old),
+            snapshot: old.snap.is_some(),
+            failing: None,
+        };
+        for stage in &mut stages {
+            match stage.visit(&opt, &mut inst)? {
+                Verdict::Pass => {}
+                Verdict::Becomes(o) => {
+                    opt.out.set(i, o);
+                    continue 'insts;
+                }
+                Verdict::Holds => continue 'insts,
+            }
+        }
+        let failing = inst.failing.as_ref().map(|(r, v)| (*r, v));
+        let r = opt.out.emit(i, inst.args, inst.snapshot, failing);
+        for stage in &mut stages {
+            stage.learn(&mut opt, r);
+        }
+    }
+    Ok(opt.out.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::parse::parse_ssa;
+
+    #[test]
+    fn a_rejection_says_which_guard_fails_and_why() {
+        let (trace, _) = parse_ssa(
+            "[x:int]
+             v0:int = input x  @l:0 #0 []
+             v1:int = lt v0, 4  @l:0 #0 []
+             guard_true v1  @d:0 #1 []
+             guard_false v1  @e:0 #2 []
+             loop  @l:0 #3 []",
+        )
+        .expect("a valid trace");
+        let r = run(&trace, &["guards"]).map(|_| ());
+        let guard = Kind::GuardFalse;
+        assert_eq!(r, Err(Rejected::Contradiction { guard }));
+        assert_eq!(
+            r.expect_err("rejected").to_string(),
+            "trace rejected: guard_false contradicts an earlier guard"
+        );
+    }
+}
