@@ -29,18 +29,20 @@
 //!
 //! ```text
 //! # trace 0: loop at power_rec
-//! v0 = input res  @power_rec:0 #0 []
-//! v1 = input x  @power_rec:0 #0 []
-//! v2 = mul v0, v1  @power_rec:0 #0 []
-//! v3 = input y  @power_rec:1 #1 [res=v2]
-//! v4 = sub v3, 1  @power_rec:1 #1 [res=v2]
+//! [res:int, x:int, y:int]
+//! v0:int = input res  @power_rec:0 #0 []
+//! v1:int = input x  @power_rec:0 #0 []
+//! v2:int = mul v0, v1  @power_rec:0 #0 []
+//! v3:int = input y  @power_rec:1 #1 [res=v2]
+//! v4:int = sub v3, 1  @power_rec:1 #1 [res=v2]
 //! guard_true v4  @power_done:0 #3 [res=v2, y=v4]
 //! loop  @power_rec:0 #3 [res=v2, y=v4]
 //! ```
 //!
-//! `@L:i` is the resume position, `#n` how many flowgraph operations of the iteration
-//! precede it (so that `--max-steps` counts exactly as the interpreter does), and the
-//! brackets the resume variables.
+//! The first line lists the trace's inputs with their types; each value states its type
+//! ([`Ty`]). `@L:i` is the resume position, `#n` how many flowgraph operations of the
+//! iteration precede it (so that `--max-steps` counts exactly as the interpreter does), and
+//! the brackets the resume variables ([`crate::resume`]).
 
 use std::fmt;
 
