@@ -7,6 +7,9 @@
 //! optimizing and compiling; its *warm-up* (from the start of the run to the first entry
 //! into machine code) is reported apart. The partially evaluated figure includes
 //! specialization, clean-up and compilation of the residual program.
+//!
+//! The report's JSON and SVG forms (`Report::json`, `Report::plot`) come with the
+//! feature `cli`; the runs and the table need no feature.
 
 use std::time::{Duration, Instant};
 
@@ -246,6 +249,7 @@ impl Report {
     }
 
     /// The report for machines.
+    #[cfg(feature = "cli")]
     pub fn json(&self, program: &str, inputs: &[String]) -> String {
         let base = self.timings[0].median().as_secs_f64();
         let modes: Vec<serde_json::Value> = self
@@ -274,6 +278,7 @@ impl Report {
     }
 
     /// Draws the medians as a bar chart (log scale) into an SVG file.
+    #[cfg(feature = "cli")]
     pub fn plot(&self, path: &std::path::Path, title: &str) -> Result<(), String> {
         use plotters::prelude::*;
         let root =
