@@ -7,17 +7,19 @@
 //! optimizing and compiling; its *warm-up* (from the start of the run to the first entry
 //! into machine code) is reported apart. The partially evaluated figure includes
 //! specialization, clean-up and compilation of the residual program.
+//!
+//! The report's JSON and SVG forms (`Report::json`, `Report::plot`) come with the
+//! feature `cli`; the runs and the table need no feature.
 
 use std::time::{Duration, Instant};
 
 use flowjit_runtime::Value;
 
-use crate::backend::{self, cfg::ProgramExit, Backend, Listings};
-use crate::interp::{self, NoMonitor, RuntimeError};
+use crate::backend::Backend;
+use crate::interp::{self, RuntimeError};
 use crate::jit::{Config, Jit};
 use crate::lang::{BlockId, Program, Slot};
-use crate::peval;
-use crate::state::{Position, Steps};
+use crate::peval::{self, run::Execution};
 
 /// What to run.
 pub struct Setup<'p> {
@@ -102,43 +104,20 @@ fn run_jit(setup: &Setup, native: bool) -> (Outcome, Option<Duration>) {
 
 fn run_pe(setup: &Setup, statics: &[Slot]) -> Outcome {
     let program = setup.program;
-    let known: Vec<(Slot, Value)> = setup
+    let (known, dynamic): (Vec<_>, Vec<_>) = setup
         .inputs
         .iter()
-        .filter(|(s, _)| statics.contains(s))
         .cloned()
-        .collect();
-    let residual = match peval::specialize(program, setup.entry, &known) {
-        Ok(r) => peval::cleanup::clean(&r).to_program(program),
-        // Beyond the partial evaluator's budget: run the original, as the CLI would not.
-        Err(_) => return interp::run_program(program, setup.entry, &setup.inputs, None),
-    };
-    let dynamic: Vec<(Slot, Value)> = setup
-        .inputs
-        .iter()
-        .filter(|(s, _)| !statics.contains(s))
-        .filter_map(|(s, v)| residual.slot(program.var(*s)).map(|r| (r, v.clone())))
-        .collect();
-    let mut frame = crate::state::frame_with(&residual, &dynamic);
-    let mut pos = Position::start(BlockId(0));
+        .partition(|(s, _)| statics.contains(s));
     let mut backend = Backend::new(None).expect("the host emits machine code");
-    if let Ok(code) = backend.compile_program(&residual, BlockId(0), &frame, Listings::default()) {
-        match backend::run_program(&code, &mut frame) {
-            Some(ProgramExit::Stop(v)) => return Ok(v),
-            Some(ProgramExit::Resume(at)) => pos = at,
-            None => {}
-        }
-    }
-    let exit = interp::run(
-        &residual,
-        &mut frame,
-        pos,
-        &mut Steps::new(None),
-        &mut NoMonitor,
-    )?;
-    match exit {
-        interp::Exit::Stop(v) => Ok(v),
-        interp::Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+    let how = Execution {
+        backend: Some(&mut backend),
+        ..Execution::default()
+    };
+    match peval::run::specialize_and_run(program, setup.entry, &known, &dynamic, how) {
+        Ok(outcome) => outcome,
+        // Beyond the partial evaluator's budget: run the original, as the CLI would not.
+        Err(_) => interp::run_program(program, setup.entry, &setup.inputs, None),
     }
 }
 
@@ -270,6 +249,7 @@ impl Report {
     }
 
     /// The report for machines.
+    #[cfg(feature = "cli")]
     pub fn json(&self, program: &str, inputs: &[String]) -> String {
         let base = self.timings[0].median().as_secs_f64();
         let modes: Vec<serde_json::Value> = self
@@ -298,6 +278,7 @@ impl Report {
     }
 
     /// Draws the medians as a bar chart (log scale) into an SVG file.
+    #[cfg(feature = "cli")]
     pub fn plot(&self, path: &std::path::Path, title: &str) -> Result<(), String> {
         use plotters::prelude::*;
         let root =

@@ -10,6 +10,10 @@ use flowjit_runtime::Value;
 use crate::interp;
 use crate::jit;
 use crate::lang::{self, bytecode, diag, Diagnostic, Program, Slot, Source, Syntax};
+use crate::peval::{
+    self,
+    run::{Execution, Runnable},
+};
 
 /// A meta-tracing JIT for the flowgraph language of "Comparing Partial Evaluation to Tracing".
 #[derive(Parser, Debug)]
@@ -41,7 +45,7 @@ pub enum Command {
     Run {
         /// The program (.fg readable syntax, .pl Prolog terms).
         program: PathBuf,
-        /// Inputs, NAME=VALUE with VALUE in Prolog-term form (x=10, op=jump_if_a, l=[a,1]).
+        /// Inputs, NAME=VALUE with VALUE in Prolog-term form (x=10, op=jump_if_a, l=\[a,1\]).
         inputs: Vec<String>,
         /// The label to start at.
         #[arg(long)]
@@ -309,13 +313,8 @@ fn dispatch(command: Command) -> CliResult<()> {
                 Some(words) => Some(dynamic_inputs(&loaded, &statics, words)?),
                 None => None,
             };
-            let raw_residual =
-                crate::peval::specialize(&loaded.program, entry, &statics).map_err(usage_error)?;
-            let residual = if raw {
-                raw_residual
-            } else {
-                crate::peval::cleanup::clean(&raw_residual)
-            };
+            let residual = peval::run::residual(&loaded.program, entry, &statics, !raw)
+                .map_err(usage_error)?;
             let Some(dynamic) = dynamic else {
                 let ast = residual.to_ast(&loaded.program);
                 let printed = match format {
@@ -326,25 +325,21 @@ fn dispatch(command: Command) -> CliResult<()> {
                 let _ = out.write_all(printed.as_bytes());
                 return Ok(());
             };
-            let program = residual.to_program(&loaded.program);
-            let residual_loaded = Loaded { program };
             // Inputs are variables of the original program; one the residual program never
             // reads is dropped.
-            let mut inputs = Vec::new();
-            for (slot, value) in dynamic {
-                if let Some(s) = residual_loaded.program.slot(loaded.program.var(slot)) {
-                    inputs.push((s, value));
-                }
-            }
+            let runnable = residual.runnable(&loaded.program, &dynamic);
             if compile {
-                return run_compiled_program(&residual_loaded.program, &inputs, &opts);
+                return run_compiled_program(&runnable, &opts);
             }
             let mut opts = opts;
             opts.mode = Some(opts.mode.unwrap_or(Mode::Interp));
+            let residual_loaded = Loaded {
+                program: runnable.program,
+            };
             execute(
                 &residual_loaded,
-                Start::Run(lang::BlockId(0)),
-                &inputs,
+                Start::Run(peval::run::ENTRY),
+                &runnable.inputs,
                 &opts,
             )
         }
@@ -699,54 +694,36 @@ fn execute(
 
 /// `pe --compile --run`: the residual program as one function of machine code; the
 /// interpreter takes over where it deoptimizes, or runs it all when it cannot be compiled.
-fn run_compiled_program(
-    program: &Program,
-    inputs: &[(Slot, Value)],
-    opts: &RunOpts,
-) -> CliResult<()> {
+fn run_compiled_program(runnable: &Runnable, opts: &RunOpts) -> CliResult<()> {
     let config = jit_config(opts)?;
     let mut backend = crate::backend::Backend::new(config.target).map_err(usage_error)?;
-    let mut frame = crate::state::frame_with(program, inputs);
-    let entry = lang::BlockId(0);
-    let listings = crate::backend::Listings {
-        ir: config.dumps.ir,
-        asm: config.dumps.asm,
+    let how = Execution {
+        // --max-steps counts interpreted operations: with a limit the interpreter runs it all.
+        backend: opts.max_steps.is_none().then_some(&mut backend),
+        listings: crate::backend::Listings {
+            ir: config.dumps.ir,
+            asm: config.dumps.asm,
+        },
+        max_steps: opts.max_steps,
     };
-    let mut pos = crate::state::Position::start(entry);
-    if opts.max_steps.is_none() {
-        match backend.compile_program(program, entry, &frame, listings) {
-            Ok(code) => {
-                if let Some(ir) = &code.ir {
-                    eprint!("# ir: residual program\n{ir}");
-                }
-                if let Some(asm) = &code.asm {
-                    eprint!("# asm: residual program\n{asm}");
-                }
-                if opts.stats {
-                    eprintln!("# stats\nresidual program compiled: {} bytes", code.size);
-                }
-                match crate::backend::run_program(&code, &mut frame) {
-                    Some(crate::backend::cfg::ProgramExit::Stop(v)) => return finish(Ok(v)),
-                    Some(crate::backend::cfg::ProgramExit::Resume(at)) => pos = at,
-                    None => {}
-                }
+    let result = runnable.run(how, |compiled| match compiled {
+        Ok(code) => {
+            if let Some(ir) = &code.ir {
+                eprint!("# ir: residual program\n{ir}");
             }
-            Err(why) => {
-                if opts.stats || !opts.dump.is_empty() {
-                    eprintln!("# residual program not compiled: {why}");
-                }
+            if let Some(asm) = &code.asm {
+                eprint!("# asm: residual program\n{asm}");
+            }
+            if opts.stats {
+                eprintln!("# stats\nresidual program compiled: {} bytes", code.size);
             }
         }
-    }
-    // --max-steps counts interpreted operations: with a limit the interpreter runs it all.
-    let mut steps = crate::state::Steps::new(opts.max_steps);
-    let result =
-        interp::run(program, &mut frame, pos, &mut steps, &mut interp::NoMonitor).map(|exit| {
-            match exit {
-                interp::Exit::Stop(v) => v,
-                interp::Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+        Err(why) => {
+            if opts.stats || !opts.dump.is_empty() {
+                eprintln!("# residual program not compiled: {why}");
             }
-        });
+        }
+    });
     finish(result)
 }
 

@@ -16,11 +16,22 @@
 //! - **green**: a variable that identifies a position in an interpreted program
 //!   (`bytecode`, `pc`), constant inside a trace.
 //! - **residual program**: what partial evaluation leaves of a program.
+//!
+//! ## Features
+//! - `cli` (default): the `flowjit` binary and the `cli` module, and what only they need
+//!   (clap, indicatif, plotters, serde_json): the command line, and the JSON and SVG output
+//!   of [`bench::Report`]. It includes `difftest`.
+//! - `difftest`: the differential tester, the `difftest` module, on proptest.
+//!
+//! Without them (`--no-default-features`) the library has the language, the executors, the
+//! JIT, the partial evaluator and [`bench`](mod@bench)'s runs and table.
 #![deny(missing_docs)]
 
 pub mod backend;
 pub mod bench;
+#[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "difftest")]
 pub mod difftest;
 pub mod interp;
 pub mod jit;

@@ -40,12 +40,12 @@ use std::time::{Duration, Instant};
 use flowjit_runtime::Value;
 use proptest::prelude::*;
 
-use crate::backend::{cfg::ProgramExit, Backend, Listings};
-use crate::interp::{self, ErrorKind, Monitor, NoMonitor};
+use crate::backend::Backend;
+use crate::interp::{self, ErrorKind, Monitor};
 use crate::jit::{self, Config, Jit};
 use crate::lang::{self, bytecode, BlockId, Program, Slot, Syntax};
 use crate::opt;
-use crate::peval;
+use crate::peval::{self, run::Execution};
 use crate::state::{Position, Steps};
 
 mod dispatch;
@@ -167,41 +167,19 @@ struct Subject<'a> {
 }
 
 fn run_pe(s: &Subject, compile: bool) -> String {
-    let raw = match peval::specialize(s.program, s.entry, &s.inputs[..s.statics]) {
-        Ok(r) => r,
-        Err(e) => return format!("pe: {e}"),
+    let mut backend = compile.then(|| Backend::new(None).expect("the host emits machine code"));
+    let how = Execution {
+        backend: backend.as_mut(),
+        // The residual program does fewer operations than the original: twice the limit is
+        // ample for one that the oracle ran within it.
+        max_steps: Some(2 * STEP_LIMIT),
+        ..Execution::default()
     };
-    let residual = peval::cleanup::clean(&raw).to_program(s.program);
-    // An input the residual program never reads is dropped.
-    let inputs: Vec<(Slot, Value)> = s.inputs[s.statics..]
-        .iter()
-        .filter_map(|(slot, v)| Some((residual.slot(s.program.var(*slot))?, v.clone())))
-        .collect();
-    let mut frame = crate::state::frame_with(&residual, &inputs);
-    let mut pos = Position::start(BlockId(0));
-    if compile {
-        let mut backend = Backend::new(None).expect("the host emits machine code");
-        if let Ok(code) =
-            backend.compile_program(&residual, BlockId(0), &frame, Listings::default())
-        {
-            match crate::backend::run_program(&code, &mut frame) {
-                Some(ProgramExit::Stop(v)) => return v.to_string(),
-                Some(ProgramExit::Resume(at)) => pos = at,
-                None => {}
-            }
-        }
+    let (statics, dynamic) = s.inputs.split_at(s.statics);
+    match peval::run::specialize_and_run(s.program, s.entry, statics, dynamic, how) {
+        Ok(outcome) => describe(outcome),
+        Err(e) => format!("pe: {e}"),
     }
-    // The residual program does fewer operations than the original: twice the limit is
-    // ample for one that the oracle ran within it.
-    let mut steps = Steps::new(Some(2 * STEP_LIMIT));
-    describe(
-        interp::run(&residual, &mut frame, pos, &mut steps, &mut NoMonitor).map(
-            |exit| match exit {
-                interp::Exit::Stop(v) => v,
-                interp::Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
-            },
-        ),
-    )
 }
 
 /// Takes over at the first back edge after a deadline, to stop a run.

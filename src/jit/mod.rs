@@ -20,23 +20,30 @@
 //!
 //! Interpreter → tree → interpreter is a loop in [`Jit::run`], never a recursion: each
 //! executor returns the position where the next one continues.
+//!
+//! The modules: `profile` (hot counting, the trace cache), `tree` ([`Tree`] and [`Bridge`]),
+//! `stats` ([`Stats`] and the `--stats` report); this one holds the run loop.
 
 mod profile;
+mod stats;
+mod tree;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use flowjit_runtime::Value;
 
-use crate::backend::{self, Backend, Compiled, Listings, Segment};
+use crate::backend::{self, Backend, Listings};
 use crate::interp::{self, Exit, NoMonitor, RuntimeError};
 use crate::lang::{BlockId, Inst as Stmt, Program, Slot, Terminator};
 use crate::opt;
 use crate::state::{Frame, Position, Steps};
-use crate::trace::{self, print, AbortReason, Kind, Recorded, Snapshot, Trace};
+use crate::trace::{self, print, Kind, Recorded};
 use profile::Profile;
 pub use profile::{Key, MAX_ABORTS};
+pub use stats::Stats;
+pub use tree::{Bridge, Tree};
 
 /// The default hot-loop threshold: back edges to a label before it is traced.
 pub const DEFAULT_THRESHOLD: u64 = 50;
@@ -105,126 +112,6 @@ impl Default for Config {
             native: false,
             target: None,
         }
-    }
-}
-
-/// What happened during a run, for `--stats`.
-#[derive(Clone, Debug, Default)]
-pub struct Stats {
-    /// Recordings abandoned, with where and why.
-    pub aborts: Vec<(String, AbortReason)>,
-    /// Traces the optimizer rejected, with where and why.
-    pub rejected: Vec<(String, opt::Rejected)>,
-    /// Trees left on the trace interpreter, with where and why.
-    pub not_compiled: Vec<(String, backend::Unsupported)>,
-    /// Times a tree was entered.
-    pub entries: u64,
-    /// Entries into machine code.
-    pub native_entries: u64,
-    /// Exits per (tree, segment, instruction).
-    pub exits: BTreeMap<(usize, usize, usize), u64>,
-    /// Time interpreting.
-    pub interp_time: Duration,
-    /// Time recording (which interprets too).
-    pub record_time: Duration,
-    /// Time optimizing.
-    pub opt_time: Duration,
-    /// Time compiling to machine code.
-    pub compile_time: Duration,
-    /// Time on the trace interpreter.
-    pub trace_time: Duration,
-    /// Time in machine code.
-    pub native_time: Duration,
-    /// From the start of the run to the first entry into machine code (the JIT's warm-up).
-    pub first_native: Option<Duration>,
-    /// Limits reached, each said once.
-    pub limits: Vec<String>,
-}
-
-impl Stats {
-    fn limit(&mut self, what: String) {
-        if !self.limits.contains(&what) {
-            self.limits.push(what);
-        }
-    }
-}
-
-/// A bridge: a trace from a guard that fails often to the anchor of a trace.
-pub struct Bridge {
-    /// The guard it leaves from: (segment, instruction); segment 0 is the root, `k` is
-    /// bridge `k - 1`.
-    pub from: (usize, usize),
-    /// For a bridge from a `guard_value`: the value it is specialized on.
-    pub value: Option<Value>,
-    /// Its instructions (ending in `loop`, whose snapshot is the state at the anchor).
-    pub trace: Trace,
-    /// Whether it ends at its own tree's anchor.
-    pub returns: bool,
-}
-
-/// A root trace and its bridges.
-pub struct Tree {
-    /// Where the root is anchored.
-    pub key: Key,
-    /// The root trace, a peeled loop (or, without the peel pass, an iteration).
-    pub root: Trace,
-    /// The bridges, in the order they were attached.
-    pub bridges: Vec<Bridge>,
-    code: Option<Compiled>,
-    /// Per guard: failed recordings of a bridge from it.
-    failures: HashMap<(usize, usize), u32>,
-}
-
-impl Tree {
-    /// Segment `seg`: the root (0) or bridge `seg - 1`.
-    pub fn segment(&self, seg: usize) -> &Trace {
-        if seg == 0 {
-            &self.root
-        } else {
-            &self.bridges[seg - 1].trace
-        }
-    }
-
-    fn segments(&self) -> Vec<Segment<'_>> {
-        let mut segments = vec![Segment {
-            trace: &self.root,
-            parent: None,
-            value: None,
-            returns: false,
-            cost: 0,
-        }];
-        // A bridge's parent comes before it: its path's cost is known.
-        for b in &self.bridges {
-            let (ps, pi) = b.from;
-            let parent = &segments[ps];
-            let guard = parent.trace.snap_of(&parent.trace.insts[pi]);
-            let cost = parent.cost + guard.map_or(0, |s| s.cost);
-            segments.push(Segment {
-                trace: &b.trace,
-                parent: Some(b.from),
-                value: b.value.as_ref(),
-                returns: b.returns,
-                cost,
-            });
-        }
-        segments
-    }
-
-    /// The snapshot of guard `from`: complete, it gives every variable the path to it
-    /// wrote.
-    fn guard_snapshot(&self, from: (usize, usize)) -> &Snapshot {
-        let trace = self.segment(from.0);
-        trace
-            .snap_of(&trace.insts[from.1])
-            .expect("a guard has a snapshot")
-    }
-
-    /// The bridge (as a segment) from guard `from` for `value`.
-    fn bridge(&self, from: (usize, usize), value: Option<&Value>) -> Option<usize> {
-        self.bridges
-            .iter()
-            .position(|b| b.from == from && b.value.as_ref() == value)
-            .map(|k| k + 1)
     }
 }
 
@@ -745,97 +632,6 @@ impl<'p> Jit<'p> {
                 Ok(Next::Resume(end))
             }
         }
-    }
-
-    /// The statistics, as `--stats` prints them.
-    pub fn stats_report(&self) -> String {
-        let s = &self.stats;
-        let mut out = String::from("# stats\n");
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let _ = writeln!(out, "traces recorded: {}", self.trees.len());
-        for (i, t) in self.trees.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "  trace {i}: loop at {}, {} instructions, {} bridge(s){}",
-                describe(self.program, &t.key),
-                t.root.insts.len(),
-                t.bridges.len(),
-                if t.code.is_some() {
-                    ", machine code"
-                } else {
-                    ""
-                }
-            );
-        }
-        for limit in &s.limits {
-            let _ = writeln!(out, "limit: {limit}");
-        }
-        for (i, t) in self.trees.iter().enumerate() {
-            if t.bridges.len() >= MAX_BRIDGES {
-                let _ = writeln!(
-                    out,
-                    "limit: bridge limit reached at trace {i} ({MAX_BRIDGES} bridges)"
-                );
-            }
-        }
-        let _ = writeln!(out, "trace aborts: {}", s.aborts.len());
-        for (label, reason) in &s.aborts {
-            let _ = writeln!(out, "  at {label}: {reason}");
-        }
-        if self.backend.is_some() {
-            let compiled = self.trees.iter().filter(|t| t.code.is_some()).count();
-            let bytes: usize = self
-                .trees
-                .iter()
-                .filter_map(|t| t.code.as_ref())
-                .map(|c| c.size)
-                .sum();
-            let _ = writeln!(
-                out,
-                "traces compiled to machine code: {compiled} ({bytes} bytes)"
-            );
-            for (label, why) in &s.not_compiled {
-                let _ = writeln!(out, "  not compiled, at {label}: {why}");
-            }
-        }
-        let _ = writeln!(
-            out,
-            "traces rejected by the optimizer: {}",
-            s.rejected.len()
-        );
-        for (label, why) in &s.rejected {
-            let _ = writeln!(out, "  at {label}: {}", why.reason());
-        }
-        let _ = writeln!(
-            out,
-            "trace entries: {} ({} in machine code)",
-            s.entries, s.native_entries
-        );
-        let _ = writeln!(out, "exits: {}", s.exits.values().sum::<u64>());
-        for ((t, seg, i), n) in &s.exits {
-            let trace = self.trees[*t].segment(*seg);
-            let place = if *seg == 0 {
-                format!("trace {t}")
-            } else {
-                format!("trace {t} bridge {}", seg - 1)
-            };
-            let _ = writeln!(
-                out,
-                "  {place} {}: {n}",
-                print::ssa_inst(self.program, trace, *i)
-            );
-        }
-        let _ = writeln!(
-            out,
-            "time: interpreting {:.3} ms, recording {:.3} ms, optimizing {:.3} ms, compiling {:.3} ms, trace interpreter {:.3} ms, machine code {:.3} ms",
-            ms(s.interp_time),
-            ms(s.record_time),
-            ms(s.opt_time),
-            ms(s.compile_time),
-            ms(s.trace_time),
-            ms(s.native_time)
-        );
-        out
     }
 }
 

@@ -19,7 +19,8 @@ pub use program::{BlockId, Inst, Jump, Operand, Program, Slot, Terminator};
 use flowjit_runtime::Value;
 
 /// Which of the two syntaxes a program is written in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Syntax {
     /// The readable syntax (`.fg`).
     Fg,

@@ -30,6 +30,7 @@
 //! the interpreter's message.
 
 pub mod cleanup;
+pub mod run;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 

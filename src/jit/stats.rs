@@ -1,0 +1,145 @@
+//! Statistics of a run, and their report for `--stats`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::backend;
+use crate::opt;
+use crate::trace::{print, AbortReason};
+
+use super::{describe, Jit, MAX_BRIDGES};
+
+/// What happened during a run, for `--stats`.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// Recordings abandoned, with where and why.
+    pub aborts: Vec<(String, AbortReason)>,
+    /// Traces the optimizer rejected, with where and why.
+    pub rejected: Vec<(String, opt::Rejected)>,
+    /// Trees left on the trace interpreter, with where and why.
+    pub not_compiled: Vec<(String, backend::Unsupported)>,
+    /// Times a tree was entered.
+    pub entries: u64,
+    /// Entries into machine code.
+    pub native_entries: u64,
+    /// Exits per (tree, segment, instruction).
+    pub exits: BTreeMap<(usize, usize, usize), u64>,
+    /// Time interpreting.
+    pub interp_time: Duration,
+    /// Time recording (which interprets too).
+    pub record_time: Duration,
+    /// Time optimizing.
+    pub opt_time: Duration,
+    /// Time compiling to machine code.
+    pub compile_time: Duration,
+    /// Time on the trace interpreter.
+    pub trace_time: Duration,
+    /// Time in machine code.
+    pub native_time: Duration,
+    /// From the start of the run to the first entry into machine code (the JIT's warm-up).
+    pub first_native: Option<Duration>,
+    /// Limits reached, each said once.
+    pub limits: Vec<String>,
+}
+
+impl Stats {
+    pub(super) fn limit(&mut self, what: String) {
+        if !self.limits.contains(&what) {
+            self.limits.push(what);
+        }
+    }
+}
+
+impl Jit<'_> {
+    /// The statistics, as `--stats` prints them.
+    pub fn stats_report(&self) -> String {
+        let s = &self.stats;
+        let mut out = String::from("# stats\n");
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let _ = writeln!(out, "traces recorded: {}", self.trees.len());
+        for (i, t) in self.trees.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  trace {i}: loop at {}, {} instructions, {} bridge(s){}",
+                describe(self.program, &t.key),
+                t.root.insts.len(),
+                t.bridges.len(),
+                if t.code.is_some() {
+                    ", machine code"
+                } else {
+                    ""
+                }
+            );
+        }
+        for limit in &s.limits {
+            let _ = writeln!(out, "limit: {limit}");
+        }
+        for (i, t) in self.trees.iter().enumerate() {
+            if t.bridges.len() >= MAX_BRIDGES {
+                let _ = writeln!(
+                    out,
+                    "limit: bridge limit reached at trace {i} ({MAX_BRIDGES} bridges)"
+                );
+            }
+        }
+        let _ = writeln!(out, "trace aborts: {}", s.aborts.len());
+        for (label, reason) in &s.aborts {
+            let _ = writeln!(out, "  at {label}: {reason}");
+        }
+        if self.backend.is_some() {
+            let compiled = self.trees.iter().filter(|t| t.code.is_some()).count();
+            let bytes: usize = self
+                .trees
+                .iter()
+                .filter_map(|t| t.code.as_ref())
+                .map(|c| c.size)
+                .sum();
+            let _ = writeln!(
+                out,
+                "traces compiled to machine code: {compiled} ({bytes} bytes)"
+            );
+            for (label, why) in &s.not_compiled {
+                let _ = writeln!(out, "  not compiled, at {label}: {why}");
+            }
+        }
+        let _ = writeln!(
+            out,
+            "traces rejected by the optimizer: {}",
+            s.rejected.len()
+        );
+        for (label, why) in &s.rejected {
+            let _ = writeln!(out, "  at {label}: {}", why.reason());
+        }
+        let _ = writeln!(
+            out,
+            "trace entries: {} ({} in machine code)",
+            s.entries, s.native_entries
+        );
+        let _ = writeln!(out, "exits: {}", s.exits.values().sum::<u64>());
+        for ((t, seg, i), n) in &s.exits {
+            let trace = self.trees[*t].segment(*seg);
+            let place = if *seg == 0 {
+                format!("trace {t}")
+            } else {
+                format!("trace {t} bridge {}", seg - 1)
+            };
+            let _ = writeln!(
+                out,
+                "  {place} {}: {n}",
+                print::ssa_inst(self.program, trace, *i)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "time: interpreting {:.3} ms, recording {:.3} ms, optimizing {:.3} ms, compiling {:.3} ms, trace interpreter {:.3} ms, machine code {:.3} ms",
+            ms(s.interp_time),
+            ms(s.record_time),
+            ms(s.opt_time),
+            ms(s.compile_time),
+            ms(s.trace_time),
+            ms(s.native_time)
+        );
+        out
+    }
+}

@@ -1,0 +1,88 @@
+//! Trace trees: a root trace and the bridges attached to its guards.
+
+use std::collections::HashMap;
+
+use flowjit_runtime::Value;
+
+use crate::backend::{Compiled, Segment};
+use crate::trace::{Snapshot, Trace};
+
+use super::Key;
+
+/// A bridge: a trace from a guard that fails often to the anchor of a trace.
+pub struct Bridge {
+    /// The guard it leaves from: (segment, instruction); segment 0 is the root, `k` is
+    /// bridge `k - 1`.
+    pub from: (usize, usize),
+    /// For a bridge from a `guard_value`: the value it is specialized on.
+    pub value: Option<Value>,
+    /// Its instructions (ending in `loop`, whose snapshot is the state at the anchor).
+    pub trace: Trace,
+    /// Whether it ends at its own tree's anchor.
+    pub returns: bool,
+}
+
+/// A root trace and its bridges.
+pub struct Tree {
+    /// Where the root is anchored.
+    pub key: Key,
+    /// The root trace, a peeled loop (or, without the peel pass, an iteration).
+    pub root: Trace,
+    /// The bridges, in the order they were attached.
+    pub bridges: Vec<Bridge>,
+    pub(super) code: Option<Compiled>,
+    /// Per guard: failed recordings of a bridge from it.
+    pub(super) failures: HashMap<(usize, usize), u32>,
+}
+
+impl Tree {
+    /// Segment `seg`: the root (0) or bridge `seg - 1`.
+    pub fn segment(&self, seg: usize) -> &Trace {
+        if seg == 0 {
+            &self.root
+        } else {
+            &self.bridges[seg - 1].trace
+        }
+    }
+
+    pub(super) fn segments(&self) -> Vec<Segment<'_>> {
+        let mut segments = vec![Segment {
+            trace: &self.root,
+            parent: None,
+            value: None,
+            returns: false,
+            cost: 0,
+        }];
+        // A bridge's parent comes before it: its path's cost is known.
+        for b in &self.bridges {
+            let (ps, pi) = b.from;
+            let parent = &segments[ps];
+            let guard = parent.trace.snap_of(&parent.trace.insts[pi]);
+            let cost = parent.cost + guard.map_or(0, |s| s.cost);
+            segments.push(Segment {
+                trace: &b.trace,
+                parent: Some(b.from),
+                value: b.value.as_ref(),
+                returns: b.returns,
+                cost,
+            });
+        }
+        segments
+    }
+
+    /// The snapshot of guard `from`: complete, it gives every variable the path to it
+    /// wrote.
+    pub(super) fn guard_snapshot(&self, from: (usize, usize)) -> &Snapshot {
+        let trace = self.segment(from.0);
+        trace
+            .snap_of(&trace.insts[from.1])
+            .expect("a guard has a snapshot")
+    }
+
+    pub(super) fn bridge(&self, from: (usize, usize), value: Option<&Value>) -> Option<usize> {
+        self.bridges
+            .iter()
+            .position(|b| b.from == from && b.value.as_ref() == value)
+            .map(|k| k + 1)
+    }
+}
