@@ -38,7 +38,7 @@ use flowjit_runtime::Value;
 
 use crate::trace::{verify::verify, Kind, Trace};
 
-/// Why a trace was rejected: a guard in it must always fail.
+/// Why a trace was rejected: a guard in it must always fail, or its loop cannot be typed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Rejected {
     /// A `guard_true` or `guard_false` on a constant that fails it.
@@ -60,6 +60,9 @@ pub enum Rejected {
         /// The guard.
         guard: Kind,
     },
+    /// A variable the loop carries changes type from one iteration to the next, so no typed
+    /// `param` can hold it (`peel`). A recording at another iteration may see stable types.
+    TypeChange,
 }
 
 impl Rejected {
@@ -82,6 +85,9 @@ impl fmt::Display for Reason<'_> {
             }
             Rejected::Contradiction { guard } => {
                 write!(f, "{} contradicts an earlier guard", guard.name())
+            }
+            Rejected::TypeChange => {
+                write!(f, "a variable changes type from one iteration to the next")
             }
         }
     }

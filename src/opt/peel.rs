@@ -55,8 +55,8 @@ pub fn run(
         let built = build(trace, &params);
         if !keeps_types(&built) {
             // A variable whose type changes from one iteration to the next cannot be one
-            // typed loop-carried value: the trace stays as it is, unpeeled.
-            return Ok(trace.clone());
+            // typed loop-carried value.
+            return Err(Rejected::TypeChange);
         }
         let peeled = local(&built)?;
         let start = peeled.loop_start().expect("build adds loop_start");
