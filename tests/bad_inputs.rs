@@ -45,8 +45,8 @@ fn rows() -> Vec<Row> {
 
 #[test]
 fn every_bad_input_gets_a_clear_message_and_status() {
-    let dir = std::env::temp_dir().join(format!("flowjit-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let dir = tmp.path();
     let mut failures = Vec::new();
     for (what, name, contents, args, want, status) in rows() {
         let path = dir.join(name);

@@ -7,11 +7,14 @@ use std::path::PathBuf;
 
 use common::flowjit;
 
+thread_local! {
+    /// The directory of each test's programs, removed when the test's thread ends.
+    static DIR: tempfile::TempDir = tempfile::tempdir().expect("a temporary directory");
+}
+
 /// Writes `text` to a fresh file named `name` and returns its path.
 fn program(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("flowjit-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(name);
+    let path = DIR.with(|dir| dir.path().join(name));
     std::fs::write(&path, text).expect("write program");
     path
 }
@@ -536,7 +539,7 @@ fn bench_prints_a_table_json_and_a_plot() {
     );
     assert!(table.ends_with("every run printed: 200010000\n"), "{table}");
 
-    let svg = std::env::temp_dir().join(format!("flowjit-bench-{}.svg", std::process::id()));
+    let svg = DIR.with(|dir| dir.path().join("bench.svg"));
     let out = flowjit(&[
         "bench",
         "examples/square.bc",
