@@ -102,7 +102,8 @@ fn a_branching_loop_stays_in_machine_code_through_its_bridge() {
 #[test]
 fn a_promoted_variable_that_varies_gets_one_specialization_per_value_up_to_a_limit() {
     // x = i // 1000 takes the values 0..=19: the guard on it gets bridges for values up to
-    // the limit of 8 specializations, and the other values exit to the interpreter.
+    // the limit of 8 specializations, then one unspecialized bridge that every other value
+    // takes, so that nothing exits to the interpreter any more.
     let (out, err) = flowjit(&[
         "run",
         "tests/programs/promote_varies.fg",
@@ -123,6 +124,28 @@ fn a_promoted_variable_that_varies_gets_one_specialization_per_value_up_to_a_lim
             "no bridge for {value}: {err}"
         );
     }
+    let unspecialized = err
+        .lines()
+        .filter(|l| l.starts_with("# bridge ") && l.ends_with(", unspecialized"))
+        .count();
+    assert_eq!(unspecialized, 1, "{err}");
+    // The values past the eighth cost no exit: 20 values, a few exits before each bridge.
+    assert!(stat(&err, "exits: ") < 40, "{err}");
+}
+
+#[test]
+fn a_promotion_that_sees_many_values_stays_in_machine_code() {
+    // v cycles through 100 values: past 8 specializations, the unspecialized bridge takes
+    // them all, and the loop stays in machine code (not one exit per iteration).
+    let (out, err) = flowjit(&[
+        "run",
+        "tests/programs/promote_many.fg",
+        "n=200000",
+        "--stats",
+    ]);
+    assert_eq!(out, "9900000\n");
+    assert!(stat(&err, "exits: ") < 100, "{err}");
+    assert!(err.contains("machine code"), "{err}");
 }
 
 #[test]

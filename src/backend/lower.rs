@@ -559,8 +559,9 @@ impl Lower<'_> {
                     let (v, kv) = self.opnd(b, seg, &inst.args[0]);
                     let (k, kk) = self.opnd(b, seg, &inst.args[1]);
                     if kv != kk {
-                        let exit = self.exit_block(b, i);
-                        b.ins().jump(exit, &[]);
+                        // Never the constant: always the other way.
+                        let other = self.guard_target(b, i);
+                        b.ins().jump(other, &[]);
                         return;
                     }
                     let specialized: Vec<(usize, &Value)> = self
@@ -572,11 +573,14 @@ impl Lower<'_> {
                                 .collect()
                         })
                         .unwrap_or_default();
+                    // A value without a bridge of its own goes to the unspecialized bridge,
+                    // if the guard has one, or exits.
+                    let other = self.guard_target(b, i);
                     if specialized.is_empty() || kv == MKind::List {
                         // For lists this compares addresses: a list equal to the constant
-                        // but stored elsewhere exits, which is always allowed.
+                        // but stored elsewhere takes the other way, which is always allowed.
                         let fail = b.ins().icmp(IntCC::NotEqual, v, k);
-                        self.exit_if(b, fail, i);
+                        self.branch_if(b, fail, other);
                         continue;
                     }
                     // A dispatch on the value: the trace's own value goes on, each value a
@@ -595,8 +599,7 @@ impl Lower<'_> {
                             switch.set_entry(bits, block);
                         }
                     }
-                    let exit = self.exit_block(b, i);
-                    switch.emit(b, v, exit);
+                    switch.emit(b, v, other);
                     b.seal_block(cont);
                     b.switch_to_block(cont);
                 }

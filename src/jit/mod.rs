@@ -423,14 +423,20 @@ impl<'p> Jit<'p> {
                     } else {
                         None
                     };
-                    if let Some(b) = self.trees[t].bridge((eseg, einst), value.as_ref()) {
+                    // A value with a bridge of its own goes there; any other value of a
+                    // promotion goes to its unspecialized bridge, if it has one.
+                    let tree = &self.trees[t];
+                    let bridge = tree
+                        .bridge((eseg, einst), value.as_ref())
+                        .or_else(|| value.as_ref().and(tree.bridge((eseg, einst), None)));
+                    if let Some(b) = bridge {
                         seg = b;
                         here = pos;
                         continue;
                     }
-                    if !self.bridge_wanted(t, (eseg, einst), value.is_some()) {
+                    let Some(value) = self.bridge_wanted(t, (eseg, einst), value) else {
                         return Ok(Next::Resume(pos));
-                    }
+                    };
                     match self.record_bridge(t, (eseg, einst), value, pos, frame)? {
                         Next::Resume(end) => {
                             match self.tree_at(end.block, frame).filter(|_| end.inst == 0) {
@@ -508,8 +514,18 @@ impl<'p> Jit<'p> {
         }
     }
 
-    /// Whether a bridge should be recorded now from guard `from` of tree `t`.
-    fn bridge_wanted(&self, t: usize, from: (usize, usize), by_value: bool) -> bool {
+    /// Whether a bridge should be recorded now from guard `from` of tree `t`, whose exit
+    /// found the promoted variable holding `value` (for a promotion), and for which value:
+    /// `Some(Some(v))` for a bridge specialized on `v`, `Some(None)` for a bridge that is
+    /// not specialized (from a `guard_true` or `guard_false`, or from a promotion that has
+    /// seen more values than it specializes on: PyPy's and LuaJIT's answer to a megamorphic
+    /// site, one generic path that costs about what no promotion costs).
+    fn bridge_wanted(
+        &self,
+        t: usize,
+        from: (usize, usize),
+        value: Option<Value>,
+    ) -> Option<Option<Value>> {
         let tree = &self.trees[t];
         let exits = self
             .stats
@@ -517,11 +533,16 @@ impl<'p> Jit<'p> {
             .get(&(t, from.0, from.1))
             .copied()
             .unwrap_or(0);
-        let specializations = tree.bridges.iter().filter(|b| b.from == from).count();
-        exits > self.config.bridge_threshold
+        let wanted = exits > self.config.bridge_threshold
             && tree.bridges.len() < MAX_BRIDGES
-            && tree.failures.get(&from).copied().unwrap_or(0) < MAX_BRIDGE_FAILURES
-            && specializations < if by_value { MAX_SPECIALIZATIONS } else { 1 }
+            && tree.failures.get(&from).copied().unwrap_or(0) < MAX_BRIDGE_FAILURES;
+        let from_here = || tree.bridges.iter().filter(|b| b.from == from);
+        let generic = from_here().any(|b| b.value.is_none());
+        match value {
+            _ if !wanted || generic => None,
+            Some(v) if from_here().count() < MAX_SPECIALIZATIONS => Some(Some(v)),
+            _ => Some(None),
+        }
     }
 
     /// Records a bridge from guard `from` of tree `t`, whose exit left the frame at `pos`;
@@ -537,6 +558,7 @@ impl<'p> Jit<'p> {
     ) -> Result<Next, RuntimeError> {
         let tree = &self.trees[t];
         let guard = &tree.segment(from.0).insts[from.1];
+        let promotion = self.promoted(guard).is_some();
         let fixed: Vec<(Slot, Value)> = match (&value, self.promoted(guard)) {
             (Some(v), Some(slot)) => vec![(slot, v.clone())],
             _ => Vec::new(),
@@ -610,9 +632,11 @@ impl<'p> Jit<'p> {
                     from.0,
                     from.1,
                     self.program.label(trace.anchor),
-                    value
-                        .as_ref()
-                        .map_or(String::new(), |v| format!(", for {v}")),
+                    match &value {
+                        Some(v) => format!(", for {v}"),
+                        None if promotion => ", unspecialized".to_string(),
+                        None => String::new(),
+                    },
                 );
                 if self.config.dumps.trace {
                     let _ = writeln!(self.dump, "{header}");
