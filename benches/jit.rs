@@ -57,6 +57,13 @@ fn bench(c: &mut Criterion) {
             "start",
             vec![("n", 1_000_000)],
         ),
+        (
+            // A megamorphic promotion: 100 values, past the specializations of its guard.
+            "promote_many_1e6",
+            include_str!("../tests/programs/promote_many.fg"),
+            "start",
+            vec![("n", 1_000_000)],
+        ),
     ];
     let mut loaded: Vec<(&str, Loaded)> = cases
         .into_iter()
