@@ -94,8 +94,9 @@ pub fn lower_op(
     if let (Op::Len, [(list, MKind::List)]) = (op, args) {
         return Lowered::Value(b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32));
     }
-    if args.iter().any(|(_, k)| *k != MKind::Int) {
-        // Integers only: the operation fails every time; exit before it.
+    // `len` and `readlist` need a list, which they did not get; the others need integers
+    // only. Either way the operation fails every time: exit before it.
+    if matches!(op, Op::Len | Op::Readlist) || args.iter().any(|(_, k)| *k != MKind::Int) {
         exits.exit_now(b);
         return Lowered::AlwaysExits;
     }
