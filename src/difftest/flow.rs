@@ -1,5 +1,6 @@
-//! Structured programs: five integer variables, a constant list, straight-line code and
-//! loops with bounded counters, printed in the readable syntax.
+//! Structured programs: five integer variables, a constant list, straight-line code, loops
+//! with bounded counters and variables that change type in them, printed in the readable
+//! syntax.
 //!
 //! A loop counts its counter down to zero. Its body is straight-line pieces and inner loops,
 //! then (often) a branch whose two ways write variables: either `counter < at`, which
@@ -30,6 +31,27 @@
 //!
 //! A loop may also promote a value at the start of each iteration: `counter // k` (changes
 //! every `k` iterations), `counter % m` (few or many distinct values), or a variable.
+//!
+//! A loop's body may hold, less often, a mixed piece ([`Mixed`]): a variable `v` of its own
+//! that changes type between iterations. Either a fork on the counter assigns it an integer
+//! on the path taken every time and the atom `'a'` or a list `[k, 'a']` on the rare path
+//! (every `m`-th iteration, every other one, or from some iteration on), or `v = ys[k]`
+//! reads a list of integers and atoms at an index that varies, so that `readlist`'s type
+//! check fails now and then. Copies carry it across iterations (`old = prev`, `prev = v`,
+//! before `v` is written): the loop as recorded may end with another type than it started
+//! with, which peeling rejects, and bridges from the rare path carry the atom or list back
+//! into the loop. One of the three is compared with the odd value (usually), and added into
+//! an `x` variable when an integer; when the odd value, its length (a list) or the counter
+//! (an atom) is used instead:
+//!
+//! ```text
+//! mix7:     old7 = prev7       prev7 = v7      w7 = i4 % 2     if w7 goto hot7 else goto rare7
+//! hot7:     v7 = i4 + x2
+//! rare7:    v7 = 'a'
+//! use7:     t7 = old7 == 'a'   if t7 goto oddway7 else goto int7
+//! oddway7:  x3 = x3 - i4
+//! int7:     x3 = x3 + old7
+//! ```
 //! Half the programs print one variable; the others print a number that every variable
 //! changes.
 
@@ -101,6 +123,64 @@ pub struct Branch {
     pub tied: Option<(usize, usize)>,
 }
 
+/// The value a mixed piece assigns on its rare path, other than an integer.
+#[derive(Clone, Debug)]
+pub enum Odd {
+    /// The atom `'a'`.
+    Atom,
+    /// The list `[k, 'a']`.
+    List(i64),
+}
+
+/// Where a mixed piece's variable `v` gets its value each iteration.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// A fork on the counter: its then-way assigns an integer operation (`dst` unused, often
+    /// reading the counter), its else-way (the rare path) `odd`.
+    Fork {
+        /// The fork's condition.
+        cond: Cond,
+        /// The integer operation of the then-way.
+        hot: GenOp,
+        /// The value of the else-way.
+        odd: Odd,
+    },
+    /// `v = ys[k]` from the piece's own list of integers and atoms `'a'` (`None`), with
+    /// `k = i % len` or, when `Some(d)`, `k = (i // d) % len` (one element for `d`
+    /// iterations): `readlist` meets an atom where it met integers.
+    Read {
+        /// The list's elements.
+        list: Vec<Option<i64>>,
+        /// `Some(d)`: the index changes every `d` iterations.
+        every: Option<i64>,
+    },
+}
+
+/// A piece of a loop's body whose variable changes type between iterations: `v` is an
+/// integer on the path taken every time and an atom or a list on a rare one (or every
+/// other iteration), and is carried to the next iterations by copies (`old = prev`,
+/// `prev = v`, before `v` is written). Its variables are its own (`v{n}`, `prev{n}`, ...,
+/// all 0 at the start); what it computes reaches `x{acc}`.
+#[derive(Clone, Debug)]
+pub struct Mixed {
+    /// Where `v` comes from.
+    pub source: Source,
+    /// How many copies carry `v` across iterations: 0, `prev = v` (1), or also
+    /// `old = prev` (2).
+    pub carry: usize,
+    /// The variable read: `v` (0), `prev` (1) or `old` (2); at most `carry`.
+    pub subject: usize,
+    /// The variable that the subject changes.
+    pub acc: usize,
+    /// How it changes `x{acc}` when an integer: `x{acc} = x{acc} op subject`.
+    pub op: Op,
+    /// Whether the subject is compared with the odd value first (`t = subject == odd`),
+    /// the odd value taking another way; without, the rare path ends in a type error.
+    pub guarded: bool,
+    /// Whether the subject is promoted first (only from a list: few values).
+    pub promote: bool,
+}
+
 /// A piece of a generated program.
 #[derive(Clone, Debug)]
 pub enum Seg {
@@ -118,6 +198,8 @@ pub enum Seg {
         /// value to `x{n}` (`promote(p)`, `x{n} = x{n} + p`).
         promote: Option<(Promoted, usize)>,
     },
+    /// A variable whose type changes between iterations (only in loop bodies).
+    Mixed(Mixed),
 }
 
 /// A generated program.
@@ -361,10 +443,56 @@ fn promotion() -> impl Strategy<Value = Option<(Promoted, usize)>> {
     ]
 }
 
+/// A mixed piece: a fork that alternates (`i % 2`), takes its rare path every few or many
+/// iterations, or changes direction once; or a read from a list of integers and atoms.
+fn mixed() -> impl Strategy<Value = Mixed> {
+    let cond = prop_oneof![
+        2 => Just(Cond::Every(2)),
+        2 => (3i64..8).prop_map(Cond::Every),
+        2 => (8i64..60).prop_map(Cond::Every),
+        1 => (0i64..1500).prop_map(Cond::Below),
+    ];
+    let odd = prop_oneof![3 => Just(Odd::Atom), 1 => (-3i64..9).prop_map(Odd::List)];
+    let fork = (cond, varying(), odd).prop_map(|(cond, hot, odd)| Source::Fork { cond, hot, odd });
+    let read = (
+        prop::collection::vec(
+            prop_oneof![3 => (-3i64..9).prop_map(Some), 1 => Just(None)],
+            1..5,
+        ),
+        0usize..5,
+        prop_oneof![2 => Just(None), 1 => (2i64..20).prop_map(Some)],
+    )
+        .prop_map(|(mut list, at, every)| {
+            // At least one atom.
+            list.insert(at % (list.len() + 1), None);
+            Source::Read { list, every }
+        });
+    (
+        prop_oneof![2 => fork, 1 => read],
+        prop_oneof![1 => Just(0usize), 2 => Just(1), 3 => Just(2)],
+        0usize..3,
+        0..VARS,
+        prop::sample::select(vec![Op::Add, Op::Sub, Op::Xor]),
+        prop::bool::weighted(0.85),
+        prop::bool::weighted(0.2),
+    )
+        .prop_map(
+            |(source, carry, subject, acc, op, guarded, promote)| Mixed {
+                promote: promote && matches!(source, Source::Read { .. }),
+                source,
+                carry,
+                subject: subject % (carry + 1),
+                acc,
+                op,
+                guarded,
+            },
+        )
+}
+
 /// The iterations a piece runs, its inner loops' included.
 fn iterations(seg: &Seg) -> i64 {
     match seg {
-        Seg::Ops(_) => 0,
+        Seg::Ops(_) | Seg::Mixed(_) => 0,
         Seg::Loop { count, body, .. } => {
             count.saturating_mul(1 + body.iter().map(iterations).sum::<i64>())
         }
@@ -373,8 +501,10 @@ fn iterations(seg: &Seg) -> i64 {
 
 fn seg(depth: u32) -> BoxedStrategy<Seg> {
     let straight = prop_oneof![1 => ops(), 2 => hot_ops()].prop_map(Seg::Ops);
+    // Depths 0 and 1 are loop bodies (a program's pieces are of depth 2).
+    let mixed = mixed().prop_map(Seg::Mixed);
     if depth == 0 {
-        return straight.boxed();
+        return prop_oneof![6 => straight, 1 => mixed].boxed();
     }
     // Only outermost loops run long: a trace from an outer loop unrolls its inner loops,
     // and one of thousands of instructions is slow to compile (again for each bridge).
@@ -400,7 +530,7 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
     // An outer loop's body holds straight-line pieces more often than loops, so that long
     // loops with rare paths are common.
     match depth {
-        1 => prop_oneof![3 => straight, 2 => looped].boxed(),
+        1 => prop_oneof![3 => straight, 2 => looped, 1 => mixed].boxed(),
         _ => prop_oneof![1 => straight, 2 => looped].boxed(),
     }
 }
@@ -425,6 +555,9 @@ pub fn programs() -> impl Strategy<Value = GenProgram> {
 pub(super) struct Emitter {
     /// The blocks written so far.
     pub(super) out: String,
+    /// Statements for the first block: the initial values of the variables that mixed
+    /// pieces introduce.
+    pub(super) inits: String,
     labels: usize,
 }
 
@@ -432,6 +565,7 @@ impl Emitter {
     pub(super) fn new() -> Emitter {
         Emitter {
             out: String::new(),
+            inits: String::new(),
             labels: 0,
         }
     }
@@ -452,18 +586,120 @@ impl Emitter {
         }
     }
 
-    /// Writes the statement `o`, with `counter` for [`GenArg::Counter`].
-    pub(super) fn stmt(&mut self, o: &GenOp, counter: &str) {
+    /// The right-hand side of the statement `o`, with `counter` for [`GenArg::Counter`].
+    fn rhs(o: &GenOp, counter: &str) -> String {
         let a = Self::arg(&o.args[0], counter);
         let b = Self::arg(&o.args[1], counter);
-        let rhs = match o.op {
+        match o.op {
             Op::Same => a,
             Op::Readlist => format!("lst[{b}]"),
             Op::Len => "len(lst)".to_string(),
             op if op.arity() == 1 => format!("{}({a})", op.name()),
             op => format!("{a} {} {b}", op.infix().unwrap_or("?")),
-        };
+        }
+    }
+
+    /// Writes the statement `o`, with `counter` for [`GenArg::Counter`].
+    pub(super) fn stmt(&mut self, o: &GenOp, counter: &str) {
+        let rhs = Self::rhs(o, counter);
         let _ = writeln!(self.out, "    x{} = {rhs}", o.dst);
+    }
+
+    /// Emits the mixed piece `m`, continuing at `next`; returns the label it starts at.
+    /// Its variables and labels are numbered `n`; the variables start as 0 (the list as
+    /// itself), in [`Emitter::inits`].
+    fn mixed(&mut self, m: &Mixed, next: &str, counter: &str) -> String {
+        self.labels += 1;
+        let n = self.labels;
+        let (v, prev, old) = (format!("v{n}"), format!("prev{n}"), format!("old{n}"));
+        let subject = [&v, &prev, &old][m.subject];
+        let acc = format!("x{}", m.acc);
+        let (mix, use_, odd_way, int_way) = (
+            format!("mix{n}"),
+            format!("use{n}"),
+            format!("oddway{n}"),
+            format!("int{n}"),
+        );
+        let _ = writeln!(self.inits, "    {v} = 0\n    {prev} = 0\n    {old} = 0");
+        // The copies, then where `v` comes from.
+        let _ = writeln!(self.out, "{mix}:");
+        if m.carry >= 2 {
+            let _ = writeln!(self.out, "    {old} = {prev}");
+        }
+        if m.carry >= 1 {
+            let _ = writeln!(self.out, "    {prev} = {v}");
+        }
+        let odd = match &m.source {
+            Source::Fork { cond, hot, odd } => {
+                let test = match cond {
+                    Cond::Below(at) => format!("{counter} < {at}"),
+                    Cond::Every(m) => format!("{counter} % {m}"),
+                };
+                let odd = match odd {
+                    Odd::Atom => "'a'".to_string(),
+                    Odd::List(k) => format!("[{k}, 'a']"),
+                };
+                let (hot_way, rare_way) = (format!("hot{n}"), format!("rare{n}"));
+                let _ = writeln!(
+                    self.out,
+                    "    w{n} = {test}\n    if w{n} goto {hot_way} else goto {rare_way}"
+                );
+                let _ = writeln!(
+                    self.out,
+                    "{hot_way}:\n    {v} = {}\n    goto {use_}",
+                    Self::rhs(hot, counter)
+                );
+                let _ = writeln!(self.out, "{rare_way}:\n    {v} = {odd}\n    goto {use_}");
+                odd
+            }
+            Source::Read { list, every } => {
+                let items: Vec<String> = list
+                    .iter()
+                    .map(|e| e.map_or("'a'".to_string(), |k| k.to_string()))
+                    .collect();
+                let _ = writeln!(self.inits, "    ys{n} = [{}]", items.join(", "));
+                let len = list.len();
+                let _ = match every {
+                    None => writeln!(self.out, "    k{n} = {counter} % {len}"),
+                    Some(d) => writeln!(
+                        self.out,
+                        "    k{n} = {counter} // {d}\n    k{n} = k{n} % {len}"
+                    ),
+                };
+                let _ = writeln!(self.out, "    {v} = ys{n}[k{n}]\n    goto {use_}");
+                "'a'".to_string()
+            }
+        };
+        // The subject, compared with the odd value (or not), and the two ways that use it.
+        let _ = writeln!(self.out, "{use_}:");
+        if m.promote {
+            let _ = writeln!(self.out, "    promote({subject})");
+        }
+        if m.guarded {
+            let _ = writeln!(
+                self.out,
+                "    t{n} = {subject} == {odd}\n    if t{n} goto {odd_way} else goto {int_way}"
+            );
+            let _ = writeln!(self.out, "{odd_way}:");
+            let _ = match &m.source {
+                Source::Fork {
+                    odd: Odd::List(_), ..
+                } => writeln!(
+                    self.out,
+                    "    n{n} = len({subject})\n    {acc} = {acc} + n{n}"
+                ),
+                _ => writeln!(self.out, "    {acc} = {acc} - {counter}"),
+            };
+            let _ = writeln!(self.out, "    goto {next}");
+        } else {
+            let _ = writeln!(self.out, "    goto {int_way}");
+        }
+        let _ = writeln!(
+            self.out,
+            "{int_way}:\n    {acc} = {acc} {} {subject}\n    goto {next}",
+            m.op.infix().unwrap_or("?")
+        );
+        mix
     }
 
     /// Writes a block `label` of `ops` that goes on to `next`.
@@ -483,6 +719,7 @@ impl Emitter {
                 self.block(&l, ops, counter, next);
                 l
             }
+            Seg::Mixed(m) => self.mixed(m, next, counter),
             Seg::Loop {
                 count,
                 body,
@@ -598,8 +835,9 @@ impl GenProgram {
             next = e.seg(s, &next, "x0");
         }
         let start = format!(
-            "start:\n{}    goto {next}\n",
-            prologue(&self.inits, &self.list)
+            "start:\n{}{}    goto {next}\n",
+            prologue(&self.inits, &self.list),
+            e.inits
         );
         let _ = writeln!(e.out, "end:\n{}", epilogue(self.result));
         start + &e.out

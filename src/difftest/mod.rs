@@ -12,7 +12,12 @@
 //!   path every `m`-th iteration (`counter % m`, `m` from 2 to 59), again and again, so that
 //!   bridges form and go back into the loop; on the path taken every time, variables are
 //!   made copies of each other or constants, which the rare path breaks for one iteration;
-//!   a loop may promote `counter // k`, `counter % m` (few or many values) or a variable.
+//!   a loop may promote `counter // k`, `counter % m` (few or many values) or a variable;
+//!   less often, a loop's body has a variable of its own that changes type between
+//!   iterations (an integer on the path taken every time, the atom `'a'` or a list on a rare
+//!   path or every other iteration, or read from a list of integers and atoms at a varying
+//!   index), carried to the next iterations by copies (`old = prev; prev = v`), so that
+//!   peeling rejects loops for changing types and bridges carry the other type back in.
 //! - **Interpreters** ([`GenDispatch`], `dispatch.rs`): a dispatch loop with
 //!   `jit_merge_point(pc)` (or `(lst, pc)`) and `can_enter_jit`, whose handlers compute the
 //!   next `pc` from itself, a constant, a variable or the loop's fuel: greens that change
@@ -27,10 +32,13 @@
 //! compiled whole); [`check_bytecode`] does the same for bytecode, the partial evaluator
 //! specializing the interpreter to the bytecode.
 //!
-//! What it does not reach: lists other than the one constant list, atoms other than
-//! `'a'`, loops nested more than two deep, loops whose counter is not a plain countdown,
-//! more than one dispatch loop in a program, and bytecode with more than two loops (its
-//! inner loop always starts from the outer counter).
+//! A panic in an executor is reported as a difference, naming the executor.
+//!
+//! What it does not reach: lists other than the one constant list and the constant lists
+//! of the variables that change type, atoms other than `'a'`, loops nested more than two
+//! deep, loops whose counter is not a plain countdown, more than one dispatch loop in a
+//! program, and bytecode with more than two loops (its inner loop always starts from the
+//! outer counter).
 //!
 //! The generator is a proptest [`Strategy`] ([`cases`]), so a failing program is shrunk
 //! before it is reported. `flowjit difftest --seed S --count N` runs it at length.
@@ -53,7 +61,9 @@ mod flow;
 mod regs;
 
 pub use dispatch::{dispatchers, GenDispatch, Handler, NextPc};
-pub use flow::{programs, Branch, Cond, GenArg, GenOp, GenProgram, Promoted, Seg};
+pub use flow::{
+    programs, Branch, Cond, GenArg, GenOp, GenProgram, Mixed, Odd, Promoted, Seg, Source,
+};
 pub use regs::{bytecodes, GenBytecode, Inner, Instr, Piece};
 
 /// How many operations the oracle may run; a program that needs more is discarded.
@@ -210,7 +220,17 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
         Err(e) => Err(e),
     };
     let want = describe(oracle);
-    let differ = |who: String, got: String| -> Result<(), String> {
+    // A panic in an executor is a difference too, named (proptest would report its message
+    // alone).
+    let differ = |who: String, run: &mut dyn FnMut() -> String| -> Result<(), String> {
+        let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|p| {
+            let why = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            format!("{who} panicked ({why}), the interpreter printed {want:?}")
+        })?;
         if got == want {
             Ok(())
         } else {
@@ -228,18 +248,17 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
         };
         let mut jit = Jit::new(s.program, config).map_err(|e| e.to_string())?;
         let mut frame = crate::state::frame_with(s.program, &s.inputs);
-        let got = describe(jit.run(&mut frame, s.entry));
         differ(
             format!(
                 "--mode {} --threshold {threshold} --bridge-threshold {bridge_threshold} --passes {}",
                 if native { "jit" } else { "trace" },
                 passes.join(",")
             ),
-            got,
+            &mut || describe(jit.run(&mut frame, s.entry)),
         )?;
     }
-    differ(format!("{pe} --run"), run_pe(s, false))?;
-    differ(format!("{pe} --compile --run"), run_pe(s, true))?;
+    differ(format!("{pe} --run"), &mut || run_pe(s, false))?;
+    differ(format!("{pe} --compile --run"), &mut || run_pe(s, true))?;
     Ok(true)
 }
 
