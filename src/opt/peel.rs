@@ -91,14 +91,7 @@ fn keeps_types(trace: &Trace) -> bool {
     let next = &trace.insts.last().expect("a loop").args;
     next.iter()
         .enumerate()
-        .all(|(k, o)| ty_of(trace, o) == trace.insts[start + 1 + k].ty)
-}
-
-fn ty_of(trace: &Trace, o: &Opnd) -> Ty {
-    match o {
-        Opnd::Ref(r) => trace.insts[r.index()].ty,
-        Opnd::Const(v) => Ty::of(v),
-    }
+        .all(|(k, o)| o.ty(&trace.insts) == trace.insts[start + 1 + k].ty)
 }
 
 /// Merges `param`s that receive the same operand from `loop_start` and from `loop`: they
@@ -185,10 +178,7 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
     let mut state: Vec<(Slot, Opnd)> = Vec::new();
     for (slot, o) in &end.entries {
         if params.contains(slot) {
-            let ty = match o {
-                Opnd::Ref(r) => insts[r.index()].ty,
-                Opnd::Const(v) => Ty::of(v),
-            };
+            let ty = o.ty(&insts);
             insts.push(Inst {
                 kind: Kind::Param(*slot),
                 args: vec![],
@@ -240,10 +230,7 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
         let snap = inst.snap.map(|s| body_snapshot(&mut snaps, &map, s));
         // A copy has the type of what it copies, which a param may have changed.
         let ty = match inst.kind.info().result {
-            Res::Operand => match &args[0] {
-                Opnd::Ref(r) => insts[r.index()].ty,
-                Opnd::Const(v) => Ty::of(v),
-            },
+            Res::Operand => args[0].ty(&insts),
             _ => inst.ty,
         };
         insts.push(Inst {

@@ -90,6 +90,15 @@ pub enum Opnd {
 }
 
 impl Opnd {
+    /// The operand's type, its defining instruction's among `insts` (`none` for a ref
+    /// past them).
+    pub fn ty(&self, insts: &[Inst]) -> Ty {
+        match self {
+            Opnd::Ref(r) => insts.get(r.index()).map_or(Ty::None, |d| d.ty),
+            Opnd::Const(v) => Ty::of(v),
+        }
+    }
+
     /// The ref, if the operand is one.
     pub fn as_ref(&self) -> Option<Ref> {
         match self {

@@ -70,10 +70,7 @@ pub fn verify(trace: &Trace) -> Result<(), String> {
         for a in &inst.args {
             check_ref(a, i, "an operand")?;
         }
-        let ty_of = |o: &Opnd| match o {
-            Opnd::Ref(r) => trace.insts.get(r.index()).map_or(Ty::None, |d| d.ty),
-            Opnd::Const(v) => Ty::of(v),
-        };
+        let ty_of = |o: &Opnd| o.ty(&trace.insts);
         let want = match inst.kind.info().result {
             Res::None => Some(Ty::None),
             Res::Int => Some(Ty::Int),
