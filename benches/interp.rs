@@ -7,7 +7,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use flowjit::interp::{self, Exit, NoMonitor};
 use flowjit::lang::{self, bytecode, Program, Slot, Syntax};
-use flowjit::state::{Position, Steps};
+use flowjit::state::{Io, Position, State, Steps};
 use flowjit_runtime::Value;
 
 fn inputs(program: &Program, named: &[(&str, Value)]) -> Vec<(Slot, Value)> {
@@ -19,11 +19,11 @@ fn inputs(program: &Program, named: &[(&str, Value)]) -> Vec<(Slot, Value)> {
 
 /// Runs once and returns how many operations the run interpreted.
 fn count_ops(program: &Program, entry: lang::BlockId, inputs: &[(Slot, Value)]) -> u64 {
-    let mut frame = flowjit::state::frame_with(program, inputs);
+    let mut state = State::new(program, inputs, Io::default());
     let mut steps = Steps::new(Some(u64::MAX - 1));
     let exit = interp::run(
         program,
-        &mut frame,
+        &mut state,
         Position::start(entry),
         &mut steps,
         &mut NoMonitor,
@@ -51,7 +51,10 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("interp");
     group.throughput(Throughput::Elements(ops));
     group.bench_function("regmachine_square_1000", |b| {
-        b.iter(|| interp::run_program(&rm, entry, &args, None).expect("runs"))
+        b.iter(|| {
+            let mut state = State::new(&rm, &args, Io::default());
+            interp::run_program(&rm, entry, &mut state, None).expect("runs")
+        })
     });
 
     let (_, sum) = lang::load(include_str!("../examples/sum.fg"), Syntax::Fg).expect("sum.fg");
@@ -59,7 +62,10 @@ fn bench(c: &mut Criterion) {
     let ops = count_ops(&sum, lang::BlockId(0), &args);
     group.throughput(Throughput::Elements(ops));
     group.bench_function("sum_100000", |b| {
-        b.iter(|| interp::run_program(&sum, lang::BlockId(0), &args, None).expect("runs"))
+        b.iter(|| {
+            let mut state = State::new(&sum, &args, Io::default());
+            interp::run_program(&sum, lang::BlockId(0), &mut state, None).expect("runs")
+        })
     });
     group.finish();
 }

@@ -10,6 +10,7 @@ use flowjit::interp;
 use flowjit::jit::{Config, Jit};
 use flowjit::lang::{self, BlockId, Program, Slot, Syntax};
 use flowjit::peval;
+use flowjit::state::{Io, State};
 use flowjit_runtime::Value;
 
 /// A loaded program, its entry and its inputs.
@@ -86,7 +87,10 @@ fn bench(c: &mut Criterion) {
         let mut group = c.benchmark_group(name);
         group.sample_size(10);
         group.bench_function("interp", |b| {
-            b.iter(|| interp::run_program(&program, entry, &inputs, None).expect("runs"))
+            b.iter(|| {
+                let mut state = State::new(&program, &inputs, Io::default());
+                interp::run_program(&program, entry, &mut state, None).expect("runs")
+            })
         });
         if name == "regmachine_square_1e6" {
             // The articles' other way: partially evaluate the interpreter for the bytecode
@@ -125,8 +129,8 @@ fn bench(c: &mut Criterion) {
                         ..Config::default()
                     };
                     let mut jit = Jit::new(&program, config).expect("supported host");
-                    let mut frame = flowjit::state::frame_with(&program, &inputs);
-                    jit.run(&mut frame, entry).expect("runs")
+                    let mut state = State::new(&program, &inputs, Io::default());
+                    jit.run(&mut state, entry).expect("runs")
                 })
             });
         }

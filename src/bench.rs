@@ -20,6 +20,7 @@ use crate::interp::{self, RuntimeError};
 use crate::jit::{Config, Jit};
 use crate::lang::{BlockId, Program, Slot};
 use crate::peval::{self, run::Execution};
+use crate::state::{Io, State};
 
 /// What to run.
 pub struct Setup<'p> {
@@ -82,13 +83,23 @@ pub struct Report {
     pub timings: Vec<Timing>,
 }
 
-type Outcome = Result<Value, RuntimeError>;
+/// What a run did: its result, and what it wrote.
+type Outcome = (Result<Value, RuntimeError>, Io);
 
+/// What a run printed, its output first, as the command line would show it.
 fn describe(outcome: &Outcome) -> String {
-    match outcome {
-        Ok(v) => v.to_string(),
-        Err(e) => format!("error: {e}"),
+    let (result, io) = outcome;
+    let written = String::from_utf8_lossy(io.output());
+    match result {
+        Ok(v) => format!("{written}{v}"),
+        Err(e) => format!("{written}error: {e}"),
     }
+}
+
+fn run_interp(setup: &Setup) -> Outcome {
+    let mut state = State::new(setup.program, &setup.inputs, Io::default());
+    let result = interp::run_program(setup.program, setup.entry, &mut state, None);
+    (result, state.io)
 }
 
 fn run_jit(setup: &Setup, native: bool) -> (Outcome, Option<Duration>) {
@@ -97,9 +108,9 @@ fn run_jit(setup: &Setup, native: bool) -> (Outcome, Option<Duration>) {
         ..Config::default()
     };
     let mut jit = Jit::new(setup.program, config).expect("the host emits machine code");
-    let mut frame = crate::state::frame_with(setup.program, &setup.inputs);
-    let result = jit.run(&mut frame, setup.entry);
-    (result, jit.stats.first_native)
+    let mut state = State::new(setup.program, &setup.inputs, Io::default());
+    let result = jit.run(&mut state, setup.entry);
+    ((result, state.io), jit.stats.first_native)
 }
 
 fn run_pe(setup: &Setup, statics: &[Slot]) -> Outcome {
@@ -114,10 +125,11 @@ fn run_pe(setup: &Setup, statics: &[Slot]) -> Outcome {
         backend: Some(&mut backend),
         ..Execution::default()
     };
-    match peval::run::specialize_and_run(program, setup.entry, &known, &dynamic, how) {
-        Ok(outcome) => outcome,
+    let mut io = Io::default();
+    match peval::run::specialize_and_run(program, setup.entry, &known, &dynamic, how, &mut io) {
+        Ok(result) => (result, io),
         // Beyond the partial evaluator's budget: run the original, as the CLI would not.
-        Err(_) => interp::run_program(program, setup.entry, &setup.inputs, None),
+        Err(_) => run_interp(setup),
     }
 }
 
@@ -144,10 +156,7 @@ pub fn run(setup: &Setup, runs: usize, tick: impl FnMut(&str)) -> Result<Report,
     }
     let execute = |mode: &str| {
         let (outcome, warmup) = match mode {
-            "interp" => (
-                interp::run_program(setup.program, setup.entry, &setup.inputs, None),
-                None,
-            ),
+            "interp" => (run_interp(setup), None),
             "trace" => run_jit(setup, false),
             "jit" => run_jit(setup, true),
             _ => (run_pe(setup, setup.statics.as_deref().unwrap_or(&[])), None),

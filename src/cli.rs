@@ -14,6 +14,7 @@ use crate::peval::{
     self,
     run::{Execution, Runnable},
 };
+use crate::state::{Io, State};
 
 /// A meta-tracing JIT for the flowgraph language of "Comparing Partial Evaluation to Tracing".
 #[derive(Parser, Debug)]
@@ -668,28 +669,26 @@ fn execute(
                     "--stats and --dump need --mode jit or --mode trace",
                 ));
             }
-            return finish(interp::run_program(
-                &loaded.program,
-                entry,
-                inputs,
-                opts.max_steps,
-            ));
+            let mut state = State::new(&loaded.program, inputs, Io::stdio());
+            let result = interp::run_program(&loaded.program, entry, &mut state, opts.max_steps);
+            return finish(result, &mut state.io);
         }
         return Err(usage_error(
             "`flowjit trace` needs a tracing mode, not --mode interp",
         ));
     }
-    let mut frame = crate::state::frame_with(&loaded.program, inputs);
+    let mut state = State::new(&loaded.program, inputs, Io::stdio());
     let mut driver = jit::Jit::new(&loaded.program, config).map_err(usage_error)?;
     let result = match start {
-        Start::Run(entry) => driver.run(&mut frame, entry),
-        Start::TraceFrom(from) => driver.do_trace(&mut frame, from),
+        Start::Run(entry) => driver.run(&mut state, entry),
+        Start::TraceFrom(from) => driver.do_trace(&mut state, from),
     };
+    state.io.flush();
     eprint!("{}", driver.take_dump());
     if opts.stats {
         eprint!("{}", driver.stats_report());
     }
-    finish(result)
+    finish(result, &mut state.io)
 }
 
 /// `pe --compile --run`: the residual program as one function of machine code; the
@@ -706,7 +705,8 @@ fn run_compiled_program(runnable: &Runnable, opts: &RunOpts) -> CliResult<()> {
         },
         max_steps: opts.max_steps,
     };
-    let result = runnable.run(how, |compiled| match compiled {
+    let mut io = Io::stdio();
+    let result = runnable.run(how, &mut io, |compiled| match compiled {
         Ok(code) => {
             if let Some(ir) = &code.ir {
                 eprint!("# ir: residual program\n{ir}");
@@ -724,10 +724,12 @@ fn run_compiled_program(runnable: &Runnable, opts: &RunOpts) -> CliResult<()> {
             }
         }
     });
-    finish(result)
+    finish(result, &mut io)
 }
 
-fn finish(result: Result<Value, interp::RuntimeError>) -> CliResult<()> {
+/// Ends a run: what the program wrote goes out first, then its final line, or its error.
+fn finish(result: Result<Value, interp::RuntimeError>, io: &mut Io) -> CliResult<()> {
+    io.flush();
     match result {
         Ok(value) => {
             let mut out = std::io::stdout().lock();

@@ -1,14 +1,212 @@
 //! The state of a running program, shared by every executor: the interpreter, the trace
 //! recorder and interpreter, machine code and compiled residual programs.
 //!
-//! Today a program's state is one frame of variables, a position in the program and the
-//! `--max-steps` budget. The state of calls (a stack of frames) and of input and output
-//! (the output sink, the input source) belongs here too: every executor reads and writes
-//! them through this module, never through another executor's types.
+//! A program's [`State`] is the frame of the call running now, the frames of the calls
+//! waiting for it to return (an explicit stack: a deep recursion of the program is never a
+//! recursion of flowjit), and its input and output ([`Io`]). A position in the program and
+//! the `--max-steps` budget ([`Steps`]) go with it. Every executor reads and writes them
+//! through this module, never through another executor's types. Compiled code (traces,
+//! machine code, residual programs) works on the current frame alone.
+
+use std::io::{BufRead, Write};
 
 use flowjit_runtime::Value;
 
 use crate::lang::{BlockId, Program, Slot};
+
+/// How deep calls may nest: one call more is the runtime error `call depth limit reached`.
+pub const MAX_CALL_DEPTH: usize = 100_000;
+
+/// A call waiting for the call it made to return.
+#[derive(Clone, Debug)]
+pub struct Call {
+    /// The caller's frame.
+    pub frame: Frame,
+    /// Where the caller goes on: the statement after the call.
+    pub ret: Position,
+    /// The caller's variable that receives the result.
+    pub dst: Slot,
+}
+
+impl Default for Io {
+    /// No input; output kept.
+    fn default() -> Io {
+        Io::captured(b"")
+    }
+}
+
+/// A running program's state: frames and input and output.
+pub struct State {
+    /// The variables of the call running now (of the program, outside any call).
+    pub frame: Frame,
+    /// The calls waiting, the innermost last.
+    pub calls: Vec<Call>,
+    /// Input and output.
+    pub io: Io,
+    /// Whether a `return` with no call waiting ends the run (`interp::Exit::Return`)
+    /// instead of being the error `return outside a function`: for a function run by
+    /// itself (`interp::call_function`).
+    pub returns_out: bool,
+    /// Frames of calls that have returned, kept for the next calls.
+    spare: Vec<Frame>,
+}
+
+impl State {
+    /// The state at the start of a run of `program` with the given inputs set.
+    pub fn new(program: &Program, inputs: &[(Slot, Value)], io: Io) -> State {
+        State {
+            frame: frame_with(program, inputs),
+            calls: Vec::new(),
+            io,
+            returns_out: false,
+            spare: Vec::new(),
+        }
+    }
+
+    /// The state of a run on `frame` with no input and captured output: the state of
+    /// programs that neither call nor do input or output, as tests and benchmarks make them.
+    pub fn with_frame(frame: Frame) -> State {
+        State {
+            frame,
+            calls: Vec::new(),
+            io: Io::captured(b""),
+            returns_out: false,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Enters a call: the current frame waits (to go on at `ret`, its `dst` receiving the
+    /// result) and a frame of `size` slots holding only `params` bound to `args` runs.
+    /// `None` when calls are already nested [`MAX_CALL_DEPTH`] deep.
+    pub fn enter(
+        &mut self,
+        size: usize,
+        params: &[Slot],
+        args: Vec<Value>,
+        ret: Position,
+        dst: Slot,
+    ) -> Option<()> {
+        if self.calls.len() >= MAX_CALL_DEPTH {
+            return None;
+        }
+        let mut frame = self.spare.pop().unwrap_or_default();
+        frame.clear();
+        frame.resize(size, None);
+        for (p, v) in params.iter().zip(args) {
+            frame[p.index()] = Some(v);
+        }
+        let caller = std::mem::replace(&mut self.frame, frame);
+        self.calls.push(Call {
+            frame: caller,
+            ret,
+            dst,
+        });
+        Some(())
+    }
+
+    /// Leaves the current call with `result`: the caller's frame runs again, its variable
+    /// holding the result. Returns where the caller goes on; `None` outside any call.
+    pub fn leave(&mut self, result: Value) -> Option<Position> {
+        let call = self.calls.pop()?;
+        let mut done = std::mem::replace(&mut self.frame, call.frame);
+        self.frame[call.dst.index()] = Some(result);
+        // A frame is kept for reuse without its values: what it held is dropped now.
+        done.clear();
+        self.spare.push(done);
+        Some(call.ret)
+    }
+}
+
+/// The size of the output buffer: output goes to its sink when this much is waiting.
+const OUTPUT_BUFFER: usize = 1 << 16;
+
+/// A program's input and output: `getchar` reads the input; `print`, `putchar` and, at the
+/// end, the executor's caller write the output.
+///
+/// Output is buffered; it goes to the sink when the buffer fills, before input is read (so
+/// that a prompt shows before the program waits for an answer), and when the caller
+/// [`flush`](Io::flush)es, which it does before it prints the final line or an error: so
+/// nothing written is ever lost, and it comes out in program order. Without a sink, output
+/// is kept (for tests and the differential tester), and [`Io::output`] gives it.
+pub struct Io {
+    out: Vec<u8>,
+    sink: Option<Box<dyn Write>>,
+    input: Box<dyn BufRead>,
+}
+
+impl Io {
+    /// Input read from `input`; output written to `sink`, or kept when there is none.
+    pub fn new(input: Box<dyn BufRead>, sink: Option<Box<dyn Write>>) -> Io {
+        Io {
+            out: Vec::new(),
+            sink,
+            input,
+        }
+    }
+
+    /// flowjit's own standard input and output.
+    pub fn stdio() -> Io {
+        Io::new(
+            Box::new(std::io::stdin().lock()),
+            Some(Box::new(std::io::stdout())),
+        )
+    }
+
+    /// Input from `input`; output kept.
+    pub fn captured(input: &[u8]) -> Io {
+        Io::new(Box::new(std::io::Cursor::new(input.to_vec())), None)
+    }
+
+    /// Writes `v` as `print` does, with its newline.
+    pub fn print(&mut self, v: &Value) {
+        let _ = writeln!(self.out, "{v}");
+        self.written();
+    }
+
+    /// Writes one byte.
+    #[inline]
+    pub fn putchar(&mut self, byte: u8) {
+        self.out.push(byte);
+        self.written();
+    }
+
+    /// The next byte of input, or -1 at its end (or when it cannot be read).
+    pub fn getchar(&mut self) -> i64 {
+        if !self.out.is_empty() && self.sink.is_some() {
+            self.flush();
+        }
+        match self.input.fill_buf() {
+            Ok([first, ..]) => {
+                let b = *first;
+                self.input.consume(1);
+                b as i64
+            }
+            _ => -1,
+        }
+    }
+
+    #[inline]
+    fn written(&mut self) {
+        if self.out.len() >= OUTPUT_BUFFER && self.sink.is_some() {
+            self.flush();
+        }
+    }
+
+    /// Writes what is waiting to the sink, if there is one. A sink that cannot be written
+    /// (a closed pipe) is not the program's failure: what it refuses is dropped.
+    pub fn flush(&mut self) {
+        if let Some(sink) = &mut self.sink {
+            let _ = sink.write_all(&self.out);
+            let _ = sink.flush();
+            self.out.clear();
+        }
+    }
+
+    /// The output kept so far (all of it, without a sink).
+    pub fn output(&self) -> &[u8] {
+        &self.out
+    }
+}
 
 /// The variables of a running program, indexed by slot; `None` for never written.
 pub type Frame = Vec<Option<Value>>;

@@ -153,11 +153,11 @@ fn oracle(
     inputs: &[(flowjit::lang::Slot, flowjit_runtime::Value)],
     used: u64,
 ) -> (flowjit::state::Frame, Option<String>) {
-    let mut frame = flowjit::state::frame_with(program, inputs);
+    let mut state = flowjit::state::State::with_frame(flowjit::state::frame_with(program, inputs));
     let mut steps = Steps::new(Some(used));
     let r = interp::run(
         program,
-        &mut frame,
+        &mut state,
         Position::start(entry),
         &mut steps,
         &mut NoMonitor,
@@ -166,7 +166,7 @@ fn oracle(
         Err(e) => Some(e.block),
         Ok(_) => None,
     };
-    (frame, block)
+    (state.frame, block)
 }
 
 /// Drives interpreter and traces by hand (tracing every loop at its first back edge) and,
@@ -199,7 +199,8 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
             ..
         } = common::load(&case);
         let n = program.blocks.len();
-        let mut frame = flowjit::state::frame_with(&program, &inputs);
+        let mut state =
+            flowjit::state::State::with_frame(flowjit::state::frame_with(&program, &inputs));
         let mut steps = Steps::new(None);
         let mut traced: Vec<Option<usize>> = vec![None; n];
         let mut tried = vec![false; n];
@@ -216,15 +217,15 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                 traced: &traced,
                 tried: &tried,
             };
-            let anchor = match interp::run(&program, &mut frame, pos, &mut steps, &mut monitor) {
+            let anchor = match interp::run(&program, &mut state, pos, &mut steps, &mut monitor) {
                 Ok(Exit::Hot(anchor)) => anchor,
-                Ok(Exit::Stop(_)) | Err(_) => break,
+                Ok(Exit::Stop(_) | Exit::Return(_)) | Err(_) => break,
             };
             let index = match traced[anchor.index()] {
                 Some(i) => i,
                 None => {
                     tried[anchor.index()] = true;
-                    match trace::record(&program, &mut frame, anchor, &[], &mut steps, 4000) {
+                    match trace::record(&program, &mut state.frame, anchor, &[], &mut steps, 4000) {
                         Ok(Recorded::Loop(t)) => {
                             assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
                             let Ok(t) = flowjit::opt::optimize(&t, passes) else {
@@ -255,7 +256,7 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                 flowjit::backend::run_compiled(
                     code,
                     &[root(&traces[index])],
-                    &mut frame,
+                    &mut state.frame,
                     &mut steps,
                 )
             });
@@ -264,12 +265,12 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
             }
             let exit_pos = match by_machine_code {
                 Some(exit) => exit.pos,
-                None => trace::run_trace(&traces[index], &mut frame, &mut steps).pos,
+                None => trace::run_trace(&traces[index], &mut state.frame, &mut steps).pos,
             };
             let used = steps.used();
             let (expected, block) = oracle(&program, entry, &inputs, used);
             assert_eq!(
-                frame, expected,
+                state.frame, expected,
                 "{what}: frame after exit at {exit_pos:?} ({used} operations)"
             );
             assert_eq!(
@@ -301,7 +302,8 @@ fn the_ssa_form_reads_back_as_the_same_trace() {
             inputs,
             ..
         } = common::load(&case);
-        let mut frame = flowjit::state::frame_with(&program, &inputs);
+        let mut state =
+            flowjit::state::State::with_frame(flowjit::state::frame_with(&program, &inputs));
         let mut steps = Steps::new(None);
         // Trace the first loop the run reaches.
         struct First;
@@ -312,7 +314,7 @@ fn the_ssa_form_reads_back_as_the_same_trace() {
         }
         let Ok(Exit::Hot(anchor)) = interp::run(
             &program,
-            &mut frame,
+            &mut state,
             Position::start(entry),
             &mut steps,
             &mut First,
@@ -320,7 +322,7 @@ fn the_ssa_form_reads_back_as_the_same_trace() {
             continue;
         };
         let Ok(Recorded::Loop(t)) =
-            trace::record(&program, &mut frame, anchor, &[], &mut steps, 4000)
+            trace::record(&program, &mut state.frame, anchor, &[], &mut steps, 4000)
         else {
             continue;
         };

@@ -24,6 +24,8 @@ pub const TAG_BIG: u64 = 1;
 pub const TAG_ATOM: u64 = 2;
 /// The tag of [`Value::List`].
 pub const TAG_LIST: u64 = 3;
+/// The tag of [`Value::Array`].
+pub const TAG_ARRAY: u64 = 4;
 
 /// The size of a [`Value`] in memory.
 pub const VALUE_SIZE: usize = 16;
@@ -83,7 +85,9 @@ impl Kind {
             Value::Int(_) => Some(Kind::Int),
             Value::Atom(_) => Some(Kind::Atom),
             Value::List(_) => Some(Kind::List),
-            Value::Big(_) => None,
+            // Machine code does not hold big integers or arrays (yet): traces that meet
+            // an array are not recorded.
+            Value::Big(_) | Value::Array(_) => None,
         }
     }
 }

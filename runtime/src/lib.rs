@@ -1,7 +1,7 @@
 //! # flowjit-runtime
 //!
 //! What flowjit's interpreter and its machine code share, and nothing else: the value
-//! representation ([`Value`]), interned atoms ([`Atom`]), immutable lists ([`List`]), and the
+//! representation ([`Value`]), interned atoms ([`Atom`]), immutable lists ([`List`]), mutable arrays ([`Array`]), and the
 //! exact semantics of every primitive operation of the flowgraph language ([`ops`]).
 //!
 //! The interpreter, the trace recorder, the optimizer's constant folder and the partial
@@ -10,11 +10,13 @@
 #![deny(missing_docs)]
 
 pub mod abi;
+pub mod array;
 pub mod atom;
 pub mod list;
 pub mod ops;
 pub mod value;
 
+pub use array::Array;
 pub use atom::Atom;
 pub use list::List;
 pub use ops::{Op, OpError};

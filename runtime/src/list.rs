@@ -1,4 +1,7 @@
 //! Immutable lists.
+//!
+//! Printing, comparing, hashing and dropping a list never recurse (see [`crate::value`]): a
+//! list nested a million deep, which `tolist` can build, is no danger to the stack.
 
 use std::fmt;
 use std::ops::Deref;
@@ -19,10 +22,7 @@ pub struct List {
 impl List {
     /// A list holding `items`.
     pub fn new(items: Vec<Value>) -> List {
-        let boxed: Box<[Value]> = items.into_boxed_slice();
-        let len = boxed.len();
-        // SAFETY: `Box::into_raw` never returns null; `drop` rebuilds the box.
-        let items = unsafe { NonNull::new_unchecked(Box::into_raw(boxed) as *mut Value) };
+        let (items, len) = into_raw(items);
         List { items, len }
     }
 
@@ -33,12 +33,44 @@ impl List {
     }
 }
 
+impl List {
+    /// Takes the elements out, leaving no elements.
+    pub(crate) fn take_items(&mut self) -> Box<[Value]> {
+        let (items, len) = (self.items, self.len);
+        self.items = NonNull::dangling();
+        self.len = 0;
+        // SAFETY: the raw parts of the slice made in `new`, taken back once: the list now
+        // holds an empty slice (a dangling pointer and no length, which is what an empty
+        // boxed slice is).
+        unsafe { from_raw(items, len) }
+    }
+}
+
 impl Drop for List {
     fn drop(&mut self) {
-        let slice = std::ptr::slice_from_raw_parts_mut(self.items.as_ptr(), self.len);
         // SAFETY: `items` and `len` are the raw parts of the boxed slice made in `new`.
-        drop(unsafe { Box::from_raw(slice) });
+        let items = unsafe { from_raw(self.items, self.len) };
+        crate::value::drop_items(items);
     }
+}
+
+/// The raw parts of a boxed slice of `items`, which [`from_raw`] takes back.
+pub(crate) fn into_raw(items: Vec<Value>) -> (NonNull<Value>, usize) {
+    let boxed: Box<[Value]> = items.into_boxed_slice();
+    let len = boxed.len();
+    // SAFETY: `Box::into_raw` never returns null.
+    let items = unsafe { NonNull::new_unchecked(Box::into_raw(boxed) as *mut Value) };
+    (items, len)
+}
+
+/// The boxed slice whose raw parts [`into_raw`] gave.
+///
+/// # Safety
+/// `items` and `len` must come from [`into_raw`], and be taken back once.
+pub(crate) unsafe fn from_raw(items: NonNull<Value>, len: usize) -> Box<[Value]> {
+    let slice = std::ptr::slice_from_raw_parts_mut(items.as_ptr(), len);
+    // SAFETY: the caller's promise.
+    unsafe { Box::from_raw(slice) }
 }
 
 impl Default for List {
@@ -55,7 +87,7 @@ impl Clone for List {
 
 impl PartialEq for List {
     fn eq(&self, other: &List) -> bool {
-        self.items() == other.items()
+        crate::value::lists_equal(self, other)
     }
 }
 
@@ -63,7 +95,7 @@ impl Eq for List {}
 
 impl std::hash::Hash for List {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.items().hash(state)
+        crate::value::hash_list(self, state)
     }
 }
 
@@ -77,14 +109,7 @@ impl Deref for List {
 impl fmt::Display for List {
     /// `[a,b,1]`: elements separated by commas, no spaces.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        for (i, item) in self.items().iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{item}")?;
-        }
-        f.write_str("]")
+        crate::value::write_list(self, f)
     }
 }
 

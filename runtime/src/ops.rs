@@ -110,8 +110,30 @@ ops! {
     Neg = "neg", 1, None, false;
     /// `not(a)`: 1 if `a == 0`, else 0.
     Not = "not", 1, None, false;
-    /// `len(list)`: the number of elements.
+    /// `len(x)`: the number of elements of a list or an array.
     Len = "len", 1, None, false;
+    /// `array(n, init)`: a new array of `n` elements, each `init`.
+    Array = "array", 2, None, false;
+    /// `tolist(a)`: a new list holding an array's elements.
+    ToList = "tolist", 1, None, false;
+    /// `toarray(x)`: a new array holding a list's or an array's elements.
+    ToArray = "toarray", 1, None, false;
+}
+
+impl Op {
+    /// Whether the operation makes a new array: its result is a new identity each time, so
+    /// two of them with the same arguments are not the same value, and it is never
+    /// computed ahead of time.
+    pub const fn allocates(self) -> bool {
+        matches!(self, Op::Array | Op::ToArray)
+    }
+
+    /// Whether the result depends on the current contents of an array among the
+    /// arguments (which a store can change), not only on the arguments' identities.
+    /// `len` does not: an array's length never changes.
+    pub const fn reads_arrays(self) -> bool {
+        matches!(self, Op::Readlist | Op::ToList | Op::ToArray)
+    }
 }
 
 impl fmt::Display for Op {
@@ -133,13 +155,41 @@ pub enum OpError {
         /// What it got.
         got: Value,
     },
-    /// `readlist` with an index outside the list.
-    #[error("readlist: index {index} out of range for a list of length {len}")]
+    /// `readlist` or `setitem` with an index outside the list or array.
+    #[error("{op}: index {index} out of range for {what} of length {len}")]
     IndexOutOfRange {
+        /// `readlist` or `setitem`.
+        op: &'static str,
+        /// `a list` or `an array`.
+        what: &'static str,
         /// The index.
         index: Value,
-        /// The list's length.
+        /// The list's or array's length.
         len: usize,
+    },
+    /// `setitem` of something that is not an array, or with an index that is not an
+    /// integer.
+    #[error("type error: setitem expects {expected}, got {}{}", describe(.got), if matches!(.got, Value::List(_)) { " (lists are immutable)" } else { "" })]
+    StoreType {
+        /// What it expects.
+        expected: &'static str,
+        /// What it got.
+        got: Value,
+    },
+    /// `array` with a negative size.
+    #[error("array: negative size {size}")]
+    NegativeSize {
+        /// The size asked for.
+        size: Value,
+    },
+    /// `array` with more than [`MAX_ARRAY_LEN`](crate::array::MAX_ARRAY_LEN) elements.
+    #[error(
+        "array: size {size} too large (at most {} elements)",
+        crate::array::MAX_ARRAY_LEN
+    )]
+    SizeTooLarge {
+        /// The size asked for.
+        size: Value,
     },
     /// `div` or `mod` by zero.
     #[error("division by zero in {op}")]
@@ -212,7 +262,13 @@ pub fn apply1(op: Op, a: &Value) -> Result<Value, OpError> {
         (Op::Not, Value::Big(_)) => Ok(Value::Int(0)),
         (Op::Neg | Op::Not, _) => Err(type_error(op, "an integer", a)),
         (Op::Len, Value::List(l)) => Ok(Value::Int(l.len() as i64)),
-        (Op::Len, _) => Err(type_error(op, "a list", a)),
+        (Op::Len, Value::Array(x)) => Ok(Value::Int(x.len() as i64)),
+        (Op::Len, _) => Err(type_error(op, "a list or an array", a)),
+        (Op::ToList, Value::Array(x)) => Ok(Value::list(x.to_vec())),
+        (Op::ToList, _) => Err(type_error(op, "an array", a)),
+        (Op::ToArray, Value::Array(x)) => Ok(Value::array(x.to_vec())),
+        (Op::ToArray, Value::List(l)) => Ok(Value::array(l.to_vec())),
+        (Op::ToArray, _) => Err(type_error(op, "a list or an array", a)),
         _ => panic!("{op} does not take one argument"),
     }
 }
@@ -260,6 +316,7 @@ fn apply2_slow(op: Op, a: &Value, b: &Value) -> Result<Value, OpError> {
         Op::Eq => return Ok(bool_value(a == b)),
         Op::Ne => return Ok(bool_value(a != b)),
         Op::Readlist => return readlist(a, b),
+        Op::Array => return new_array(a, b),
         _ => {}
     }
     let (Some(x), Some(y)) = (a.to_bigint(), b.to_bigint()) else {
@@ -337,14 +394,14 @@ fn refuse_past_the_limit(op: Op, x: &BigInt, y: &BigInt, count: &Value) -> Resul
     }
 }
 
-fn readlist(list: &Value, index: &Value) -> Result<Value, OpError> {
-    let Value::List(items) = list else {
+fn readlist(seq: &Value, index: &Value) -> Result<Value, OpError> {
+    if !matches!(seq, Value::List(_) | Value::Array(_)) {
         return Err(type_error(
             Op::Readlist,
-            "a list as its first argument",
-            list,
+            "a list or an array as its first argument",
+            seq,
         ));
-    };
+    }
     if !index.is_int() {
         return Err(type_error(
             Op::Readlist,
@@ -352,14 +409,68 @@ fn readlist(list: &Value, index: &Value) -> Result<Value, OpError> {
             index,
         ));
     }
-    let found = match index {
-        Value::Int(i) => usize::try_from(*i).ok().and_then(|i| items.get(i)),
+    let i = match index {
+        Value::Int(i) => usize::try_from(*i).ok(),
         _ => None,
     };
-    found.cloned().ok_or_else(|| OpError::IndexOutOfRange {
+    let (found, what, len) = match seq {
+        Value::List(l) => (i.and_then(|i| l.get(i)).cloned(), "a list", l.len()),
+        Value::Array(a) => (i.and_then(|i| a.get(i)), "an array", a.len()),
+        _ => unreachable!("checked above"),
+    };
+    found.ok_or_else(|| OpError::IndexOutOfRange {
+        op: "readlist",
+        what,
         index: index.clone(),
-        len: items.len(),
+        len,
     })
+}
+
+/// `array(n, init)`.
+fn new_array(size: &Value, init: &Value) -> Result<Value, OpError> {
+    let n = match size {
+        Value::Int(n) if *n < 0 => return Err(OpError::NegativeSize { size: size.clone() }),
+        Value::Big(n) if n.sign() == num_bigint::Sign::Minus => {
+            return Err(OpError::NegativeSize { size: size.clone() })
+        }
+        Value::Int(n) => *n as u64,
+        Value::Big(_) => u64::MAX,
+        _ => return Err(type_error(Op::Array, "an integer size", size)),
+    };
+    if n > crate::array::MAX_ARRAY_LEN as u64 {
+        return Err(OpError::SizeTooLarge { size: size.clone() });
+    }
+    Ok(Value::array(vec![init.clone(); n as usize]))
+}
+
+/// `setitem(a, i, v)`: stores `v` at index `i` of array `a`.
+pub fn setitem(array: &Value, index: &Value, value: Value) -> Result<(), OpError> {
+    let Value::Array(a) = array else {
+        return Err(OpError::StoreType {
+            expected: "an array as its first argument",
+            got: array.clone(),
+        });
+    };
+    let stored = match index {
+        Value::Int(i) => usize::try_from(*i).is_ok_and(|i| a.set(i, value)),
+        Value::Big(_) => false,
+        _ => {
+            return Err(OpError::StoreType {
+                expected: "an integer index as its second argument",
+                got: index.clone(),
+            })
+        }
+    };
+    if stored {
+        Ok(())
+    } else {
+        Err(OpError::IndexOutOfRange {
+            op: "setitem",
+            what: "an array",
+            index: index.clone(),
+            len: a.len(),
+        })
+    }
 }
 
 /// Applies `op` to `args`, which must have `op.arity()` elements.
@@ -589,5 +700,44 @@ mod tests {
         ));
         assert_eq!(apply1(Op::Len, &l), Ok(int(2)));
         assert_eq!(apply1(Op::Not, &int(0)), Ok(int(1)));
+    }
+
+    #[test]
+    fn arrays_are_made_read_and_stored_into_with_their_errors() {
+        let a = apply2(Op::Array, &int(3), &int(0)).unwrap();
+        assert_eq!(a.to_string(), "[0,0,0]");
+        setitem(&a, &int(1), int(9)).unwrap();
+        assert_eq!(apply2(Op::Readlist, &a, &int(1)), Ok(int(9)));
+        assert_eq!(apply1(Op::Len, &a), Ok(int(3)));
+        let l = apply1(Op::ToList, &a).unwrap();
+        assert_eq!(l, Value::list(vec![int(0), int(9), int(0)]));
+        let b = apply1(Op::ToArray, &l).unwrap();
+        assert_ne!(a, b, "a new array is a new identity");
+        let message = |r: Result<Value, OpError>| r.unwrap_err().to_string();
+        assert_eq!(
+            message(apply2(Op::Array, &int(-1), &int(0))),
+            "array: negative size -1"
+        );
+        assert_eq!(
+            message(apply2(Op::Array, &int(1 << 24 | 1), &int(0))),
+            "array: size 16777217 too large (at most 16777216 elements)"
+        );
+        assert_eq!(
+            message(apply2(Op::Readlist, &a, &int(3))),
+            "readlist: index 3 out of range for an array of length 3"
+        );
+        let store = |x: &Value, i: i64| setitem(x, &int(i), int(0)).unwrap_err().to_string();
+        assert_eq!(
+            store(&a, -1),
+            "setitem: index -1 out of range for an array of length 3"
+        );
+        assert_eq!(
+            store(&l, 0),
+            "type error: setitem expects an array as its first argument, got the list [0,9,0] (lists are immutable)"
+        );
+        assert_eq!(
+            message(apply1(Op::ToList, &l)),
+            "type error: tolist expects an array, got the list [0,9,0]"
+        );
     }
 }

@@ -29,10 +29,37 @@ use flowjit_runtime::{Op, Value};
 
 use super::ops::{self, Exits, Lowered};
 use super::Unsupported;
-use crate::lang::{BlockId, Operand, Program, Slot, Terminator};
+use crate::lang::{BlockId, Inst, Operand, Program, Slot, Terminator};
 use crate::resume::Snapshot;
 use crate::state::{Frame, Position};
 use crate::trace::{Opnd, Ref};
+
+/// What of a residual program machine code does not hold yet: arrays, input and output,
+/// calls. Such a program runs on the interpreter.
+fn declined(program: &Program) -> Result<(), Unsupported> {
+    for block in &program.blocks {
+        for inst in &block.insts {
+            let what = match inst {
+                Inst::SetItem { .. } => "`setitem`",
+                Inst::Print(_) => "`print`",
+                Inst::Putchar(_) => "`putchar`",
+                Inst::Getchar(_) => "`getchar`",
+                Inst::Call { .. } => "`call`",
+                Inst::Op1 { op, .. } | Inst::Op2 { op, .. }
+                    if op.allocates() || *op == Op::ToList =>
+                {
+                    "an operation on arrays"
+                }
+                _ => continue,
+            };
+            return Err(Unsupported::NotCompiled(what));
+        }
+        if let Terminator::Return(_) = block.term {
+            return Err(Unsupported::NotCompiled("`return`"));
+        }
+    }
+    Ok(())
+}
 
 /// The return value that means the program stopped, printing a value of kind `Int`;
 /// `STOP - 1` an atom, `STOP - 2` a list.
@@ -105,6 +132,7 @@ fn element_kind(program: &Program, frame: &Frame, list: &Operand) -> Result<MKin
 /// Kinds of every variable (from `frame` for those written there, and from what is assigned
 /// them) and which variables are certainly written where.
 pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analysis, Unsupported> {
+    declined(program)?;
     let n = program.frame_size();
     let mut kinds: Vec<Option<MKind>> = vec![None; n];
     let at_entry: HashSet<Slot> = (0..n)
@@ -113,7 +141,10 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         .collect();
     for s in &at_entry {
         let v = frame[s.index()].as_ref().expect("written");
-        kinds[s.index()] = Some(MKind::of(v).ok_or(Unsupported::BigInput)?);
+        kinds[s.index()] = Some(match v {
+            Value::Array(_) => return Err(Unsupported::Array),
+            _ => MKind::of(v).ok_or(Unsupported::BigInput)?,
+        });
     }
     // Kinds, to a fixpoint: an assignment gives its variable the kind of its result.
     loop {
@@ -340,6 +371,7 @@ pub fn lower(
             Terminator::Goto(j) | Terminator::Promote { target: j, .. } => {
                 b.ins().jump(blocks[j.target.index()], &[]);
             }
+            Terminator::Return(_) => unreachable!("`declined` refuses programs that return"),
             Terminator::If { cond, then, els } => {
                 let (c, kind) = value(&mut b, &Operand::Var(*cond));
                 if kind == MKind::Int {

@@ -116,17 +116,21 @@ pub struct Analysis {
 }
 
 /// How machine code holds a value of type `ty`.
-pub fn kind_of(ty: Ty) -> MKind {
+pub fn kind_of(ty: Ty) -> Result<MKind, Unsupported> {
     match ty {
-        Ty::Int => MKind::Int,
-        Ty::Atom => MKind::Atom,
-        Ty::List => MKind::List,
+        Ty::Int => Ok(MKind::Int),
+        Ty::Atom => Ok(MKind::Atom),
+        Ty::List => Ok(MKind::List),
+        Ty::Array => Err(Unsupported::Array),
         Ty::None => unreachable!("only values are held"),
     }
 }
 
 fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
-    MKind::of(v).ok_or(Unsupported::BigConstant)
+    match v {
+        Value::Array(_) => Err(Unsupported::Array),
+        _ => MKind::of(v).ok_or(Unsupported::BigConstant),
+    }
 }
 
 /// Where `slot`'s value comes from at the start of segment `seg`: for a bridge, the
@@ -170,7 +174,7 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
             k[i] = match inst.kind {
                 Kind::Input(slot) => {
                     let found = source(segments, seg, slot, &mut inputs);
-                    let kind = kind_of(inst.ty);
+                    let kind = kind_of(inst.ty)?;
                     let arrives = match &found {
                         Source::Chain(ps, Opnd::Ref(r)) => {
                             kinds[*ps][r.index()].expect("a ref has a kind")
@@ -190,7 +194,7 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                     src.insert(slot, found);
                     Some(kind)
                 }
-                Kind::Param(_) => Some(kind_of(inst.ty)),
+                Kind::Param(_) => Some(kind_of(inst.ty)?),
                 Kind::Op(Op::Same) => Some(of(&k, &inst.args[0])?),
                 Kind::Op(op) => {
                     let arg_kinds = inst
@@ -198,7 +202,7 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                         .iter()
                         .map(|a| of(&k, a))
                         .collect::<Result<Vec<_>, _>>()?;
-                    let kind = kind_of(inst.ty);
+                    let kind = kind_of(inst.ty)?;
                     ops::supported(op, &arg_kinds, kind)?;
                     let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr | Op::Div | Op::Mod);
                     if exits && inst.snap.is_none() {

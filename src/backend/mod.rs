@@ -39,6 +39,12 @@ pub enum Unsupported {
     /// A constant machine code cannot hold.
     #[error("a big integer constant")]
     BigConstant,
+    /// A statement of a residual program that machine code does not run yet.
+    #[error("{0} in a residual program is not compiled yet")]
+    NotCompiled(&'static str),
+    /// An array, which machine code does not hold yet.
+    #[error("an array value (arrays are not compiled yet)")]
+    Array,
     /// An input of a residual program machine code cannot hold.
     #[error("a big integer input")]
     BigInput,

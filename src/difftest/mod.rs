@@ -54,7 +54,7 @@ use crate::jit::{self, Config, Jit};
 use crate::lang::{self, bytecode, BlockId, Program, Slot, Syntax};
 use crate::opt;
 use crate::peval::{self, run::Execution};
-use crate::state::{Position, Steps};
+use crate::state::{Io, Position, State, Steps};
 
 mod dispatch;
 mod flow;
@@ -73,6 +73,9 @@ pub const STEP_LIMIT: u64 = 200_000;
 /// on integers of millions of bits takes that long within [`STEP_LIMIT`] operations, and
 /// every executor would spend as long on it.
 pub const TIME_LIMIT: Duration = Duration::from_secs(2);
+
+/// What a generated program's `getchar` reads: some bytes, then the end of the input.
+pub const STDIN: &[u8] = b"flow\n\x00\xff7";
 
 /// A generated case: a program of one of the three kinds.
 #[derive(Clone, Debug)]
@@ -116,10 +119,13 @@ pub fn cases() -> impl Strategy<Value = Case> {
     ]
 }
 
-fn describe(outcome: Result<Value, interp::RuntimeError>) -> String {
+/// What a run printed, as the command line shows it: its output, then its last line or
+/// its error.
+fn describe(outcome: Result<Value, interp::RuntimeError>, io: &Io) -> String {
+    let written = String::from_utf8_lossy(io.output());
     match outcome {
-        Ok(v) => v.to_string(),
-        Err(e) => format!("error: {e}"),
+        Ok(v) => format!("{written}{v}"),
+        Err(e) => format!("{written}error: {e}"),
     }
 }
 
@@ -174,6 +180,15 @@ struct Subject<'a> {
     entry: BlockId,
     inputs: Vec<(Slot, Value)>,
     statics: usize,
+    /// What `getchar` reads.
+    stdin: Vec<u8>,
+}
+
+impl Subject<'_> {
+    /// The state a run starts from.
+    fn state(&self) -> State {
+        State::new(self.program, &self.inputs, Io::captured(&self.stdin))
+    }
 }
 
 fn run_pe(s: &Subject, compile: bool) -> String {
@@ -186,8 +201,9 @@ fn run_pe(s: &Subject, compile: bool) -> String {
         ..Execution::default()
     };
     let (statics, dynamic) = s.inputs.split_at(s.statics);
-    match peval::run::specialize_and_run(s.program, s.entry, statics, dynamic, how) {
-        Ok(outcome) => describe(outcome),
+    let mut io = Io::captured(&s.stdin);
+    match peval::run::specialize_and_run(s.program, s.entry, statics, dynamic, how, &mut io) {
+        Ok(outcome) => describe(outcome, &io),
         Err(e) => format!("pe: {e}"),
     }
 }
@@ -204,22 +220,23 @@ impl Monitor for Deadline {
 /// Runs `s` under every executor and compares each with the interpreter; `pe` names the
 /// partial evaluation in a difference's description, `turn` is as for [`configurations`].
 fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
-    let mut frame = crate::state::frame_with(s.program, &s.inputs);
+    let mut state = s.state();
     let mut steps = Steps::new(Some(STEP_LIMIT));
     let mut deadline = Deadline(Instant::now() + TIME_LIMIT);
     let oracle = match interp::run(
         s.program,
-        &mut frame,
+        &mut state,
         Position::start(s.entry),
         &mut steps,
         &mut deadline,
     ) {
         Ok(interp::Exit::Stop(v)) => Ok(v),
         Ok(interp::Exit::Hot(_)) => return Ok(false),
+        Ok(interp::Exit::Return(_)) => unreachable!("a run's state does not return out"),
         Err(e) if matches!(e.kind, ErrorKind::MaxSteps(_)) => return Ok(false),
         Err(e) => Err(e),
     };
-    let want = describe(oracle);
+    let want = describe(oracle, &state.io);
     // A panic in an executor is a difference too, named (proptest would report its message
     // alone).
     let differ = |who: String, run: &mut dyn FnMut() -> String| -> Result<(), String> {
@@ -247,14 +264,17 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
             ..Config::default()
         };
         let mut jit = Jit::new(s.program, config).map_err(|e| e.to_string())?;
-        let mut frame = crate::state::frame_with(s.program, &s.inputs);
+        let mut state = s.state();
         differ(
             format!(
                 "--mode {} --threshold {threshold} --bridge-threshold {bridge_threshold} --passes {}",
                 if native { "jit" } else { "trace" },
                 passes.join(",")
             ),
-            &mut || describe(jit.run(&mut frame, s.entry)),
+            &mut || {
+                let outcome = jit.run(&mut state, s.entry);
+                describe(outcome, &state.io)
+            },
         )?;
     }
     differ(format!("{pe} --run"), &mut || run_pe(s, false))?;
@@ -273,6 +293,7 @@ pub fn check(text: &str) -> Result<bool, String> {
         entry: BlockId(0),
         inputs: Vec::new(),
         statics: 0,
+        stdin: STDIN.to_vec(),
     };
     check_subject(&subject, "pe", turn(text))
 }
@@ -306,6 +327,7 @@ pub fn check_bytecode(text: &str, registers: &[(&str, i64)]) -> Result<bool, Str
         entry,
         inputs,
         statics: 2,
+        stdin: Vec::new(),
     };
     check_subject(&subject, "pe (bytecode and pc static)", turn(text))
 }

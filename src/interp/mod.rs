@@ -3,7 +3,12 @@
 //! Variables live in a frame of slots, resolved when the program was checked, so running a
 //! program never looks a name up. The interpreter is built from two step functions, [`step`]
 //! (one statement) and [`branch`] (one terminator), which the trace recorder calls too: a
-//! trace records exactly what the interpreter does.
+//! trace records exactly what the interpreter does. The statements that need more of the
+//! state than the frame (input, output, a call) are run by [`effect`].
+//!
+//! A call pushes the caller's frame on the state's stack of calls and goes on at the
+//! callee's entry in a new frame; `return` pops it: the stack is data, so a program may
+//! recurse 100,000 deep (the limit, [`MAX_CALL_DEPTH`](crate::state::MAX_CALL_DEPTH)) on flowjit's own small stack.
 //!
 //! [`run`] interprets from a position until the program stops, an error happens, or the
 //! [`Monitor`] asks to take over at a back edge. It never recurses: the JIT driver calls it
@@ -12,7 +17,7 @@
 use flowjit_runtime::{ops, Op, OpError, Value};
 
 use crate::lang::{BlockId, Inst, Jump, Operand, Program, Slot, Terminator};
-use crate::state::{frame_with, Frame, Position, Steps};
+use crate::state::{Frame, Position, State, Steps};
 
 /// What went wrong, without where.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -26,6 +31,15 @@ pub enum ErrorKind {
     /// `--max-steps` operations were interpreted and the program wanted more.
     #[error("step limit reached: the program did not stop within {0} operations")]
     MaxSteps(u64),
+    /// `putchar` of something that is not an integer 0..255.
+    #[error("putchar: {0} is not a byte")]
+    NotAByte(Value),
+    /// `return` with no call to return from.
+    #[error("return outside a function")]
+    ReturnOutside,
+    /// A call nested more than [`MAX_CALL_DEPTH`] deep.
+    #[error("call depth limit reached")]
+    CallDepth,
 }
 
 /// A runtime error: what went wrong and in which block.
@@ -46,6 +60,8 @@ pub enum Exit {
     /// The monitor took over at a back edge to this block; the frame is as it is on entry
     /// to the block.
     Hot(BlockId),
+    /// A function run by [`call_function`] returned this value.
+    Return(Value),
 }
 
 /// Watches the interpreter's back edges and may take control there.
@@ -91,9 +107,20 @@ pub fn operand<'a>(
     }
 }
 
-/// Executes one statement.
+/// What [`step`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The statement ran.
+    Done,
+    /// The statement needs more of the state than the frame (input, output, a call):
+    /// [`effect`] runs it.
+    Effect,
+}
+
+/// Executes one statement on the frame; a statement that needs more of the state is left
+/// to [`effect`].
 #[inline(always)]
-pub fn step(program: &Program, frame: &mut Frame, inst: &Inst) -> Result<(), ErrorKind> {
+pub fn step(program: &Program, frame: &mut Frame, inst: &Inst) -> Result<Step, ErrorKind> {
     match inst {
         Inst::Op2 { dst, op, a, b } => {
             let (x, y) = (operand(program, frame, a)?, operand(program, frame, b)?);
@@ -105,7 +132,7 @@ pub fn step(program: &Program, frame: &mut Frame, inst: &Inst) -> Result<(), Err
                     if let Some(item) = usize::try_from(*i).ok().and_then(|i| list.get(i)) {
                         let item = item.clone();
                         frame[dst.index()] = Some(item);
-                        return Ok(());
+                        return Ok(Step::Done);
                     }
                     None
                 }
@@ -120,9 +147,83 @@ pub fn step(program: &Program, frame: &mut Frame, inst: &Inst) -> Result<(), Err
             let v = ops::apply1(*op, operand(program, frame, a)?)?;
             frame[dst.index()] = Some(v);
         }
+        Inst::SetItem {
+            array,
+            index,
+            value,
+        } => setitem(program, frame, array, index, value)?,
         Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => {}
+        Inst::Print(_) | Inst::Putchar(_) | Inst::Getchar(_) | Inst::Call { .. } => {
+            return Ok(Step::Effect)
+        }
     }
-    Ok(())
+    Ok(Step::Done)
+}
+
+/// `array[index] = value`.
+fn setitem(
+    program: &Program,
+    frame: &Frame,
+    array: &Operand,
+    index: &Operand,
+    value: &Operand,
+) -> Result<(), ErrorKind> {
+    let a = operand(program, frame, array)?;
+    let i = operand(program, frame, index)?;
+    let v = operand(program, frame, value)?.clone();
+    Ok(ops::setitem(a, i, v)?)
+}
+
+/// What [`effect`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effected {
+    /// The statement ran; the block goes on.
+    Done,
+    /// A call was entered: run the callee from its entry.
+    Enter(BlockId),
+}
+
+/// Runs a statement that [`step`] leaves: input, output or a call. `at` is the statement's
+/// position, where a call returns to (the statement after it).
+#[inline(never)]
+pub fn effect(
+    program: &Program,
+    state: &mut State,
+    inst: &Inst,
+    at: Position,
+) -> Result<Effected, ErrorKind> {
+    let frame = &mut state.frame;
+    match inst {
+        Inst::Print(a) => {
+            let v = operand(program, frame, a)?;
+            state.io.print(v);
+        }
+        Inst::Putchar(a) => match operand(program, frame, a)? {
+            Value::Int(b @ 0..=255) => state.io.putchar(*b as u8),
+            other => return Err(ErrorKind::NotAByte(other.clone())),
+        },
+        Inst::Getchar(dst) => {
+            let b = state.io.getchar();
+            frame[dst.index()] = Some(Value::Int(b));
+        }
+        Inst::Call { dst, func, args } => {
+            let args = args
+                .iter()
+                .map(|a| operand(program, frame, a).cloned())
+                .collect::<Result<Vec<_>, _>>()?;
+            let f = program.func(*func);
+            let ret = Position {
+                block: at.block,
+                inst: at.inst + 1,
+            };
+            state
+                .enter(program.frame_size(), &f.params, args, ret, *dst)
+                .ok_or(ErrorKind::CallDepth)?;
+            return Ok(Effected::Enter(f.entry));
+        }
+        _ => unreachable!("step runs every other statement"),
+    }
+    Ok(Effected::Done)
 }
 
 /// Stores an integer into a slot. When the slot already holds an integer, only the payload
@@ -149,6 +250,8 @@ pub enum Flow {
     Jump(Jump),
     /// The program stops, printing this value.
     Stop(Value),
+    /// The current call returns this value.
+    Return(Value),
 }
 
 /// Evaluates a terminator.
@@ -164,20 +267,21 @@ pub fn branch(program: &Program, frame: &Frame, term: &Terminator) -> Result<Flo
             }
         }
         Terminator::PrintAndStop(arg) => Flow::Stop(operand(program, frame, arg)?.clone()),
+        Terminator::Return(arg) => Flow::Return(operand(program, frame, arg)?.clone()),
     })
 }
 
 /// Interprets from `at` until the program stops, fails, or `monitor` takes over.
 pub fn run<M: Monitor>(
     program: &Program,
-    frame: &mut Frame,
+    state: &mut State,
     at: Position,
     steps: &mut Steps,
     monitor: &mut M,
 ) -> Result<Exit, RuntimeError> {
     let mut id = at.block;
     let mut first = at.inst;
-    loop {
+    'blocks: loop {
         let block = &program.blocks[id.index()];
         let fail = |k: usize| {
             move |kind| RuntimeError {
@@ -190,27 +294,50 @@ pub fn run<M: Monitor>(
         let cost = if first == 0 {
             block.cost
         } else {
-            rest.iter().filter(|i| !i.is_hint()).count() as u64 + 1
+            cost_from(&block.insts, first)
         };
         if steps.left >= cost {
             steps.left -= cost;
             for inst in rest {
-                // The statement's index is needed only for an error: found from its address.
-                step(program, frame, inst).map_err(|e| fail(index_of(&block.insts, inst))(e))?;
+                // The statement's index is needed only for an error or an effect: found
+                // from its address.
+                let done = step(program, &mut state.frame, inst)
+                    .map_err(|e| fail(index_of(&block.insts, inst))(e))?;
+                if done == Step::Effect {
+                    let k = index_of(&block.insts, inst);
+                    let at = Position { block: id, inst: k };
+                    if let Effected::Enter(entry) =
+                        effect(program, state, inst, at).map_err(fail(k))?
+                    {
+                        // What is left of the block runs (and is counted) on return.
+                        steps.left += cost_from(&block.insts, k + 1);
+                        id = entry;
+                        first = 0;
+                        continue 'blocks;
+                    }
+                }
             }
         } else {
             // Not enough budget for the whole block: go one operation at a time, so that the
             // limit stops the program exactly after the last allowed operation.
             for (k, inst) in rest.iter().enumerate() {
+                let k = first + k;
                 if !inst.is_hint() {
                     if steps.left == 0 {
-                        return Err(fail(first + k)(ErrorKind::MaxSteps(
-                            steps.limit.unwrap_or(0),
-                        )));
+                        return Err(fail(k)(ErrorKind::MaxSteps(steps.limit.unwrap_or(0))));
                     }
                     steps.left -= 1;
                 }
-                step(program, frame, inst).map_err(fail(first + k))?;
+                if step(program, &mut state.frame, inst).map_err(fail(k))? == Step::Effect {
+                    let at = Position { block: id, inst: k };
+                    if let Effected::Enter(entry) =
+                        effect(program, state, inst, at).map_err(fail(k))?
+                    {
+                        id = entry;
+                        first = 0;
+                        continue 'blocks;
+                    }
+                }
             }
             if steps.left == 0 {
                 return Err(fail(term)(ErrorKind::MaxSteps(steps.limit.unwrap_or(0))));
@@ -219,9 +346,9 @@ pub fn run<M: Monitor>(
         }
         first = 0;
         if block.enters_jit {
-            monitor.can_enter_jit(frame);
+            monitor.can_enter_jit(&state.frame);
         }
-        match branch(program, frame, &block.term).map_err(fail(term))? {
+        match branch(program, &state.frame, &block.term).map_err(fail(term))? {
             Flow::Jump(j) => {
                 if j.back_edge && monitor.back_edge(id, j.target) {
                     return Ok(Exit::Hot(j.target));
@@ -229,8 +356,24 @@ pub fn run<M: Monitor>(
                 id = j.target;
             }
             Flow::Stop(v) => return Ok(Exit::Stop(v)),
+            Flow::Return(v) if state.calls.is_empty() => {
+                if state.returns_out {
+                    return Ok(Exit::Return(v));
+                }
+                return Err(fail(term)(ErrorKind::ReturnOutside));
+            }
+            Flow::Return(v) => {
+                let ret = state.leave(v).expect("a call is waiting");
+                id = ret.block;
+                first = ret.inst;
+            }
         }
     }
+}
+
+/// What running `insts` from statement `k` and then the terminator costs.
+fn cost_from(insts: &[Inst], k: usize) -> u64 {
+    insts[k..].iter().filter(|i| !i.is_hint()).count() as u64 + 1
 }
 
 /// The index of `inst` in `insts` (it is one of them).
@@ -238,23 +381,54 @@ fn index_of(insts: &[Inst], inst: &Inst) -> usize {
     (inst as *const Inst as usize - insts.as_ptr() as usize) / std::mem::size_of::<Inst>()
 }
 
-/// Runs `program` from `entry` with `inputs` and returns the value it prints.
+/// Runs `program` from `entry` on `state` and returns the value it prints.
 pub fn run_program(
     program: &Program,
     entry: BlockId,
-    inputs: &[(Slot, Value)],
+    state: &mut State,
     max_steps: Option<u64>,
 ) -> Result<Value, RuntimeError> {
-    let mut frame = frame_with(program, inputs);
     let mut steps = Steps::new(max_steps);
     match run(
         program,
-        &mut frame,
+        state,
         Position::start(entry),
         &mut steps,
         &mut NoMonitor,
     )? {
         Exit::Stop(v) => Ok(v),
+        Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+        Exit::Return(_) => unreachable!("only a state made by call_function returns out"),
+    }
+}
+
+/// Runs function `func` of `program` on `args` by itself, as a call would, within the
+/// `steps` budget: its result, or its runtime error (which is the budget's when it runs
+/// out). `None` when it stops the program instead (with `print_and_stop`). Its output, if
+/// it writes any, is dropped: the partial evaluator runs `@elidable` functions, which the
+/// checker makes sure write none.
+pub fn call_function(
+    program: &Program,
+    func: crate::lang::FuncId,
+    args: Vec<Value>,
+    steps: &mut Steps,
+) -> Result<Option<Value>, RuntimeError> {
+    let f = program.func(func);
+    let mut frame = vec![None; program.frame_size()];
+    for (p, v) in f.params.iter().zip(args) {
+        frame[p.index()] = Some(v);
+    }
+    let mut state = State::with_frame(frame);
+    state.returns_out = true;
+    match run(
+        program,
+        &mut state,
+        Position::start(f.entry),
+        steps,
+        &mut NoMonitor,
+    )? {
+        Exit::Return(v) => Ok(Some(v)),
+        Exit::Stop(_) => Ok(None),
         Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
     }
 }

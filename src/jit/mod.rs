@@ -38,7 +38,7 @@ use crate::backend::{self, Backend, Listings};
 use crate::interp::{self, Exit, NoMonitor, RuntimeError};
 use crate::lang::{BlockId, Inst as Stmt, Program, Slot, Terminator};
 use crate::opt;
-use crate::state::{Frame, Position, Steps};
+use crate::state::{Frame, Position, State, Steps};
 use crate::trace::{self, print, Kind, Recorded};
 use profile::Profile;
 pub use profile::{Key, MAX_ABORTS};
@@ -180,17 +180,19 @@ impl<'p> Jit<'p> {
         std::mem::take(&mut self.dump)
     }
 
-    /// Runs the program from `entry` on `frame` and returns the value it prints.
-    pub fn run(&mut self, frame: &mut Frame, entry: BlockId) -> Result<Value, RuntimeError> {
+    /// Runs the program from `entry` on `state` and returns the value it prints.
+    pub fn run(&mut self, state: &mut State, entry: BlockId) -> Result<Value, RuntimeError> {
         self.started = Instant::now();
         let mut pos = Position::start(entry);
         loop {
             let start = Instant::now();
-            let exit = interp::run(self.program, frame, pos, &mut self.steps, &mut self.profile);
+            let exit = interp::run(self.program, state, pos, &mut self.steps, &mut self.profile);
+            let frame = &mut state.frame;
             self.stats.interp_time += start.elapsed();
             let anchor = match exit? {
                 Exit::Stop(v) => return Ok(v),
                 Exit::Hot(anchor) => anchor,
+                Exit::Return(_) => unreachable!("a run's state does not return out"),
             };
             let Some(key) = self.profile.take_key(anchor, frame) else {
                 pos = Position::start(anchor);
@@ -216,11 +218,12 @@ impl<'p> Jit<'p> {
 
     /// The articles' `do_trace`: records at once from `from`, runs the trace until it
     /// exits, and lets the interpreter finish without tracing again.
-    pub fn do_trace(&mut self, frame: &mut Frame, from: BlockId) -> Result<Value, RuntimeError> {
+    pub fn do_trace(&mut self, state: &mut State, from: BlockId) -> Result<Value, RuntimeError> {
         let key = Key {
             anchor: from,
             greens: Vec::new(),
         };
+        let frame = &mut state.frame;
         let pos = match self.record(frame, key)? {
             Recording::Tree(index) => match self.run_tree(index, frame, true)? {
                 Next::Resume(at) => at,
@@ -230,11 +233,12 @@ impl<'p> Jit<'p> {
             Recording::Resume(at) => at,
         };
         let start = Instant::now();
-        let exit = interp::run(self.program, frame, pos, &mut self.steps, &mut NoMonitor);
+        let exit = interp::run(self.program, state, pos, &mut self.steps, &mut NoMonitor);
         self.stats.interp_time += start.elapsed();
         match exit? {
             Exit::Stop(v) => Ok(v),
             Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+            Exit::Return(_) => unreachable!("a run's state does not return out"),
         }
     }
 

@@ -91,6 +91,65 @@ pub enum Stmt {
     },
     /// `can_enter_jit`: marks a backward jump of the interpreted program.
     CanEnterJit(Span),
+    /// `a[i] = v` (`setitem(var(a), I, V, Rest)`): stores `v` into array `a` at index `i`.
+    SetItem {
+        /// The array's variable.
+        array: Name,
+        /// The index.
+        index: Arg,
+        /// The value stored.
+        value: Arg,
+        /// The whole statement.
+        span: Span,
+    },
+    /// `print(x)`: writes `x` and a newline.
+    Print(Arg, Span),
+    /// `putchar(x)`: writes the byte `x`.
+    Putchar(Arg, Span),
+    /// `v = getchar()` (`op0(v, getchar, Rest)`): reads a byte of input, -1 at its end.
+    Getchar {
+        /// The variable assigned.
+        dst: Name,
+        /// The whole statement.
+        span: Span,
+    },
+    /// `r = call f(args...)`.
+    Call {
+        /// The variable that receives the result.
+        dst: Name,
+        /// The function called.
+        func: Name,
+        /// The arguments.
+        args: Vec<Arg>,
+        /// The whole statement.
+        span: Span,
+    },
+}
+
+impl Stmt {
+    /// Where the statement was written, as far as the tree knows (a hint that keeps no
+    /// span gives its variable's).
+    pub fn span(&self) -> Span {
+        match self {
+            Stmt::Op { span, .. }
+            | Stmt::MergePoint { span, .. }
+            | Stmt::CanEnterJit(span)
+            | Stmt::SetItem { span, .. }
+            | Stmt::Print(_, span)
+            | Stmt::Putchar(_, span)
+            | Stmt::Getchar { span, .. }
+            | Stmt::Call { span, .. } => *span,
+            Stmt::Promote(v) => v.span,
+        }
+    }
+
+    /// Whether the statement writes output or reads input.
+    pub fn is_io(&self) -> bool {
+        matches!(
+            self,
+            Stmt::Print(..) | Stmt::Putchar(..) | Stmt::Getchar { .. }
+        )
+    }
 }
 
 /// How a block ends.
@@ -116,6 +175,19 @@ pub enum Term {
         /// Where to continue.
         target: Name,
     },
+    /// `return arg`: ends the current call with `arg` as its result.
+    Return(Arg),
+}
+
+/// The declaration of a function at a block: `func NAME(params):` (`func(NAME, [P, ...]).`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Func {
+    /// The parameters, in order.
+    pub params: Vec<Name>,
+    /// Whether it was marked `@elidable` (`elidable(NAME).`).
+    pub elidable: bool,
+    /// Where it was declared.
+    pub span: Span,
 }
 
 /// A labelled block: statements, then one terminator.
@@ -129,6 +201,8 @@ pub struct Block {
     pub term: Term,
     /// Where the terminator was written.
     pub term_span: Span,
+    /// The function the block declares, if it is a function's entry.
+    pub func: Option<Func>,
 }
 
 /// A parsed program: its blocks in source order.
@@ -169,6 +243,31 @@ impl Ast {
                             span: z,
                         },
                         Stmt::CanEnterJit(_) => Stmt::CanEnterJit(z),
+                        Stmt::SetItem {
+                            array,
+                            index,
+                            value,
+                            ..
+                        } => Stmt::SetItem {
+                            array: name(array),
+                            index: arg(index),
+                            value: arg(value),
+                            span: z,
+                        },
+                        Stmt::Print(a, _) => Stmt::Print(arg(a), z),
+                        Stmt::Putchar(a, _) => Stmt::Putchar(arg(a), z),
+                        Stmt::Getchar { dst, .. } => Stmt::Getchar {
+                            dst: name(dst),
+                            span: z,
+                        },
+                        Stmt::Call {
+                            dst, func, args, ..
+                        } => Stmt::Call {
+                            dst: name(dst),
+                            func: name(func),
+                            args: args.iter().map(arg).collect(),
+                            span: z,
+                        },
                     })
                     .collect(),
                 term: match &b.term {
@@ -183,8 +282,14 @@ impl Ast {
                         var: name(var),
                         target: name(target),
                     },
+                    Term::Return(a) => Term::Return(arg(a)),
                 },
                 term_span: z,
+                func: b.func.as_ref().map(|f| Func {
+                    params: f.params.iter().map(name).collect(),
+                    elidable: f.elidable,
+                    span: z,
+                }),
             })
             .collect();
         Ast { blocks }
@@ -208,6 +313,12 @@ pub const KEYWORDS: &[&str] = &[
     "promote",
     "jit_merge_point",
     "can_enter_jit",
+    "func",
+    "call",
+    "return",
+    "print",
+    "putchar",
+    "getchar",
 ];
 
 /// Whether `text` is an identifier (`[A-Za-z_][A-Za-z0-9_]*`) that is not a keyword.

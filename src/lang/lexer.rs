@@ -15,7 +15,7 @@ pub enum Tok {
     Int(BigInt),
     /// A quoted atom, without its quotes.
     Atom(String),
-    /// Punctuation or an operator, as written: `: = ( ) [ ] , += -= + - * // % == != < <= > >= & | ^ << >>`.
+    /// Punctuation or an operator, as written: `: = ( ) [ ] , += -= + - * // % == != < <= > >= & | ^ << >> @`.
     Punct(&'static str),
     /// The end of the text.
     Eof,
@@ -36,7 +36,7 @@ impl Tok {
 
 const PUNCTS: &[&str] = &[
     "+=", "-=", "==", "!=", "<=", ">=", "<<", ">>", "//", ":", "=", "(", ")", "[", "]", ",", "+",
-    "-", "*", "%", "<", ">", "&", "|", "^",
+    "-", "*", "%", "<", ">", "&", "|", "^", "@",
 ];
 
 /// Splits `text` into tokens with their spans; the last token is [`Tok::Eof`].

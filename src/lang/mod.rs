@@ -14,7 +14,7 @@ pub mod program;
 
 pub use ast::Ast;
 pub use diag::{Diagnostic, Source};
-pub use program::{BlockId, Inst, Jump, Operand, Program, Slot, Terminator};
+pub use program::{BlockId, Func, FuncId, Inst, Jump, Operand, Program, Slot, Terminator};
 
 use flowjit_runtime::Value;
 

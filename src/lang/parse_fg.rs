@@ -2,12 +2,15 @@
 //!
 //! ```text
 //! program  := block*
-//! block    := NAME ':' stmt* term
-//! stmt     := NAME '=' rhs | NAME '+=' arg | NAME '-=' arg
+//! block    := header stmt* term
+//! header   := NAME ':' | ['@' 'elidable'] 'func' NAME '(' NAME,* ')' ':'
+//! stmt     := NAME '=' rhs | NAME '+=' arg | NAME '-=' arg | NAME '[' arg ']' '=' arg
+//!           | 'print' '(' arg ')' | 'putchar' '(' arg ')'
 //!           | 'promote' '(' NAME ')' | 'jit_merge_point' '(' NAME,* ')' | 'can_enter_jit'
-//! rhs      := NAME '(' arg,* ')' | arg '[' arg ']' | arg INFIX arg | arg
+//! rhs      := NAME '(' arg,* ')' | 'getchar' '(' ')' | 'call' NAME '(' arg,* ')'
+//!           | arg '[' arg ']' | arg INFIX arg | arg
 //! term     := 'goto' NAME | 'if' NAME 'goto' NAME 'else' 'goto' NAME
-//!           | 'print_and_stop' '(' arg ')' | 'promote' '(' NAME ',' NAME ')'
+//!           | 'print_and_stop' '(' arg ')' | 'promote' '(' NAME ',' NAME ')' | 'return' arg
 //! arg      := NAME | INT | '-' INT | ATOM | list | 'var' '(' NAME ')' | 'const' '(' const ')'
 //! const    := NAME | INT | '-' INT | ATOM | list        (a bare NAME here is an atom)
 //! list     := '[' const,* ']'
@@ -17,7 +20,7 @@
 //! terminator) begins, so the articles' one-line programs parse as they are. `var(x)` and
 //! `const(c)` are accepted as arguments too, as the articles sometimes write them.
 
-use super::ast::{Arg, Ast, Block, Name, Span, Stmt, Term, KEYWORDS, MAX_LIST_NESTING};
+use super::ast::{Arg, Ast, Block, Func, Name, Span, Stmt, Term, KEYWORDS, MAX_LIST_NESTING};
 use super::diag::Diagnostic;
 use super::lexer::{tokenize, Tok};
 use flowjit_runtime::Value;
@@ -130,23 +133,112 @@ impl Parser {
         }
     }
 
+    /// `@elidable`, if it is there, and `func NAME(params)`, if it is there: the
+    /// function a block declares.
+    fn func_header(&mut self) -> PResult<Option<(Name, Func)>> {
+        let start = self.span();
+        let elidable = self.is_punct("@");
+        if elidable {
+            self.bump();
+            if !self.is_keyword("elidable") {
+                return self.error("`elidable` after `@`");
+            }
+            self.bump();
+            if !self.is_keyword("func") {
+                return self.error("`func` after `@elidable`");
+            }
+        }
+        if !self.is_keyword("func") {
+            return Ok(None);
+        }
+        self.bump();
+        let name = self.name("a function name after `func`")?;
+        self.expect_punct("(")?;
+        let params = self.names_until(")", "a parameter")?;
+        let end = self.expect_punct(")")?;
+        Ok(Some((
+            name,
+            Func {
+                params,
+                elidable,
+                span: start.to(end),
+            },
+        )))
+    }
+
+    /// Names separated by commas, up to (not including) `close`.
+    fn names_until(&mut self, close: &str, what: &str) -> PResult<Vec<Name>> {
+        let mut names = Vec::new();
+        while !self.is_punct(close) {
+            names.push(self.name(what)?);
+            if !self.is_punct(close) {
+                self.expect_punct(",")?;
+            }
+        }
+        Ok(names)
+    }
+
+    /// Arguments separated by commas, up to and including `)`.
+    fn args_until_close(&mut self) -> PResult<(Vec<Arg>, Span)> {
+        let mut args = Vec::new();
+        while !self.is_punct(")") {
+            args.push(self.arg()?);
+            if !self.is_punct(")") {
+                self.expect_punct(",")?;
+            }
+        }
+        Ok((args, self.expect_punct(")")?))
+    }
+
+    /// Whether the next tokens begin a block: a label and `:`, or a function's header.
+    fn at_block_start(&self) -> bool {
+        self.peek_at(1) == &Tok::Punct(":")
+            || self.is_keyword("func")
+            || self.is_punct("@")
+            || self.peek() == &Tok::Eof
+    }
+
     fn block(&mut self) -> PResult<Block> {
-        let label = self.name("a block label")?;
+        let (label, func) = match self.func_header()? {
+            Some((name, func)) => (name, Some(func)),
+            None => (self.name("a block label")?, None),
+        };
         self.expect_punct(":")?;
         let mut stmts = Vec::new();
+        let finish = |stmts, term, term_span| {
+            Ok(Block {
+                label: label.clone(),
+                stmts,
+                term,
+                term_span,
+                func: func.clone(),
+            })
+        };
         loop {
             let start = self.span();
             match self.peek().clone() {
+                Tok::Ident(kw) if kw == "return" => {
+                    self.bump();
+                    let arg = self.arg()?;
+                    let span = start.to(arg.span());
+                    return finish(stmts, Term::Return(arg), span);
+                }
+                Tok::Ident(kw) if (kw == "print" || kw == "putchar") => {
+                    self.bump();
+                    self.expect_punct("(")?;
+                    let arg = self.arg()?;
+                    let span = start.to(self.expect_punct(")")?);
+                    stmts.push(if kw == "print" {
+                        Stmt::Print(arg, span)
+                    } else {
+                        Stmt::Putchar(arg, span)
+                    });
+                }
                 Tok::Ident(kw) if kw == "goto" => {
                     self.bump();
                     let target = self.name("a label after `goto`")?;
                     let span = start.to(target.span);
-                    return Ok(Block {
-                        label,
-                        stmts,
-                        term: Term::Goto(target),
-                        term_span: span,
-                    });
+                    return finish(stmts, Term::Goto(target), span);
                 }
                 Tok::Ident(kw) if kw == "if" => {
                     self.bump();
@@ -170,24 +262,14 @@ impl Parser {
                     self.expect_keyword("goto")?;
                     let els = self.name("a label after `goto`")?;
                     let span = start.to(els.span);
-                    return Ok(Block {
-                        label,
-                        stmts,
-                        term: Term::If { cond, then, els },
-                        term_span: span,
-                    });
+                    return finish(stmts, Term::If { cond, then, els }, span);
                 }
                 Tok::Ident(kw) if kw == "print_and_stop" => {
                     self.bump();
                     self.expect_punct("(")?;
                     let arg = self.arg()?;
                     let end = self.expect_punct(")")?;
-                    return Ok(Block {
-                        label,
-                        stmts,
-                        term: Term::PrintAndStop(arg),
-                        term_span: start.to(end),
-                    });
+                    return finish(stmts, Term::PrintAndStop(arg), start.to(end));
                 }
                 Tok::Ident(kw) if kw == "promote" => {
                     self.bump();
@@ -197,12 +279,7 @@ impl Parser {
                         self.bump();
                         let target = self.name("a label")?;
                         let end = self.expect_punct(")")?;
-                        return Ok(Block {
-                            label,
-                            stmts,
-                            term: Term::Promote { var, target },
-                            term_span: start.to(end),
-                        });
+                        return finish(stmts, Term::Promote { var, target }, start.to(end));
                     }
                     self.expect_punct(")")?;
                     stmts.push(Stmt::Promote(var));
@@ -210,13 +287,7 @@ impl Parser {
                 Tok::Ident(kw) if kw == "jit_merge_point" => {
                     self.bump();
                     self.expect_punct("(")?;
-                    let mut greens = Vec::new();
-                    while !self.is_punct(")") {
-                        greens.push(self.name("a green variable")?);
-                        if !self.is_punct(")") {
-                            self.expect_punct(",")?;
-                        }
-                    }
+                    let greens = self.names_until(")", "a green variable")?;
                     let end = self.expect_punct(")")?;
                     stmts.push(Stmt::MergePoint {
                         greens,
@@ -231,22 +302,11 @@ impl Parser {
                     }
                     stmts.push(Stmt::CanEnterJit(span));
                 }
-                Tok::Ident(_)
-                    if self.peek_at(1) == &Tok::Punct(":") || self.peek() == &Tok::Eof =>
-                {
+                _ if self.at_block_start() => {
                     return Err(Diagnostic::new(
                         label.span,
                         format!(
-                            "block `{}` has no terminator (it must end in goto, if, print_and_stop or promote)",
-                            label.text
-                        ),
-                    ));
-                }
-                Tok::Eof => {
-                    return Err(Diagnostic::new(
-                        label.span,
-                        format!(
-                            "block `{}` has no terminator (it must end in goto, if, print_and_stop or promote)",
+                            "block `{}` has no terminator (it must end in goto, if, print_and_stop, promote or return)",
                             label.text
                         ),
                     ));
@@ -274,15 +334,53 @@ impl Parser {
                     span,
                 }
             }
-            _ => return self.error(&format!("`=`, `+=` or `-=` after `{}`", dst.text)),
+            Tok::Punct("[") => {
+                self.bump();
+                let index = self.arg()?;
+                self.expect_punct("]")?;
+                self.expect_punct("=")?;
+                let value = self.arg()?;
+                Stmt::SetItem {
+                    span: dst.span.to(value.span()),
+                    array: dst.clone(),
+                    index,
+                    value,
+                }
+            }
+            _ => return self.error(&format!("`=`, `+=`, `-=` or `[` after `{}`", dst.text)),
         };
-        if let Stmt::Op { span, .. } = &mut stmt {
-            *span = dst.span.to(self.toks[self.pos - 1].1);
+        let end = self.toks[self.pos - 1].1;
+        match &mut stmt {
+            Stmt::Op { span, .. } | Stmt::Getchar { span, .. } | Stmt::Call { span, .. } => {
+                *span = dst.span.to(end)
+            }
+            _ => {}
         }
         Ok(stmt)
     }
 
     fn rhs(&mut self, dst: Name) -> PResult<Stmt> {
+        if self.is_keyword("getchar") {
+            self.bump();
+            self.expect_punct("(")?;
+            self.expect_punct(")")?;
+            return Ok(Stmt::Getchar {
+                dst,
+                span: Span::default(),
+            });
+        }
+        if self.is_keyword("call") {
+            self.bump();
+            let func = self.name("a function name after `call`")?;
+            self.expect_punct("(")?;
+            let (args, _) = self.args_until_close()?;
+            return Ok(Stmt::Call {
+                dst,
+                func,
+                args,
+                span: Span::default(),
+            });
+        }
         if let Tok::Ident(name) = self.peek().clone() {
             let is_call = self.peek_at(1) == &Tok::Punct("(")
                 && name != "var"
@@ -291,14 +389,7 @@ impl Parser {
             if is_call {
                 let op = Name::new(name, self.bump().1);
                 self.bump();
-                let mut args = Vec::new();
-                while !self.is_punct(")") {
-                    args.push(self.arg()?);
-                    if !self.is_punct(")") {
-                        self.expect_punct(",")?;
-                    }
-                }
-                self.bump();
+                let (args, _) = self.args_until_close()?;
                 return Ok(Stmt::Op {
                     dst,
                     op,

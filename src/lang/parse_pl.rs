@@ -5,18 +5,23 @@
 //! `:- ...` directives) is skipped. `%` line comments and `/* */` comments are skipped too.
 //!
 //! ```text
-//! Code := op1(V, Op, Arg, Code) | op2(V, Op, Arg, Arg, Code)
-//!       | jump(L) | if(V, L1, L2) | print_and_stop(Arg) | promote(V, L)
+//! Code := op1(V, Op, Arg, Code) | op2(V, Op, Arg, Arg, Code) | op0(V, getchar, Code)
+//!       | setitem(var(A), Arg, Arg, Code) | print(Arg, Code) | putchar(Arg, Code)
+//!       | call(V, F, [Arg, ...], Code)
+//!       | jump(L) | if(V, L1, L2) | print_and_stop(Arg) | promote(V, L) | return(Arg)
 //!       | promote(V, Code)                    (hint: freeze V, then go on with Code)
 //!       | jit_merge_point([G1, ...], Code) | can_enter_jit(Code)
 //! Arg  := var(X) | const(C)                  C an integer, an atom or a list
 //! ```
+//!
+//! Functions are declared by facts beside the blocks: `func(F, [P, ...]).` makes block `F`
+//! the entry of a function with those parameters, `elidable(F).` marks it elidable.
 
 use flowjit_runtime::Value;
 use num_bigint::BigInt;
 
 use super::ast::{
-    Arg, Ast, Block, Name, Span, Stmt, Term, KEYWORDS, MAX_LIST_NESTING, MAX_TERM_NESTING,
+    Arg, Ast, Block, Func, Name, Span, Stmt, Term, KEYWORDS, MAX_LIST_NESTING, MAX_TERM_NESTING,
 };
 use super::diag::Diagnostic;
 use super::lexer::quoted_atom;
@@ -287,10 +292,60 @@ pub fn parse_pl(text: &str) -> PResult<Ast> {
         depth: 0,
     };
     let mut blocks = Vec::new();
+    let mut funcs: Vec<(Name, Func)> = Vec::new();
+    let mut elidable: Vec<Name> = Vec::new();
     while p.peek() != &Tok::Eof {
-        let is_block = p.peek() == &Tok::Atom("block".into())
-            && p.toks.get(p.pos + 1).map(|t| &t.0) == Some(&Tok::Punct('('));
-        if !is_block {
+        let head_is = |name: &str| {
+            p.peek() == &Tok::Atom(name.into())
+                && p.toks.get(p.pos + 1).map(|t| &t.0) == Some(&Tok::Punct('('))
+        };
+        if head_is("func") || head_is("elidable") {
+            let start = p.pos;
+            let fact = p.term()?;
+            if p.peek() != &Tok::End {
+                // A rule or something longer: not a declaration.
+                p.pos = start;
+                p.skip_clause();
+                continue;
+            }
+            p.bump();
+            match &fact {
+                PTerm::Compound(f, args, span) if f == "func" => match args.as_slice() {
+                    [name_t, PTerm::List(params, _)] => {
+                        let params = params
+                            .iter()
+                            .map(|t| name(t, "a parameter"))
+                            .collect::<PResult<_>>()?;
+                        funcs.push((
+                            name(name_t, "a function name")?,
+                            Func {
+                                params,
+                                elidable: false,
+                                span: *span,
+                            },
+                        ));
+                    }
+                    _ => {
+                        return Err(Diagnostic::new(
+                            *span,
+                            "a function is declared as func(Name, [Param, ...])",
+                        ))
+                    }
+                },
+                PTerm::Compound(_, args, span) => match args.as_slice() {
+                    [name_t] => elidable.push(name(name_t, "a function name")?),
+                    _ => {
+                        return Err(Diagnostic::new(
+                            *span,
+                            "a function is marked elidable as elidable(Name)",
+                        ))
+                    }
+                },
+                _ => unreachable!("the head is func( or elidable("),
+            }
+            continue;
+        }
+        if !head_is("block") {
             p.skip_clause();
             continue;
         }
@@ -310,7 +365,44 @@ pub fn parse_pl(text: &str) -> PResult<Ast> {
         }
         blocks.push(block(&head)?);
     }
+    declare(&mut blocks, funcs, elidable)?;
     Ok(Ast { blocks })
+}
+
+/// Attaches the `func` and `elidable` facts to the blocks they name.
+fn declare(blocks: &mut [Block], funcs: Vec<(Name, Func)>, elidable: Vec<Name>) -> PResult<()> {
+    for (fname, func) in funcs {
+        let Some(b) = blocks.iter_mut().find(|b| b.label.text == fname.text) else {
+            return Err(Diagnostic::new(
+                fname.span,
+                format!("func({}, ...) names no block", fname.text),
+            ));
+        };
+        if b.func.is_some() {
+            return Err(Diagnostic::new(
+                fname.span,
+                format!("function `{}` is declared twice", fname.text),
+            ));
+        }
+        b.func = Some(func);
+    }
+    for fname in elidable {
+        match blocks.iter_mut().find(|b| b.label.text == fname.text) {
+            Some(Block {
+                func: Some(func), ..
+            }) => func.elidable = true,
+            _ => {
+                return Err(Diagnostic::new(
+                    fname.span,
+                    format!(
+                        "elidable({}) names no function (declare it with func({}, [...]))",
+                        fname.text, fname.text
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Parses a value written as a Prolog term: an integer, an atom or a list of values. This is
@@ -455,6 +547,69 @@ fn block(head: &PTerm) -> PResult<Block> {
                 code = rest;
                 continue;
             }
+            ("op0", [dst, op, rest]) => {
+                if !matches!(op, PTerm::Atom(a, _) if a == "getchar") {
+                    return Err(Diagnostic::new(
+                        op.span(),
+                        format!(
+                            "op0 takes the operation getchar, not {}",
+                            op.describe()
+                        ),
+                    ));
+                }
+                stmts.push(Stmt::Getchar {
+                    dst: name(dst, "a variable")?,
+                    span: *span,
+                });
+                code = rest;
+                continue;
+            }
+            ("setitem", [array, index, value, rest]) => {
+                let array = match array {
+                    PTerm::Compound(f, a, _) if f == "var" && a.len() == 1 => {
+                        name(&a[0], "a variable")?
+                    }
+                    other => {
+                        return Err(Diagnostic::new(
+                            other.span(),
+                            format!(
+                                "setitem stores into the array a variable holds: expected var(A), found {}",
+                                other.describe()
+                            ),
+                        ))
+                    }
+                };
+                stmts.push(Stmt::SetItem {
+                    array,
+                    index: arg(index)?,
+                    value: arg(value)?,
+                    span: Span::new(span.start, value.span().end),
+                });
+                code = rest;
+                continue;
+            }
+            ("print" | "putchar", [x, rest]) => {
+                let a = arg(x)?;
+                let span = Span::new(span.start, x.span().end);
+                stmts.push(if f == "print" {
+                    Stmt::Print(a, span)
+                } else {
+                    Stmt::Putchar(a, span)
+                });
+                code = rest;
+                continue;
+            }
+            ("call", [dst, func, PTerm::List(args, _), rest]) => {
+                stmts.push(Stmt::Call {
+                    dst: name(dst, "a variable")?,
+                    func: name(func, "a function name")?,
+                    args: args.iter().map(arg).collect::<PResult<_>>()?,
+                    span: Span::new(span.start, func.span().end),
+                });
+                code = rest;
+                continue;
+            }
+            ("return", [x]) => Term::Return(arg(x)?),
             ("jump", [l]) => Term::Goto(name(l, "a label")?),
             ("if", [v, l1, l2]) => Term::If {
                 cond: name(v, "a variable")?,
@@ -470,7 +625,7 @@ fn block(head: &PTerm) -> PResult<Block> {
                 return Err(Diagnostic::new(
                     *span,
                     format!(
-                        "unknown statement {}: expected op1/4, op2/5, jump/1, if/3, print_and_stop/1, promote/2, jit_merge_point/2 or can_enter_jit/1",
+                        "unknown statement {}: expected op1/4, op2/5, op0/3, setitem/4, print/2, putchar/2, call/4, jump/1, if/3, print_and_stop/1, promote/2, return/1, jit_merge_point/2 or can_enter_jit/1",
                         code.describe()
                     ),
                 ))
@@ -481,6 +636,7 @@ fn block(head: &PTerm) -> PResult<Block> {
             stmts,
             term,
             term_span: *span,
+            func: None,
         });
     }
 }

@@ -58,6 +58,21 @@ pub fn fg_stmt(s: &Stmt) -> String {
             format!("jit_merge_point({})", g.join(", "))
         }
         Stmt::CanEnterJit(_) => "can_enter_jit".to_string(),
+        Stmt::SetItem {
+            array,
+            index,
+            value,
+            ..
+        } => format!("{}[{}] = {}", array.text, fg_arg(index), fg_arg(value)),
+        Stmt::Print(a, _) => format!("print({})", fg_arg(a)),
+        Stmt::Putchar(a, _) => format!("putchar({})", fg_arg(a)),
+        Stmt::Getchar { dst, .. } => format!("{} = getchar()", dst.text),
+        Stmt::Call {
+            dst, func, args, ..
+        } => {
+            let args: Vec<String> = args.iter().map(fg_arg).collect();
+            format!("{} = call {}({})", dst.text, func.text, args.join(", "))
+        }
     }
 }
 
@@ -70,12 +85,24 @@ pub fn fg_term(t: &Term) -> String {
         }
         Term::PrintAndStop(a) => format!("print_and_stop({})", fg_arg(a)),
         Term::Promote { var, target } => format!("promote({}, {})", var.text, target.text),
+        Term::Return(a) => format!("return {}", fg_arg(a)),
     }
 }
 
 /// A block in the readable syntax.
 pub fn fg_block(b: &Block) -> String {
-    let mut out = format!("{}:\n", b.label.text);
+    let mut out = match &b.func {
+        None => format!("{}:\n", b.label.text),
+        Some(f) => {
+            let params: Vec<&str> = f.params.iter().map(|p| p.text.as_str()).collect();
+            format!(
+                "{}func {}({}):\n",
+                if f.elidable { "@elidable\n" } else { "" },
+                b.label.text,
+                params.join(", ")
+            )
+        }
+    };
     for s in &b.stmts {
         let _ = writeln!(out, "    {}", fg_stmt(s));
     }
@@ -101,9 +128,19 @@ fn pl_arg(a: &Arg) -> String {
     }
 }
 
-/// A block in the articles' Prolog notation, one operation a line.
+/// A block in the articles' Prolog notation, one operation a line; a function's entry
+/// is preceded by its `func` (and `elidable`) facts.
 pub fn pl_block(b: &Block) -> String {
-    let mut out = format!("block({}, ", pl_atom(&b.label.text));
+    let mut out = String::new();
+    if let Some(f) = &b.func {
+        let params: Vec<String> = f.params.iter().map(|p| pl_atom(&p.text)).collect();
+        let name = pl_atom(&b.label.text);
+        let _ = writeln!(out, "func({name}, [{}]).", params.join(", "));
+        if f.elidable {
+            let _ = writeln!(out, "elidable({name}).");
+        }
+    }
+    let _ = write!(out, "block({}, ", pl_atom(&b.label.text));
     let mut closers = 1;
     for s in &b.stmts {
         match s {
@@ -126,6 +163,41 @@ pub fn pl_block(b: &Block) -> String {
                 let _ = write!(out, "jit_merge_point([{}],\n    ", g.join(", "));
             }
             Stmt::CanEnterJit(_) => out.push_str("can_enter_jit(\n    "),
+            Stmt::SetItem {
+                array,
+                index,
+                value,
+                ..
+            } => {
+                let _ = write!(
+                    out,
+                    "setitem(var({}), {}, {},\n    ",
+                    pl_atom(&array.text),
+                    pl_arg(index),
+                    pl_arg(value)
+                );
+            }
+            Stmt::Print(a, _) => {
+                let _ = write!(out, "print({},\n    ", pl_arg(a));
+            }
+            Stmt::Putchar(a, _) => {
+                let _ = write!(out, "putchar({},\n    ", pl_arg(a));
+            }
+            Stmt::Getchar { dst, .. } => {
+                let _ = write!(out, "op0({}, getchar,\n    ", pl_atom(&dst.text));
+            }
+            Stmt::Call {
+                dst, func, args, ..
+            } => {
+                let args: Vec<String> = args.iter().map(pl_arg).collect();
+                let _ = write!(
+                    out,
+                    "call({}, {}, [{}],\n    ",
+                    pl_atom(&dst.text),
+                    pl_atom(&func.text),
+                    args.join(", ")
+                );
+            }
         }
         closers += 1;
     }
@@ -152,6 +224,9 @@ pub fn pl_block(b: &Block) -> String {
                 pl_atom(&var.text),
                 pl_atom(&target.text)
             );
+        }
+        Term::Return(a) => {
+            let _ = write!(out, "return({})", pl_arg(a));
         }
     }
     out.push_str(&")".repeat(closers));

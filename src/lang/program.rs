@@ -37,6 +37,16 @@ pub enum Operand {
     Const(Value),
 }
 
+impl Operand {
+    /// The constant, if the operand is one.
+    pub fn as_const(&self) -> Option<&Value> {
+        match self {
+            Operand::Const(v) => Some(v),
+            Operand::Var(_) => None,
+        }
+    }
+}
+
 /// A statement of a checked block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Inst {
@@ -66,6 +76,54 @@ pub enum Inst {
     MergePoint(Vec<Slot>),
     /// `can_enter_jit`.
     CanEnterJit,
+    /// `array[index] = value`.
+    SetItem {
+        /// The array.
+        array: Operand,
+        /// The index.
+        index: Operand,
+        /// The value stored.
+        value: Operand,
+    },
+    /// `print(x)`.
+    Print(Operand),
+    /// `putchar(x)`.
+    Putchar(Operand),
+    /// `dst = getchar()`.
+    Getchar(Slot),
+    /// `dst = call func(args...)`.
+    Call {
+        /// Where the result goes, in the caller's frame.
+        dst: Slot,
+        /// The function.
+        func: FuncId,
+        /// The arguments, bound to the function's parameters.
+        args: Vec<Operand>,
+    },
+}
+
+/// A function, as an index into [`Program::funcs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FuncId(pub u32);
+
+impl FuncId {
+    /// The function's index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A function: a block that a `call` enters in a new frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Func {
+    /// Its name, the label of its entry block.
+    pub name: String,
+    /// Its entry block.
+    pub entry: BlockId,
+    /// Its parameters' slots, in order.
+    pub params: Vec<Slot>,
+    /// Whether it is marked `@elidable`.
+    pub elidable: bool,
 }
 
 /// A jump to a block. `back_edge` is true when the target does not come after the jumping
@@ -102,6 +160,8 @@ pub enum Terminator {
         /// Where to continue.
         target: Jump,
     },
+    /// `return arg`: ends the current call.
+    Return(Operand),
 }
 
 /// A checked block.
@@ -147,7 +207,41 @@ impl Inst {
         match self {
             Inst::Op1 { dst, op, a } => Some((*dst, *op, vec![a])),
             Inst::Op2 { dst, op, a, b } => Some((*dst, *op, vec![a, b])),
-            Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => None,
+            _ => None,
+        }
+    }
+
+    /// Whether the statement reads input or writes output.
+    pub fn is_io(&self) -> bool {
+        matches!(self, Inst::Print(_) | Inst::Putchar(_) | Inst::Getchar(_))
+    }
+
+    /// The variable the statement writes, if any.
+    pub fn dst(&self) -> Option<Slot> {
+        match self {
+            Inst::Op1 { dst, .. }
+            | Inst::Op2 { dst, .. }
+            | Inst::Getchar(dst)
+            | Inst::Call { dst, .. } => Some(*dst),
+            _ => None,
+        }
+    }
+
+    /// The operands the statement reads, in order.
+    pub fn operands(&self) -> Vec<&Operand> {
+        match self {
+            Inst::Op1 { a, .. } => vec![a],
+            Inst::Op2 { a, b, .. } => vec![a, b],
+            Inst::SetItem {
+                array,
+                index,
+                value,
+            } => vec![array, index, value],
+            Inst::Print(a) | Inst::Putchar(a) => vec![a],
+            Inst::Call { args, .. } => args.iter().collect(),
+            Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit | Inst::Getchar(_) => {
+                Vec::new()
+            }
         }
     }
 }
@@ -157,6 +251,8 @@ impl Inst {
 pub struct Program {
     /// The blocks, in source order; the first is the default entry.
     pub blocks: Vec<Block>,
+    /// The functions, in the order of their entry blocks.
+    pub funcs: Vec<Func>,
     /// Variable names, indexed by slot.
     pub vars: Vec<String>,
     labels: HashMap<String, BlockId>,
@@ -165,7 +261,7 @@ pub struct Program {
 }
 
 impl Program {
-    pub(crate) fn new(blocks: Vec<Block>, vars: Vec<String>) -> Program {
+    pub(crate) fn new(blocks: Vec<Block>, funcs: Vec<Func>, vars: Vec<String>) -> Program {
         let labels = blocks
             .iter()
             .enumerate()
@@ -185,6 +281,7 @@ impl Program {
             });
         Program {
             blocks,
+            funcs,
             vars,
             labels,
             slots,
@@ -206,6 +303,11 @@ impl Program {
     /// The block labelled `label`.
     pub fn block_id(&self, label: &str) -> Option<BlockId> {
         self.labels.get(label).copied()
+    }
+
+    /// The function with this id.
+    pub fn func(&self, id: FuncId) -> &Func {
+        &self.funcs[id.index()]
     }
 
     /// The block with this id.
@@ -247,7 +349,7 @@ impl Terminator {
         let (a, b) = match *self {
             Terminator::Goto(j) | Terminator::Promote { target: j, .. } => (Some(j), None),
             Terminator::If { then, els, .. } => (Some(then), Some(els)),
-            Terminator::PrintAndStop(_) => (None, None),
+            Terminator::PrintAndStop(_) | Terminator::Return(_) => (None, None),
         };
         a.into_iter().chain(b)
     }

@@ -6,7 +6,10 @@
 //! 1. threads jumps through blocks that only jump (and the entry, if it is one);
 //! 2. merges a block into the one before it when that is its only predecessor and ends in a
 //!    jump to it (a straight-line chain becomes one block);
-//! 3. drops blocks that cannot be reached from the entry.
+//! 3. drops blocks that cannot be reached from the entry (or a call).
+//!
+//! A residual function's entry is where its calls go, so it is never merged away; a jump
+//! to it may still be threaded past it.
 //!
 //! ```text
 //! power1:     goto power_rec1                 power_rec1:
@@ -16,14 +19,23 @@
 //! power_done1: print_and_stop(res)                print_and_stop(res)
 //! ```
 
-use super::{RBlock, RTerm, Residual};
+use super::{RBlock, RKind, RTerm, Residual};
 
 fn targets(term: &RTerm) -> Vec<usize> {
     match term {
         RTerm::Goto(t) => vec![*t],
         RTerm::If { then, els, .. } => vec![*then, *els],
-        RTerm::PrintAndStop(_) => Vec::new(),
+        RTerm::PrintAndStop(_) | RTerm::Return(_) => Vec::new(),
     }
+}
+
+/// The blocks `block` goes to: by jumps, and by calls.
+fn successors(block: &RBlock) -> impl Iterator<Item = usize> + '_ {
+    let calls = block.stmts.iter().filter_map(|s| match s.kind {
+        RKind::Call(b) => Some(b),
+        _ => None,
+    });
+    targets(&block.term).into_iter().chain(calls)
 }
 
 fn retarget(term: &mut RTerm, f: impl Fn(usize) -> usize) {
@@ -33,7 +45,7 @@ fn retarget(term: &mut RTerm, f: impl Fn(usize) -> usize) {
             *then = f(*then);
             *els = f(*els);
         }
-        RTerm::PrintAndStop(_) => {}
+        RTerm::PrintAndStop(_) | RTerm::Return(_) => {}
     }
 }
 
@@ -64,7 +76,7 @@ fn drop_unreachable(r: &mut Residual) {
             continue;
         }
         if let Some(block) = &r.blocks[b] {
-            stack.extend(targets(&block.term));
+            stack.extend(successors(block));
         }
     }
     for (b, block) in r.blocks.iter_mut().enumerate() {
@@ -91,7 +103,7 @@ pub fn clean(raw: &Residual) -> Residual {
         let mut preds = vec![0usize; r.blocks.len()];
         preds[r.entry] += 1;
         for block in r.blocks.iter().flatten() {
-            for t in targets(&block.term) {
+            for t in successors(block) {
                 preds[t] += 1;
             }
         }

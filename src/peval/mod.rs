@@ -28,6 +28,19 @@
 //! Runtime errors of the residual program name the blocks of the original program (each
 //! residual statement remembers the label it comes from), so a residual program fails with
 //! the interpreter's message.
+//!
+//! **Arrays, input and output** stay in the residual program: an array is never a static
+//! value (`array` and `toarray` are never computed ahead of time, since each run of them
+//! makes a new array), so neither is anything read from one; `getchar` gives a dynamic
+//! value; `print`, `putchar` and `setitem` are copied with their known arguments put in.
+//!
+//! **Calls** are specialized like blocks, per static arguments (polyvariant): `call f(x, 3)`
+//! with `x` dynamic becomes `call f1(x)`, where the residual function `f1` is `f`'s entry
+//! specialized with its second parameter 3, and its other parameter left a parameter. The
+//! specializations of a function's entry are bounded and generalized as those of any label,
+//! so recursion terminates. An `@elidable` call whose arguments are all static is run now,
+//! by the interpreter within [`ELIDABLE_STEPS`] operations, and its result is static: the
+//! call vanishes (unless it fails, runs out of budget or returns an array: then it stays).
 
 pub mod cleanup;
 pub mod run;
@@ -36,8 +49,10 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use flowjit_runtime::{ops, Op, Value};
 
+use crate::interp;
 use crate::lang::ast::{self, Arg, Ast, Name, Span, Stmt, Term};
-use crate::lang::{check, BlockId, Operand, Program, Slot, Terminator};
+use crate::lang::{check, BlockId, FuncId, Inst, Operand, Program, Slot, Terminator};
+use crate::state::Steps;
 
 /// How many specializations a label gets before its partial environments are generalized.
 pub const MAX_VERSIONS: usize = 32;
@@ -45,16 +60,38 @@ pub const MAX_VERSIONS: usize = 32;
 /// The most blocks a residual program may have.
 pub const MAX_BLOCKS: usize = 20_000;
 
+/// The most operations the evaluation of one `@elidable` call with static arguments may
+/// take; past that the call stays in the residual program.
+pub const ELIDABLE_STEPS: u64 = 1_000_000;
+
 /// What is known of the variables: per slot, the value if it is static.
 pub type PEnv = Vec<Option<Value>>;
 
-/// A residual statement: `dst = op(args)`.
+/// What a residual statement does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RKind {
+    /// `dst = op(args)`.
+    Op(Op),
+    /// `args[0][args[1]] = args[2]`.
+    SetItem,
+    /// `print(args[0])`.
+    Print,
+    /// `putchar(args[0])`.
+    Putchar,
+    /// `dst = getchar()`.
+    Getchar,
+    /// `dst = call` the residual function whose entry is the residual block of this index,
+    /// with `args` (the dynamic arguments).
+    Call(usize),
+}
+
+/// A residual statement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RStmt {
-    /// The variable assigned.
-    pub dst: Slot,
-    /// The operation.
-    pub op: Op,
+    /// The variable assigned, if the statement assigns one.
+    pub dst: Option<Slot>,
+    /// What it does.
+    pub kind: RKind,
     /// Its arguments, known ones as constants.
     pub args: Vec<Operand>,
     /// The block of the original program it comes from.
@@ -77,6 +114,8 @@ pub enum RTerm {
     },
     /// `print_and_stop(arg)`.
     PrintAndStop(Operand),
+    /// `return arg`.
+    Return(Operand),
 }
 
 /// A residual block.
@@ -90,6 +129,8 @@ pub struct RBlock {
     pub term: RTerm,
     /// The block of the original program the terminator comes from.
     pub term_origin: BlockId,
+    /// For the entry of a residual function: its parameters.
+    pub func: Option<Vec<Slot>>,
 }
 
 /// A residual program: blocks (some removed by clean-up) and the index of the entry.
@@ -142,6 +183,7 @@ impl Pe<'_> {
             stmts: Vec::new(),
             term: RTerm::Goto(usize::MAX),
             term_origin: label,
+            func: None,
         }));
         Ok(self.blocks.len() - 1)
     }
@@ -176,8 +218,8 @@ impl Pe<'_> {
             .enumerate()
             .filter(|(_, (now, then))| now.is_some() && then.is_none())
             .map(|(slot, (now, _))| RStmt {
-                dst: Slot(slot as u32),
-                op: Op::Same,
+                dst: Some(Slot(slot as u32)),
+                kind: RKind::Op(Op::Same),
                 args: vec![Operand::Const(now.clone().expect("filtered"))],
                 origin: label,
             })
@@ -210,40 +252,107 @@ impl Pe<'_> {
         Ok(t)
     }
 
+    /// The residual function that runs `entry` with the partial environment `penv` (in
+    /// which only parameters are set), whose parameters are the `params` left dynamic.
+    fn function(
+        &mut self,
+        entry: BlockId,
+        penv: &PEnv,
+        params: Vec<Slot>,
+    ) -> Result<usize, PeError> {
+        let b = self.jump(entry, penv)?;
+        self.blocks[b].as_mut().expect("a live block").func = Some(params);
+        Ok(b)
+    }
+
+    /// A call of `func` with `args` (known ones as constants) whose result goes to `dst`:
+    /// its result, when it is an `@elidable` call computed now; otherwise the residual
+    /// statement that calls its specialization.
+    fn call(
+        &mut self,
+        dst: Slot,
+        func: FuncId,
+        args: Vec<Operand>,
+        origin: BlockId,
+    ) -> Result<Result<Value, RStmt>, PeError> {
+        let f = self.program.func(func).clone();
+        let known: Option<Vec<Value>> = args.iter().map(|a| a.as_const().cloned()).collect();
+        if let (true, Some(values)) = (f.elidable, known) {
+            let mut steps = Steps::new(Some(ELIDABLE_STEPS));
+            if let Ok(Some(v)) = interp::call_function(self.program, func, values, &mut steps) {
+                if !v.holds_array() {
+                    return Ok(Ok(v));
+                }
+            }
+        }
+        let mut penv: PEnv = vec![None; self.program.frame_size()];
+        let mut params = Vec::new();
+        let mut dynamic = Vec::new();
+        for (p, a) in f.params.iter().zip(args) {
+            match a {
+                Operand::Const(v) => penv[p.index()] = Some(v),
+                var => {
+                    params.push(*p);
+                    dynamic.push(var);
+                }
+            }
+        }
+        let b = self.function(f.entry, &penv, params)?;
+        Ok(Err(RStmt {
+            dst: Some(dst),
+            kind: RKind::Call(b),
+            args: dynamic,
+            origin,
+        }))
+    }
+
     /// The articles' `pe` of one block.
     fn block(&mut self, index: usize, label: BlockId, mut env: PEnv) -> Result<(), PeError> {
         let block = self.program.block(label);
         let mut stmts = Vec::new();
         for inst in &block.insts {
-            let Some((dst, op, args)) = inst.operation() else {
-                continue;
-            };
-            let args: Vec<Operand> = args
+            let args: Vec<Operand> = inst
+                .operands()
                 .into_iter()
-                .map(|a| match a {
-                    Operand::Var(s) => env[s.index()]
-                        .clone()
-                        .map_or(Operand::Var(*s), Operand::Const),
-                    c => c.clone(),
-                })
+                .map(|a| known(&env, a))
                 .collect();
-            let known: Option<Vec<Value>> = args
-                .iter()
-                .map(|a| match a {
-                    Operand::Const(v) => Some(v.clone()),
-                    Operand::Var(_) => None,
-                })
-                .collect();
-            // An operation on known values is done now, unless it fails: then it stays, to
-            // fail when (and if) the residual program runs it.
-            if let Some(Ok(v)) = known.map(|vals| ops::apply(op, &vals)) {
-                env[dst.index()] = Some(v);
-                continue;
+            let (dst, kind) = match inst {
+                Inst::Op1 { dst, op, .. } | Inst::Op2 { dst, op, .. } => {
+                    let values: Option<Vec<Value>> =
+                        args.iter().map(|a| a.as_const().cloned()).collect();
+                    // An operation on known values is done now, unless it fails: then it
+                    // stays, to fail when (and if) the residual program runs it. An
+                    // operation that makes an array is never done now.
+                    if let (false, Some(values)) = (op.allocates(), values) {
+                        if let Ok(v) = ops::apply(*op, values.as_slice()) {
+                            env[dst.index()] = Some(v);
+                            continue;
+                        }
+                    }
+                    (Some(*dst), RKind::Op(*op))
+                }
+                Inst::SetItem { .. } => (None, RKind::SetItem),
+                Inst::Print(_) => (None, RKind::Print),
+                Inst::Putchar(_) => (None, RKind::Putchar),
+                Inst::Getchar(dst) => (Some(*dst), RKind::Getchar),
+                Inst::Call { dst, func, .. } => {
+                    match self.call(*dst, *func, args, label)? {
+                        Ok(v) => env[dst.index()] = Some(v),
+                        Err(stmt) => {
+                            env[dst.index()] = None;
+                            stmts.push(stmt);
+                        }
+                    }
+                    continue;
+                }
+                Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => continue,
+            };
+            if let Some(dst) = dst {
+                env[dst.index()] = None;
             }
-            env[dst.index()] = None;
             stmts.push(RStmt {
                 dst,
-                op,
+                kind,
                 args,
                 origin: label,
             });
@@ -267,12 +376,8 @@ impl Pe<'_> {
                     els: self.jump(els.target, &env)?,
                 },
             },
-            Terminator::PrintAndStop(arg) => RTerm::PrintAndStop(match arg {
-                Operand::Var(s) => env[s.index()]
-                    .clone()
-                    .map_or(Operand::Var(*s), Operand::Const),
-                c => c.clone(),
-            }),
+            Terminator::PrintAndStop(arg) => RTerm::PrintAndStop(known(&env, arg)),
+            Terminator::Return(arg) => RTerm::Return(known(&env, arg)),
         };
         let block = self.blocks[index]
             .as_mut()
@@ -317,6 +422,16 @@ pub fn specialize(
     })
 }
 
+/// An operand with its value put in when `env` knows it.
+fn known(env: &PEnv, o: &Operand) -> Operand {
+    match o {
+        Operand::Var(s) => env[s.index()]
+            .clone()
+            .map_or(Operand::Var(*s), Operand::Const),
+        c => c.clone(),
+    }
+}
+
 fn name(text: &str) -> Name {
     Name::new(text, Span::default())
 }
@@ -325,6 +440,49 @@ fn arg(program: &Program, o: &Operand) -> Arg {
     match o {
         Operand::Var(s) => Arg::Var(name(program.var(*s))),
         Operand::Const(v) => Arg::Const(v.clone(), Span::default()),
+    }
+}
+
+/// A residual statement as a statement of the syntax tree; `label` names residual blocks.
+fn stmt(program: &Program, s: &RStmt, label: &dyn Fn(usize) -> Name) -> Stmt {
+    let args: Vec<Arg> = s.args.iter().map(|a| arg(program, a)).collect();
+    let dst = || name(program.var(s.dst.expect("the statement assigns")));
+    let z = Span::default();
+    let mut it = args.into_iter();
+    let mut next = || it.next().expect("as many arguments as the statement takes");
+    match &s.kind {
+        RKind::Op(op) => Stmt::Op {
+            dst: dst(),
+            op: name(op.name()),
+            args: std::iter::from_fn(|| Some(next()))
+                .take(op.arity())
+                .collect(),
+            span: z,
+        },
+        RKind::SetItem => {
+            let array = match next() {
+                Arg::Var(n) => n,
+                Arg::Const(..) => unreachable!("an array is never static"),
+            };
+            Stmt::SetItem {
+                array,
+                index: next(),
+                value: next(),
+                span: z,
+            }
+        }
+        RKind::Print => Stmt::Print(next(), z),
+        RKind::Putchar => Stmt::Putchar(next(), z),
+        RKind::Getchar => Stmt::Getchar {
+            dst: dst(),
+            span: z,
+        },
+        RKind::Call(b) => Stmt::Call {
+            dst: dst(),
+            func: label(*b),
+            args: s.args.iter().map(|a| arg(program, a)).collect(),
+            span: z,
+        },
     }
 }
 
@@ -338,16 +496,7 @@ impl Residual {
             .filter_map(|i| self.blocks[i].as_ref().map(|b| (i, b)))
             .map(|(_, b)| ast::Block {
                 label: name(&b.name),
-                stmts: b
-                    .stmts
-                    .iter()
-                    .map(|s| Stmt::Op {
-                        dst: name(program.var(s.dst)),
-                        op: name(s.op.name()),
-                        args: s.args.iter().map(|a| arg(program, a)).collect(),
-                        span: Span::default(),
-                    })
-                    .collect(),
+                stmts: b.stmts.iter().map(|s| stmt(program, s, &label)).collect(),
                 term: match &b.term {
                     RTerm::Goto(t) => Term::Goto(label(*t)),
                     RTerm::If { cond, then, els } => Term::If {
@@ -356,8 +505,14 @@ impl Residual {
                         els: label(*els),
                     },
                     RTerm::PrintAndStop(a) => Term::PrintAndStop(arg(program, a)),
+                    RTerm::Return(a) => Term::Return(arg(program, a)),
                 },
                 term_span: Span::default(),
+                func: b.func.as_ref().map(|params| ast::Func {
+                    params: params.iter().map(|p| name(program.var(*p))).collect(),
+                    elidable: false,
+                    span: Span::default(),
+                }),
             })
             .collect();
         Ast { blocks }

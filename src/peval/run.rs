@@ -20,7 +20,7 @@ use flowjit_runtime::Value;
 use crate::backend::{self, cfg::ProgramExit, Backend, CompiledProgram, Listings, Unsupported};
 use crate::interp::{self, Exit, NoMonitor, RuntimeError};
 use crate::lang::{BlockId, Program, Slot};
-use crate::state::{frame_with, Position, Steps};
+use crate::state::{Io, Position, State, Steps};
 
 use super::{cleanup, specialize, PeError, Residual};
 
@@ -79,21 +79,33 @@ pub struct Execution<'b> {
 }
 
 impl Runnable {
-    /// Runs the program as `how` says and returns the value it prints. When it is compiled,
-    /// `compiled` is told the result (the code, with its listings, or why it was not
-    /// compiled) before the code runs.
+    /// Runs the program as `how` says, with input and output `io`, and returns the value
+    /// it prints. When it is compiled, `compiled` is told the result (the code, with its
+    /// listings, or why it was not compiled) before the code runs.
     pub fn run(
         &self,
         how: Execution<'_>,
+        io: &mut Io,
         compiled: impl FnOnce(Result<&CompiledProgram, &Unsupported>),
     ) -> Result<Value, RuntimeError> {
-        let mut frame = frame_with(&self.program, &self.inputs);
+        let mut state = State::new(&self.program, &self.inputs, std::mem::take(io));
+        let result = self.run_on(how, &mut state, compiled);
+        *io = state.io;
+        result
+    }
+
+    fn run_on(
+        &self,
+        how: Execution<'_>,
+        state: &mut State,
+        compiled: impl FnOnce(Result<&CompiledProgram, &Unsupported>),
+    ) -> Result<Value, RuntimeError> {
         let mut pos = Position::start(ENTRY);
         if let Some(backend) = how.backend {
-            let code = backend.compile_program(&self.program, ENTRY, &frame, how.listings);
+            let code = backend.compile_program(&self.program, ENTRY, &state.frame, how.listings);
             compiled(code.as_ref());
             if let Ok(code) = code {
-                match backend::run_program(&code, &mut frame) {
+                match backend::run_program(&code, &mut state.frame) {
                     Some(ProgramExit::Stop(v)) => return Ok(v),
                     Some(ProgramExit::Resume(at)) => pos = at,
                     None => {}
@@ -101,26 +113,28 @@ impl Runnable {
             }
         }
         let mut steps = Steps::new(how.max_steps);
-        match interp::run(&self.program, &mut frame, pos, &mut steps, &mut NoMonitor)? {
+        match interp::run(&self.program, state, pos, &mut steps, &mut NoMonitor)? {
             Exit::Stop(v) => Ok(v),
             Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+            Exit::Return(_) => unreachable!("a run's state does not return out"),
         }
     }
 }
 
 /// The whole sequence: specializes `program` from `entry` with the `statics` known, cleans
-/// the residual program up, and runs it on the `dynamic` inputs as `how` says. The outer
-/// error: partial evaluation stopped; the inner result: what the residual program printed,
-/// or its runtime error.
+/// the residual program up, and runs it on the `dynamic` inputs as `how` says, with input
+/// and output `io`. The outer error: partial evaluation stopped; the inner result: what
+/// the residual program printed, or its runtime error.
 pub fn specialize_and_run(
     program: &Program,
     entry: BlockId,
     statics: &[(Slot, Value)],
     dynamic: &[(Slot, Value)],
     how: Execution<'_>,
+    io: &mut Io,
 ) -> Result<Result<Value, RuntimeError>, PeError> {
     let runnable = residual(program, entry, statics, true)?.runnable(program, dynamic);
-    Ok(runnable.run(how, |_| {}))
+    Ok(runnable.run(how, io, |_| {}))
 }
 
 #[cfg(test)]
@@ -150,8 +164,15 @@ power_done:
         let x = program.slot("x").expect("x");
         let statics = [(y, Value::Int(5))];
         let dynamic = [(x, Value::Int(3))];
-        let interpreted =
-            specialize_and_run(&program, ENTRY, &statics, &dynamic, Execution::default());
+        let mut io = Io::default();
+        let interpreted = specialize_and_run(
+            &program,
+            ENTRY,
+            &statics,
+            &dynamic,
+            Execution::default(),
+            &mut io,
+        );
         assert_eq!(interpreted, Ok(Ok(Value::Int(243))));
         let mut backend = Backend::new(None).expect("the host emits machine code");
         let mut told = false;
@@ -162,7 +183,7 @@ power_done:
             backend: Some(&mut backend),
             ..Execution::default()
         };
-        let compiled = runnable.run(how, |code| told = code.is_ok());
+        let compiled = runnable.run(how, &mut io, |code| told = code.is_ok());
         assert_eq!(compiled, Ok(Value::Int(243)));
         assert!(told, "the whole residual program of power compiles");
     }
@@ -177,7 +198,7 @@ power_done:
             .runnable(&program, &[(res, Value::Int(7))]);
         assert!(runnable.inputs.is_empty());
         assert_eq!(
-            runnable.run(Execution::default(), |_| {}),
+            runnable.run(Execution::default(), &mut Io::default(), |_| {}),
             Ok(Value::Int(1))
         );
     }

@@ -187,6 +187,8 @@ pub enum Ty {
     Atom,
     /// A list.
     List,
+    /// An array.
+    Array,
 }
 
 impl Ty {
@@ -196,6 +198,7 @@ impl Ty {
             Value::Int(_) | Value::Big(_) => Ty::Int,
             Value::Atom(_) => Ty::Atom,
             Value::List(_) => Ty::List,
+            Value::Array(_) => Ty::Array,
         }
     }
 
@@ -211,12 +214,13 @@ impl Ty {
             Ty::Int => "int",
             Ty::Atom => "atom",
             Ty::List => "list",
+            Ty::Array => "array",
         }
     }
 
     /// The type named `name` in the SSA text form.
     pub fn from_name(name: &str) -> Option<Ty> {
-        [Ty::Int, Ty::Atom, Ty::List]
+        [Ty::Int, Ty::Atom, Ty::List, Ty::Array]
             .into_iter()
             .find(|t| t.name() == name)
     }
@@ -233,8 +237,8 @@ impl fmt::Display for Ty {
 pub enum Res {
     /// No result.
     None,
-    /// Always an integer.
-    Int,
+    /// Always of this type.
+    Fixed(Ty),
     /// The type of its operand (`same`).
     Operand,
     /// The type of the value it read when recorded, which it checks: it exits when it
@@ -302,10 +306,21 @@ impl Kind {
                 result: match op {
                     Op::Same => Res::Operand,
                     Op::Readlist => Res::Checked,
-                    _ => Res::Int,
+                    Op::ToList => Res::Fixed(Ty::List),
+                    Op::Array | Op::ToArray => Res::Fixed(Ty::Array),
+                    _ => Res::Fixed(Ty::Int),
                 },
-                // Every primitive operation of the language is pure; some can fail.
-                effect: Pure,
+                // The operations on integers, atoms and lists are pure; some can fail. The
+                // recorder does not record operations on arrays yet: they are here with
+                // their effects for when it does. (`readlist` and `len` of a list are pure;
+                // of an array, `readlist` will be a kind of its own, a load.)
+                effect: if op.allocates() {
+                    Alloc
+                } else if op == Op::ToList {
+                    Load
+                } else {
+                    Pure
+                },
                 snapshot: if can_fail(op) {
                     Snap::CanFail
                 } else {

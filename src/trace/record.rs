@@ -13,7 +13,7 @@
 //!   seen now; the guard resumes after the promotion.
 //! - A jump to the trace anchor closes the loop.
 
-use flowjit_runtime::Value;
+use flowjit_runtime::{Op, Value};
 
 use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
 use crate::interp::{branch, step, ErrorKind, Flow, RuntimeError};
@@ -25,14 +25,39 @@ use crate::state::{Frame, Position, Steps};
 pub enum AbortReason {
     /// The trace grew past the length limit before the loop closed.
     TooLong(usize),
+    /// The recording met what traces do not hold yet: a call or a `return`, input or
+    /// output, or an array (an operation on one, or a value that is one).
+    NotTraced(&'static str),
 }
 
 impl std::fmt::Display for AbortReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AbortReason::TooLong(n) => write!(f, "trace too long (more than {n} instructions)"),
+            AbortReason::NotTraced(what) => write!(f, "{what} is not traced yet"),
         }
     }
+}
+
+/// What in `stmt` a trace cannot hold yet, if anything.
+fn not_traced(stmt: &Stmt) -> Option<&'static str> {
+    let what = match stmt {
+        Stmt::SetItem { .. } => "`setitem`",
+        Stmt::Print(_) => "`print`",
+        Stmt::Putchar(_) => "`putchar`",
+        Stmt::Getchar(_) => "`getchar`",
+        Stmt::Call { .. } => "`call`",
+        Stmt::Op1 { op, .. } | Stmt::Op2 { op, .. } if op.allocates() || *op == Op::ToList => {
+            "an operation on arrays"
+        }
+        _ => return None,
+    };
+    Some(what)
+}
+
+/// Whether a value a trace would read or hold is an array.
+fn is_array(v: Option<&Value>) -> bool {
+    matches!(v, Some(Value::Array(_)))
 }
 
 /// How a recording ended.
@@ -254,6 +279,17 @@ fn record_from(
         };
         for (i, stmt) in block.insts.iter().enumerate().skip(first) {
             let at = Position { block: id, inst: i };
+            let reads_array = stmt.operands().into_iter().any(|o| match o {
+                Operand::Var(slot) => is_array(frame[slot.index()].as_ref()),
+                Operand::Const(v) => is_array(Some(v)),
+            }) || matches!(stmt, Stmt::Promote(slot) if is_array(frame[slot.index()].as_ref()));
+            let untraced = not_traced(stmt).or(reads_array.then_some("an array"));
+            if let Some(what) = untraced {
+                return Ok(Recorded::Aborted {
+                    reason: AbortReason::NotTraced(what),
+                    at,
+                });
+            }
             match stmt {
                 Stmt::Op1 { .. } | Stmt::Op2 { .. } => {
                     let (dst, op, operands) = stmt.operation().expect("an operation");
@@ -264,7 +300,19 @@ fn record_from(
                         .collect();
                     let snap = Kind::Op(op).needs_snapshot().then(|| r.snapshot(at));
                     step(program, frame, stmt).map_err(fail(i))?;
-                    let ty = Ty::of(frame[dst.index()].as_ref().expect("a result was written"));
+                    let result = frame[dst.index()].as_ref().expect("a result was written");
+                    if is_array(Some(result)) {
+                        // An element of a list that is an array: done, and the interpreter
+                        // goes on after it.
+                        return Ok(Recorded::Aborted {
+                            reason: AbortReason::NotTraced("an array"),
+                            at: Position {
+                                block: id,
+                                inst: i + 1,
+                            },
+                        });
+                    }
+                    let ty = Ty::of(result);
                     let v = r.emit(Kind::Op(op), args, snap, at, ty);
                     r.written[dst.index()] = Some(Opnd::Ref(v));
                     r.cost += 1;
@@ -289,6 +337,7 @@ fn record_from(
                     }
                 }
                 Stmt::MergePoint(_) | Stmt::CanEnterJit => {}
+                _ => unreachable!("not_traced stops the recording at any other statement"),
             }
             if r.insts.len() > max_len {
                 return Ok(Recorded::Aborted {
@@ -305,6 +354,21 @@ fn record_from(
             block: id,
             inst: block.insts.len(),
         };
+        let untraced = match &block.term {
+            Terminator::Return(_) => Some("`return`"),
+            Terminator::If { cond: v, .. } | Terminator::Promote { var: v, .. }
+                if is_array(frame[v.index()].as_ref()) =>
+            {
+                Some("an array")
+            }
+            _ => None,
+        };
+        if let Some(what) = untraced {
+            return Ok(Recorded::Aborted {
+                reason: AbortReason::NotTraced(what),
+                at,
+            });
+        }
         charge(steps, block.label_at(block.insts.len()))?;
         // The guard's operand is read before the terminator counts as done: an `input`
         // exiting here resumes at the terminator, which the interpreter then runs itself.
@@ -322,6 +386,7 @@ fn record_from(
         let next = match flow {
             Flow::Stop(v) => return Ok(Recorded::Stopped(v)),
             Flow::Jump(j) => j.target,
+            Flow::Return(_) => unreachable!("a `return` stops the recording before it runs"),
         };
         match (&block.term, guarded) {
             (Terminator::If { then, els, .. }, Some((c, None))) => {

@@ -73,7 +73,7 @@ pub fn verify(trace: &Trace) -> Result<(), String> {
         let ty_of = |o: &Opnd| o.ty(&trace.insts);
         let want = match inst.kind.info().result {
             Res::None => Some(Ty::None),
-            Res::Int => Some(Ty::Int),
+            Res::Fixed(ty) => Some(ty),
             Res::Operand => Some(ty_of(&inst.args[0])),
             Res::Carried => {
                 let start = trace.loop_start().expect("a param follows loop_start");

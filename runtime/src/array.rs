@@ -1,0 +1,138 @@
+//! Mutable arrays.
+
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use crate::Value;
+
+/// The most elements an array may have: `array(n, x)` with a larger `n` is refused.
+pub const MAX_ARRAY_LEN: usize = 1 << 24;
+
+/// A mutable sequence of values of a fixed length, shared by reference inside
+/// [`Value::Array`]: two values holding the same `Rc<Array>` are the same array, and a store
+/// through one is seen through the other.
+///
+/// The layout is List's (`repr(C)`: the address of the first element at offset 0, the
+/// number of elements at offset 8), so that machine code can read and write elements where
+/// it reads a list's. Mutation goes through a shared reference, as with a `Cell`: [`get`]
+/// returns a copy of an element and [`set`] replaces one; no reference to an element ever
+/// escapes, so a store can never invalidate one. An array is not `Sync` (nor is anything
+/// holding an `Rc`).
+///
+/// [`get`]: Array::get
+/// [`set`]: Array::set
+#[repr(C)]
+pub struct Array {
+    pub(crate) items: NonNull<Value>,
+    pub(crate) len: usize,
+    /// Interior mutability: not `Sync`, not `Send`.
+    _cell: PhantomData<std::cell::Cell<Value>>,
+}
+
+impl Array {
+    /// An array holding `items`.
+    pub fn new(items: Vec<Value>) -> Array {
+        let (items, len) = crate::list::into_raw(items);
+        Array {
+            items,
+            len,
+            _cell: PhantomData,
+        }
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A copy of the element at `index`, if there is one.
+    pub fn get(&self, index: usize) -> Option<Value> {
+        if index >= self.len {
+            return None;
+        }
+        // SAFETY: in bounds; the clone only touches the element's own reference count.
+        Some(unsafe { (*self.items.as_ptr().add(index)).clone() })
+    }
+
+    /// Stores `value` at `index`; `false` (and nothing stored) if the index is out of range.
+    pub fn set(&self, index: usize, value: Value) -> bool {
+        if index >= self.len {
+            return false;
+        }
+        // SAFETY: in bounds, and no reference to an element is ever handed out, so nothing
+        // aliases the slot written. The old value is dropped after the store, so whatever
+        // its drop does sees the array in a consistent state.
+        let old = unsafe { std::ptr::replace(self.items.as_ptr().add(index), value) };
+        drop(old);
+        true
+    }
+
+    /// A copy of the elements, in order.
+    pub fn to_vec(&self) -> Vec<Value> {
+        // SAFETY: cloning the elements only touches their reference counts.
+        unsafe { self.items() }.to_vec()
+    }
+
+    /// The elements, borrowed.
+    ///
+    /// # Safety
+    /// No element may be stored (with [`Array::set`], through any reference to this array)
+    /// while the slice is alive. Printing, comparing and hashing never store.
+    pub(crate) unsafe fn items(&self) -> &[Value] {
+        // SAFETY: `items` and `len` come from a boxed slice this array owns.
+        unsafe { std::slice::from_raw_parts(self.items.as_ptr(), self.len) }
+    }
+}
+
+impl Array {
+    /// Takes the elements out, leaving no elements.
+    pub(crate) fn take_items(&mut self) -> Box<[Value]> {
+        let (items, len) = (self.items, self.len);
+        self.items = NonNull::dangling();
+        self.len = 0;
+        // SAFETY: the raw parts of the slice made in `new`, taken back once: the array now
+        // holds an empty slice (a dangling pointer and no length, which is what an empty
+        // boxed slice is).
+        unsafe { crate::list::from_raw(items, len) }
+    }
+}
+
+impl Drop for Array {
+    fn drop(&mut self) {
+        // SAFETY: `items` and `len` are the raw parts of the boxed slice made in `new`.
+        let items = unsafe { crate::list::from_raw(self.items, self.len) };
+        crate::value::drop_items(items);
+    }
+}
+
+impl std::fmt::Debug for Array {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::value::write_array(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use super::*;
+
+    #[test]
+    fn a_store_through_one_reference_is_seen_through_another() {
+        let a = Rc::new(Array::new(vec![Value::Int(0); 3]));
+        let b = Rc::clone(&a);
+        assert!(b.set(1, Value::Int(7)));
+        assert_eq!(a.get(1), Some(Value::Int(7)));
+        assert!(!a.set(3, Value::Int(1)));
+        assert_eq!(a.get(3), None);
+        assert_eq!(
+            a.to_vec(),
+            vec![Value::Int(0), Value::Int(7), Value::Int(0)]
+        );
+    }
+}
