@@ -39,6 +39,18 @@ fn rows() -> Vec<Row> {
         ("a program that never stops, with --max-steps", "l.fg", b"a: goto a".to_vec(), vec!["--max-steps", "100000"], "error: step limit reached: the program did not stop within 100000 operations (in block a)", 1),
         ("a left shift past the size limit", "s.fg", b"a: x = 1 << 100000000 print_and_stop(x)".to_vec(), vec![], "error: shift count 100000000 too large in shl (at most 16777216) (in block a)", 1),
         ("squaring past the size limit in a hot loop", "m.fg", b"a: x = 1 << 16000000 i = 0 goto l l: x = x * x i = i + 1 goto l".to_vec(), vec![], "error: integer result of mul too large (more than 16777216 bits) (in block l)", 1),
+        ("a call of a function that is not declared", "u.fg", b"a: r = call g(1)\n print_and_stop(r)\n".to_vec(), vec![], "FILE:1:13: error: no function is named `g`", 2),
+        ("a call of a block that is not a function", "nb.fg", b"a: r = call b(1)\n print_and_stop(r)\nb:\n return 1\n".to_vec(), vec![], "FILE:1:13: error: block `b` is not a function (declare it with `func b(...):`)", 2),
+        ("a call with the wrong number of arguments", "w.fg", b"a: r = call f(1, 2)\n print_and_stop(r)\nfunc f(x):\n return x\n".to_vec(), vec![], "FILE:1:4: error: function `f` takes 1 argument, not 2", 2),
+        ("a function named like an operation", "o.fg", b"a: r = call add(1)\n print_and_stop(r)\nfunc add(x):\n return x\n".to_vec(), vec![], "FILE:3:6: error: function `add` is named like an operation", 2),
+        ("a parameter named twice", "pp.fg", b"func f(x, x):\n return x\n".to_vec(), vec![], "FILE:1:11: error: parameter `x` is named twice", 2),
+        ("an elidable function that reaches output through a jump and a call", "e.fg", b"a: r = call f(1)\n print_and_stop(r)\n@elidable\nfunc f(x):\n goto g\ng:\n y = call h(x)\n return y\nfunc h(x):\n putchar(x)\n return x\n".to_vec(), vec![], "FILE:3:1: error: function `f` is marked elidable, but `putchar` can be reached from it", 2),
+        ("an elidable function that reaches input", "ei.fg", b"a: r = call f(1)\n print_and_stop(r)\n@elidable\nfunc f(x):\n c = getchar()\n return c\n".to_vec(), vec![], "FILE:3:1: error: function `f` is marked elidable, but `getchar` can be reached from it", 2),
+        ("an elidable function that reaches print_and_stop", "es.pl", b"block(a, call(r, f, [const(1)], print_and_stop(var(r)))).\nfunc(f, [x]).\nelidable(f).\nblock(f, print_and_stop(var(x))).\n".to_vec(), vec![], "FILE:2:1: error: function `f` is marked elidable, but `print_and_stop` can be reached from it", 2),
+        ("@elidable not followed by func", "at.fg", b"a: goto a\n@elidable\nb: return 1\n".to_vec(), vec![], "FILE:3:1: error: expected `func` after `@elidable`, found `b`", 2),
+        ("a func fact that names no block", "f.pl", b"block(a, print_and_stop(const(1))).\nfunc(b, [x]).\n".to_vec(), vec![], "FILE:2:6: error: func(b, ...) names no block", 2),
+        ("a store into a constant, in the Prolog syntax", "s.pl", b"block(a, setitem(const([1]), const(0), const(2), print_and_stop(const(1)))).\n".to_vec(), vec![], "FILE:1:18: error: setitem stores into the array a variable holds: expected var(A), found `const/1`", 2),
+        ("op0 of another operation than getchar", "g.pl", b"block(a, op0(x, len, print_and_stop(var(x)))).\n".to_vec(), vec![], "FILE:1:17: error: op0 takes the operation getchar, not the atom `len`", 2),
         ("reading a variable never written, in a hot loop", "n.fg", b"a: i = 0 goto l l: i = i + 1 c = i > 500 if c goto b else goto l b: print_and_stop(y)".to_vec(), vec![], "error: key_not_found(y) (in block b)", 1),
     ]
 }

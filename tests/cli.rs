@@ -614,3 +614,71 @@ fn machine_code_drops_overflow_checks_that_guards_make_impossible() {
     let out = flowjit(&["run", "examples/sum.fg", "n=100000", "--dump", "ir"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("sadd_overflow"));
 }
+
+/// Prints 50,000 lines, then fails in a hot loop (one that becomes machine code).
+const PRINTS_THEN_FAILS: &str = "start:
+    k = 0
+    goto outer
+outer:
+    c = k < 50000
+    if c goto outer_body else goto start_hot
+outer_body:
+    print(k)
+    k += 1
+    goto outer
+start_hot:
+    j = 0
+    goto hot
+hot:
+    d = 1000 - j
+    x = 7 // d
+    j += 1
+    goto hot
+";
+
+#[test]
+fn output_written_before_an_error_in_a_hot_loop_is_all_there_in_every_mode() {
+    let path = program("prints_then_fails.fg", PRINTS_THEN_FAILS);
+    let path = path.to_str().expect("utf-8 temp path");
+    let want: String = (0..50_000).map(|k| format!("{k}\n")).collect();
+    let runs: &[&[&str]] = &[
+        &["run", path, "--mode", "interp"],
+        &["run", path, "--mode", "trace"],
+        &["run", path, "--mode", "jit"],
+        &["run", path, "--mode", "jit", "--threshold", "0"],
+        &["pe", path, "--entry", "start", "--run"],
+        &["pe", path, "--entry", "start", "--mode", "jit", "--run"],
+        &["pe", path, "--entry", "start", "--compile", "--run"],
+    ];
+    for args in runs {
+        let out = flowjit(args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout == want, "{args:?}: {} bytes of output", stdout.len());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "error: division by zero in div (in block hot)\n",
+            "{args:?}"
+        );
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+    }
+}
+
+#[test]
+fn output_written_before_the_step_limit_is_all_there_in_every_mode() {
+    let path = program("prints_then_fails.fg", PRINTS_THEN_FAILS);
+    let path = path.to_str().expect("utf-8 temp path");
+    // Two operations to start, then five a line: after 40,000 lines the budget is spent,
+    // and the run stops where it tests for the next one.
+    let limit = "200002";
+    let want: String = (0..40_000).map(|k| format!("{k}\n")).collect();
+    for mode in ["interp", "trace", "jit"] {
+        let out = flowjit(&["run", path, "--mode", mode, "--max-steps", limit]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout == want, "{mode}: {} bytes of output", stdout.len());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "error: step limit reached: the program did not stop within 200002 operations (in block outer)\n",
+        );
+        assert_eq!(out.status.code(), Some(1));
+    }
+}

@@ -131,8 +131,12 @@ impl Profile {
                 greens: Vec::new(),
             }),
             Some(m) if block == m.block => {
-                let greens: Option<Vec<Value>> =
-                    m.greens.iter().map(|g| frame[g.index()].clone()).collect();
+                // An array is not a green (SPEC §2.1): where one is, nothing is traced.
+                let greens: Option<Vec<Value>> = m
+                    .greens
+                    .iter()
+                    .map(|g| frame[g.index()].clone().filter(|v| !v.holds_array()))
+                    .collect();
                 Some(Key {
                     anchor: block,
                     greens: greens?,

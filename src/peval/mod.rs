@@ -311,7 +311,7 @@ impl Pe<'_> {
         let block = self.program.block(label);
         let mut stmts = Vec::new();
         for inst in &block.insts {
-            let args: Vec<Operand> = inst
+            let mut args: Vec<Operand> = inst
                 .operands()
                 .into_iter()
                 .map(|a| known(&env, a))
@@ -331,7 +331,25 @@ impl Pe<'_> {
                     }
                     (Some(*dst), RKind::Op(*op))
                 }
-                Inst::SetItem { .. } => (None, RKind::SetItem),
+                Inst::SetItem {
+                    array: Operand::Var(a),
+                    ..
+                } => {
+                    // A static value is never an array: this store fails when it runs.
+                    // The residual program must still name a variable to store into, so
+                    // the value is assigned to it first.
+                    if let Some(v) = env[a.index()].take() {
+                        stmts.push(RStmt {
+                            dst: Some(*a),
+                            kind: RKind::Op(Op::Same),
+                            args: vec![Operand::Const(v)],
+                            origin: label,
+                        });
+                    }
+                    args[0] = Operand::Var(*a);
+                    (None, RKind::SetItem)
+                }
+                Inst::SetItem { .. } => unreachable!("the checker stores through a variable"),
                 Inst::Print(_) => (None, RKind::Print),
                 Inst::Putchar(_) => (None, RKind::Putchar),
                 Inst::Getchar(dst) => (Some(*dst), RKind::Getchar),

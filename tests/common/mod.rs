@@ -8,14 +8,90 @@ use std::process::{Command, Output};
 use flowjit::lang::{self, bytecode, BlockId, Program, Slot, Syntax};
 use flowjit_runtime::Value;
 
-/// One `test: ARGS => OUTPUT` line.
+/// One `test: ARGS => OUTPUT` line (see `tests/programs.rs`).
 pub struct Case {
     /// The program file.
     pub file: PathBuf,
     /// The command's arguments after the file.
     pub args: Vec<String>,
-    /// The one line the run prints.
-    pub expected: String,
+    /// The run's standard input.
+    pub stdin: Vec<u8>,
+    /// The lines the run prints, the last one perhaps an error.
+    pub expected: Vec<String>,
+}
+
+impl Case {
+    /// The standard output, standard error and exit status the run must give: the lines on
+    /// standard output, but a last line starting with `error:`, which is on standard error
+    /// with status 1.
+    pub fn want(&self) -> (String, String, i32) {
+        let mut out: String = self.expected.iter().map(|l| format!("{l}\n")).collect();
+        match self.expected.last() {
+            Some(last) if last.starts_with("error:") => {
+                out.truncate(out.len() - last.len() - 1);
+                (out, format!("{last}\n"), 1)
+            }
+            _ => (out, String::new(), 0),
+        }
+    }
+
+    /// Whether the run fails with a runtime error.
+    pub fn fails(&self) -> bool {
+        self.want().2 == 1
+    }
+
+    /// Runs `cmd` with the case's standard input; `None` if it gave what the case wants,
+    /// otherwise what it gave.
+    pub fn check(&self, mut cmd: Command) -> Option<String> {
+        use std::io::Write as _;
+        let mut child = cmd
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("flowjit starts");
+        let mut stdin = child.stdin.take().expect("piped");
+        // A program that stops reading closes the pipe: not the test's failure.
+        let _ = stdin.write_all(&self.stdin);
+        drop(stdin);
+        let out = child.wait_with_output().expect("flowjit runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let (want_out, want_err, want_status) = self.want();
+        if stdout == want_out && stderr == want_err && out.status.code() == Some(want_status) {
+            return None;
+        }
+        Some(format!(
+            "  want: status {want_status}, stdout {want_out:?}, stderr {want_err:?}\n  got:  status {:?}, stdout {stdout:?}, stderr {stderr:?}",
+            out.status.code(),
+        ))
+    }
+}
+
+/// `text` with the escapes `\n`, `\t`, `\\` and `\xHH` replaced by what they stand for.
+fn unescape(text: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1)) {
+            (b'\\', Some(b'n')) => out.push(b'\n'),
+            (b'\\', Some(b't')) => out.push(b'\t'),
+            (b'\\', Some(b'\\')) => out.push(b'\\'),
+            (b'\\', Some(b'x')) => {
+                let hex = &text[i + 2..i + 4];
+                out.push(u8::from_str_radix(hex, 16).expect("two hex digits after \\x"));
+                i += 2;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    out
 }
 
 /// Every case of `examples/` and `tests/programs/`, in file order.
@@ -37,18 +113,41 @@ pub fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).expect("readable program");
-        for line in text.lines() {
-            let line = line.trim_start_matches(['#', '%']).trim();
-            let Some(spec) = line.strip_prefix("test:") else {
+        let comments: Vec<&str> = text
+            .lines()
+            .map(|l| l.strip_prefix(['#', '%']).unwrap_or("\0"))
+            .collect();
+        for (k, line) in comments.iter().enumerate() {
+            let Some(spec) = line.trim().strip_prefix("test:") else {
                 continue;
             };
             let (args, expected) = spec
                 .split_once("=>")
                 .unwrap_or_else(|| panic!("{}: a test line needs `=>`", file.display()));
+            let (args, stdin) = match args.split_once(" < ") {
+                Some((args, input)) => (args, unescape(input.trim())),
+                None => (args, Vec::new()),
+            };
+            let expected: Vec<String> = if expected.trim().is_empty() {
+                // The lines follow, indented.
+                comments[k + 1..]
+                    .iter()
+                    .take_while(|l| l.starts_with("   "))
+                    .map(|l| l.trim().to_string())
+                    .collect()
+            } else {
+                vec![expected.trim().to_string()]
+            };
+            assert!(
+                !expected.is_empty(),
+                "{}: a test line expects nothing",
+                file.display()
+            );
             cases.push(Case {
                 file: file.clone(),
                 args: args.split_whitespace().map(str::to_string).collect(),
-                expected: expected.trim().to_string(),
+                stdin,
+                expected,
             });
         }
     }
