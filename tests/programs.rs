@@ -250,3 +250,43 @@ fn every_program_partially_evaluated_with_nothing_static_prints_the_same() {
         failures.join("\n")
     );
 }
+
+/// Every example in the readable syntax, printed in the Prolog-term syntax by `flowjit fmt`,
+/// prints what its test lines say, interpreted and in machine code.
+#[test]
+fn every_example_prints_the_same_in_the_prolog_syntax() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for case in cases() {
+        let from_examples = case.file.parent().is_some_and(|d| d.ends_with("examples"));
+        if !from_examples || case.file.extension().is_none_or(|e| e != "fg") {
+            continue;
+        }
+        let out = common::flowjit_command()
+            .arg("fmt")
+            .arg(&case.file)
+            .args(["--format", "pl"])
+            .output()
+            .expect("flowjit runs");
+        assert_eq!(out.status.code(), Some(0), "fmt {}", case.file.display());
+        let stem = case.file.file_stem().expect("a file name");
+        let pl = dir.path().join(stem).with_extension("pl");
+        std::fs::write(&pl, &out.stdout).expect("write");
+        for mode in [&["--mode", "interp"][..], &["--mode", "jit", "--threshold", "1"]] {
+            let mut cmd = common::flowjit_command();
+            cmd.arg("run").arg(&pl).args(&case.args).args(mode);
+            if let Some(why) = case.check(cmd) {
+                failures.push(format!("{} {}\n{why}", pl.display(), case.args.join(" ")));
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} runs");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

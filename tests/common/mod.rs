@@ -125,7 +125,8 @@ pub fn cases() -> Vec<Case> {
                 .split_once("=>")
                 .unwrap_or_else(|| panic!("{}: a test line needs `=>`", file.display()));
             let (args, stdin) = match args.split_once(" < ") {
-                Some((args, input)) => (args, unescape(input.trim())),
+                // The text between `< ` and ` =>`, spaces and all.
+                Some((args, input)) => (args, unescape(input.strip_suffix(' ').unwrap_or(input))),
                 None => (args, Vec::new()),
             };
             let expected: Vec<String> = if expected.trim().is_empty() {
