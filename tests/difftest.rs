@@ -109,3 +109,28 @@ fn greens_that_change_inside_the_loop() {
                 end: print_and_stop(x0)";
     assert_eq!(check(text), Ok(true));
 }
+
+/// Arrays shared by two names, a fresh array that parts them, calls (a recursion and an
+/// `@elidable` function that memoizes in a table it is given), output in a hot loop, and an
+/// index that leaves the array after 275 iterations: every executor prints every line, then
+/// the error.
+#[test]
+fn arrays_calls_and_output_before_an_error() {
+    let program = "start: arr = array(5, 0) ali = arr memo0 = array(4, 'none') x0 = 0 goto loop1 \
+                   loop1: i4 = 300 goto head2 \
+                   head2: c5 = i4 > 0 if c5 goto body else goto end \
+                   body: k = i4 % 5 ali[k] = i4 j = 300 - i4 k2 = j // 55 x1 = arr[k2] print(x1) \
+                         m = i4 % 4 x2 = call f0(m, memo0) n = i4 % 9 x3 = call f1(n, x2) \
+                         x0 = x0 + x3 t = x0 & 127 putchar(t) \
+                         w = i4 % 50 if w goto step3 else goto fresh \
+                   fresh: arr = array(5, x0) goto step3 \
+                   step3: i4 = i4 - 1 goto head2 \
+                   end: print_and_stop(x0) \
+                   @elidable func f0(k, t): v = t[k] c = v == 'none' if c goto f0_compute else goto f0_known \
+                   f0_known: return v \
+                   f0_compute: r = k * k r = r + 3 t[k] = r return r \
+                   func f1(n, acc): c = n > 0 if c goto f1_rec else goto f1_base \
+                   f1_rec: n = n - 1 acc = acc + n r = call f1(n, acc) return r \
+                   f1_base: return acc";
+    assert_eq!(check(program), Ok(true));
+}

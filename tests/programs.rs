@@ -273,7 +273,10 @@ fn every_example_prints_the_same_in_the_prolog_syntax() {
         let stem = case.file.file_stem().expect("a file name");
         let pl = dir.path().join(stem).with_extension("pl");
         std::fs::write(&pl, &out.stdout).expect("write");
-        for mode in [&["--mode", "interp"][..], &["--mode", "jit", "--threshold", "1"]] {
+        for mode in [
+            &["--mode", "interp"][..],
+            &["--mode", "jit", "--threshold", "1"],
+        ] {
             let mut cmd = common::flowjit_command();
             cmd.arg("run").arg(&pl).args(&case.args).args(mode);
             if let Some(why) = case.check(cmd) {

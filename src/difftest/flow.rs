@@ -53,12 +53,15 @@
 //! int7:     x3 = x3 + old7
 //! ```
 //! Half the programs print one variable; the others print a number that every variable
-//! changes.
+//! changes. Pieces of heap statements, calls and input and output ([`Seg::Heap`]) and the
+//! program's functions are in `heap.rs`.
 
 use std::fmt::Write as _;
 
 use flowjit_runtime::Op;
 use proptest::prelude::*;
+
+use super::heap::{self, funcs, heap_ops, GenFunc, HeapOp};
 
 /// An argument of a generated operation.
 #[derive(Clone, Debug)]
@@ -200,6 +203,8 @@ pub enum Seg {
     },
     /// A variable whose type changes between iterations (only in loop bodies).
     Mixed(Mixed),
+    /// Statements on the array, calls, and input and output.
+    Heap(Vec<HeapOp>),
 }
 
 /// A generated program.
@@ -214,6 +219,8 @@ pub struct GenProgram {
     /// The variable printed at the end, or (`None`) a number that every variable changes:
     /// `((x0 * P + x1) * P + x2) ...` with `P = 1000003`.
     pub result: Option<usize>,
+    /// Its functions.
+    pub funcs: Vec<GenFunc>,
 }
 
 /// How many variables the generated statements use.
@@ -224,7 +231,8 @@ pub(super) const VARS: usize = 5;
 /// iteration, three nests a program: within the oracle's step limit.
 const NEST_ITERATIONS: i64 = 4_000;
 
-fn arg() -> impl Strategy<Value = GenArg> {
+/// An argument: a variable, an integer (some past 64 bits), the counter or an atom.
+pub(super) fn arg() -> impl Strategy<Value = GenArg> {
     prop_oneof![
         6 => (0..VARS).prop_map(GenArg::Var),
         3 => prop_oneof![-3i64..10, Just(i64::MAX), Just(i64::MIN), Just(1 << 40)].prop_map(GenArg::Int),
@@ -492,7 +500,7 @@ fn mixed() -> impl Strategy<Value = Mixed> {
 /// The iterations a piece runs, its inner loops' included.
 fn iterations(seg: &Seg) -> i64 {
     match seg {
-        Seg::Ops(_) | Seg::Mixed(_) => 0,
+        Seg::Ops(_) | Seg::Mixed(_) | Seg::Heap(_) => 0,
         Seg::Loop { count, body, .. } => {
             count.saturating_mul(1 + body.iter().map(iterations).sum::<i64>())
         }
@@ -503,8 +511,9 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
     let straight = prop_oneof![1 => ops(), 2 => hot_ops()].prop_map(Seg::Ops);
     // Depths 0 and 1 are loop bodies (a program's pieces are of depth 2).
     let mixed = mixed().prop_map(Seg::Mixed);
+    let heap = heap_ops().prop_map(Seg::Heap);
     if depth == 0 {
-        return prop_oneof![6 => straight, 1 => mixed].boxed();
+        return prop_oneof![6 => straight, 1 => mixed, 3 => heap].boxed();
     }
     // Only outermost loops run long: a trace from an outer loop unrolls its inner loops,
     // and one of thousands of instructions is slow to compile (again for each bridge).
@@ -530,8 +539,8 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
     // An outer loop's body holds straight-line pieces more often than loops, so that long
     // loops with rare paths are common.
     match depth {
-        1 => prop_oneof![3 => straight, 2 => looped, 1 => mixed].boxed(),
-        _ => prop_oneof![1 => straight, 2 => looped].boxed(),
+        1 => prop_oneof![3 => straight, 2 => looped, 1 => mixed, 2 => heap].boxed(),
+        _ => prop_oneof![2 => straight, 4 => looped, 2 => heap].boxed(),
     }
 }
 
@@ -542,12 +551,14 @@ pub fn programs() -> impl Strategy<Value = GenProgram> {
         prop::collection::vec(-3i64..9, 1..6),
         prop::collection::vec(seg(2), 1..4),
         prop_oneof![1 => (0..VARS).prop_map(Some), 1 => Just(None)],
+        funcs(),
     )
-        .prop_map(|(inits, list, segs, result)| GenProgram {
+        .prop_map(|(inits, list, segs, result, funcs)| GenProgram {
             inits,
             list,
             segs,
             result,
+            funcs,
         })
 }
 
@@ -559,6 +570,8 @@ pub(super) struct Emitter {
     /// pieces introduce.
     pub(super) inits: String,
     labels: usize,
+    /// The program's functions, which calls name.
+    pub(super) funcs: Vec<GenFunc>,
 }
 
 impl Emitter {
@@ -567,6 +580,7 @@ impl Emitter {
             out: String::new(),
             inits: String::new(),
             labels: 0,
+            funcs: Vec::new(),
         }
     }
 
@@ -576,7 +590,8 @@ impl Emitter {
         format!("{base}{}", self.labels)
     }
 
-    fn arg(a: &GenArg, counter: &str) -> String {
+    /// The argument `a` as written, with `counter` for [`GenArg::Counter`].
+    pub(super) fn arg(a: &GenArg, counter: &str) -> String {
         match a {
             GenArg::Var(i) => format!("x{i}"),
             GenArg::Int(n) => n.to_string(),
@@ -595,7 +610,10 @@ impl Emitter {
             Op::Readlist => format!("lst[{b}]"),
             Op::Len => "len(lst)".to_string(),
             op if op.arity() == 1 => format!("{}({a})", op.name()),
-            op => format!("{a} {} {b}", op.infix().unwrap_or("?")),
+            op => match op.infix() {
+                Some(infix) => format!("{a} {infix} {b}"),
+                None => format!("{}({a}, {b})", op.name()),
+            },
         }
     }
 
@@ -720,6 +738,14 @@ impl Emitter {
                 l
             }
             Seg::Mixed(m) => self.mixed(m, next, counter),
+            Seg::Heap(ops) => {
+                let l = self.label("h");
+                let _ = writeln!(self.out, "{l}:");
+                let funcs = self.funcs.clone();
+                self.heap(ops, counter, &funcs);
+                let _ = writeln!(self.out, "    goto {next}");
+                l
+            }
             Seg::Loop {
                 count,
                 body,
@@ -830,16 +856,19 @@ impl GenProgram {
     /// The program in the readable syntax; its first block is the entry.
     pub fn text(&self) -> String {
         let mut e = Emitter::new();
+        e.funcs = self.funcs.clone();
         let mut next = "end".to_string();
         for s in self.segs.iter().rev() {
             next = e.seg(s, &next, "x0");
         }
         let start = format!(
-            "start:\n{}{}    goto {next}\n",
+            "start:\n{}{}{}    goto {next}\n",
             prologue(&self.inits, &self.list),
+            heap::prologue(&self.funcs),
             e.inits
         );
         let _ = writeln!(e.out, "end:\n{}", epilogue(self.result));
+        e.funcs(&self.funcs);
         start + &e.out
     }
 }

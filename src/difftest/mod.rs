@@ -18,6 +18,11 @@
 //!   path or every other iteration, or read from a list of integers and atoms at a varying
 //!   index), carried to the next iterations by copies (`old = prev; prev = v`), so that
 //!   peeling rejects loops for changing types and bridges carry the other type back in.
+//!   Pieces of heap statements (`heap.rs`) store into an array through one of its two names
+//!   and read through the other, make a fresh array that parts them, store the array into
+//!   itself, index past its end now and then, print values and the array, write bytes (and
+//!   values that are not bytes), read input, and call the program's functions: straight-line
+//!   ones, recursive ones, and `@elidable` ones that memoize in a table of their own.
 //! - **Interpreters** ([`GenDispatch`], `dispatch.rs`): a dispatch loop with
 //!   `jit_merge_point(pc)` (or `(lst, pc)`) and `can_enter_jit`, whose handlers compute the
 //!   next `pc` from itself, a constant, a variable or the loop's fuel: greens that change
@@ -35,8 +40,9 @@
 //! A panic in an executor is reported as a difference, naming the executor.
 //!
 //! What it does not reach: lists other than the one constant list and the constant lists
-//! of the variables that change type, atoms other than `'a'`, loops nested more than two
-//! deep, loops whose counter is not a plain countdown, more than one dispatch loop in a
+//! of the variables that change type, arrays other than one (and the memo tables), calls
+//! from functions other than a recursion to itself, loops inside functions, atoms other
+//! than `'a'`, loops nested more than two deep, loops whose counter is not a plain countdown, more than one dispatch loop in a
 //! program, and bytecode with more than two loops (its inner loop always starts from the
 //! outer counter).
 //!
@@ -58,12 +64,14 @@ use crate::state::{Io, Position, State, Steps};
 
 mod dispatch;
 mod flow;
+mod heap;
 mod regs;
 
 pub use dispatch::{dispatchers, GenDispatch, Handler, NextPc};
 pub use flow::{
     programs, Branch, Cond, GenArg, GenOp, GenProgram, Mixed, Odd, Promoted, Seg, Source,
 };
+pub use heap::{GenFunc, HeapOp, Index, ARRAY_LEN};
 pub use regs::{bytecodes, GenBytecode, Inner, Instr, Piece};
 
 /// How many operations the oracle may run; a program that needs more is discarded.
@@ -122,7 +130,7 @@ pub fn cases() -> impl Strategy<Value = Case> {
 /// What a run printed, as the command line shows it: its output, then its last line or
 /// its error.
 fn describe(outcome: Result<Value, interp::RuntimeError>, io: &Io) -> String {
-    let written = String::from_utf8_lossy(io.output());
+    let written = io.output().escape_ascii().to_string();
     match outcome {
         Ok(v) => format!("{written}{v}"),
         Err(e) => format!("{written}error: {e}"),

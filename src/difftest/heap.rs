@@ -1,0 +1,329 @@
+//! Arrays, calls and output in generated programs.
+//!
+//! A structured program ([`super::GenProgram`]) has one array, `arr`, of [`ARRAY_LEN`]
+//! elements, and a second name for it, `ali`: a piece of heap statements ([`HeapOp`]) stores
+//! into one and reads through the other, makes `arr` a fresh array (so that the two differ
+//! from then on) or makes them the same again, stores the array into itself (which prints as
+//! `[...]`), compares them, and reads and writes at indexes that leave the array now and
+//! then (`k = i % 6` on five elements). It prints variables and the array, writes bytes
+//! (some of which are not bytes: `x & 511`), and reads its input; so output comes before
+//! errors, and each executor must have written all of it.
+//!
+//! The program's functions ([`GenFunc`]) are straight-line code on their own `x0..x4`,
+//! a recursion as deep as an argument says, or an `@elidable` function that memoizes a
+//! computation in a table the caller gives it and nobody else writes:
+//!
+//! ```text
+//! @elidable
+//! func f2(k, t):
+//!     v = t[k]             c = v == 'none'      if c goto f2_compute else goto f2_known
+//! f2_known:    return v
+//! f2_compute:  x0 = k ...  x3 = x1 * 3  ...     t[k] = x3     return x3
+//! ```
+
+use std::fmt::Write as _;
+
+use flowjit_runtime::Op;
+use proptest::prelude::*;
+
+use super::flow::{Emitter, GenArg, GenOp, VARS};
+
+/// How many elements `arr` has.
+pub const ARRAY_LEN: i64 = 5;
+
+/// The deepest recursion a generated recursive function makes.
+const MAX_DEPTH: i64 = 12;
+
+/// An index into the array.
+#[derive(Clone, Debug)]
+pub enum Index {
+    /// `counter % m`: in range when `m` is at most [`ARRAY_LEN`], out of it now and then
+    /// when larger.
+    Counter(i64),
+    /// `x{n} % m` (a type error when `x{n}` is an atom).
+    Var(usize, i64),
+    /// The argument itself: negative, huge, an atom...
+    Raw(GenArg),
+}
+
+/// One heap, call or input/output statement.
+#[derive(Clone, Debug)]
+pub enum HeapOp {
+    /// `arr[k] = value` (through `ali` when `alias`).
+    Store {
+        /// Where.
+        index: Index,
+        /// What.
+        value: GenArg,
+        /// Whether it stores through `ali`.
+        alias: bool,
+    },
+    /// `x{dst} = ali[k]` (through `arr` when not `alias`).
+    Load {
+        /// The variable assigned.
+        dst: usize,
+        /// Where.
+        index: Index,
+        /// Whether it reads through `ali`.
+        alias: bool,
+    },
+    /// `arr = array(ARRAY_LEN, init)`: from now on `ali` is another array.
+    Fresh(GenArg),
+    /// `ali = arr`.
+    Realias,
+    /// `arr[k] = ali`: the array holds itself when the two are the same.
+    SelfStore(Index),
+    /// `x{dst} = arr == ali`.
+    Identity(usize),
+    /// `x{dst} = len(tolist(ali))`, or `len(ali)`.
+    Length(usize, bool),
+    /// `print(x{n})`, or `print(arr)` for `None`.
+    Print(Option<usize>),
+    /// `t = x{n} & mask`, `putchar(t)`: not a byte when `mask` lets more through.
+    Putchar(usize, i64),
+    /// `x{dst} = getchar()`.
+    Getchar(usize),
+    /// `x{dst} = call` function number `func` (modulo how many there are) with two
+    /// arguments.
+    Call {
+        /// The variable assigned.
+        dst: usize,
+        /// Which function.
+        func: usize,
+        /// Its arguments (a memoizing function takes the first and its table).
+        args: [GenArg; 2],
+    },
+}
+
+/// A generated function, called with two arguments.
+#[derive(Clone, Debug)]
+pub enum GenFunc {
+    /// `func fN(x0, x1)`: `x2..x4` set to constants, straight-line statements (the
+    /// counter is `x0`), then `return x{result}`.
+    Plain {
+        /// The statements.
+        ops: Vec<GenOp>,
+        /// The variable returned.
+        result: usize,
+    },
+    /// `func fN(n, acc)`: `acc op n` down to `n = 0`, by recursion; called with
+    /// `n = arg % depth`.
+    Recursive {
+        /// The bound on the depth.
+        depth: i64,
+        /// How `acc` changes.
+        op: Op,
+    },
+    /// `@elidable func fN(k, t)`: a computation on `k` memoized in `t` (`size` entries, all
+    /// `'none'` at the start), called with `k = arg % size` and its own table.
+    Memo {
+        /// The table's size.
+        size: i64,
+        /// The computation (the counter is `k`).
+        ops: Vec<GenOp>,
+        /// The variable returned.
+        result: usize,
+    },
+}
+
+fn index() -> impl Strategy<Value = Index> {
+    prop_oneof![
+        6 => prop_oneof![3 => 1..=ARRAY_LEN, 1 => ARRAY_LEN + 1..ARRAY_LEN + 3].prop_map(Index::Counter),
+        3 => (0..VARS, 1..=ARRAY_LEN + 1).prop_map(|(v, m)| Index::Var(v, m)),
+        1 => super::flow::arg().prop_map(Index::Raw),
+    ]
+}
+
+fn value() -> impl Strategy<Value = GenArg> {
+    prop_oneof![
+        5 => (0..VARS).prop_map(GenArg::Var),
+        2 => Just(GenArg::Counter),
+        1 => super::flow::arg(),
+    ]
+}
+
+/// Heap, call and input/output statements, as a piece of straight-line code.
+pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
+    let one = prop_oneof![
+        5 => (index(), value(), any::<bool>())
+            .prop_map(|(index, value, alias)| HeapOp::Store { index, value, alias }),
+        5 => (0..VARS, index(), any::<bool>())
+            .prop_map(|(dst, index, alias)| HeapOp::Load { dst, index, alias }),
+        1 => value().prop_map(HeapOp::Fresh),
+        1 => Just(HeapOp::Realias),
+        1 => index().prop_map(HeapOp::SelfStore),
+        1 => (0..VARS).prop_map(HeapOp::Identity),
+        1 => (0..VARS, any::<bool>()).prop_map(|(d, l)| HeapOp::Length(d, l)),
+        3 => prop_oneof![4 => (0..VARS).prop_map(Some), 1 => Just(None)].prop_map(HeapOp::Print),
+        2 => (0..VARS, prop_oneof![4 => Just(127i64), 1 => Just(511)])
+            .prop_map(|(v, m)| HeapOp::Putchar(v, m)),
+        1 => (0..VARS).prop_map(HeapOp::Getchar),
+        3 => (0..VARS, 0usize..3, value(), value())
+            .prop_map(|(dst, func, a, b)| HeapOp::Call { dst, func, args: [a, b] }),
+    ];
+    prop::collection::vec(one, 1..4)
+}
+
+/// The functions of a program: none, or up to three.
+pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
+    let plain =
+        (super::flow::hot_ops(), 0..VARS).prop_map(|(ops, result)| GenFunc::Plain { ops, result });
+    let recursive = (
+        2..=MAX_DEPTH,
+        prop::sample::select(vec![Op::Add, Op::Sub, Op::Xor]),
+    )
+        .prop_map(|(depth, op)| GenFunc::Recursive { depth, op });
+    let memo = (1i64..8, super::flow::hot_ops(), 0..VARS)
+        .prop_map(|(size, ops, result)| GenFunc::Memo { size, ops, result });
+    prop_oneof![
+        1 => Just(Vec::new()),
+        3 => prop::collection::vec(prop_oneof![plain, recursive, memo], 1..4),
+    ]
+}
+
+/// The statements that make the array and the memo tables, for the first block.
+pub fn prologue(funcs: &[GenFunc]) -> String {
+    let mut s = format!("    arr = array({ARRAY_LEN}, 0)\n    ali = arr\n");
+    for (m, f) in funcs.iter().enumerate() {
+        if let GenFunc::Memo { size, .. } = f {
+            let _ = writeln!(s, "    memo{m} = array({size}, 'none')");
+        }
+    }
+    s
+}
+
+impl Emitter {
+    /// `name[k]` for index `index`, writing the statement that computes `k` first.
+    fn index(&mut self, index: &Index, counter: &str) -> String {
+        let k = self.label("k");
+        let _ = match index {
+            Index::Counter(m) => writeln!(self.out, "    {k} = {counter} % {m}"),
+            Index::Var(v, m) => writeln!(self.out, "    {k} = x{v} % {m}"),
+            Index::Raw(a) => writeln!(self.out, "    {k} = {}", Self::arg(a, counter)),
+        };
+        k
+    }
+
+    /// Writes the heap statements `ops` (the block is open), with `counter` for
+    /// [`GenArg::Counter`]; `funcs` are the program's functions.
+    pub(super) fn heap(&mut self, ops: &[HeapOp], counter: &str, funcs: &[GenFunc]) {
+        let array = |alias: bool| if alias { "ali" } else { "arr" };
+        for op in ops {
+            match op {
+                HeapOp::Store {
+                    index,
+                    value,
+                    alias,
+                } => {
+                    let k = self.index(index, counter);
+                    let v = Self::arg(value, counter);
+                    let _ = writeln!(self.out, "    {}[{k}] = {v}", array(*alias));
+                }
+                HeapOp::Load { dst, index, alias } => {
+                    let k = self.index(index, counter);
+                    let _ = writeln!(self.out, "    x{dst} = {}[{k}]", array(*alias));
+                }
+                HeapOp::Fresh(init) => {
+                    let init = Self::arg(init, counter);
+                    let _ = writeln!(self.out, "    arr = array({ARRAY_LEN}, {init})");
+                }
+                HeapOp::Realias => {
+                    let _ = writeln!(self.out, "    ali = arr");
+                }
+                HeapOp::SelfStore(index) => {
+                    let k = self.index(index, counter);
+                    let _ = writeln!(self.out, "    arr[{k}] = ali");
+                }
+                HeapOp::Identity(dst) => {
+                    let _ = writeln!(self.out, "    x{dst} = arr == ali");
+                }
+                HeapOp::Length(dst, through_list) => {
+                    if *through_list {
+                        let l = self.label("l");
+                        let _ = writeln!(self.out, "    {l} = tolist(ali)\n    x{dst} = len({l})");
+                    } else {
+                        let _ = writeln!(self.out, "    x{dst} = len(ali)");
+                    }
+                }
+                HeapOp::Print(Some(v)) => {
+                    let _ = writeln!(self.out, "    print(x{v})");
+                }
+                HeapOp::Print(None) => {
+                    let _ = writeln!(self.out, "    print(arr)");
+                }
+                HeapOp::Putchar(v, mask) => {
+                    let t = self.label("t");
+                    let _ = writeln!(self.out, "    {t} = x{v} & {mask}\n    putchar({t})");
+                }
+                HeapOp::Getchar(dst) => {
+                    let _ = writeln!(self.out, "    x{dst} = getchar()");
+                }
+                HeapOp::Call { dst, func, args } => {
+                    if funcs.is_empty() {
+                        continue;
+                    }
+                    let m = func % funcs.len();
+                    let a = Self::arg(&args[0], counter);
+                    let b = Self::arg(&args[1], counter);
+                    let _ = match &funcs[m] {
+                        GenFunc::Plain { .. } => {
+                            writeln!(self.out, "    x{dst} = call f{m}({a}, {b})")
+                        }
+                        GenFunc::Recursive { depth, .. } => {
+                            let n = self.label("n");
+                            writeln!(
+                                self.out,
+                                "    {n} = {a} % {depth}\n    x{dst} = call f{m}({n}, {b})"
+                            )
+                        }
+                        GenFunc::Memo { size, .. } => {
+                            let k = self.label("k");
+                            writeln!(
+                                self.out,
+                                "    {k} = {a} % {size}\n    x{dst} = call f{m}({k}, memo{m})"
+                            )
+                        }
+                    };
+                }
+            }
+        }
+    }
+
+    /// Writes the program's functions.
+    pub(super) fn funcs(&mut self, funcs: &[GenFunc]) {
+        for (m, f) in funcs.iter().enumerate() {
+            let f_ = format!("f{m}");
+            let consts = "    x2 = 3\n    x3 = -1\n    x4 = 7\n";
+            match f {
+                GenFunc::Plain { ops, result } => {
+                    let _ = write!(self.out, "func {f_}(x0, x1):\n{consts}");
+                    for o in ops {
+                        self.stmt(o, "x0");
+                    }
+                    let _ = writeln!(self.out, "    return x{result}");
+                }
+                GenFunc::Recursive { op, .. } => {
+                    let _ = writeln!(
+                        self.out,
+                        "func {f_}(n, acc):\n    c = n > 0\n    if c goto {f_}_rec else goto {f_}_base\n\
+                         {f_}_rec:\n    n = n - 1\n    acc = acc {} n\n    r = call {f_}(n, acc)\n    return r\n\
+                         {f_}_base:\n    return acc",
+                        op.infix().unwrap_or("+")
+                    );
+                }
+                GenFunc::Memo { ops, result, .. } => {
+                    let _ = writeln!(
+                        self.out,
+                        "@elidable\nfunc {f_}(k, t):\n    v = t[k]\n    c = v == 'none'\n    if c goto {f_}_compute else goto {f_}_known\n\
+                         {f_}_known:\n    return v\n\
+                         {f_}_compute:\n    x0 = k\n    x1 = k\n{consts}"
+                    );
+                    for o in ops {
+                        self.stmt(o, "k");
+                    }
+                    let _ = writeln!(self.out, "    t[k] = x{result}\n    return x{result}");
+                }
+            }
+        }
+    }
+}
