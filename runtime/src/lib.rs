@@ -19,5 +19,5 @@ pub mod value;
 pub use array::Array;
 pub use atom::Atom;
 pub use list::List;
-pub use ops::{Op, OpError};
+pub use ops::{Access, Op, OpError};
 pub use value::Value;

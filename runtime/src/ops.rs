@@ -156,12 +156,10 @@ pub enum OpError {
         got: Value,
     },
     /// `readlist` or `setitem` with an index outside the list or array.
-    #[error("{op}: index {index} out of range for {what} of length {len}")]
+    #[error("{}: index {index} out of range for {} of length {len}", access.op(), access.what())]
     IndexOutOfRange {
-        /// `readlist` or `setitem`.
-        op: &'static str,
-        /// `a list` or `an array`.
-        what: &'static str,
+        /// What was accessed, how.
+        access: Access,
         /// The index.
         index: Value,
         /// The list's or array's length.
@@ -217,6 +215,35 @@ pub enum OpError {
         /// The operation.
         op: Op,
     },
+}
+
+/// An access by index, for [`OpError::IndexOutOfRange`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// `readlist` of a list.
+    ReadList,
+    /// `readlist` of an array.
+    ReadArray,
+    /// `setitem` of an array.
+    StoreArray,
+}
+
+impl Access {
+    /// The operation: `readlist` or `setitem`.
+    pub const fn op(self) -> &'static str {
+        match self {
+            Access::ReadList | Access::ReadArray => "readlist",
+            Access::StoreArray => "setitem",
+        }
+    }
+
+    /// What it accessed: `a list` or `an array`.
+    pub const fn what(self) -> &'static str {
+        match self {
+            Access::ReadList => "a list",
+            Access::ReadArray | Access::StoreArray => "an array",
+        }
+    }
 }
 
 /// `the atom foo`, `the list [1,2]`, `the integer 3`; long values are shortened.
@@ -413,14 +440,13 @@ fn readlist(seq: &Value, index: &Value) -> Result<Value, OpError> {
         Value::Int(i) => usize::try_from(*i).ok(),
         _ => None,
     };
-    let (found, what, len) = match seq {
-        Value::List(l) => (i.and_then(|i| l.get(i)).cloned(), "a list", l.len()),
-        Value::Array(a) => (i.and_then(|i| a.get(i)), "an array", a.len()),
+    let (found, access, len) = match seq {
+        Value::List(l) => (i.and_then(|i| l.get(i)).cloned(), Access::ReadList, l.len()),
+        Value::Array(a) => (i.and_then(|i| a.get(i)), Access::ReadArray, a.len()),
         _ => unreachable!("checked above"),
     };
     found.ok_or_else(|| OpError::IndexOutOfRange {
-        op: "readlist",
-        what,
+        access,
         index: index.clone(),
         len,
     })
@@ -465,8 +491,7 @@ pub fn setitem(array: &Value, index: &Value, value: Value) -> Result<(), OpError
         Ok(())
     } else {
         Err(OpError::IndexOutOfRange {
-            op: "setitem",
-            what: "an array",
+            access: Access::StoreArray,
             index: index.clone(),
             len: a.len(),
         })

@@ -85,9 +85,14 @@ impl Monitor for NoMonitor {
     }
 }
 
+/// A frame's variables, as the step functions see them: a frame (or a part of one) cannot
+/// change its size while they run, and held as a slice its address and length stay in
+/// registers through the interpreter's loop.
+pub type Slots = [Option<Value>];
+
 /// Reads a variable: its value, or `key_not_found`.
 #[inline(always)]
-pub fn read<'f>(program: &Program, frame: &'f Frame, slot: Slot) -> Result<&'f Value, ErrorKind> {
+pub fn read<'f>(program: &Program, frame: &'f Slots, slot: Slot) -> Result<&'f Value, ErrorKind> {
     match &frame[slot.index()] {
         Some(v) => Ok(v),
         None => Err(ErrorKind::KeyNotFound(program.var(slot).to_string())),
@@ -98,7 +103,7 @@ pub fn read<'f>(program: &Program, frame: &'f Frame, slot: Slot) -> Result<&'f V
 #[inline(always)]
 pub fn operand<'a>(
     program: &Program,
-    frame: &'a Frame,
+    frame: &'a Slots,
     arg: &'a Operand,
 ) -> Result<&'a Value, ErrorKind> {
     match arg {
@@ -107,20 +112,32 @@ pub fn operand<'a>(
     }
 }
 
-/// What [`step`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
-    /// The statement ran.
-    Done,
-    /// The statement needs more of the state than the frame (input, output, a call):
-    /// [`effect`] runs it.
+/// Why [`step`] did not run a statement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Interrupt {
+    /// It failed.
+    Error(ErrorKind),
+    /// It needs more of the state than the frame (input, output, a call): [`effect`] runs
+    /// it. (One result for both keeps the interpreter's inner loop to one test a statement.)
     Effect,
+}
+
+impl From<ErrorKind> for Interrupt {
+    fn from(e: ErrorKind) -> Interrupt {
+        Interrupt::Error(e)
+    }
+}
+
+impl From<OpError> for Interrupt {
+    fn from(e: OpError) -> Interrupt {
+        Interrupt::Error(ErrorKind::Op(e))
+    }
 }
 
 /// Executes one statement on the frame; a statement that needs more of the state is left
 /// to [`effect`].
 #[inline(always)]
-pub fn step(program: &Program, frame: &mut Frame, inst: &Inst) -> Result<Step, ErrorKind> {
+pub fn step(program: &Program, frame: &mut Slots, inst: &Inst) -> Result<(), Interrupt> {
     match inst {
         Inst::Op2 { dst, op, a, b } => {
             let (x, y) = (operand(program, frame, a)?, operand(program, frame, b)?);
@@ -132,7 +149,7 @@ pub fn step(program: &Program, frame: &mut Frame, inst: &Inst) -> Result<Step, E
                     if let Some(item) = usize::try_from(*i).ok().and_then(|i| list.get(i)) {
                         let item = item.clone();
                         frame[dst.index()] = Some(item);
-                        return Ok(Step::Done);
+                        return Ok(());
                     }
                     None
                 }
@@ -151,24 +168,25 @@ pub fn step(program: &Program, frame: &mut Frame, inst: &Inst) -> Result<Step, E
             array,
             index,
             value,
-        } => setitem(program, frame, array, index, value)?,
+        } => setitem(program, frame, *array, index, value)?,
         Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => {}
         Inst::Print(_) | Inst::Putchar(_) | Inst::Getchar(_) | Inst::Call { .. } => {
-            return Ok(Step::Effect)
+            return Err(Interrupt::Effect)
         }
     }
-    Ok(Step::Done)
+    Ok(())
 }
 
-/// `array[index] = value`.
+/// `array[index] = value`, out of line, so that the inner loop stays small.
+#[inline(never)]
 fn setitem(
     program: &Program,
-    frame: &Frame,
-    array: &Operand,
+    frame: &Slots,
+    array: Slot,
     index: &Operand,
     value: &Operand,
 ) -> Result<(), ErrorKind> {
-    let a = operand(program, frame, array)?;
+    let a = read(program, frame, array)?;
     let i = operand(program, frame, index)?;
     let v = operand(program, frame, value)?.clone();
     Ok(ops::setitem(a, i, v)?)
@@ -229,7 +247,7 @@ pub fn effect(
 /// Stores an integer into a slot. When the slot already holds an integer, only the payload
 /// is written: nothing to drop, and no whole `Value` built on the stack and copied.
 #[inline(always)]
-fn store_int(frame: &mut Frame, dst: Slot, r: i64) {
+fn store_int(frame: &mut Slots, dst: Slot, r: i64) {
     match &mut frame[dst.index()] {
         Some(Value::Int(old)) => *old = r,
         slot => *slot = Some(Value::Int(r)),
@@ -256,7 +274,7 @@ pub enum Flow {
 
 /// Evaluates a terminator.
 #[inline(always)]
-pub fn branch(program: &Program, frame: &Frame, term: &Terminator) -> Result<Flow, ErrorKind> {
+pub fn branch(program: &Program, frame: &Slots, term: &Terminator) -> Result<Flow, ErrorKind> {
     Ok(match term {
         Terminator::Goto(j) | Terminator::Promote { target: j, .. } => Flow::Jump(*j),
         Terminator::If { cond, then, els } => {
@@ -274,6 +292,34 @@ pub fn branch(program: &Program, frame: &Frame, term: &Terminator) -> Result<Flo
 /// Interprets from `at` until the program stops, fails, or `monitor` takes over.
 pub fn run<M: Monitor>(
     program: &Program,
+    state: &mut State,
+    at: Position,
+    steps: &mut Steps,
+    monitor: &mut M,
+) -> Result<Exit, RuntimeError> {
+    // The current frame is held apart from the rest of the state while the loop runs, so
+    // that nothing else can alias it and its address and length stay in registers; it is
+    // handed back for an effect (which may change frames), and at the end.
+    let mut frame = std::mem::take(&mut state.frame);
+    let exit = interpret(program, &mut frame, state, at, steps, monitor);
+    state.frame = frame;
+    exit
+}
+
+/// Hands the current `frame` back to `state` for `f`, and takes the current one then.
+#[inline(always)]
+fn with_state<T>(frame: &mut Frame, state: &mut State, f: impl FnOnce(&mut State) -> T) -> T {
+    std::mem::swap(frame, &mut state.frame);
+    let r = f(state);
+    std::mem::swap(frame, &mut state.frame);
+    r
+}
+
+/// [`run`]'s loop: `frame` is the current frame, `state` the rest.
+#[inline(never)]
+fn interpret<M: Monitor>(
+    program: &Program,
+    frame: &mut Frame,
     state: &mut State,
     at: Position,
     steps: &mut Steps,
@@ -298,23 +344,23 @@ pub fn run<M: Monitor>(
         };
         if steps.left >= cost {
             steps.left -= cost;
+            let mut slots: &mut Slots = frame;
             for inst in rest {
-                // The statement's index is needed only for an error or an effect: found
-                // from its address.
-                let done = step(program, &mut state.frame, inst)
-                    .map_err(|e| fail(index_of(&block.insts, inst))(e))?;
-                if done == Step::Effect {
-                    let k = index_of(&block.insts, inst);
-                    let at = Position { block: id, inst: k };
-                    if let Effected::Enter(entry) =
-                        effect(program, state, inst, at).map_err(fail(k))?
-                    {
+                if let Err(stop) = step(program, slots, inst) {
+                    // The statement's index is needed only here: found from its address.
+                    let at = Position {
+                        block: id,
+                        inst: index_of(&block.insts, inst),
+                    };
+                    let entered = interrupted(program, frame, state, stop, inst, at);
+                    if let Some(entry) = entered.map_err(fail(at.inst))? {
                         // What is left of the block runs (and is counted) on return.
-                        steps.left += cost_from(&block.insts, k + 1);
+                        steps.left += cost_from(&block.insts, at.inst + 1);
                         id = entry;
                         first = 0;
                         continue 'blocks;
                     }
+                    slots = frame;
                 }
             }
         } else {
@@ -328,11 +374,10 @@ pub fn run<M: Monitor>(
                     }
                     steps.left -= 1;
                 }
-                if step(program, &mut state.frame, inst).map_err(fail(k))? == Step::Effect {
+                if let Err(stop) = step(program, frame, inst) {
                     let at = Position { block: id, inst: k };
-                    if let Effected::Enter(entry) =
-                        effect(program, state, inst, at).map_err(fail(k))?
-                    {
+                    let entered = interrupted(program, frame, state, stop, inst, at);
+                    if let Some(entry) = entered.map_err(fail(k))? {
                         id = entry;
                         first = 0;
                         continue 'blocks;
@@ -346,9 +391,9 @@ pub fn run<M: Monitor>(
         }
         first = 0;
         if block.enters_jit {
-            monitor.can_enter_jit(&state.frame);
+            monitor.can_enter_jit(frame);
         }
-        match branch(program, &state.frame, &block.term).map_err(fail(term))? {
+        match branch(program, frame, &block.term).map_err(fail(term))? {
             Flow::Jump(j) => {
                 if j.back_edge && monitor.back_edge(id, j.target) {
                     return Ok(Exit::Hot(j.target));
@@ -363,11 +408,33 @@ pub fn run<M: Monitor>(
                 return Err(fail(term)(ErrorKind::ReturnOutside));
             }
             Flow::Return(v) => {
-                let ret = state.leave(v).expect("a call is waiting");
+                let ret = with_state(frame, state, |s| s.leave(v)).expect("a call is waiting");
                 id = ret.block;
                 first = ret.inst;
             }
         }
+    }
+}
+
+/// Finishes statement `inst` at `at`, which [`step`] stopped at with `stop`: its error, or
+/// its effect run (on the current `frame` and the rest of the `state`). `Some(entry)` when
+/// the statement entered a call, which runs from `entry`.
+#[cold]
+#[inline(never)]
+fn interrupted(
+    program: &Program,
+    frame: &mut Frame,
+    state: &mut State,
+    stop: Interrupt,
+    inst: &Inst,
+    at: Position,
+) -> Result<Option<BlockId>, ErrorKind> {
+    match stop {
+        Interrupt::Error(e) => Err(e),
+        Interrupt::Effect => match with_state(frame, state, |s| effect(program, s, inst, at))? {
+            Effected::Done => Ok(None),
+            Effected::Enter(entry) => Ok(Some(entry)),
+        },
     }
 }
 

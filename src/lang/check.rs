@@ -326,7 +326,7 @@ impl Resolver<'_> {
                     value,
                     ..
                 } => insts.push(Inst::SetItem {
-                    array: Operand::Var(self.slot(array)),
+                    array: self.slot(array),
                     index: self.operand(index),
                     value: self.operand(value),
                 }),

@@ -78,8 +78,8 @@ pub enum Inst {
     CanEnterJit,
     /// `array[index] = value`.
     SetItem {
-        /// The array.
-        array: Operand,
+        /// The variable holding the array.
+        array: Slot,
         /// The index.
         index: Operand,
         /// The value stored.
@@ -228,17 +228,17 @@ impl Inst {
     }
 
     /// The operands the statement reads, in order.
-    pub fn operands(&self) -> Vec<&Operand> {
+    pub fn operands(&self) -> Vec<Operand> {
         match self {
-            Inst::Op1 { a, .. } => vec![a],
-            Inst::Op2 { a, b, .. } => vec![a, b],
+            Inst::Op1 { a, .. } => vec![a.clone()],
+            Inst::Op2 { a, b, .. } => vec![a.clone(), b.clone()],
             Inst::SetItem {
                 array,
                 index,
                 value,
-            } => vec![array, index, value],
-            Inst::Print(a) | Inst::Putchar(a) => vec![a],
-            Inst::Call { args, .. } => args.iter().collect(),
+            } => vec![Operand::Var(*array), index.clone(), value.clone()],
+            Inst::Print(a) | Inst::Putchar(a) => vec![a.clone()],
+            Inst::Call { args, .. } => args.clone(),
             Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit | Inst::Getchar(_) => {
                 Vec::new()
             }

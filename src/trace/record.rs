@@ -16,7 +16,7 @@
 use flowjit_runtime::{Op, Value};
 
 use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
-use crate::interp::{branch, step, ErrorKind, Flow, RuntimeError};
+use crate::interp::{branch, step, ErrorKind, Flow, Interrupt, RuntimeError};
 use crate::lang::{BlockId, Inst as Stmt, Operand, Program, Slot, Terminator};
 use crate::state::{Frame, Position, Steps};
 
@@ -279,7 +279,7 @@ fn record_from(
         };
         for (i, stmt) in block.insts.iter().enumerate().skip(first) {
             let at = Position { block: id, inst: i };
-            let reads_array = stmt.operands().into_iter().any(|o| match o {
+            let reads_array = stmt.operands().iter().any(|o| match o {
                 Operand::Var(slot) => is_array(frame[slot.index()].as_ref()),
                 Operand::Const(v) => is_array(Some(v)),
             }) || matches!(stmt, Stmt::Promote(slot) if is_array(frame[slot.index()].as_ref()));
@@ -299,7 +299,10 @@ fn record_from(
                         .map(|o| r.operand(frame, o, at))
                         .collect();
                     let snap = Kind::Op(op).needs_snapshot().then(|| r.snapshot(at));
-                    step(program, frame, stmt).map_err(fail(i))?;
+                    step(program, frame, stmt).map_err(|stop| match stop {
+                        Interrupt::Error(e) => fail(i)(e),
+                        Interrupt::Effect => unreachable!("not_traced stops before an effect"),
+                    })?;
                     let result = frame[dst.index()].as_ref().expect("a result was written");
                     if is_array(Some(result)) {
                         // An element of a list that is an array: done, and the interpreter
