@@ -28,6 +28,32 @@ pub struct Call {
     pub dst: Slot,
 }
 
+/// Output as it is formatted, into an [`Io`]'s buffer, flushed when the buffer fills.
+struct Stream<'a>(&'a mut Io);
+
+impl Write for Stream<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let io = &mut *self.0;
+        if io.sink.is_some() {
+            io.out.extend_from_slice(buf);
+            io.written();
+            return Ok(buf.len());
+        }
+        let room = io.limit.saturating_sub(io.out.len());
+        if room == 0 && !buf.is_empty() {
+            io.overflowed = true;
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let n = buf.len().min(room);
+        io.out.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl Default for Io {
     /// No input; output kept.
     fn default() -> Io {
@@ -132,6 +158,10 @@ pub struct Io {
     out: Vec<u8>,
     sink: Option<Box<dyn Write>>,
     input: Box<dyn BufRead>,
+    /// Without a sink: the most output kept; what comes after is dropped.
+    limit: usize,
+    /// Whether output was dropped at the limit.
+    overflowed: bool,
 }
 
 impl Io {
@@ -141,7 +171,23 @@ impl Io {
             out: Vec::new(),
             sink,
             input,
+            limit: usize::MAX,
+            overflowed: false,
         }
+    }
+
+    /// The same, keeping at most `limit` bytes of output (without a sink): a program that
+    /// prints more (one `print` of a large structure can print gigabytes) stops being
+    /// printed there, and [`Io::overflowed`] says so. The differential tester discards such
+    /// runs, as it discards runs that take too long.
+    pub fn with_limit(mut self, limit: usize) -> Io {
+        self.limit = limit;
+        self
+    }
+
+    /// Whether output was dropped at the limit.
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
     }
 
     /// flowjit's own standard input and output.
@@ -157,15 +203,20 @@ impl Io {
         Io::new(Box::new(std::io::Cursor::new(input.to_vec())), None)
     }
 
-    /// Writes `v` as `print` does, with its newline.
+    /// Writes `v` as `print` does, with its newline. The text streams out as it is
+    /// formatted: a value that prints as gigabytes never sits in memory whole.
     pub fn print(&mut self, v: &Value) {
-        let _ = writeln!(self.out, "{v}");
-        self.written();
+        // An error is the limit reached: the rest is dropped.
+        let _ = writeln!(Stream(self), "{v}");
     }
 
     /// Writes one byte.
     #[inline]
     pub fn putchar(&mut self, byte: u8) {
+        if self.sink.is_none() && self.out.len() >= self.limit {
+            self.overflowed = true;
+            return;
+        }
         self.out.push(byte);
         self.written();
     }

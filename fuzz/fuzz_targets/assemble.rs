@@ -20,7 +20,8 @@ fuzz_target!(|data: &[u8]| {
             for reg in ["pc", "a", "r0", "r1", "r2"] {
                 inputs.push((program.slot(reg).expect("slot"), Value::Int(3)));
             }
-            let _ = flowjit::interp::run_program(&program, entry, &inputs, Some(10_000));
+            let mut state = flowjit::state::State::new(&program, &inputs, Default::default());
+            let _ = flowjit::interp::run_program(&program, entry, &mut state, Some(10_000));
         }
     }
 });

@@ -20,7 +20,10 @@ pub fn program(data: &[u8], syntax: Syntax) {
                 let parsed = lang::parse(&printed, again).expect("a printed program parses");
                 assert_eq!(parsed.without_spans(), ast, "{printed}");
             }
-            let _ = flowjit::interp::run_program(&program, lang::BlockId(0), &[], Some(10_000));
+            // Input for `getchar`; output kept, not printed.
+            let io = flowjit::state::Io::captured(b"fuzz\n");
+            let mut state = flowjit::state::State::new(&program, &[], io);
+            let _ = flowjit::interp::run_program(&program, lang::BlockId(0), &mut state, Some(10_000));
         }
     }
 }

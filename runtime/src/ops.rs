@@ -248,8 +248,41 @@ impl Access {
 
 /// `the atom foo`, `the list [1,2]`, `the integer 3`; long values are shortened.
 fn describe(v: &Value) -> String {
-    let mut text = v.to_string();
-    if text.len() > 60 {
+    format!("the {} {}", v.kind(), shown(v))
+}
+
+/// `v` as it prints, for an error message: shortened to 60 characters (`...` at the end)
+/// when longer. Only what is shown is formatted: a value that prints as gigabytes costs no
+/// more than a short one.
+pub fn shown(v: &Value) -> String {
+    /// Keeps the first `room` bytes written, then refuses the rest.
+    struct Prefix {
+        text: String,
+        room: usize,
+    }
+    impl fmt::Write for Prefix {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            if s.len() > self.room {
+                let mut cut = self.room;
+                while !s.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                self.text.push_str(&s[..cut]);
+                self.room = 0;
+                return Err(fmt::Error);
+            }
+            self.text.push_str(s);
+            self.room -= s.len();
+            Ok(())
+        }
+    }
+    let mut prefix = Prefix {
+        text: String::new(),
+        room: 61,
+    };
+    let cut_short = fmt::Write::write_fmt(&mut prefix, format_args!("{v}")).is_err();
+    let mut text = prefix.text;
+    if cut_short || text.len() > 60 {
         let mut cut = 57;
         while !text.is_char_boundary(cut) {
             cut -= 1;
@@ -257,7 +290,7 @@ fn describe(v: &Value) -> String {
         text.truncate(cut);
         text.push_str("...");
     }
-    format!("the {} {text}", v.kind())
+    text
 }
 
 fn type_error(op: Op, expected: &'static str, got: &Value) -> OpError {

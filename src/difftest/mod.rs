@@ -82,6 +82,11 @@ pub const STEP_LIMIT: u64 = 200_000;
 /// every executor would spend as long on it.
 pub const TIME_LIMIT: Duration = Duration::from_secs(2);
 
+/// The most output a run may write: a program that writes more (a `print` of an array
+/// holding the same array many times over, nested deep) is discarded, as one that takes
+/// too long is.
+pub const OUTPUT_LIMIT: usize = 1 << 20;
+
 /// What a generated program's `getchar` reads: some bytes, then the end of the input.
 pub const STDIN: &[u8] = b"flow\n\x00\xff7";
 
@@ -129,11 +134,33 @@ pub fn cases() -> impl Strategy<Value = Case> {
 
 /// What a run printed, as the command line shows it: its output, then its last line or
 /// its error.
+/// The last line is cut at [`OUTPUT_LIMIT`] bytes (and then ends in `...`), as the output
+/// is.
 fn describe(outcome: Result<Value, interp::RuntimeError>, io: &Io) -> String {
     let written = io.output().escape_ascii().to_string();
     match outcome {
-        Ok(v) => format!("{written}{v}"),
+        Ok(v) => format!("{written}{}", bounded(&v)),
         Err(e) => format!("{written}error: {e}"),
+    }
+}
+
+/// `v` as it prints, cut at [`OUTPUT_LIMIT`] bytes (then ending in `...`): printing an
+/// array that holds another many times over, nested deep, can take gigabytes.
+fn bounded(v: &Value) -> String {
+    struct Capped(String);
+    impl std::fmt::Write for Capped {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            if self.0.len() + s.len() > OUTPUT_LIMIT {
+                return Err(std::fmt::Error);
+            }
+            self.0.push_str(s);
+            Ok(())
+        }
+    }
+    let mut out = Capped(String::new());
+    match std::fmt::Write::write_fmt(&mut out, format_args!("{v}")) {
+        Ok(()) => out.0,
+        Err(_) => out.0 + "...",
     }
 }
 
@@ -195,7 +222,12 @@ struct Subject<'a> {
 impl Subject<'_> {
     /// The state a run starts from.
     fn state(&self) -> State {
-        State::new(self.program, &self.inputs, Io::captured(&self.stdin))
+        State::new(self.program, &self.inputs, self.io())
+    }
+
+    /// Input and output of a run: output kept up to [`OUTPUT_LIMIT`].
+    fn io(&self) -> Io {
+        Io::captured(&self.stdin).with_limit(OUTPUT_LIMIT)
     }
 }
 
@@ -209,7 +241,7 @@ fn run_pe(s: &Subject, compile: bool) -> String {
         ..Execution::default()
     };
     let (statics, dynamic) = s.inputs.split_at(s.statics);
-    let mut io = Io::captured(&s.stdin);
+    let mut io = s.io();
     match peval::run::specialize_and_run(s.program, s.entry, statics, dynamic, how, &mut io) {
         Ok(outcome) => describe(outcome, &io),
         Err(e) => format!("pe: {e}"),
@@ -245,6 +277,9 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
         Err(e) => Err(e),
     };
     let want = describe(oracle, &state.io);
+    if state.io.overflowed() || want.ends_with("...") {
+        return Ok(false);
+    }
     // A panic in an executor is a difference too, named (proptest would report its message
     // alone).
     let differ = |who: String, run: &mut dyn FnMut() -> String| -> Result<(), String> {
@@ -291,8 +326,8 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
 }
 
 /// Runs `text` under every executor and compares each with the interpreter. `Ok(false)`:
-/// the program was discarded (it needs more than [`STEP_LIMIT`] operations, or more than
-/// [`TIME_LIMIT`]).
+/// the program was discarded (it needs more than [`STEP_LIMIT`] operations, more than
+/// [`TIME_LIMIT`], or writes more than [`OUTPUT_LIMIT`]).
 pub fn check(text: &str) -> Result<bool, String> {
     let (_, program) = lang::load(text, Syntax::Fg)
         .map_err(|d| format!("generated an invalid program: {d:?}\n{text}"))?;

@@ -31,9 +31,9 @@ pub enum ErrorKind {
     /// `--max-steps` operations were interpreted and the program wanted more.
     #[error("step limit reached: the program did not stop within {0} operations")]
     MaxSteps(u64),
-    /// `putchar` of something that is not an integer 0..255.
+    /// `putchar` of something that is not an integer 0..255 (as it prints, shortened).
     #[error("putchar: {0} is not a byte")]
-    NotAByte(Value),
+    NotAByte(String),
     /// `return` with no call to return from.
     #[error("return outside a function")]
     ReturnOutside,
@@ -218,7 +218,7 @@ pub fn effect(
         }
         Inst::Putchar(a) => match operand(program, frame, a)? {
             Value::Int(b @ 0..=255) => state.io.putchar(*b as u8),
-            other => return Err(ErrorKind::NotAByte(other.clone())),
+            other => return Err(ErrorKind::NotAByte(ops::shown(other))),
         },
         Inst::Getchar(dst) => {
             let b = state.io.getchar();
