@@ -280,9 +280,16 @@ fn dispatch(command: Command) -> CliResult<()> {
             let text = read_file(&program)?;
             let syntax = syntax.unwrap_or_else(|| Syntax::from_path(&path));
             let (ast, _) = lang::load(&text, syntax).map_err(|d| report(&path, &text, &d))?;
+            let comments = lang::comment::comments(&text, syntax);
             let printed = match format {
-                Syntax::Fg => lang::print::to_fg(&ast),
-                Syntax::Pl => lang::print::to_pl(&ast),
+                Syntax::Fg => {
+                    let mut notes = lang::comment::Notes::new(&comments, &text, "#");
+                    lang::print::to_fg_noted(&ast, &mut notes)
+                }
+                Syntax::Pl => {
+                    let mut notes = lang::comment::Notes::new(&comments, &text, "%");
+                    lang::print::to_pl_noted(&ast, &mut notes)
+                }
             };
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(printed.as_bytes());

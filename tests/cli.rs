@@ -682,3 +682,30 @@ fn output_written_before_the_step_limit_is_all_there_in_every_mode() {
         assert_eq!(out.status.code(), Some(1));
     }
 }
+
+#[test]
+fn fmt_keeps_comments_in_both_syntaxes() {
+    let text = "# The sum 1 + ... + n.\n\
+                sum:\n    s = 0  # the total\n    # counts down\n    goto head\n\
+                head:\n    if n goto body else goto done\n\
+                body:\n    s = s + n\n    n = n - 1\n    goto head\n\
+                # done: '#' in an atom is no comment\n\
+                done:\n    print_and_stop('a # b')\n# the end\n";
+    let path = program("commented.fg", text);
+    let path = path.to_str().expect("utf-8 temp path");
+    let (fg, _) = common::flowjit_ok(&["fmt", path]);
+    assert_eq!(
+        fg,
+        "# The sum 1 + ... + n.\nsum:\n    s = 0  # the total\n    # counts down\n    goto head\n\n\
+         head:\n    if n goto body else goto done\n\n\
+         body:\n    s = s + n\n    n = n - 1\n    goto head\n\n\
+         # done: '#' in an atom is no comment\ndone:\n    print_and_stop('a # b')\n# the end\n"
+    );
+    // To the Prolog syntax and back: the same comments, the same program.
+    let (pl, _) = common::flowjit_ok(&["fmt", path, "--format", "pl"]);
+    assert!(pl.starts_with("% The sum 1 + ... + n.\nblock(sum, op1(s, same, const(0),  % the total\n    % counts down\n"), "{pl}");
+    let pl_path = program("commented.pl", &pl);
+    let (again, _) =
+        common::flowjit_ok(&["fmt", pl_path.to_str().expect("utf-8"), "--format", "fg"]);
+    assert_eq!(again, fg);
+}

@@ -4,6 +4,7 @@
 pub mod ast;
 pub mod bytecode;
 pub mod check;
+pub mod comment;
 pub mod diag;
 pub mod lexer;
 pub mod literal;

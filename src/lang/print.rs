@@ -1,10 +1,14 @@
 //! Printers for both syntaxes. Parsing what they print gives the same program back.
+//!
+//! The `_noted` printers put comments back too (`flowjit fmt`): each before the block,
+//! statement or terminator it preceded in the source, or at the end of the line it ended.
 
 use std::fmt::Write as _;
 
 use flowjit_runtime::{Atom, Op, Value};
 
 use super::ast::{Arg, Ast, Block, Stmt, Term};
+use super::comment::{append_to_last_line, Notes};
 
 /// A constant as the readable syntax writes it: atoms at the top level are quoted (a bare
 /// name would be a variable); inside lists bare names are atoms.
@@ -91,7 +95,31 @@ pub fn fg_term(t: &Term) -> String {
 
 /// A block in the readable syntax.
 pub fn fg_block(b: &Block) -> String {
-    let mut out = match &b.func {
+    let mut out = String::new();
+    fg_block_noted(&mut out, b, &mut Notes::none());
+    out
+}
+
+/// Where a block starts in the source: its `func` header, or its label.
+fn block_start(b: &Block) -> usize {
+    b.func.as_ref().map_or(b.label.span.start, |f| f.span.start)
+}
+
+/// Puts the comments before `offset` into `out`: the one that ended the line of `after` at
+/// its end, the others on lines of their own, indented by `indent`.
+fn place(out: &mut String, notes: &mut Notes, offset: usize, after: Option<usize>, indent: &str) {
+    let (trailing, own) = notes.before(offset, after);
+    if let Some(t) = trailing {
+        append_to_last_line(out, &t);
+    }
+    for c in own {
+        let _ = write!(out, "{indent}{c}\n");
+    }
+}
+
+/// Writes block `b` in the readable syntax, with its comments, to `out`.
+fn fg_block_noted(out: &mut String, b: &Block, notes: &mut Notes) {
+    out.push_str(&match &b.func {
         None => format!("{}:\n", b.label.text),
         Some(f) => {
             let params: Vec<&str> = f.params.iter().map(|p| p.text.as_str()).collect();
@@ -102,18 +130,42 @@ pub fn fg_block(b: &Block) -> String {
                 params.join(", ")
             )
         }
-    };
+    });
+    let mut prev = Some(b.label.span.end);
     for s in &b.stmts {
+        place(out, notes, s.span().start, prev, "    ");
         let _ = writeln!(out, "    {}", fg_stmt(s));
+        prev = Some(s.span().end);
     }
+    place(out, notes, b.term_span.start, prev, "    ");
     let _ = writeln!(out, "    {}", fg_term(&b.term));
-    out
 }
 
 /// A whole program in the readable syntax, blocks separated by blank lines.
 pub fn to_fg(ast: &Ast) -> String {
-    let blocks: Vec<String> = ast.blocks.iter().map(fg_block).collect();
-    blocks.join("\n")
+    to_fg_noted(ast, &mut Notes::none())
+}
+
+/// A whole program in the readable syntax, with the comments of `notes`.
+pub fn to_fg_noted(ast: &Ast, notes: &mut Notes) -> String {
+    let mut out = String::new();
+    let mut prev = None;
+    for (i, b) in ast.blocks.iter().enumerate() {
+        let (trailing, own) = notes.before(block_start(b), prev);
+        if let Some(t) = trailing {
+            append_to_last_line(&mut out, &t);
+        }
+        if i > 0 {
+            out.push('\n');
+        }
+        for c in own {
+            let _ = writeln!(out, "{c}");
+        }
+        fg_block_noted(&mut out, b, notes);
+        prev = Some(b.term_span.end);
+    }
+    place(&mut out, notes, usize::MAX, prev, "");
+    out
 }
 
 /// A name as a Prolog atom (quoted when it is not `[a-z][A-Za-z0-9_]*`).
@@ -132,6 +184,12 @@ fn pl_arg(a: &Arg) -> String {
 /// is preceded by its `func` (and `elidable`) facts.
 pub fn pl_block(b: &Block) -> String {
     let mut out = String::new();
+    pl_block_noted(&mut out, b, &mut Notes::none());
+    out
+}
+
+/// Writes block `b` in the Prolog-term syntax, with its comments, to `out`.
+fn pl_block_noted(out: &mut String, b: &Block, notes: &mut Notes) {
     if let Some(f) = &b.func {
         let params: Vec<String> = f.params.iter().map(|p| pl_atom(&p.text)).collect();
         let name = pl_atom(&b.label.text);
@@ -142,7 +200,10 @@ pub fn pl_block(b: &Block) -> String {
     }
     let _ = write!(out, "block({}, ", pl_atom(&b.label.text));
     let mut closers = 1;
+    let mut prev = Some(b.label.span.end);
     for s in &b.stmts {
+        place(out, notes, s.span().start, prev, "");
+        prev = Some(s.span().end);
         match s {
             Stmt::Op { dst, op, args, .. } => {
                 let args: Vec<String> = args.iter().map(pl_arg).collect();
@@ -201,6 +262,7 @@ pub fn pl_block(b: &Block) -> String {
         }
         closers += 1;
     }
+    place(out, notes, b.term_span.start, prev, "");
     match &b.term {
         Term::Goto(l) => {
             let _ = write!(out, "jump({})", pl_atom(&l.text));
@@ -231,7 +293,6 @@ pub fn pl_block(b: &Block) -> String {
     }
     out.push_str(&")".repeat(closers));
     out.push_str(".\n");
-    out
 }
 
 /// A block in the articles' Prolog notation on one line, as the articles list residual
@@ -242,5 +303,18 @@ pub fn pl_block_line(b: &Block) -> String {
 
 /// A whole program in the Prolog-term syntax.
 pub fn to_pl(ast: &Ast) -> String {
-    ast.blocks.iter().map(pl_block).collect()
+    to_pl_noted(ast, &mut Notes::none())
+}
+
+/// A whole program in the Prolog-term syntax, with the comments of `notes`.
+pub fn to_pl_noted(ast: &Ast, notes: &mut Notes) -> String {
+    let mut out = String::new();
+    let mut prev = None;
+    for b in &ast.blocks {
+        place(&mut out, notes, block_start(b), prev, "");
+        pl_block_noted(&mut out, b, notes);
+        prev = Some(b.term_span.end);
+    }
+    place(&mut out, notes, usize::MAX, prev, "");
+    out
 }
