@@ -113,7 +113,7 @@ fn place(out: &mut String, notes: &mut Notes, offset: usize, after: Option<usize
         append_to_last_line(out, &t);
     }
     for c in own {
-        let _ = write!(out, "{indent}{c}\n");
+        let _ = writeln!(out, "{indent}{c}");
     }
 }
 
