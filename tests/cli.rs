@@ -347,7 +347,11 @@ fn bad_bytecode_is_reported_with_positions() {
 
 #[test]
 fn fmt_converts_between_syntaxes() {
-    let pl = stdout_of(&["fmt", "examples/power.fg", "--format", "pl"]);
+    let printed = stdout_of(&["fmt", "examples/power.fg", "--format", "pl"]);
+    // The file's comments come first, as Prolog comments; then its blocks.
+    let (comments, pl) = printed.split_at(printed.find("block(").expect("blocks"));
+    assert!(comments.lines().all(|l| l.starts_with('%')), "{comments}");
+    assert!(comments.ends_with("% x to the y-th power\n"), "{comments}");
     assert_eq!(
         pl,
         "block(power, op1(res, same, const(1),\n    if(y, power_rec, power_done))).\n\
