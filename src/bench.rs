@@ -83,6 +83,20 @@ pub struct Report {
     pub timings: Vec<Timing>,
 }
 
+/// What a run printed, as the table shows it: its last line, and how much came before.
+fn last_line(printed: &str) -> String {
+    match printed.rsplit_once('\n') {
+        None => printed.to_string(),
+        Some((before, last)) => {
+            let lines = before.lines().count();
+            format!(
+                "{last} (after {lines} line{} of output)",
+                if lines == 1 { "" } else { "s" }
+            )
+        }
+    }
+}
+
 /// What a run did: its result, and what it wrote.
 type Outcome = (Result<Value, RuntimeError>, Io);
 
@@ -253,7 +267,7 @@ impl Report {
                 ));
             }
         }
-        out.push_str(&format!("every run printed: {}\n", self.result));
+        out.push_str(&format!("every run printed: {}\n", last_line(&self.result)));
         out
     }
 
@@ -368,5 +382,12 @@ mod tests {
         let agreed = rounds(&modes, 2, |_| ("42".to_string(), None), |_| {}).unwrap();
         assert_eq!(agreed.result, "42");
         assert!(agreed.timings.iter().all(|t| t.times.len() == 2));
+    }
+
+    #[test]
+    fn the_table_shows_the_last_line_of_what_a_run_printed() {
+        assert_eq!(last_line("42"), "42");
+        assert_eq!(last_line("2\n3\n5\n3"), "3 (after 3 lines of output)");
+        assert_eq!(last_line("AB\n1"), "1 (after 1 line of output)");
     }
 }
