@@ -127,13 +127,6 @@ impl Op {
     pub const fn allocates(self) -> bool {
         matches!(self, Op::Array | Op::ToArray)
     }
-
-    /// Whether the result depends on the current contents of an array among the
-    /// arguments (which a store can change), not only on the arguments' identities.
-    /// `len` does not: an array's length never changes.
-    pub const fn reads_arrays(self) -> bool {
-        matches!(self, Op::Readlist | Op::ToList | Op::ToArray)
-    }
 }
 
 impl fmt::Display for Op {

@@ -38,20 +38,7 @@ use crate::trace::{Opnd, Ref};
 /// calls. Such a program runs on the interpreter.
 fn declined(program: &Program) -> Result<(), Unsupported> {
     for block in &program.blocks {
-        for inst in &block.insts {
-            let what = match inst {
-                Inst::SetItem { .. } => "`setitem`",
-                Inst::Print(_) => "`print`",
-                Inst::Putchar(_) => "`putchar`",
-                Inst::Getchar(_) => "`getchar`",
-                Inst::Call { .. } => "`call`",
-                Inst::Op1 { op, .. } | Inst::Op2 { op, .. }
-                    if op.allocates() || *op == Op::ToList =>
-                {
-                    "an operation on arrays"
-                }
-                _ => continue,
-            };
+        if let Some(what) = block.insts.iter().find_map(Inst::not_compiled) {
             return Err(Unsupported::NotCompiled(what));
         }
         if let Terminator::Return(_) = block.term {

@@ -142,14 +142,6 @@ impl Stmt {
             Stmt::Promote(v) => v.span,
         }
     }
-
-    /// Whether the statement writes output or reads input.
-    pub fn is_io(&self) -> bool {
-        matches!(
-            self,
-            Stmt::Print(..) | Stmt::Putchar(..) | Stmt::Getchar { .. }
-        )
-    }
 }
 
 /// How a block ends.

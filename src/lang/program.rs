@@ -216,15 +216,22 @@ impl Inst {
         matches!(self, Inst::Print(_) | Inst::Putchar(_) | Inst::Getchar(_))
     }
 
-    /// The variable the statement writes, if any.
-    pub fn dst(&self) -> Option<Slot> {
-        match self {
-            Inst::Op1 { dst, .. }
-            | Inst::Op2 { dst, .. }
-            | Inst::Getchar(dst)
-            | Inst::Call { dst, .. } => Some(*dst),
-            _ => None,
-        }
+    /// What in the statement compiled code (traces, machine code, whole residual
+    /// programs) does not hold yet, named for a message: calls, input and output, and the
+    /// operations on arrays. The recorder stops before such a statement, and the
+    /// whole-program compiler declines a program with one.
+    pub fn not_compiled(&self) -> Option<&'static str> {
+        Some(match self {
+            Inst::SetItem { .. } => "`setitem`",
+            Inst::Print(_) => "`print`",
+            Inst::Putchar(_) => "`putchar`",
+            Inst::Getchar(_) => "`getchar`",
+            Inst::Call { .. } => "`call`",
+            Inst::Op1 { op, .. } | Inst::Op2 { op, .. } if op.allocates() || *op == Op::ToList => {
+                "an operation on arrays"
+            }
+            _ => return None,
+        })
     }
 
     /// The operands the statement reads, in order.

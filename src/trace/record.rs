@@ -13,7 +13,7 @@
 //!   seen now; the guard resumes after the promotion.
 //! - A jump to the trace anchor closes the loop.
 
-use flowjit_runtime::{Op, Value};
+use flowjit_runtime::Value;
 
 use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
 use crate::interp::{branch, step, ErrorKind, Flow, Interrupt, RuntimeError};
@@ -37,22 +37,6 @@ impl std::fmt::Display for AbortReason {
             AbortReason::NotTraced(what) => write!(f, "{what} is not traced yet"),
         }
     }
-}
-
-/// What in `stmt` a trace cannot hold yet, if anything.
-fn not_traced(stmt: &Stmt) -> Option<&'static str> {
-    let what = match stmt {
-        Stmt::SetItem { .. } => "`setitem`",
-        Stmt::Print(_) => "`print`",
-        Stmt::Putchar(_) => "`putchar`",
-        Stmt::Getchar(_) => "`getchar`",
-        Stmt::Call { .. } => "`call`",
-        Stmt::Op1 { op, .. } | Stmt::Op2 { op, .. } if op.allocates() || *op == Op::ToList => {
-            "an operation on arrays"
-        }
-        _ => return None,
-    };
-    Some(what)
 }
 
 /// Whether a value a trace would read or hold is an array.
@@ -283,7 +267,7 @@ fn record_from(
                 Operand::Var(slot) => is_array(frame[slot.index()].as_ref()),
                 Operand::Const(v) => is_array(Some(v)),
             }) || matches!(stmt, Stmt::Promote(slot) if is_array(frame[slot.index()].as_ref()));
-            let untraced = not_traced(stmt).or(reads_array.then_some("an array"));
+            let untraced = stmt.not_compiled().or(reads_array.then_some("an array"));
             if let Some(what) = untraced {
                 return Ok(Recorded::Aborted {
                     reason: AbortReason::NotTraced(what),
@@ -301,7 +285,7 @@ fn record_from(
                     let snap = Kind::Op(op).needs_snapshot().then(|| r.snapshot(at));
                     step(program, frame, stmt).map_err(|stop| match stop {
                         Interrupt::Error(e) => fail(i)(e),
-                        Interrupt::Effect => unreachable!("not_traced stops before an effect"),
+                        Interrupt::Effect => unreachable!("`not_compiled` stops before an effect"),
                     })?;
                     let result = frame[dst.index()].as_ref().expect("a result was written");
                     if is_array(Some(result)) {
@@ -340,7 +324,7 @@ fn record_from(
                     }
                 }
                 Stmt::MergePoint(_) | Stmt::CanEnterJit => {}
-                _ => unreachable!("not_traced stops the recording at any other statement"),
+                _ => unreachable!("`not_compiled` stops the recording at any other statement"),
             }
             if r.insts.len() > max_len {
                 return Ok(Recorded::Aborted {
