@@ -32,10 +32,11 @@ fn bench(c: &mut Criterion) {
     .map(|(n, v)| (program.slot(n).expect("variable"), v))
     .collect();
     let record = || -> Trace {
-        let mut frame = flowjit::state::frame_with(&program, &inputs);
+        let frame = flowjit::state::frame_with(&program, &inputs);
+        let mut state = flowjit::state::State::with_frame(frame);
         let recorded = trace::record(
             &program,
-            &mut frame,
+            &mut state,
             anchor,
             &[],
             &mut Steps::new(None),

@@ -73,6 +73,9 @@ pub struct State {
     /// instead of being the error `return outside a function`: for a function run by
     /// itself (`interp::call_function`).
     pub returns_out: bool,
+    /// How many calls wait outside this state: for a function run by itself, those of the
+    /// run that made the call (they count towards [`MAX_CALL_DEPTH`]).
+    pub depth: usize,
     /// Frames of calls that have returned, kept for the next calls.
     spare: Vec<Frame>,
 }
@@ -85,6 +88,7 @@ impl State {
             calls: Vec::new(),
             io,
             returns_out: false,
+            depth: 0,
             spare: Vec::new(),
         }
     }
@@ -97,6 +101,7 @@ impl State {
             calls: Vec::new(),
             io: Io::captured(b""),
             returns_out: false,
+            depth: 0,
             spare: Vec::new(),
         }
     }
@@ -112,7 +117,7 @@ impl State {
         ret: Position,
         dst: Slot,
     ) -> Option<()> {
-        if self.calls.len() >= MAX_CALL_DEPTH {
+        if self.depth + self.calls.len() >= MAX_CALL_DEPTH {
             return None;
         }
         let mut frame = self.spare.pop().unwrap_or_default();

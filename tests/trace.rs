@@ -225,7 +225,7 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                 Some(i) => i,
                 None => {
                     tried[anchor.index()] = true;
-                    match trace::record(&program, &mut state.frame, anchor, &[], &mut steps, 4000) {
+                    match trace::record(&program, &mut state, anchor, &[], &mut steps, 4000) {
                         Ok(Recorded::Loop(t)) => {
                             assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
                             let Ok(t) = flowjit::opt::optimize(&t, passes) else {
@@ -265,7 +265,14 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
             }
             let exit_pos = match by_machine_code {
                 Some(exit) => exit.pos,
-                None => trace::run_trace(&traces[index], &mut state.frame, &mut steps).pos,
+                None => {
+                    let mut env = trace::Env {
+                        program: &program,
+                        state: &mut state,
+                        steps: &mut steps,
+                    };
+                    trace::run_trace(&traces[index], &mut env).pos
+                }
             };
             let used = steps.used();
             let (expected, block) = oracle(&program, entry, &inputs, used);
@@ -322,7 +329,7 @@ fn the_ssa_form_reads_back_as_the_same_trace() {
             continue;
         };
         let Ok(Recorded::Loop(t)) =
-            trace::record(&program, &mut state.frame, anchor, &[], &mut steps, 4000)
+            trace::record(&program, &mut state, anchor, &[], &mut steps, 4000)
         else {
             continue;
         };

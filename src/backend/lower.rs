@@ -195,6 +195,12 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                     Some(kind)
                 }
                 Kind::Param(_) => Some(kind_of(inst.ty)?),
+                Kind::GetItem
+                | Kind::SetItem
+                | Kind::Print
+                | Kind::Putchar
+                | Kind::Getchar
+                | Kind::CallPure(_) => return Err(Unsupported::NotLowered(inst.kind.name())),
                 Kind::Op(Op::Same) => Some(of(&k, &inst.args[0])?),
                 Kind::Op(op) => {
                     let arg_kinds = inst
@@ -559,6 +565,12 @@ impl Lower<'_> {
                     let target = self.guard_target(b, i);
                     self.branch_if(b, fail, target);
                 }
+                Kind::GetItem
+                | Kind::SetItem
+                | Kind::Print
+                | Kind::Putchar
+                | Kind::Getchar
+                | Kind::CallPure(_) => unreachable!("`analyze` declines them"),
                 Kind::GuardValue => {
                     let (v, kv) = self.opnd(b, seg, &inst.args[0]);
                     let (k, kk) = self.opnd(b, seg, &inst.args[1]);

@@ -473,11 +473,14 @@ pub fn run_program(
 /// `steps` budget: its result, or its runtime error (which is the budget's when it runs
 /// out). `None` when it stops the program instead (with `print_and_stop`). Its output, if
 /// it writes any, is dropped: the partial evaluator runs `@elidable` functions, which the
-/// checker makes sure write none.
+/// checker makes sure write none. `depth` is how many calls wait for this one, as
+/// [`MAX_CALL_DEPTH`](crate::state::MAX_CALL_DEPTH) counts them: its own calls nest inside
+/// those.
 pub fn call_function(
     program: &Program,
     func: crate::lang::FuncId,
     args: Vec<Value>,
+    depth: usize,
     steps: &mut Steps,
 ) -> Result<Option<Value>, RuntimeError> {
     let f = program.func(func);
@@ -487,6 +490,7 @@ pub fn call_function(
     }
     let mut state = State::with_frame(frame);
     state.returns_out = true;
+    state.depth = depth + 1;
     match run(
         program,
         &mut state,

@@ -187,20 +187,19 @@ impl<'p> Jit<'p> {
         loop {
             let start = Instant::now();
             let exit = interp::run(self.program, state, pos, &mut self.steps, &mut self.profile);
-            let frame = &mut state.frame;
             self.stats.interp_time += start.elapsed();
             let anchor = match exit? {
                 Exit::Stop(v) => return Ok(v),
                 Exit::Hot(anchor) => anchor,
                 Exit::Return(_) => unreachable!("a run's state does not return out"),
             };
-            let Some(key) = self.profile.take_key(anchor, frame) else {
+            let Some(key) = self.profile.take_key(anchor, &state.frame) else {
                 pos = Position::start(anchor);
                 continue;
             };
             let tree = match self.profile.trace(&key) {
                 Some(index) => index,
-                None => match self.record(frame, key)? {
+                None => match self.record(state, key)? {
                     Recording::Tree(index) => index,
                     Recording::Stopped(v) => return Ok(v),
                     Recording::Resume(at) => {
@@ -209,7 +208,7 @@ impl<'p> Jit<'p> {
                     }
                 },
             };
-            match self.run_tree(tree, frame, false)? {
+            match self.run_tree(tree, state, false)? {
                 Next::Resume(at) => pos = at,
                 Next::Stopped(v) => return Ok(v),
             }
@@ -223,9 +222,8 @@ impl<'p> Jit<'p> {
             anchor: from,
             greens: Vec::new(),
         };
-        let frame = &mut state.frame;
-        let pos = match self.record(frame, key)? {
-            Recording::Tree(index) => match self.run_tree(index, frame, true)? {
+        let pos = match self.record(state, key)? {
+            Recording::Tree(index) => match self.run_tree(index, state, true)? {
                 Next::Resume(at) => at,
                 Next::Stopped(v) => return Ok(v),
             },
@@ -242,7 +240,7 @@ impl<'p> Jit<'p> {
         }
     }
 
-    fn record(&mut self, frame: &mut Frame, key: Key) -> Result<Recording, RuntimeError> {
+    fn record(&mut self, state: &mut State, key: Key) -> Result<Recording, RuntimeError> {
         if self.trees.len() >= MAX_TREES {
             self.stats.limit(format!(
                 "trace limit reached ({MAX_TREES} traces): no more are recorded"
@@ -259,7 +257,7 @@ impl<'p> Jit<'p> {
         };
         let recorded = trace::record(
             self.program,
-            frame,
+            state,
             anchor,
             &greens,
             &mut self.steps,
@@ -376,13 +374,13 @@ impl<'p> Jit<'p> {
     fn run_tree(
         &mut self,
         mut t: usize,
-        frame: &mut Frame,
+        state: &mut State,
         only: bool,
     ) -> Result<Next, RuntimeError> {
         let mut seg = 0;
         let mut here = Position::start(self.trees[t].key.anchor);
         loop {
-            let (pos, at) = match self.run_segment(t, seg, here, frame) {
+            let (pos, at) = match self.run_segment(t, seg, here, state) {
                 Some(exit) => exit,
                 None => return Ok(Next::Resume(here)),
             };
@@ -394,7 +392,7 @@ impl<'p> Jit<'p> {
             match inst.kind {
                 Kind::Loop if eseg > 0 => {
                     // A bridge ended at an anchor: enter the tree there.
-                    match self.tree_at(pos.block, frame).filter(|_| !only) {
+                    match self.tree_at(pos.block, &state.frame).filter(|_| !only) {
                         Some(next) => {
                             t = next;
                             seg = 0;
@@ -406,14 +404,14 @@ impl<'p> Jit<'p> {
                 Kind::GuardTrue | Kind::GuardFalse | Kind::GuardValue if !only => {
                     let value = self
                         .promoted(inst)
-                        .and_then(|slot| frame[slot.index()].clone());
+                        .and_then(|slot| state.frame[slot.index()].clone());
                     let value = if inst.kind == Kind::GuardValue {
                         match value {
                             Some(v) => Some(v),
                             // Not a promotion: a green checked at a merge point. The frame
                             // is there, with other greens: enter their tree, if any.
                             None => {
-                                match self.tree_at(pos.block, frame).filter(|_| pos.inst == 0) {
+                                match self.tree_at(pos.block, &state.frame).filter(|_| pos.inst == 0) {
                                     Some(next) => {
                                         t = next;
                                         seg = 0;
@@ -441,9 +439,9 @@ impl<'p> Jit<'p> {
                     let Some(value) = self.bridge_wanted(t, (eseg, einst), value) else {
                         return Ok(Next::Resume(pos));
                     };
-                    match self.record_bridge(t, (eseg, einst), value, pos, frame)? {
+                    match self.record_bridge(t, (eseg, einst), value, pos, state)? {
                         Next::Resume(end) => {
-                            match self.tree_at(end.block, frame).filter(|_| end.inst == 0) {
+                            match self.tree_at(end.block, &state.frame).filter(|_| end.inst == 0) {
                                 Some(next) => {
                                     t = next;
                                     seg = 0;
@@ -468,14 +466,19 @@ impl<'p> Jit<'p> {
         t: usize,
         seg: usize,
         here: Position,
-        frame: &mut Frame,
+        state: &mut State,
     ) -> Option<(Position, Option<(usize, usize)>)> {
         let tree = &self.trees[t];
         self.stats.entries += (seg == 0) as u64;
         if seg == 0 {
             if let Some(code) = &tree.code {
                 let start = Instant::now();
-                let exit = backend::run_compiled(code, &tree.segments(), frame, &mut self.steps);
+                let exit = backend::run_compiled(
+                    code,
+                    &tree.segments(),
+                    &mut state.frame,
+                    &mut self.steps,
+                );
                 self.stats.native_time += start.elapsed();
                 if let Some(exit) = exit {
                     self.stats.native_entries += 1;
@@ -489,7 +492,12 @@ impl<'p> Jit<'p> {
                 }
             }
             let start = Instant::now();
-            let exit = trace::run_trace(&tree.root, frame, &mut self.steps);
+            let mut env = trace::Env {
+                program: self.program,
+                state,
+                steps: &mut self.steps,
+            };
+            let exit = trace::run_trace(&tree.root, &mut env);
             self.stats.trace_time += start.elapsed();
             return Some((exit.pos, exit.inst.map(|i| (0, i))));
         }
@@ -499,7 +507,12 @@ impl<'p> Jit<'p> {
             return None;
         }
         let start = Instant::now();
-        let exit = trace::run_bridge(bridge, frame, &mut self.steps);
+        let mut env = trace::Env {
+            program: self.program,
+            state,
+            steps: &mut self.steps,
+        };
+        let exit = trace::run_bridge(bridge, &mut env);
         self.stats.trace_time += start.elapsed();
         Some((exit.pos, exit.inst.map(|i| (seg, i))))
     }
@@ -558,7 +571,7 @@ impl<'p> Jit<'p> {
         from: (usize, usize),
         value: Option<Value>,
         pos: Position,
-        frame: &mut Frame,
+        state: &mut State,
     ) -> Result<Next, RuntimeError> {
         let tree = &self.trees[t];
         let guard = &tree.segment(from.0).insts[from.1];
@@ -590,7 +603,7 @@ impl<'p> Jit<'p> {
         };
         let recorded = trace::record_bridge(
             self.program,
-            frame,
+            state,
             pos,
             &fixed,
             &inherited,
@@ -629,7 +642,8 @@ impl<'p> Jit<'p> {
                     }
                 };
                 let returns =
-                    self.profile.key_at(trace.anchor, frame).as_ref() == Some(&self.trees[t].key);
+                    self.profile.key_at(trace.anchor, &state.frame).as_ref()
+                        == Some(&self.trees[t].key);
                 let number = self.trees[t].bridges.len();
                 let header = format!(
                     "# bridge {number} from trace {t} guard {}:v{} to {}{}",

@@ -79,9 +79,23 @@ impl Stage for Fold {
                 }
                 _ => Verdict::Pass,
             },
-            Kind::Op(_) | Kind::Input(_) | Kind::Param(_) | Kind::Loop | Kind::LoopStart => {
-                Verdict::Pass
-            }
+            // An elidable call on known arguments is the result it gave when recorded.
+            Kind::CallPure(_) => match args.split_last() {
+                Some((result, args)) if args.iter().all(|a| a.as_const().is_some()) => {
+                    Verdict::Becomes(result.clone())
+                }
+                _ => Verdict::Pass,
+            },
+            Kind::Op(_)
+            | Kind::Input(_)
+            | Kind::Param(_)
+            | Kind::Loop
+            | Kind::LoopStart
+            | Kind::GetItem
+            | Kind::SetItem
+            | Kind::Print
+            | Kind::Putchar
+            | Kind::Getchar => Verdict::Pass,
         })
     }
 

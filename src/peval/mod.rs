@@ -279,7 +279,7 @@ impl Pe<'_> {
         let known: Option<Vec<Value>> = args.iter().map(|a| a.as_const().cloned()).collect();
         if let (true, Some(values)) = (f.elidable, known) {
             let mut steps = Steps::new(Some(ELIDABLE_STEPS));
-            if let Ok(Some(v)) = interp::call_function(self.program, func, values, &mut steps) {
+            if let Ok(Some(v)) = interp::call_function(self.program, func, values, 0, &mut steps) {
                 if !v.holds_array() {
                     return Ok(Ok(v));
                 }

@@ -48,7 +48,7 @@ use std::fmt;
 
 use flowjit_runtime::{Op, Value};
 
-use crate::lang::{BlockId, Slot};
+use crate::lang::{BlockId, FuncId, Slot};
 pub use crate::resume::Snapshot;
 use crate::state::Position;
 
@@ -143,6 +143,25 @@ pub enum Kind {
     /// A loop-carried value of a peeled trace: the value of a variable at the start of each
     /// iteration of the loop. The `param`s follow `loop_start` directly.
     Param(Slot),
+    /// `getitem(a, i)`: element `i` of array `a`, a load from memory (`readlist` of an
+    /// array). Exits before itself when `i` is not an index of `a`, and checks the type of
+    /// the element it reads.
+    GetItem,
+    /// `setitem(a, i, v)`: stores `v` as element `i` of array `a`. Exits before itself when
+    /// `i` is not an index of `a`.
+    SetItem,
+    /// `print(v)`: writes `v` and a newline to the output.
+    Print,
+    /// `putchar(v)`: writes the byte `v`. Exits before itself when `v` is not a byte.
+    Putchar,
+    /// `getchar()`: the next byte of input, -1 at its end.
+    Getchar,
+    /// A call of an `@elidable` function: its operands are the arguments and, last, the
+    /// result the call gave when recorded (a constant). By the function's promise, the same
+    /// arguments give the same result: with constant arguments the call *is* that result.
+    /// Exits before itself when the call fails (the interpreter then makes it, and raises
+    /// the error) or when `--max-steps` cannot hold it.
+    CallPure(FuncId),
 }
 
 /// What an instruction does besides computing its result: what the optimizer may do with
@@ -267,7 +286,8 @@ pub enum Snap {
 pub struct Info {
     /// The mnemonic in the SSA text form.
     pub name: &'static str,
-    /// How many operands it takes; `None` for one per `param` (`loop`, `loop_start`).
+    /// How many operands it takes; `None` for one per `param` (`loop`, `loop_start`) or
+    /// one per argument and one more (`call_pure`).
     pub arity: Option<usize>,
     /// How it types its result.
     pub result: Res,
@@ -300,6 +320,14 @@ impl Kind {
             Kind::GuardValue => row("guard_value", Some(2), Res::None, Guard, Snap::Always),
             Kind::LoopStart => row("loop_start", None, Res::None, Control, Snap::Always),
             Kind::Loop => row("loop", None, Res::None, Control, Snap::Always),
+            Kind::GetItem => row("getitem", Some(2), Res::Checked, Load, Snap::CanFail),
+            Kind::SetItem => row("setitem", Some(3), Res::None, Store, Snap::CanFail),
+            Kind::Print => row("print", Some(1), Res::None, Io, Snap::Never),
+            Kind::Putchar => row("putchar", Some(1), Res::None, Io, Snap::CanFail),
+            Kind::Getchar => row("getchar", Some(0), Res::Fixed(Ty::Int), Io, Snap::Never),
+            // Pure by the function's promise (SPEC.md §2.3): folded by its recorded result,
+            // merged with an equal call, and it changes nothing the optimizer knows.
+            Kind::CallPure(_) => row("call_pure", None, Res::Checked, Pure, Snap::CanFail),
             Kind::Op(op) => Info {
                 name: op.name(),
                 arity: Some(op.arity()),
@@ -310,10 +338,10 @@ impl Kind {
                     Op::Array | Op::ToArray => Res::Fixed(Ty::Array),
                     _ => Res::Fixed(Ty::Int),
                 },
-                // The operations on integers, atoms and lists are pure; some can fail. The
-                // recorder does not record operations on arrays yet: they are here with
-                // their effects for when it does. (`readlist` and `len` of a list are pure;
-                // of an array, `readlist` will be a kind of its own, a load.)
+                // The operations on integers, atoms and lists are pure; some can fail.
+                // `readlist` of an array is `getitem`, a load; `len` of an array is pure (an
+                // array's length never changes); `array` and `toarray` allocate, and
+                // `tolist` reads an array's elements.
                 effect: if op.allocates() {
                     Alloc
                 } else if op == Op::ToList {
@@ -336,10 +364,15 @@ impl Kind {
         self.info().name
     }
 
-    /// The kind spelled `name` in the SSA text form (`input` and `param` need their slot
-    /// separately).
+    /// The kind spelled `name` in the SSA text form (`input`, `param` and `call_pure` need
+    /// their slot or function separately).
     pub fn from_name(name: &str) -> Option<Kind> {
         Some(match name {
+            "getitem" => Kind::GetItem,
+            "setitem" => Kind::SetItem,
+            "print" => Kind::Print,
+            "putchar" => Kind::Putchar,
+            "getchar" => Kind::Getchar,
             "guard_true" => Kind::GuardTrue,
             "guard_false" => Kind::GuardFalse,
             "guard_value" => Kind::GuardValue,
@@ -350,7 +383,7 @@ impl Kind {
     }
 
     /// How many operands the instruction takes; `None` for `loop` and `loop_start`, which
-    /// take one per `param`.
+    /// take one per `param`, and for `call_pure`, one per argument and one more.
     pub fn arity(self) -> Option<usize> {
         self.info().arity
     }
@@ -455,6 +488,12 @@ mod tests {
             Kind::GuardValue,
             Kind::LoopStart,
             Kind::Loop,
+            Kind::GetItem,
+            Kind::SetItem,
+            Kind::Print,
+            Kind::Putchar,
+            Kind::Getchar,
+            Kind::CallPure(FuncId(0)),
         ];
         kinds.extend(Op::ALL.iter().map(|op| Kind::Op(*op)));
         kinds
@@ -464,17 +503,22 @@ mod tests {
     fn the_table_is_consistent() {
         for kind in every_kind() {
             let info = kind.info();
-            // What exits needs a snapshot, and only guards and control have no result.
+            // What exits needs a snapshot; only guards, control, stores and output have no
+            // result.
             if kind.is_guard() || info.effect == Effect::Control {
                 assert_eq!(info.snapshot, Snap::Always, "{kind:?}");
                 assert_eq!(info.result, Res::None, "{kind:?}");
-            } else {
+            } else if !matches!(info.effect, Effect::Store | Effect::Io) {
                 assert_ne!(info.result, Res::None, "{kind:?}");
+            }
+            // Only what reads memory the trace cannot know checks what it reads.
+            if info.result == Res::Checked {
+                assert!(matches!(info.effect, Effect::Read | Effect::Load | Effect::Pure));
             }
             // Only two-operand kinds commute.
             assert!(!info.commutative || info.arity == Some(2), "{kind:?}");
-            // Names read back (`input` and `param` carry a slot and are parsed apart).
-            if !matches!(kind, Kind::Input(_) | Kind::Param(_)) {
+            // Names read back (`input`, `param` and `call_pure` are parsed apart).
+            if !matches!(kind, Kind::Input(_) | Kind::Param(_) | Kind::CallPure(_)) {
                 assert_eq!(Kind::from_name(info.name), Some(kind));
             }
         }
@@ -487,6 +531,6 @@ mod tests {
             .filter(|k| !k.needs_snapshot())
             .map(Kind::name)
             .collect();
-        assert_eq!(never, ["param", "same", "eq", "ne"]);
+        assert_eq!(never, ["param", "print", "getchar", "same", "eq", "ne"]);
     }
 }

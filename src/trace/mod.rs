@@ -9,4 +9,4 @@ pub mod verify;
 
 pub use ir::{Effect, Info, Inst, Kind, Opnd, Ref, Res, Snap, SnapId, Snapshot, Trace, Ty};
 pub use record::{record, record_bridge, AbortReason, Recorded};
-pub use run::{run_bridge, run_trace, TraceExit};
+pub use run::{call_elidable, run_bridge, run_trace, Env, TraceExit};

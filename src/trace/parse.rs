@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
 use super::print::Names;
 use crate::lang::parse_fg::parse_fg_const;
-use crate::lang::{BlockId, Slot};
+use crate::lang::{BlockId, FuncId, Slot};
 use crate::state::Position;
 
 /// The variables and labels a trace read from text names, by slot and block number.
@@ -27,6 +27,8 @@ pub struct TextNames {
     pub vars: Vec<String>,
     /// Labels, by block number.
     pub labels: Vec<String>,
+    /// Function names, by function number.
+    pub funcs: Vec<String>,
 }
 
 impl TextNames {
@@ -47,6 +49,11 @@ impl TextNames {
     pub fn block(&mut self, label: &str) -> BlockId {
         BlockId(Self::intern(&mut self.labels, label))
     }
+
+    /// The function named `name`, declaring it if new.
+    pub fn function(&mut self, name: &str) -> FuncId {
+        FuncId(Self::intern(&mut self.funcs, name))
+    }
 }
 
 impl Names for TextNames {
@@ -56,6 +63,10 @@ impl Names for TextNames {
 
     fn label(&self, block: BlockId) -> &str {
         &self.labels[block.index()]
+    }
+
+    fn func(&self, func: FuncId) -> &str {
+        &self.funcs[func.index()]
     }
 }
 
@@ -212,8 +223,14 @@ pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
         } else if mnemonic == "param" {
             (Kind::Param(p.slot(args).map_err(at)?), Vec::new())
         } else {
-            let kind = Kind::from_name(mnemonic)
-                .ok_or_else(|| at(format!("unknown instruction `{mnemonic}`")))?;
+            let (kind, args) = if mnemonic == "call_pure" {
+                let (func, args) = args.trim().split_once(' ').unwrap_or((args.trim(), ""));
+                (Kind::CallPure(p.text.function(func)), args)
+            } else {
+                let kind = Kind::from_name(mnemonic)
+                    .ok_or_else(|| at(format!("unknown instruction `{mnemonic}`")))?;
+                (kind, args)
+            };
             let args = if args.trim().is_empty() {
                 Vec::new()
             } else {

@@ -6,7 +6,7 @@ use flowjit_runtime::Value;
 
 use super::ir::{Inst, Kind, Opnd, Snapshot, Trace};
 use crate::lang::print::fg_const;
-use crate::lang::{BlockId, Inst as Stmt, Operand, Program, Slot, Terminator};
+use crate::lang::{BlockId, FuncId, Inst as Stmt, Operand, Program, Slot, Terminator};
 
 /// The names of a trace's variables and labels: a program's, or those a trace read from
 /// text declared ([`super::parse::TextNames`]).
@@ -15,6 +15,8 @@ pub trait Names {
     fn var(&self, slot: Slot) -> &str;
     /// The label of block `block`.
     fn label(&self, block: BlockId) -> &str;
+    /// The name of function `func`.
+    fn func(&self, func: FuncId) -> &str;
 }
 
 impl Names for Program {
@@ -24,6 +26,10 @@ impl Names for Program {
 
     fn label(&self, block: BlockId) -> &str {
         Program::label(self, block)
+    }
+
+    fn func(&self, func: FuncId) -> &str {
+        &Program::func(self, func).name
     }
 }
 
@@ -54,6 +60,41 @@ pub fn article_inst(program: &Program, trace: &Trace, inst: &Inst) -> Option<Str
             op.name(),
             article_operand(program, a)
         ),
+        (Kind::GetItem, Some(Stmt::Op2 { dst, a, b, .. }), _) => format!(
+            "op2({},readlist,{},{})",
+            program.var(*dst),
+            article_operand(program, a),
+            article_operand(program, b)
+        ),
+        (
+            Kind::SetItem,
+            Some(Stmt::SetItem {
+                array,
+                index,
+                value,
+            }),
+            _,
+        ) => format!(
+            "setitem(var({}),{},{})",
+            program.var(*array),
+            article_operand(program, index),
+            article_operand(program, value)
+        ),
+        (Kind::Print, Some(Stmt::Print(a)), _) | (Kind::Putchar, Some(Stmt::Putchar(a)), _) => {
+            format!("{}({})", inst.kind.name(), article_operand(program, a))
+        }
+        (Kind::Getchar, Some(Stmt::Getchar(dst)), _) => {
+            format!("op0({},getchar)", program.var(*dst))
+        }
+        (Kind::CallPure(func), Some(Stmt::Call { dst, args, .. }), _) => {
+            let args: Vec<String> = args.iter().map(|a| article_operand(program, a)).collect();
+            format!(
+                "call({},{},[{}])",
+                program.var(*dst),
+                program.func(func).name,
+                args.join(",")
+            )
+        }
         (Kind::Op(op), Some(Stmt::Op2 { dst, a, b, .. }), _) => format!(
             "op2({},{},{},{})",
             program.var(*dst),
@@ -151,8 +192,14 @@ pub fn ssa_inst(names: &dyn Names, trace: &Trace, index: usize) -> String {
         let _ = write!(line, "v{index}:{} = ", inst.ty);
     }
     line.push_str(inst.kind.name());
-    if let Kind::Input(slot) | Kind::Param(slot) = inst.kind {
-        let _ = write!(line, " {}", names.var(slot));
+    match inst.kind {
+        Kind::Input(slot) | Kind::Param(slot) => {
+            let _ = write!(line, " {}", names.var(slot));
+        }
+        Kind::CallPure(func) => {
+            let _ = write!(line, " {}", names.func(func));
+        }
+        _ => {}
     }
     let args: Vec<String> = inst.args.iter().map(opnd).collect();
     if !args.is_empty() {

@@ -11,14 +11,21 @@
 //! - `if v` becomes `guard_true(v)` or `guard_false(v)`, resuming at the branch not taken.
 //! - `promote(v, L)` and `promote(v)` become `guard_value(v, value)`, freezing the value
 //!   seen now; the guard resumes after the promotion.
+//! - `readlist` of an array becomes `getitem`, a load; `a[i] = v` becomes `setitem`.
+//! - `print`, `putchar` and `getchar` become instructions of their own: recording does
+//!   them (the output appears as the interpreter would write it), and so does every run of
+//!   the trace.
+//! - A call of an `@elidable` function is made by the interpreter, at once, and becomes
+//!   `call_pure` holding the result it gave. A call of any other function ends the
+//!   recording (calls are not inlined yet), as do `array`, `toarray` and `tolist`.
 //! - A jump to the trace anchor closes the loop.
 
-use flowjit_runtime::Value;
+use flowjit_runtime::{Op, Value};
 
 use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
-use crate::interp::{branch, step, ErrorKind, Flow, Interrupt, RuntimeError};
+use crate::interp::{self, branch, step, ErrorKind, Flow, Interrupt, RuntimeError};
 use crate::lang::{BlockId, Inst as Stmt, Operand, Program, Slot, Terminator};
-use crate::state::{Frame, Position, Steps};
+use crate::state::{Frame, Position, State, Steps, MAX_CALL_DEPTH};
 
 /// Why a recording was abandoned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +49,21 @@ impl std::fmt::Display for AbortReason {
 /// Whether a value a trace would read or hold is an array.
 fn is_array(v: Option<&Value>) -> bool {
     matches!(v, Some(Value::Array(_)))
+}
+
+/// What in statement `stmt` traces do not hold yet, named for the abort's message: a call
+/// of a function that is not elidable (calls are not inlined yet), and the operations on
+/// arrays that copy or make them (`array`, `tolist`, `toarray`).
+fn untraced(program: &Program, stmt: &Stmt) -> Option<&'static str> {
+    match stmt {
+        Stmt::Call { func, .. } if !program.func(*func).elidable => {
+            Some("a call of a function that is not elidable")
+        }
+        Stmt::Op1 { op, .. } | Stmt::Op2 { op, .. } if op.allocates() || *op == Op::ToList => {
+            Some("an operation that makes an array or a list of one")
+        }
+        _ => None,
+    }
 }
 
 /// How a recording ended.
@@ -166,7 +188,7 @@ fn charge(steps: &mut Steps, block: &str) -> Result<(), RuntimeError> {
 /// position of the interpreted program, and is entered only there.
 pub fn record(
     program: &Program,
-    frame: &mut Frame,
+    state: &mut State,
     anchor: BlockId,
     greens: &[Slot],
     steps: &mut Steps,
@@ -174,7 +196,7 @@ pub fn record(
 ) -> Result<Recorded, RuntimeError> {
     let fixed: Vec<(Slot, Value)> = greens
         .iter()
-        .filter_map(|g| frame[g.index()].clone().map(|v| (*g, v)))
+        .filter_map(|g| state.frame[g.index()].clone().map(|v| (*g, v)))
         .collect();
     let key = fixed.clone();
     let closes = move |target: BlockId, frame: &Frame| {
@@ -186,7 +208,7 @@ pub fn record(
     };
     record_from(
         program,
-        frame,
+        state,
         Position::start(anchor),
         &fixed,
         &[],
@@ -209,7 +231,7 @@ pub fn record(
 #[allow(clippy::too_many_arguments)]
 pub fn record_bridge(
     program: &Program,
-    frame: &mut Frame,
+    state: &mut State,
     start: Position,
     fixed: &[(Slot, Value)],
     inherited: &[Slot],
@@ -218,14 +240,14 @@ pub fn record_bridge(
     max_len: usize,
 ) -> Result<Recorded, RuntimeError> {
     record_from(
-        program, frame, start, fixed, inherited, ends, steps, max_len,
+        program, state, start, fixed, inherited, ends, steps, max_len,
     )
 }
 
 #[allow(clippy::too_many_arguments)]
 fn record_from(
     program: &Program,
-    frame: &mut Frame,
+    state: &mut State,
     start: Position,
     fixed: &[(Slot, Value)],
     inherited: &[Slot],
@@ -248,7 +270,7 @@ fn record_from(
         cost: 0,
     };
     for slot in inherited {
-        let v = r.var(frame, *slot, start);
+        let v = r.var(&state.frame, *slot, start);
         r.written[slot.index()] = Some(v);
     }
     let mut id = start.block;
@@ -263,52 +285,108 @@ fn record_from(
         };
         for (i, stmt) in block.insts.iter().enumerate().skip(first) {
             let at = Position { block: id, inst: i };
-            let reads_array = stmt.operands().iter().any(|o| match o {
-                Operand::Var(slot) => is_array(frame[slot.index()].as_ref()),
-                Operand::Const(v) => is_array(Some(v)),
-            }) || matches!(stmt, Stmt::Promote(slot) if is_array(frame[slot.index()].as_ref()));
-            let untraced = stmt.not_compiled().or(reads_array.then_some("an array"));
-            if let Some(what) = untraced {
+            if let Some(what) = untraced(program, stmt) {
                 return Ok(Recorded::Aborted {
                     reason: AbortReason::NotTraced(what),
                     at,
                 });
             }
+            let label = block.label_at(i);
             match stmt {
                 Stmt::Op1 { .. } | Stmt::Op2 { .. } => {
                     let (dst, op, operands) = stmt.operation().expect("an operation");
-                    charge(steps, block.label_at(i))?;
+                    charge(steps, label)?;
+                    // `readlist` of an array is a load of its own kind.
+                    let kind = match operands[0] {
+                        Operand::Var(a) if op == Op::Readlist && is_array(state.frame[a.index()].as_ref()) => {
+                            Kind::GetItem
+                        }
+                        _ => Kind::Op(op),
+                    };
                     let args = operands
                         .into_iter()
-                        .map(|o| r.operand(frame, o, at))
+                        .map(|o| r.operand(&state.frame, o, at))
                         .collect();
-                    let snap = Kind::Op(op).needs_snapshot().then(|| r.snapshot(at));
-                    step(program, frame, stmt).map_err(|stop| match stop {
+                    let snap = kind.needs_snapshot().then(|| r.snapshot(at));
+                    step(program, &mut state.frame, stmt).map_err(|stop| match stop {
                         Interrupt::Error(e) => fail(i)(e),
-                        Interrupt::Effect => unreachable!("`not_compiled` stops before an effect"),
+                        Interrupt::Effect => unreachable!("an operation has no effect"),
                     })?;
-                    let result = frame[dst.index()].as_ref().expect("a result was written");
-                    if is_array(Some(result)) {
-                        // An element of a list that is an array: done, and the interpreter
-                        // goes on after it.
-                        return Ok(Recorded::Aborted {
-                            reason: AbortReason::NotTraced("an array"),
-                            at: Position {
-                                block: id,
-                                inst: i + 1,
-                            },
-                        });
-                    }
+                    let result = state.frame[dst.index()].as_ref().expect("a result was written");
                     let ty = Ty::of(result);
-                    let v = r.emit(Kind::Op(op), args, snap, at, ty);
+                    let v = r.emit(kind, args, snap, at, ty);
+                    r.written[dst.index()] = Some(Opnd::Ref(v));
+                    r.cost += 1;
+                }
+                Stmt::SetItem {
+                    array,
+                    index,
+                    value,
+                } => {
+                    charge(steps, label)?;
+                    let args = vec![
+                        r.var(&state.frame, *array, at),
+                        r.operand(&state.frame, index, at),
+                        r.operand(&state.frame, value, at),
+                    ];
+                    let snap = r.snapshot(at);
+                    step(program, &mut state.frame, stmt).map_err(|stop| match stop {
+                        Interrupt::Error(e) => fail(i)(e),
+                        Interrupt::Effect => unreachable!("a store has no effect"),
+                    })?;
+                    r.emit(Kind::SetItem, args, Some(snap), at, Ty::None);
+                    r.cost += 1;
+                }
+                Stmt::Print(a) | Stmt::Putchar(a) => {
+                    charge(steps, label)?;
+                    let args = vec![r.operand(&state.frame, a, at)];
+                    let kind = if matches!(stmt, Stmt::Print(_)) {
+                        Kind::Print
+                    } else {
+                        Kind::Putchar
+                    };
+                    let snap = kind.needs_snapshot().then(|| r.snapshot(at));
+                    interp::effect(program, state, stmt, at).map_err(fail(i))?;
+                    r.emit(kind, args, snap, at, Ty::None);
+                    r.cost += 1;
+                }
+                Stmt::Getchar(dst) => {
+                    charge(steps, label)?;
+                    interp::effect(program, state, stmt, at).map_err(fail(i))?;
+                    let v = r.emit(Kind::Getchar, vec![], None, at, Ty::Int);
+                    r.written[dst.index()] = Some(Opnd::Ref(v));
+                    r.cost += 1;
+                }
+                Stmt::Call { dst, func, args } => {
+                    // Only calls of elidable functions come this far (`untraced`): the call
+                    // is made here, by the interpreter, and is one operation in the trace.
+                    charge(steps, label)?;
+                    let values = args
+                        .iter()
+                        .map(|a| interp::operand(program, &state.frame, a).cloned())
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(fail(i))?;
+                    let mut opnds: Vec<Opnd> =
+                        args.iter().map(|a| r.operand(&state.frame, a, at)).collect();
+                    let snap = r.snapshot(at);
+                    let depth = state.depth + state.calls.len();
+                    if depth >= MAX_CALL_DEPTH {
+                        return Err(fail(i)(ErrorKind::CallDepth));
+                    }
+                    let result = interp::call_function(program, *func, values, depth, steps)?
+                        .expect("an elidable function returns");
+                    let ty = Ty::of(&result);
+                    opnds.push(Opnd::Const(result.clone()));
+                    state.frame[dst.index()] = Some(result);
+                    let v = r.emit(Kind::CallPure(*func), opnds, Some(snap), at, ty);
                     r.written[dst.index()] = Some(Opnd::Ref(v));
                     r.cost += 1;
                 }
                 Stmt::Promote(slot) => {
                     // A variable never written has no value to freeze: the interpreter
                     // ignores the promotion, and so does the recorder.
-                    if let Some(value) = frame[slot.index()].clone() {
-                        let v = r.var(frame, *slot, at);
+                    if let Some(value) = state.frame[slot.index()].clone() {
+                        let v = r.var(&state.frame, *slot, at);
                         let resume = Position {
                             block: id,
                             inst: i + 1,
@@ -324,7 +402,6 @@ fn record_from(
                     }
                 }
                 Stmt::MergePoint(_) | Stmt::CanEnterJit => {}
-                _ => unreachable!("`not_compiled` stops the recording at any other statement"),
             }
             if r.insts.len() > max_len {
                 return Ok(Recorded::Aborted {
@@ -343,10 +420,8 @@ fn record_from(
         };
         let untraced = match &block.term {
             Terminator::Return(_) => Some("`return`"),
-            Terminator::If { cond: v, .. } | Terminator::Promote { var: v, .. }
-                if is_array(frame[v.index()].as_ref()) =>
-            {
-                Some("an array")
+            Terminator::If { cond, .. } if is_array(state.frame[cond.index()].as_ref()) => {
+                Some("a branch on an array")
             }
             _ => None,
         };
@@ -361,14 +436,14 @@ fn record_from(
         // exiting here resumes at the terminator, which the interpreter then runs itself.
         let guarded = match &block.term {
             Terminator::If { cond, then, els } if then.target != els.target => {
-                Some((r.var(frame, *cond, at), None))
+                Some((r.var(&state.frame, *cond, at), None))
             }
-            Terminator::Promote { var, .. } => frame[var.index()]
+            Terminator::Promote { var, .. } => state.frame[var.index()]
                 .clone()
-                .map(|value| (r.var(frame, *var, at), Some(value))),
+                .map(|value| (r.var(&state.frame, *var, at), Some(value))),
             _ => None,
         };
-        let flow = branch(program, frame, &block.term).map_err(fail(block.insts.len()))?;
+        let flow = branch(program, &mut state.frame, &block.term).map_err(fail(block.insts.len()))?;
         r.cost += 1;
         let next = match flow {
             Flow::Stop(v) => return Ok(Recorded::Stopped(v)),
@@ -397,17 +472,17 @@ fn record_from(
             }
             _ => {}
         }
-        if let Some(greens) = ends(next, frame) {
+        if let Some(greens) = ends(next, &state.frame) {
             // The trace at `next` takes its greens as the constants they are now: the loop
             // (or the bridge) goes there only while they still have these values (the
             // articles' `jit_merge_point` promotes its greens).
             // The checker puts the merge point first in its block: the guard stands for it.
             let at = Position::start(next);
             for g in greens {
-                let Some(value) = frame[g.index()].clone() else {
+                let Some(value) = state.frame[g.index()].clone() else {
                     continue;
                 };
-                let v = r.var(frame, g, at);
+                let v = r.var(&state.frame, g, at);
                 if v.as_const() != Some(&value) {
                     let snap = r.snapshot(at);
                     r.emit(

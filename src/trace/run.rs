@@ -9,8 +9,48 @@
 use flowjit_runtime::{ops, Op, Value};
 
 use super::ir::{Kind, Opnd, Ref, SnapId, Trace};
+use crate::interp;
+use crate::lang::Program;
 use crate::resume;
-use crate::state::{Frame, Position, Steps};
+use crate::state::{Frame, Position, State, Steps};
+
+/// What a trace reaches besides its values: the program (whose elidable functions it
+/// calls), the running state (the frame it reads and writes back, the input and output)
+/// and the `--max-steps` budget.
+pub struct Env<'a> {
+    /// The program the trace was recorded from.
+    pub program: &'a Program,
+    /// The state the trace runs in.
+    pub state: &'a mut State,
+    /// The budget.
+    pub steps: &'a mut Steps,
+}
+
+/// Makes an elidable call for a compiled trace: its result, or `None` when it fails or
+/// when it would need more than `steps.left - reserve` operations (the budget of the rest
+/// of the iteration is kept). The trace then exits before the call, and the interpreter
+/// makes it. What it used is taken from `steps`.
+pub fn call_elidable(
+    program: &Program,
+    state: &State,
+    func: crate::lang::FuncId,
+    args: Vec<Value>,
+    steps: &mut Steps,
+    reserve: u64,
+) -> Option<Value> {
+    let depth = state.depth + state.calls.len();
+    if depth >= crate::state::MAX_CALL_DEPTH {
+        return None;
+    }
+    let budget = steps.left.checked_sub(reserve)?;
+    let mut inner = Steps {
+        limit: steps.limit,
+        left: budget,
+    };
+    let v = interp::call_function(program, func, args, depth, &mut inner).ok()??;
+    steps.left -= budget - inner.left;
+    Some(v)
+}
 
 /// How a run of a trace ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,14 +83,13 @@ fn exit_at(
     trace: &Trace,
     i: usize,
     regs: &[Option<Value>],
-    frame: &mut Frame,
-    steps: &mut Steps,
+    env: &mut Env,
     iterations: u64,
 ) -> TraceExit {
     let snap = trace.insts[i]
         .snap
         .expect("an instruction that can exit has a snapshot");
-    steps.left -= write_back(trace, snap, regs, frame);
+    env.steps.left -= write_back(trace, snap, regs, &mut env.state.frame);
     TraceExit {
         pos: trace.snaps[snap.index()].pos,
         inst: Some(i),
@@ -59,12 +98,53 @@ fn exit_at(
 }
 
 /// Executes instruction `i` (an input, an operation or a guard); whether it did not exit.
-fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], frame: &Frame) -> bool {
+/// `reserve` is what the rest of the iteration needs of the budget.
+fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], env: &mut Env, reserve: u64) -> bool {
     let inst = &trace.insts[i];
     match inst.kind {
         // A read of a value the trace cannot know checks its type (`Res::Checked`).
         Kind::Input(slot) => {
-            regs[i] = frame[slot.index()].clone().filter(|v| inst.ty.admits(v));
+            regs[i] = env.state.frame[slot.index()]
+                .clone()
+                .filter(|v| inst.ty.admits(v));
+            regs[i].is_some()
+        }
+        Kind::GetItem => {
+            let element = ops::apply2(
+                Op::Readlist,
+                &value(regs, &inst.args[0]),
+                &value(regs, &inst.args[1]),
+            );
+            regs[i] = element.ok().filter(|v| inst.ty.admits(v));
+            regs[i].is_some()
+        }
+        Kind::SetItem => {
+            let [a, k, v] = &inst.args[..] else {
+                unreachable!("the verifier checks arities")
+            };
+            ops::setitem(&value(regs, a), &value(regs, k), value(regs, v)).is_ok()
+        }
+        Kind::Print => {
+            env.state.io.print(&value(regs, &inst.args[0]));
+            true
+        }
+        Kind::Putchar => match value(regs, &inst.args[0]) {
+            Value::Int(b @ 0..=255) => {
+                env.state.io.putchar(b as u8);
+                true
+            }
+            _ => false,
+        },
+        Kind::Getchar => {
+            regs[i] = Some(Value::Int(env.state.io.getchar()));
+            true
+        }
+        Kind::CallPure(func) => {
+            let (result, args) = inst.args.split_last().expect("a recorded result");
+            let _ = result;
+            let args = args.iter().map(|a| value(regs, a)).collect();
+            regs[i] = call_elidable(env.program, env.state, func, args, env.steps, reserve)
+                .filter(|v| inst.ty.admits(v));
             regs[i].is_some()
         }
         Kind::Op(op) => {
@@ -90,11 +170,12 @@ fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], frame: &Frame) -> b
 /// back) to its end or an exit. The caller checks that the budget holds the whole bridge
 /// (`trace.iteration_cost()`). At its `loop` the bridge writes its state back and exits
 /// there (with `inst` the loop's index): the driver then enters the trace anchored there.
-pub fn run_bridge(trace: &Trace, frame: &mut Frame, steps: &mut Steps) -> TraceExit {
+pub fn run_bridge(trace: &Trace, env: &mut Env) -> TraceExit {
     let mut regs: Vec<Option<Value>> = vec![None; trace.insts.len()];
+    let cost = trace.iteration_cost();
     for i in 0..trace.insts.len() {
-        if !exec(trace, i, &mut regs, frame) || trace.insts[i].kind == Kind::Loop {
-            return exit_at(trace, i, &regs, frame, steps, 0);
+        if !exec(trace, i, &mut regs, env, cost) || trace.insts[i].kind == Kind::Loop {
+            return exit_at(trace, i, &regs, env, 0);
         }
     }
     unreachable!("a bridge ends in loop")
@@ -106,7 +187,7 @@ pub fn run_bridge(trace: &Trace, frame: &mut Frame, steps: &mut Steps) -> TraceE
 /// the count in its snapshot. An iteration starts only if the budget holds a whole one, so
 /// that the interpreter runs the last steps and stops at exactly the operation it would have
 /// stopped at.
-pub fn run_trace(trace: &Trace, frame: &mut Frame, steps: &mut Steps) -> TraceExit {
+pub fn run_trace(trace: &Trace, env: &mut Env) -> TraceExit {
     let cost = trace.iteration_cost();
     let start = trace.loop_start();
     let params = trace
@@ -121,28 +202,23 @@ pub fn run_trace(trace: &Trace, frame: &mut Frame, steps: &mut Steps) -> TraceEx
         inst: None,
         iterations,
     };
-    if steps.left < cost {
+    if env.steps.left < cost {
         return budget_stop(iterations);
     }
     let mut i = 0;
     loop {
         let inst = &trace.insts[i];
         let ok = match inst.kind {
-            Kind::Input(_)
-            | Kind::Op(_)
-            | Kind::GuardTrue
-            | Kind::GuardFalse
-            | Kind::GuardValue => exec(trace, i, &mut regs, frame),
             Kind::Param(_) => true,
             Kind::LoopStart | Kind::Loop if start.is_some() => {
                 // The end of an iteration of a peeled trace: go round again if the budget
                 // holds this iteration and the next.
                 let snap = inst.snap.expect("loop and loop_start have snapshots");
-                if steps.left < cost.saturating_mul(2) {
-                    steps.left -= write_back(trace, snap, &regs, frame);
+                if env.steps.left < cost.saturating_mul(2) {
+                    env.steps.left -= write_back(trace, snap, &regs, &mut env.state.frame);
                     return budget_stop(iterations + 1);
                 }
-                steps.left -= cost;
+                env.steps.left -= cost;
                 iterations += 1;
                 let next: Vec<Value> = inst.args.iter().map(|a| value(&regs, a)).collect();
                 let first = start.expect("checked above") + 1;
@@ -154,17 +230,18 @@ pub fn run_trace(trace: &Trace, frame: &mut Frame, steps: &mut Steps) -> TraceEx
             }
             Kind::Loop | Kind::LoopStart => {
                 let snap = inst.snap.expect("a loop has a snapshot");
-                steps.left -= write_back(trace, snap, &regs, frame);
+                env.steps.left -= write_back(trace, snap, &regs, &mut env.state.frame);
                 iterations += 1;
-                if steps.left < cost {
+                if env.steps.left < cost {
                     return budget_stop(iterations);
                 }
                 i = 0;
                 continue;
             }
+            _ => exec(trace, i, &mut regs, env, cost),
         };
         if !ok {
-            return exit_at(trace, i, &regs, frame, steps, iterations);
+            return exit_at(trace, i, &regs, env, iterations);
         }
         i += 1;
     }

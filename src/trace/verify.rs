@@ -3,7 +3,8 @@
 //! - the last instruction, and only it, is `loop`;
 //! - at most one `loop_start`; the `param`s follow it directly, and it and `loop` have one
 //!   operand per `param`;
-//! - every instruction has as many operands as its kind takes;
+//! - every instruction has as many operands as its kind takes; a `call_pure` ends with the
+//!   result it gave when recorded, a constant of its type;
 //! - every ref names an earlier instruction that defines a value;
 //! - guards, `input`, `loop` and `loop_start` have a snapshot (an operation has one unless
 //!   the optimizer proved it cannot fail), and every ref in a snapshot names an instruction
@@ -50,7 +51,22 @@ pub fn verify(trace: &Trace) -> Result<(), String> {
         if inst.kind == Kind::Loop && i != n - 1 {
             return Err(format!("v{i}: `loop` before the end of the trace"));
         }
-        let arity = inst.kind.arity().unwrap_or(params);
+        if let Kind::CallPure(_) = inst.kind {
+            // The arguments, then the result seen when recorded: a constant of the call's
+            // type.
+            match inst.args.last() {
+                Some(Opnd::Const(v)) if inst.ty.admits(v) => {}
+                _ => {
+                    return Err(format!(
+                        "v{i}: call_pure ends with a constant of its type, the recorded result"
+                    ))
+                }
+            }
+        }
+        let arity = match inst.kind {
+            Kind::CallPure(_) => inst.args.len(),
+            kind => kind.arity().unwrap_or(params),
+        };
         if inst.args.len() != arity {
             return Err(format!(
                 "v{i}: {} takes {arity} operands, has {}",
