@@ -81,7 +81,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,guards,bounds,peel,dce",
+        "fold,heap,guards,bounds,peel,dce",
     ],
     &[
         "--mode",
@@ -89,7 +89,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,bounds,peel,dce",
+        "fold,cse,heap,bounds,peel,dce",
     ],
     &[
         "--mode",
@@ -97,7 +97,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,guards,peel,dce",
+        "fold,cse,heap,guards,peel,dce",
     ],
     &[
         "--mode",
@@ -105,7 +105,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,guards,bounds,dce",
+        "fold,cse,heap,guards,bounds,dce",
     ],
     &[
         "--mode",
@@ -113,7 +113,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,guards,bounds,peel",
+        "fold,cse,heap,guards,bounds,peel",
     ],
     // Machine code with each pass but `peel` (without which nothing is compiled) switched
     // off in turn, bridges from every guard that fails twice.
@@ -131,7 +131,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,guards,bounds,peel,dce",
+        "fold,heap,guards,bounds,peel,dce",
     ],
     &[
         "--threshold",
@@ -139,7 +139,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,cse,bounds,peel,dce",
+        "fold,cse,heap,bounds,peel,dce",
     ],
     &[
         "--threshold",
@@ -147,7 +147,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,cse,guards,peel,dce",
+        "fold,cse,heap,guards,peel,dce",
     ],
     &[
         "--threshold",
@@ -155,7 +155,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,cse,guards,bounds,peel",
+        "fold,cse,heap,guards,bounds,peel",
     ],
 ];
 

@@ -3,18 +3,20 @@
 //! assertions below check them when the crate compiles.
 //!
 //! **In registers** (unboxed), by kind: an integer that fits in 64 bits is an `i64`; an atom
-//! is its 32-bit id ([`Atom::id`]), zero-extended; a list is the address of its [`List`] (as
-//! [`std::rc::Rc::as_ptr`] gives it). Big integers are never unboxed.
+//! is its 32-bit id ([`Atom::id`]), zero-extended; a list is the address of its [`List`] and
+//! an array that of its [`Array`] (as [`std::rc::Rc::as_ptr`] gives them). Big integers are
+//! never unboxed.
 //!
 //! **In memory**: a [`Value`] is 16 bytes, a 64-bit tag at [`VALUE_TAG_OFFSET`] and the
 //! payload at [`VALUE_PAYLOAD_OFFSET`] (an `i64`, an atom id in the low 32 bits, or an `Rc`
 //! pointer). A [`List`] is the address of its first element at [`LIST_ITEMS_OFFSET`] and its
-//! length at [`LIST_LEN_OFFSET`]; elements are [`VALUE_SIZE`] bytes apart.
+//! length at [`LIST_LEN_OFFSET`]; elements are [`VALUE_SIZE`] bytes apart. An [`Array`] has
+//! the same layout.
 
 use std::mem::{offset_of, size_of};
 use std::rc::Rc;
 
-use crate::{Atom, List, Value};
+use crate::{Array, Atom, List, Value};
 
 /// The tag of [`Value::Int`].
 pub const TAG_INT: u64 = 0;
@@ -45,6 +47,8 @@ const _: () = {
         "frames stay 16 bytes a slot"
     );
     assert!(LIST_ITEMS_OFFSET == 0 && LIST_LEN_OFFSET == 8);
+    assert!(offset_of!(Array, items) == LIST_ITEMS_OFFSET);
+    assert!(offset_of!(Array, len) == LIST_LEN_OFFSET);
     // `repr(C, u64)`: the tag is the first 8 bytes, the payload the next 8.
     let words: [u64; 2] = unsafe { std::mem::transmute(Value::Int(-7)) };
     assert!(words[0] == TAG_INT && words[1] == -7i64 as u64);
@@ -67,6 +71,8 @@ pub enum Kind {
     Atom,
     /// A list's address.
     List,
+    /// An array's address.
+    Array,
 }
 
 impl Kind {
@@ -76,6 +82,7 @@ impl Kind {
             Kind::Int => TAG_INT,
             Kind::Atom => TAG_ATOM,
             Kind::List => TAG_LIST,
+            Kind::Array => TAG_ARRAY,
         }
     }
 
@@ -85,20 +92,21 @@ impl Kind {
             Value::Int(_) => Some(Kind::Int),
             Value::Atom(_) => Some(Kind::Atom),
             Value::List(_) => Some(Kind::List),
-            // Machine code does not hold big integers or arrays (yet): traces that meet
-            // an array are not recorded.
-            Value::Big(_) | Value::Array(_) => None,
+            Value::Array(_) => Some(Kind::Array),
+            // Machine code does not hold big integers.
+            Value::Big(_) => None,
         }
     }
 }
 
-/// `v` as machine code holds it, if it is of kind `kind`. A list's address is borrowed: it
-/// stays valid while `v` (or another reference to the same list) is alive.
+/// `v` as machine code holds it, if it is of kind `kind`. A list's or an array's address is
+/// borrowed: it stays valid while `v` (or another reference to the same object) is alive.
 pub fn unbox(v: &Value, kind: Kind) -> Option<i64> {
     match (v, kind) {
         (Value::Int(n), Kind::Int) => Some(*n),
         (Value::Atom(a), Kind::Atom) => Some(a.id() as i64),
         (Value::List(l), Kind::List) => Some(Rc::as_ptr(l) as i64),
+        (Value::Array(a), Kind::Array) => Some(Rc::as_ptr(a) as i64),
         _ => None,
     }
 }
@@ -106,8 +114,9 @@ pub fn unbox(v: &Value, kind: Kind) -> Option<i64> {
 /// The value machine code holds as `bits` of kind `kind`.
 ///
 /// # Safety
-/// For [`Kind::List`], `bits` must be the address of a `List` inside a live `Rc` (as
-/// [`unbox`] gives it); the value returned owns a new reference to it.
+/// For [`Kind::List`] and [`Kind::Array`], `bits` must be the address of a `List` or an
+/// `Array` inside a live `Rc` (as [`unbox`] gives it); the value returned owns a new
+/// reference to it.
 pub unsafe fn rebox(bits: i64, kind: Kind) -> Value {
     match kind {
         Kind::Int => Value::Int(bits),
@@ -121,7 +130,27 @@ pub unsafe fn rebox(bits: i64, kind: Kind) -> Value {
                 Value::List(Rc::from_raw(p))
             }
         }
+        Kind::Array => {
+            let p = bits as *const Array;
+            // SAFETY: as for a list.
+            unsafe {
+                Rc::increment_strong_count(p);
+                Value::Array(Rc::from_raw(p))
+            }
+        }
     }
+}
+
+/// Runs `f` on the value machine code holds as `bits` of kind `kind`, without taking a
+/// reference to it (for a helper that only looks at the value: printing it, passing it on).
+///
+/// # Safety
+/// As for [`rebox`].
+pub unsafe fn with_boxed<R>(bits: i64, kind: Kind, f: impl FnOnce(&Value) -> R) -> R {
+    // SAFETY: the caller's guarantee; the reference taken by `rebox` is given back by
+    // dropping the value.
+    let v = unsafe { rebox(bits, kind) };
+    f(&v)
 }
 
 #[cfg(test)]
@@ -135,6 +164,7 @@ mod tests {
             (Value::Int(i64::MIN), Kind::Int),
             (Value::atom("jump_if_a"), Kind::Atom),
             (list.clone(), Kind::List),
+            (Value::array(vec![Value::Int(2)]), Kind::Array),
         ] {
             let bits = unbox(&v, k).unwrap();
             assert_eq!(unsafe { rebox(bits, k) }, v);

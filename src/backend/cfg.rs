@@ -57,6 +57,7 @@ fn stop_code(kind: MKind) -> u32 {
         MKind::Int => 0,
         MKind::Atom => 1,
         MKind::List => 2,
+        MKind::Array => 3,
     }
 }
 
@@ -66,6 +67,7 @@ pub fn stopped(code: u32) -> Option<MKind> {
         0 => Some(MKind::Int),
         1 => Some(MKind::Atom),
         2 => Some(MKind::List),
+        3 => Some(MKind::Array),
         _ => None,
     }
 }

@@ -32,14 +32,15 @@ use std::collections::HashMap;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
 use cranelift_codegen::ir::{
-    AbiParam, Block, BlockArg, Function, InstBuilder, MemFlagsData, Signature, UserFuncName,
-    Value as ClifValue,
+    AbiParam, Block, BlockArg, Function, InstBuilder, MemFlagsData, Signature, StackSlotData,
+    StackSlotKind, UserFuncName, Value as ClifValue,
 };
 use cranelift_codegen::isa::TargetIsa;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variable};
 use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::{Op, Value};
 
+use super::helpers::{self, CallSite};
 use super::{ops, Unsupported};
 use crate::lang::Slot;
 use crate::opt::state::{Arrival, LoopState};
@@ -113,6 +114,8 @@ pub struct Analysis {
     safe: Vec<bool>,
     /// What the root loop assumes at its header.
     state: Option<LoopState>,
+    /// The elidable calls, by (segment, instruction): the code holds their addresses.
+    pub sites: HashMap<(usize, usize), Box<CallSite>>,
 }
 
 /// How machine code holds a value of type `ty`.
@@ -121,16 +124,13 @@ pub fn kind_of(ty: Ty) -> Result<MKind, Unsupported> {
         Ty::Int => Ok(MKind::Int),
         Ty::Atom => Ok(MKind::Atom),
         Ty::List => Ok(MKind::List),
-        Ty::Array => Err(Unsupported::Array),
+        Ty::Array => Ok(MKind::Array),
         Ty::None => unreachable!("only values are held"),
     }
 }
 
 fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
-    match v {
-        Value::Array(_) => Err(Unsupported::Array),
-        _ => MKind::of(v).ok_or(Unsupported::BigConstant),
-    }
+    MKind::of(v).ok_or(Unsupported::BigConstant)
 }
 
 /// Where `slot`'s value comes from at the start of segment `seg`: for a bridge, the
@@ -160,6 +160,7 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
     let mut input_kinds: Vec<MKind> = Vec::new();
     let mut kinds: Vec<Vec<Option<MKind>>> = Vec::new();
     let mut sources: Vec<HashMap<Slot, Source>> = Vec::new();
+    let mut sites = HashMap::new();
     for (seg, s) in segments.iter().enumerate() {
         let trace = s.trace;
         let mut k: Vec<Option<MKind>> = vec![None; trace.insts.len()];
@@ -195,12 +196,33 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                     Some(kind)
                 }
                 Kind::Param(_) => Some(kind_of(inst.ty)?),
-                Kind::GetItem
-                | Kind::SetItem
-                | Kind::Print
-                | Kind::Putchar
-                | Kind::Getchar
-                | Kind::CallPure(_) => return Err(Unsupported::NotLowered(inst.kind.name())),
+                Kind::GetItem | Kind::CallPure(_) => {
+                    let args = inst
+                        .args
+                        .iter()
+                        .map(|a| of(&k, a))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    for (_, o) in trace.snap_of(inst).map_or(&[][..], |s| &s.entries[..]) {
+                        of(&k, o)?;
+                    }
+                    // An element or a result that owns a reference would need the code to
+                    // keep it alive: only integers and atoms are loaded or returned.
+                    let kind = kind_of(inst.ty)?;
+                    if !matches!(kind, MKind::Int | MKind::Atom) {
+                        return Err(Unsupported::Element);
+                    }
+                    if let Kind::CallPure(func) = inst.kind {
+                        let args = args[..args.len() - 1].to_vec();
+                        let site = CallSite {
+                            func,
+                            args,
+                            result: kind,
+                        };
+                        sites.insert((seg, i), Box::new(site));
+                    }
+                    Some(kind)
+                }
+                Kind::Getchar => Some(MKind::Int),
                 Kind::Op(Op::Same) => Some(of(&k, &inst.args[0])?),
                 Kind::Op(op) => {
                     let arg_kinds = inst
@@ -274,6 +296,7 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
         sources,
         safe,
         state: LoopState::of(root),
+        sites,
     })
 }
 
@@ -298,9 +321,11 @@ pub fn max_cost(segments: &[Segment]) -> u64 {
     max
 }
 
-/// The signature of every compiled tree: `extern "C" fn(*mut i64) -> u32`.
+/// The signature of every compiled tree: `extern "C" fn(regs: *mut i64, ctx: *mut Ctx) ->
+/// u32` ([`helpers::Ctx`]).
 pub fn signature(isa: &dyn TargetIsa) -> Signature {
     let mut sig = Signature::new(isa.default_call_conv());
+    sig.params.push(AbiParam::new(isa.pointer_type()));
     sig.params.push(AbiParam::new(isa.pointer_type()));
     sig.returns.push(AbiParam::new(I32));
     sig
@@ -317,6 +342,9 @@ struct Lower<'a> {
     /// The current values of the tree inputs (the `start` block's parameters).
     inputs: Vec<ClifValue>,
     regs: ClifValue,
+    /// The context helpers take.
+    ctx: ClifValue,
+    isa: &'a dyn TargetIsa,
     counter: Option<Variable>,
     max_cost: u64,
     start: Block,
@@ -565,12 +593,39 @@ impl Lower<'_> {
                     let target = self.guard_target(b, i);
                     self.branch_if(b, fail, target);
                 }
-                Kind::GetItem
-                | Kind::SetItem
-                | Kind::Print
-                | Kind::Putchar
-                | Kind::Getchar
-                | Kind::CallPure(_) => unreachable!("`analyze` declines them"),
+                Kind::GetItem => {
+                    if !self.op(b, i, Op::Readlist, snap) {
+                        return;
+                    }
+                }
+                Kind::SetItem => {
+                    if !self.setitem(b, i) {
+                        return;
+                    }
+                }
+                Kind::Print => {
+                    let (v, kind) = self.opnd(b, seg, &inst.args[0]);
+                    let kind = b.ins().iconst(I64, helpers::kind_code(kind));
+                    let f = helpers::print as *const u8;
+                    self.call(b, f, &[self.ctx, v, kind], false);
+                }
+                Kind::Putchar => {
+                    let (v, kind) = self.opnd(b, seg, &inst.args[0]);
+                    if kind != MKind::Int {
+                        let exit = self.exit_block(b, i);
+                        b.ins().jump(exit, &[]);
+                        return;
+                    }
+                    // Not a byte (a negative one is a huge unsigned number): exit before.
+                    let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, v, 255);
+                    self.exit_if(b, wide, i);
+                    self.call(b, helpers::putchar as *const u8, &[self.ctx, v], false);
+                }
+                Kind::Getchar => {
+                    let f = helpers::getchar as *const u8;
+                    self.vals[seg][i] = self.call(b, f, &[self.ctx], true);
+                }
+                Kind::CallPure(_) => self.call_pure(b, i),
                 Kind::GuardValue => {
                     let (v, kv) = self.opnd(b, seg, &inst.args[0]);
                     let (k, kk) = self.opnd(b, seg, &inst.args[1]);
@@ -626,6 +681,111 @@ impl Lower<'_> {
                 }
             }
         }
+    }
+
+    /// Calls the helper at `f` on `args`; its result, if it has one.
+    fn call(
+        &self,
+        b: &mut FunctionBuilder,
+        f: *const u8,
+        args: &[ClifValue],
+        ret: bool,
+    ) -> Option<ClifValue> {
+        let sig = b.import_signature(helpers::signature(self.isa, args.len(), ret));
+        let callee = b.ins().iconst(I64, f as i64);
+        let call = b.ins().call_indirect(sig, callee, args);
+        b.inst_results(call).first().copied()
+    }
+
+    /// Lowers `setitem` `i`; false when it always exits. The element's words are written
+    /// in place when neither the element replaced nor the value stored owns a reference;
+    /// otherwise the runtime stores it ([`helpers::setitem`]).
+    fn setitem(&mut self, b: &mut FunctionBuilder, i: usize) -> bool {
+        let (seg, segments) = (self.seg, self.segments);
+        let inst = &segments[seg].trace.insts[i];
+        let mf = MemFlagsData::trusted();
+        let (a, ka) = self.opnd(b, seg, &inst.args[0]);
+        let (index, ki) = self.opnd(b, seg, &inst.args[1]);
+        let (v, kv) = self.opnd(b, seg, &inst.args[2]);
+        if ka != MKind::Array || ki != MKind::Int {
+            // Fails every time (a type error): exit before it.
+            let exit = self.exit_block(b, i);
+            b.ins().jump(exit, &[]);
+            return false;
+        }
+        let len = b.ins().load(I64, mf, a, abi::LIST_LEN_OFFSET as i32);
+        let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
+        self.exit_if(b, outside, i);
+        let kind = b.ins().iconst(I64, helpers::kind_code(kv));
+        let slow = &[a, index, v, kind];
+        if !matches!(kv, MKind::Int | MKind::Atom) {
+            self.call(b, helpers::setitem as *const u8, slow, false);
+            return true;
+        }
+        let items = b.ins().load(I64, mf, a, abi::LIST_ITEMS_OFFSET as i32);
+        let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
+        let addr = b.ins().iadd(items, offset);
+        let tag = b.ins().load(I64, mf, addr, abi::VALUE_TAG_OFFSET as i32);
+        // Integers (tag 0) and atoms (tag 2) own nothing: any other tag has bits outside 2.
+        const _: () = assert!(abi::TAG_INT == 0 && abi::TAG_ATOM == 2);
+        let owns = b.ins().band_imm_s(tag, !2);
+        let (fast, by_runtime, join) = (b.create_block(), b.create_block(), b.create_block());
+        b.set_cold_block(by_runtime);
+        b.ins().brif(owns, by_runtime, &[], fast, &[]);
+        b.seal_block(fast);
+        b.seal_block(by_runtime);
+        b.switch_to_block(fast);
+        let new_tag = b.ins().iconst(I64, kv.tag() as i64);
+        b.ins()
+            .store(mf, new_tag, addr, abi::VALUE_TAG_OFFSET as i32);
+        b.ins().store(mf, v, addr, abi::VALUE_PAYLOAD_OFFSET as i32);
+        b.ins().jump(join, &[]);
+        b.switch_to_block(by_runtime);
+        self.call(b, helpers::setitem as *const u8, slow, false);
+        b.ins().jump(join, &[]);
+        b.seal_block(join);
+        b.switch_to_block(join);
+        true
+    }
+
+    /// Lowers `call_pure` `i`: the arguments go to a stack slot, the helper makes the call
+    /// within what the budget can spare beyond the costliest iteration, and the code exits
+    /// before the call when it could not.
+    fn call_pure(&mut self, b: &mut FunctionBuilder, i: usize) {
+        let (seg, segments, an) = (self.seg, self.segments, self.an);
+        let inst = &segments[seg].trace.insts[i];
+        let site: &CallSite = &an.sites[&(seg, i)];
+        let n = site.args.len();
+        let slot = b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (8 * (n + 1)) as u32,
+            3,
+        ));
+        for (k, a) in inst.args[..n].iter().enumerate() {
+            let (v, _) = self.opnd(b, seg, a);
+            b.ins().stack_store(I64, v, slot, (8 * k) as i32);
+        }
+        let args = b.ins().stack_addr(I64, slot, 0);
+        let site = b.ins().iconst(I64, site as *const CallSite as i64);
+        let budget = match self.counter {
+            Some(counter) => {
+                let count = b.use_var(counter);
+                b.ins().iadd_imm_s(count, -(self.max_cost as i64))
+            }
+            None => b.ins().iconst(I64, i64::MAX),
+        };
+        let f = helpers::call_pure as *const u8;
+        let used = self
+            .call(b, f, &[self.ctx, site, args, budget], true)
+            .expect("a helper with a result");
+        let failed = b.ins().icmp_imm_s(IntCC::SignedLessThan, used, 0);
+        self.exit_if(b, failed, i);
+        if let Some(counter) = self.counter {
+            let count = b.use_var(counter);
+            let left = b.ins().isub(count, used);
+            b.def_var(counter, left);
+        }
+        self.vals[seg][i] = Some(b.ins().stack_load(I64, I64, slot, (8 * n) as i32));
     }
 
     /// Lowers operation `i`; false when it always exits (the rest of the segment is dead).
@@ -705,6 +865,7 @@ pub fn lower(
     b.switch_to_block(entry);
     b.seal_block(entry);
     let regs = b.block_params(entry)[0];
+    let ctx = b.block_params(entry)[1];
     let counter = counting.then(|| {
         let counter = b.declare_var(I64);
         let initial = b.ins().load(I64, mf, regs, (8 * an.layout.counter) as i32);
@@ -738,6 +899,8 @@ pub fn lower(
             .collect(),
         inputs,
         regs,
+        ctx,
+        isa,
         counter,
         max_cost: max_cost(segments),
         start,

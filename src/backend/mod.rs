@@ -11,6 +11,7 @@
 //! constant, ...) is not an error: it stays on the trace interpreter, and `--stats` says why.
 
 pub mod cfg;
+pub mod helpers;
 pub mod listing;
 pub mod lower;
 pub mod ops;
@@ -27,7 +28,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use flowjit_runtime::abi;
 
 use crate::resume;
-use crate::state::{Frame, Position, Steps};
+use crate::state::{Frame, Position, State, Steps};
 use crate::trace::Ref;
 
 /// Why a trace (or a residual program) stays off machine code: `--stats` says it.
@@ -150,7 +151,7 @@ fn isa_for(target: Target) -> Result<OwnedTargetIsa, String> {
         .map_err(|e| e.to_string())
 }
 
-type TraceFn = unsafe extern "C" fn(*mut i64) -> u32;
+type TraceFn = unsafe extern "C" fn(*mut i64, *mut helpers::Ctx) -> u32;
 
 /// The most machine code a backend makes, in bytes; past it, traces stay on the trace
 /// interpreter.
@@ -388,7 +389,8 @@ pub fn run_program(code: &CompiledProgram, frame: &mut Frame) -> Option<cfg::Pro
     }
     // SAFETY: `regs` has a slot per variable and one for the printed value; every variable
     // written in the frame is of the kind the code was compiled for.
-    let code_returned = unsafe { (code.f)(regs.as_mut_ptr()) };
+    // A residual program does no input, output or call: its code uses no context.
+    let code_returned = unsafe { (code.f)(regs.as_mut_ptr(), std::ptr::null_mut()) };
     // SAFETY (for every `rebox`): a slot was stored from a value of the kind recorded for it;
     // a list comes from the frame or from the program's constants, alive in an Rc.
     if let Some(kind) = cfg::stopped(code_returned) {
@@ -444,7 +446,8 @@ pub struct TreeExit {
 pub fn run_compiled(
     code: &Compiled,
     segments: &[Segment],
-    frame: &mut Frame,
+    program: &crate::lang::Program,
+    state: &mut State,
     steps: &mut Steps,
 ) -> Option<TreeExit> {
     let an = &code.analysis;
@@ -454,13 +457,22 @@ pub fn run_compiled(
     }
     let mut regs = vec![0i64; layout.size];
     for (k, (slot, at)) in layout.inputs.iter().enumerate() {
-        regs[*at] = abi::unbox(frame[slot.index()].as_ref()?, an.input_kinds[k])?;
+        regs[*at] = abi::unbox(state.frame[slot.index()].as_ref()?, an.input_kinds[k])?;
     }
     let initial = steps.left.min(i64::MAX as u64) as i64;
     regs[layout.counter] = initial;
+    // The frame is not written while the code runs: the lists and arrays it holds, which
+    // the code borrows, stay alive. Helpers reach the rest of the state.
+    let mut ctx = helpers::Ctx {
+        program,
+        state,
+        limit: steps.limit,
+    };
     // SAFETY: `regs` has every slot the code reads and writes (`layout.size`), and every
-    // input slot holds a value of the kind the code was compiled for.
-    let exit = unsafe { (code.f)(regs.as_mut_ptr()) } as usize;
+    // input slot holds a value of the kind the code was compiled for; `ctx` outlives the
+    // call.
+    let exit = unsafe { (code.f)(regs.as_mut_ptr(), &mut ctx) } as usize;
+    let frame = &mut state.frame;
     let (seg, inst) = layout.locate(exit);
     // SAFETY (for every `rebox` below): a slot was stored by the exit from a value of the
     // kind recorded for it; a list is borrowed from the frame (unchanged while the code ran)

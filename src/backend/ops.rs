@@ -72,9 +72,10 @@ pub fn lower_op(
         };
         return Lowered::Value(v);
     }
-    if let (Op::Readlist, [(list, MKind::List), (index, MKind::Int)]) = (op, args) {
+    if let (Op::Readlist, [(list, MKind::List | MKind::Array), (index, MKind::Int)]) = (op, args) {
         // Bounds-checked: an index outside the list (a negative one is a huge unsigned
-        // number) exits, and so does an element of another kind than expected.
+        // number) exits, and so does an element of another kind than expected. An array has
+        // a list's layout: this is also `getitem`.
         let len = b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32);
         let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, *index, len);
         exits.exit_if(b, outside);
@@ -91,10 +92,10 @@ pub fn lower_op(
             _ => b.ins().load(I64, mf, addr, at),
         });
     }
-    if let (Op::Len, [(list, MKind::List)]) = (op, args) {
+    if let (Op::Len, [(list, MKind::List | MKind::Array)]) = (op, args) {
         return Lowered::Value(b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32));
     }
-    // `len` and `readlist` need a list, which they did not get; the others need integers
+    // `len` and `readlist` need a list or an array, which they did not get; the others need integers
     // only. Either way the operation fails every time: exit before it.
     if matches!(op, Op::Len | Op::Readlist) || args.iter().any(|(_, k)| *k != MKind::Int) {
         exits.exit_now(b);

@@ -411,7 +411,10 @@ impl<'p> Jit<'p> {
                             // Not a promotion: a green checked at a merge point. The frame
                             // is there, with other greens: enter their tree, if any.
                             None => {
-                                match self.tree_at(pos.block, &state.frame).filter(|_| pos.inst == 0) {
+                                match self
+                                    .tree_at(pos.block, &state.frame)
+                                    .filter(|_| pos.inst == 0)
+                                {
                                     Some(next) => {
                                         t = next;
                                         seg = 0;
@@ -441,7 +444,10 @@ impl<'p> Jit<'p> {
                     };
                     match self.record_bridge(t, (eseg, einst), value, pos, state)? {
                         Next::Resume(end) => {
-                            match self.tree_at(end.block, &state.frame).filter(|_| end.inst == 0) {
+                            match self
+                                .tree_at(end.block, &state.frame)
+                                .filter(|_| end.inst == 0)
+                            {
                                 Some(next) => {
                                     t = next;
                                     seg = 0;
@@ -476,7 +482,8 @@ impl<'p> Jit<'p> {
                 let exit = backend::run_compiled(
                     code,
                     &tree.segments(),
-                    &mut state.frame,
+                    self.program,
+                    state,
                     &mut self.steps,
                 );
                 self.stats.native_time += start.elapsed();
@@ -641,9 +648,8 @@ impl<'p> Jit<'p> {
                         return Ok(Next::Resume(end));
                     }
                 };
-                let returns =
-                    self.profile.key_at(trace.anchor, &state.frame).as_ref()
-                        == Some(&self.trees[t].key);
+                let returns = self.profile.key_at(trace.anchor, &state.frame).as_ref()
+                    == Some(&self.trees[t].key);
                 let number = self.trees[t].bridges.len();
                 let header = format!(
                     "# bridge {number} from trace {t} guard {}:v{} to {}{}",

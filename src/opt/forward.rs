@@ -1,5 +1,5 @@
 //! The forward optimizer: one walk over the trace that emits the optimized trace once, its
-//! stages (`fold`, `cse`, `guards`, `bounds`, in that order) sharing what is known of each
+//! stages (`fold`, `cse`, `heap`, `guards`, `bounds`, in that order) sharing what is known of each
 //! value (as PyPy's `optimizeopt` chain of optimizations over one `Optimizer`).
 //!
 //! Each old instruction, its operands already in terms of the new trace (and read as
@@ -30,7 +30,7 @@ use flowjit_runtime::Value;
 
 use super::interval::Facts;
 use super::rewrite::Rewriter;
-use super::{bounds, cse, fold, guards, Rejected};
+use super::{bounds, cse, fold, guards, heap, Rejected};
 use crate::trace::{Kind, Opnd, Ref, Trace};
 
 /// What every stage sees and learns into: the trace emitted so far, with what is known of
@@ -82,6 +82,7 @@ type MakeStage = fn() -> Box<dyn Stage>;
 const STAGES: &[(&str, MakeStage)] = &[
     ("fold", || Box::new(fold::Fold)),
     ("cse", || Box::<cse::Cse>::default()),
+    ("heap", || Box::<heap::Heap>::default()),
     ("guards", || Box::<guards::Guards>::default()),
     ("bounds", || Box::new(bounds::Bounds)),
 ];

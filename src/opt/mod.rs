@@ -7,7 +7,7 @@
 //! Passes can be switched off by name (`--passes`, `--no-opt`), which changes how much a
 //! trace does but never what a program prints.
 //!
-//! `fold`, `cse`, `guards` and `bounds` are not passes of their own but stages of the
+//! `fold`, `cse`, `heap`, `guards` and `bounds` are not passes of their own but stages of the
 //! forward optimizer (`forward`): one walk over the trace offers each instruction to the
 //! enabled stages in that order, emits it once, and lets every stage learn from it. What a
 //! stage learns of a value (its constant, its interval) is known to all of them at once.
@@ -16,6 +16,7 @@
 //! | --- | --- |
 //! | `fold` | constant folding, guard removal, constants learnt from guards |
 //! | `cse` | common-subexpression elimination (loop-invariant code motion after `peel`) |
+//! | `heap` | array elements stored and read back, or read twice, are read once |
 //! | `guards` | redundant and implied guards |
 //! | `bounds` | integer intervals; operations that cannot fail lose their snapshot |
 //! | `peel` | preamble + loop; carried constants are not carried; re-runs the stages above |
@@ -27,6 +28,7 @@ pub mod dce;
 pub mod fold;
 pub mod forward;
 pub mod guards;
+pub mod heap;
 pub mod interval;
 pub mod peel;
 pub mod rewrite;
@@ -103,7 +105,7 @@ impl std::error::Error for Rejected {}
 
 /// The passes, in pipeline order: the stages of the forward optimizer, then `peel` and
 /// `dce`.
-pub const PIPELINE: &[&str] = &["fold", "cse", "guards", "bounds", "peel", "dce"];
+pub const PIPELINE: &[&str] = &["fold", "cse", "heap", "guards", "bounds", "peel", "dce"];
 
 /// Checks a list of pass names; the error names the unknown one.
 pub fn check_passes(names: &[String]) -> Result<Vec<&'static str>, String> {

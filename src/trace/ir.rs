@@ -513,7 +513,10 @@ mod tests {
             }
             // Only what reads memory the trace cannot know checks what it reads.
             if info.result == Res::Checked {
-                assert!(matches!(info.effect, Effect::Read | Effect::Load | Effect::Pure));
+                assert!(matches!(
+                    info.effect,
+                    Effect::Read | Effect::Load | Effect::Pure
+                ));
             }
             // Only two-operand kinds commute.
             assert!(!info.commutative || info.arity == Some(2), "{kind:?}");

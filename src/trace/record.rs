@@ -298,7 +298,9 @@ fn record_from(
                     charge(steps, label)?;
                     // `readlist` of an array is a load of its own kind.
                     let kind = match operands[0] {
-                        Operand::Var(a) if op == Op::Readlist && is_array(state.frame[a.index()].as_ref()) => {
+                        Operand::Var(a)
+                            if op == Op::Readlist && is_array(state.frame[a.index()].as_ref()) =>
+                        {
                             Kind::GetItem
                         }
                         _ => Kind::Op(op),
@@ -312,7 +314,9 @@ fn record_from(
                         Interrupt::Error(e) => fail(i)(e),
                         Interrupt::Effect => unreachable!("an operation has no effect"),
                     })?;
-                    let result = state.frame[dst.index()].as_ref().expect("a result was written");
+                    let result = state.frame[dst.index()]
+                        .as_ref()
+                        .expect("a result was written");
                     let ty = Ty::of(result);
                     let v = r.emit(kind, args, snap, at, ty);
                     r.written[dst.index()] = Some(Opnd::Ref(v));
@@ -366,8 +370,10 @@ fn record_from(
                         .map(|a| interp::operand(program, &state.frame, a).cloned())
                         .collect::<Result<Vec<_>, _>>()
                         .map_err(fail(i))?;
-                    let mut opnds: Vec<Opnd> =
-                        args.iter().map(|a| r.operand(&state.frame, a, at)).collect();
+                    let mut opnds: Vec<Opnd> = args
+                        .iter()
+                        .map(|a| r.operand(&state.frame, a, at))
+                        .collect();
                     let snap = r.snapshot(at);
                     let depth = state.depth + state.calls.len();
                     if depth >= MAX_CALL_DEPTH {
@@ -443,7 +449,7 @@ fn record_from(
                 .map(|value| (r.var(&state.frame, *var, at), Some(value))),
             _ => None,
         };
-        let flow = branch(program, &mut state.frame, &block.term).map_err(fail(block.insts.len()))?;
+        let flow = branch(program, &state.frame, &block.term).map_err(fail(block.insts.len()))?;
         r.cost += 1;
         let next = match flow {
             Flow::Stop(v) => return Ok(Recorded::Stopped(v)),

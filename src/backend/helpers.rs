@@ -1,0 +1,161 @@
+//! What machine code calls: the runtime's side of the operations that a trace does through
+//! the running program's state (output, input, elidable calls) or that need a value's
+//! reference count (a store over an element that owns something).
+//!
+//! Compiled code receives a [`Ctx`] as its second argument and passes it on to the helpers
+//! that need the state. Every helper is `extern "C"`, is called at an address the code holds
+//! as a constant, and never unwinds: a failure is a return value, and the code then exits
+//! before the instruction, so that the interpreter runs it and raises the error.
+
+use cranelift_codegen::ir::types::I64;
+use cranelift_codegen::ir::{AbiParam, Signature};
+use cranelift_codegen::isa::TargetIsa;
+use flowjit_runtime::abi::{self, Kind as MKind};
+use flowjit_runtime::{ops, Value};
+
+use crate::lang::{FuncId, Program};
+use crate::state::{State, Steps};
+
+/// What compiled code reaches through its second argument.
+pub struct Ctx<'a> {
+    /// The program (its functions, for elidable calls).
+    pub program: &'a Program,
+    /// The running state: its input and output, and its calls (for the depth of a call).
+    pub state: &'a mut State,
+    /// The `--max-steps` limit, for the budget of an elidable call.
+    pub limit: Option<u64>,
+}
+
+/// An elidable call in compiled code: the function, and the kinds of its arguments and of
+/// its result. Compiled code holds its address.
+#[derive(Clone, Debug)]
+pub struct CallSite {
+    /// The function.
+    pub func: FuncId,
+    /// The kind of each argument.
+    pub args: Vec<MKind>,
+    /// The kind of the result the trace expects.
+    pub result: MKind,
+}
+
+/// A kind as a helper's argument.
+pub fn kind_code(kind: MKind) -> i64 {
+    match kind {
+        MKind::Int => 0,
+        MKind::Atom => 1,
+        MKind::List => 2,
+        MKind::Array => 3,
+    }
+}
+
+fn kind_from(code: i64) -> MKind {
+    match code {
+        0 => MKind::Int,
+        1 => MKind::Atom,
+        2 => MKind::List,
+        _ => MKind::Array,
+    }
+}
+
+/// `print(v)`.
+///
+/// # Safety
+/// `ctx` is the code's context; `bits` holds a live value of kind `kind` (`abi::rebox`).
+pub unsafe extern "C" fn print(ctx: *mut Ctx, bits: i64, kind: i64) {
+    // SAFETY: the caller's guarantee.
+    let ctx = unsafe { &mut *ctx };
+    unsafe { abi::with_boxed(bits, kind_from(kind), |v| ctx.state.io.print(v)) }
+}
+
+/// `putchar(byte)`: the code has checked that it is a byte.
+///
+/// # Safety
+/// `ctx` is the code's context.
+pub unsafe extern "C" fn putchar(ctx: *mut Ctx, byte: i64) {
+    // SAFETY: the caller's guarantee.
+    let ctx = unsafe { &mut *ctx };
+    ctx.state.io.putchar(byte as u8);
+}
+
+/// `getchar()`.
+///
+/// # Safety
+/// `ctx` is the code's context.
+pub unsafe extern "C" fn getchar(ctx: *mut Ctx) -> i64 {
+    // SAFETY: the caller's guarantee.
+    let ctx = unsafe { &mut *ctx };
+    ctx.state.io.getchar()
+}
+
+/// `setitem(array, index, v)` where the code's own store does not do: the element replaced
+/// owns a reference (a list, an array or a big integer), or `v` is a list or an array. The
+/// code has checked the index.
+///
+/// # Safety
+/// `array` is the address of a live array, `index` one of its indices, `bits` a live value
+/// of kind `kind`.
+pub unsafe extern "C" fn setitem(array: i64, index: i64, bits: i64, kind: i64) {
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        abi::with_boxed(array, MKind::Array, |a| {
+            let v = abi::rebox(bits, kind_from(kind));
+            let stored = ops::setitem(a, &Value::Int(index), v);
+            debug_assert!(stored.is_ok(), "the code checked the index");
+        })
+    }
+}
+
+/// An elidable call: runs the function of `site` on the `args` (one word per argument)
+/// within `budget` operations, writes the result's bits after the arguments, and returns
+/// the operations it used; -1 when the call fails, runs out of budget or gives a result of
+/// another kind (the code then exits before it, and the interpreter makes the call).
+///
+/// # Safety
+/// `ctx` is the code's context, `site` a call site of the code, `args` holds a live value of
+/// each argument's kind and has room for one word more.
+pub unsafe extern "C" fn call_pure(
+    ctx: *mut Ctx,
+    site: *const CallSite,
+    args: *mut i64,
+    budget: i64,
+) -> i64 {
+    // SAFETY: the caller's guarantee.
+    let (ctx, site) = unsafe { (&mut *ctx, &*site) };
+    let values: Vec<Value> = site
+        .args
+        .iter()
+        .enumerate()
+        // SAFETY: the caller's guarantee.
+        .map(|(k, kind)| unsafe { abi::rebox(*args.add(k), *kind) })
+        .collect();
+    let mut steps = Steps {
+        limit: ctx.limit,
+        left: budget.max(0) as u64,
+    };
+    let Some(v) =
+        crate::trace::call_elidable(ctx.program, ctx.state, site.func, values, &mut steps, 0)
+    else {
+        return -1;
+    };
+    match abi::unbox(&v, site.result) {
+        // Only integers and atoms come back (`lower::analyze`): nothing to keep alive.
+        Some(bits) if matches!(site.result, MKind::Int | MKind::Atom) => {
+            // SAFETY: the caller's guarantee of room.
+            unsafe { *args.add(site.args.len()) = bits };
+            budget - steps.left as i64
+        }
+        _ => -1,
+    }
+}
+
+/// The signature of a helper taking `params` words and returning `ret` words (0 or 1).
+pub fn signature(isa: &dyn TargetIsa, params: usize, ret: bool) -> Signature {
+    let mut sig = Signature::new(isa.default_call_conv());
+    for _ in 0..params {
+        sig.params.push(AbiParam::new(I64));
+    }
+    if ret {
+        sig.returns.push(AbiParam::new(I64));
+    }
+    sig
+}

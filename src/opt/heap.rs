@@ -1,0 +1,99 @@
+//! Heap forwarding: a stage of the forward optimizer (`forward`), after `cse` (PyPy's
+//! `OptHeap`, LuaJIT's `lj_opt_mem.c` for loads and stores).
+//!
+//! The stage keeps what the trace knows of array elements: for an (array, index) pair of
+//! operands, the operand the element holds. A `getitem` of a known element *becomes* that
+//! operand (a value stored and read back, or read twice, is read once), and its bounds and
+//! type checks go with it: the access that made the element known passed them. A `setitem`
+//! of the value the element already holds is dropped. A `setitem` makes its element known
+//! and forgets every other element it may have changed: one of an array that may be the same
+//! (only two different constant arrays are known apart) at an index that may be the same
+//! (only two different constant indices are). Elidable calls change nothing the stage knows
+//! (their promise); output and input touch no array.
+//!
+//! Across a peeled loop's `loop_start` the stage keeps what it knows only when the trace
+//! stores nothing: a load in the loop then finds the preamble's value, and leaves the loop.
+//! When the trace stores, the loop's first iteration would otherwise read what the
+//! preamble's stores left, which later iterations change.
+//!
+//! ```text
+//! setitem v0, v1, v5  @l:1 #1 []            setitem v0, v1, v5  @l:1 #1 []
+//! v3:int = getitem v0, v1  @l:2 #2 []  =>   (v3 is v5)
+//! setitem v0, 2, 9  @l:3 #3 [x=v3]          setitem v0, 2, 9  @l:3 #3 [x=v5]
+//! v5:int = getitem v0, v1  @l:4 #4 [x=v3]   v5:int = getitem v0, v1  ...  (index 2 may be v1)
+//! ```
+
+use flowjit_runtime::Value;
+
+use super::forward::{Optimizer, Pending, Stage, Verdict};
+use super::Rejected;
+use crate::trace::{Kind, Opnd, Ref};
+
+/// The heap stage: the elements known, as ((array, index), value).
+#[derive(Default)]
+pub struct Heap {
+    known: Vec<((Opnd, Opnd), Opnd)>,
+    /// Whether the trace has stored into an array so far.
+    stored: bool,
+}
+
+/// Whether two array operands are surely different arrays.
+fn distinct_arrays(a: &Opnd, b: &Opnd) -> bool {
+    match (a, b) {
+        (Opnd::Const(Value::Array(x)), Opnd::Const(Value::Array(y))) => !std::rc::Rc::ptr_eq(x, y),
+        _ => false,
+    }
+}
+
+/// Whether two index operands are surely different indices.
+fn distinct_indices(i: &Opnd, j: &Opnd) -> bool {
+    matches!((i, j), (Opnd::Const(x), Opnd::Const(y)) if x != y)
+}
+
+impl Heap {
+    fn lookup(&self, array: &Opnd, index: &Opnd) -> Option<&Opnd> {
+        self.known
+            .iter()
+            .find(|((a, i), _)| a == array && i == index)
+            .map(|(_, v)| v)
+    }
+}
+
+impl Stage for Heap {
+    fn visit(&mut self, _: &Optimizer, inst: &mut Pending) -> Result<Verdict, Rejected> {
+        Ok(match inst.kind {
+            Kind::GetItem => match self.lookup(&inst.args[0], &inst.args[1]) {
+                Some(v) => Verdict::Becomes(v.clone()),
+                None => Verdict::Pass,
+            },
+            Kind::SetItem => match self.lookup(&inst.args[0], &inst.args[1]) {
+                Some(v) if *v == inst.args[2] => Verdict::Holds,
+                _ => Verdict::Pass,
+            },
+            Kind::LoopStart if self.stored => {
+                self.known.clear();
+                Verdict::Pass
+            }
+            _ => Verdict::Pass,
+        })
+    }
+
+    fn learn(&mut self, opt: &mut Optimizer, r: Ref) {
+        let inst = opt.out.def(r);
+        match inst.kind {
+            Kind::GetItem => {
+                let key = (inst.args[0].clone(), inst.args[1].clone());
+                self.known.push((key, Opnd::Ref(r)));
+            }
+            Kind::SetItem => {
+                let (a, i) = (&inst.args[0], &inst.args[1]);
+                self.stored = true;
+                self.known
+                    .retain(|((b, j), _)| distinct_arrays(a, b) || distinct_indices(i, j));
+                self.known
+                    .push(((a.clone(), i.clone()), inst.args[2].clone()));
+            }
+            _ => {}
+        }
+    }
+}
