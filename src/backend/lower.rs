@@ -223,6 +223,10 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                     Some(kind)
                 }
                 Kind::Getchar => Some(MKind::Int),
+                // What allocates gives the code a reference it would own.
+                Kind::Op(op) if op.allocates() || op == Op::ToList => {
+                    return Err(Unsupported::NotLowered(op.name()))
+                }
                 Kind::Op(Op::Same) => Some(of(&k, &inst.args[0])?),
                 Kind::Op(op) => {
                     let arg_kinds = inst

@@ -513,7 +513,7 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
     let mixed = mixed().prop_map(Seg::Mixed);
     let heap = heap_ops().prop_map(Seg::Heap);
     if depth == 0 {
-        return prop_oneof![6 => straight, 1 => mixed, 3 => heap].boxed();
+        return prop_oneof![5 => straight, 1 => mixed, 5 => heap].boxed();
     }
     // Only outermost loops run long: a trace from an outer loop unrolls its inner loops,
     // and one of thousands of instructions is slow to compile (again for each bridge).
@@ -539,7 +539,7 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
     // An outer loop's body holds straight-line pieces more often than loops, so that long
     // loops with rare paths are common.
     match depth {
-        1 => prop_oneof![3 => straight, 2 => looped, 1 => mixed, 2 => heap].boxed(),
+        1 => prop_oneof![3 => straight, 2 => looped, 1 => mixed, 3 => heap].boxed(),
         _ => prop_oneof![2 => straight, 4 => looped, 2 => heap].boxed(),
     }
 }

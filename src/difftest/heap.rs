@@ -177,7 +177,7 @@ pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
         .prop_map(|(size, ops, result)| GenFunc::Memo { size, ops, result });
     prop_oneof![
         1 => Just(Vec::new()),
-        3 => prop::collection::vec(prop_oneof![plain, recursive, memo], 1..4),
+        3 => prop::collection::vec(prop_oneof![1 => plain, 1 => recursive, 2 => memo], 1..4),
     ]
 }
 

@@ -17,7 +17,7 @@
 //!   the trace.
 //! - A call of an `@elidable` function is made by the interpreter, at once, and becomes
 //!   `call_pure` holding the result it gave. A call of any other function ends the
-//!   recording (calls are not inlined yet), as do `array`, `toarray` and `tolist`.
+//!   recording (calls are not inlined yet).
 //! - A jump to the trace anchor closes the loop.
 
 use flowjit_runtime::{Op, Value};
@@ -52,15 +52,11 @@ fn is_array(v: Option<&Value>) -> bool {
 }
 
 /// What in statement `stmt` traces do not hold yet, named for the abort's message: a call
-/// of a function that is not elidable (calls are not inlined yet), and the operations on
-/// arrays that copy or make them (`array`, `tolist`, `toarray`).
+/// of a function that is not elidable (calls are not inlined yet).
 fn untraced(program: &Program, stmt: &Stmt) -> Option<&'static str> {
     match stmt {
         Stmt::Call { func, .. } if !program.func(*func).elidable => {
             Some("a call of a function that is not elidable")
-        }
-        Stmt::Op1 { op, .. } | Stmt::Op2 { op, .. } if op.allocates() || *op == Op::ToList => {
-            Some("an operation that makes an array or a list of one")
         }
         _ => None,
     }
