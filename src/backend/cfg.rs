@@ -249,11 +249,7 @@ impl Deopts<'_> {
             .map(|s| (*s, Opnd::Ref(Ref(s.0))))
             .collect();
         entries.sort_by_key(|(s, _)| *s);
-        self.points.push(Snapshot {
-            pos: self.pos,
-            cost: 0,
-            entries,
-        });
+        self.points.push(Snapshot::new(self.pos, 0, entries));
         self.pending.push((exit, self.points.len() - 1));
         exit
     }

@@ -202,7 +202,7 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                         .iter()
                         .map(|a| of(&k, a))
                         .collect::<Result<Vec<_>, _>>()?;
-                    for (_, o) in trace.snap_of(inst).map_or(&[][..], |s| &s.entries[..]) {
+                    for o in trace.snap_of(inst).into_iter().flat_map(|s| s.operands()) {
                         of(&k, o)?;
                     }
                     // An element or a result that owns a reference would need the code to
@@ -246,7 +246,7 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                     for a in &inst.args {
                         of(&k, a)?;
                     }
-                    for (_, o) in trace.snap_of(inst).map_or(&[][..], |s| &s.entries[..]) {
+                    for o in trace.snap_of(inst).into_iter().flat_map(|s| s.operands()) {
                         of(&k, o)?;
                     }
                     None
@@ -939,7 +939,7 @@ pub fn lower(
                 b.ins().store(mf, l.inputs[k], l.regs, (8 * at) as i32);
             }
         }
-        for (_, o) in &trace.snaps[own.index()].entries {
+        for o in trace.snaps[own.index()].operands() {
             if let Opnd::Ref(r) = o {
                 let v = l.vals[seg][r.index()].expect("snapshot refs are defined before the exit");
                 let at = an.layout.offsets[seg] + r.index();

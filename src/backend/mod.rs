@@ -402,7 +402,7 @@ pub fn run_program(code: &CompiledProgram, frame: &mut Frame) -> Option<cfg::Pro
         let kind = an.kinds[r.index()].expect("a written variable has a kind");
         unsafe { abi::rebox(regs[r.index()], kind) }
     };
-    resume::restore(point, read, frame);
+    resume::restore_frame(point, read, frame);
     Some(cfg::ProgramExit::Resume(point.pos))
 }
 
@@ -472,14 +472,13 @@ pub fn run_compiled(
     // input slot holds a value of the kind the code was compiled for; `ctx` outlives the
     // call.
     let exit = unsafe { (code.f)(regs.as_mut_ptr(), &mut ctx) } as usize;
-    let frame = &mut state.frame;
     let (seg, inst) = layout.locate(exit);
     // SAFETY (for every `rebox` below): a slot was stored by the exit from a value of the
     // kind recorded for it; a list is borrowed from the frame (unchanged while the code ran)
     // or from the trees' constants, so its address is in a live Rc.
     if layout.carry {
         for (k, (slot, at)) in layout.inputs.iter().enumerate() {
-            frame[slot.index()] = Some(unsafe { abi::rebox(regs[*at], an.input_kinds[k]) });
+            state.frame[slot.index()] = Some(unsafe { abi::rebox(regs[*at], an.input_kinds[k]) });
         }
     }
     let trace = segments[seg].trace;
@@ -495,7 +494,7 @@ pub fn run_compiled(
             kinds[r.index()].expect("a ref has a kind"),
         )
     };
-    let cost = segments[seg].cost + resume::restore(own, read, frame);
+    let cost = segments[seg].cost + resume::restore(own, read, state);
     // What the iterations completed in machine code consumed, and the exit's own part.
     let consumed = if code.counting {
         (initial - regs[layout.counter]) as u64

@@ -38,7 +38,7 @@ use crate::backend::{self, Backend, Listings};
 use crate::interp::{self, Exit, NoMonitor, RuntimeError};
 use crate::lang::{BlockId, Inst as Stmt, Program, Slot, Terminator};
 use crate::opt;
-use crate::state::{Frame, Position, State, Steps};
+use crate::state::{Frame, Position, State, Steps, MAX_CALL_DEPTH};
 use crate::trace::{self, print, Kind, Recorded};
 use profile::Profile;
 pub use profile::{Key, MAX_ABORTS};
@@ -475,6 +475,13 @@ impl<'p> Jit<'p> {
         state: &mut State,
     ) -> Option<(Position, Option<(usize, usize)>)> {
         let tree = &self.trees[t];
+        // The calls the tree inlined must fit under the depth limit here, as the
+        // interpreter's would; where they do not, the interpreter runs (and raises the
+        // error at the call that is one too many).
+        let depth = state.depth + state.calls.len();
+        if depth + tree.calls() > MAX_CALL_DEPTH {
+            return None;
+        }
         self.stats.entries += (seg == 0) as u64;
         if seg == 0 {
             if let Some(code) = &tree.code {
@@ -557,7 +564,12 @@ impl<'p> Jit<'p> {
             .get(&(t, from.0, from.1))
             .copied()
             .unwrap_or(0);
+        // A guard inside an inlined call resumes inside the call: a bridge from it would
+        // start in a frame the tree's own code does not hold (bridges start in the tree's
+        // frame), so it gets none.
+        let inside_call = !tree.guard_snapshot(from).frames.is_empty();
         let wanted = exits > self.config.bridge_threshold
+            && !inside_call
             && tree.bridges.len() < MAX_BRIDGES
             && tree.failures.get(&from).copied().unwrap_or(0) < MAX_BRIDGE_FAILURES;
         let from_here = || tree.bridges.iter().filter(|b| b.from == from);

@@ -72,6 +72,14 @@ impl Tree {
 
     /// The snapshot of guard `from`: complete, it gives every variable the path to it
     /// wrote.
+    /// How deep the calls inlined by any of the tree's traces nest.
+    pub(super) fn calls(&self) -> usize {
+        self.bridges
+            .iter()
+            .map(|b| b.trace.calls)
+            .fold(self.root.calls, usize::max)
+    }
+
     pub(super) fn guard_snapshot(&self, from: (usize, usize)) -> &Snapshot {
         let trace = self.segment(from.0);
         trace

@@ -23,10 +23,7 @@ pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
             continue;
         }
         live[i] = true;
-        let snap_uses = trace
-            .snap_of(inst)
-            .into_iter()
-            .flat_map(|s| s.entries.iter().map(|(_, o)| o));
+        let snap_uses = trace.snap_of(inst).into_iter().flat_map(|s| s.operands());
         for o in inst.args.iter().chain(snap_uses) {
             if let Opnd::Ref(r) = o {
                 live[r.index()] = true;

@@ -209,10 +209,12 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
             }
         }
         entries.sort_by_key(|(s, _)| *s);
+        let frames = old.map(|o| remap(map, o)).frames;
         snaps.push(Snapshot {
             pos: old.pos,
             cost: old.cost,
             entries,
+            frames,
         });
         SnapId(snaps.len() as u32 - 1)
     };
@@ -266,5 +268,6 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
         anchor: trace.anchor,
         insts,
         snaps,
+        calls: trace.calls,
     }
 }

@@ -79,21 +79,13 @@ impl<'t> Rewriter<'t> {
     /// with new ref `known.0` read as the constant `known.1` in it (what a guard's own snapshot knows of the value it tested, having failed).
     pub fn snapshot_knowing(&mut self, id: SnapId, known: Option<(Ref, &Value)>) -> SnapId {
         let old = &self.old.snaps[id.index()];
-        let snap = Snapshot {
-            pos: old.pos,
-            cost: old.cost,
-            entries: old
-                .entries
-                .iter()
-                .map(|(slot, o)| {
-                    let o = self.opnd(o);
-                    match (&o, known) {
-                        (Opnd::Ref(r), Some((k, v))) if *r == k => (*slot, Opnd::Const(v.clone())),
-                        _ => (*slot, o),
-                    }
-                })
-                .collect(),
-        };
+        let snap = old.map(|o| {
+            let o = self.opnd(o);
+            match (&o, known) {
+                (Opnd::Ref(r), Some((k, v))) if *r == k => Opnd::Const(v.clone()),
+                _ => o,
+            }
+        });
         self.add_snapshot(snap)
     }
 
@@ -162,6 +154,7 @@ impl<'t> Rewriter<'t> {
             anchor: self.old.anchor,
             insts: self.insts,
             snaps: self.snaps,
+            calls: self.old.calls,
         }
     }
 }

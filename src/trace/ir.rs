@@ -453,6 +453,9 @@ pub struct Trace {
     pub insts: Vec<Inst>,
     /// The snapshots the instructions refer to.
     pub snaps: Vec<Snapshot>,
+    /// How deep the calls it inlined nest (0 for none): a trace is entered only where that
+    /// many more calls fit under the depth limit, as the interpreter's calls would.
+    pub calls: usize,
 }
 
 impl Trace {

@@ -18,6 +18,7 @@ use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
 use super::print::Names;
 use crate::lang::parse_fg::parse_fg_const;
 use crate::lang::{BlockId, FuncId, Slot};
+use crate::resume::Inlined;
 use crate::state::Position;
 
 /// The variables and labels a trace read from text names, by slot and block number.
@@ -132,38 +133,74 @@ impl Parser {
     }
 
     fn snapshot(&mut self, text: &str) -> Result<Snapshot, String> {
-        let bad = || format!("bad snapshot `@{text}`: expected @LABEL:INDEX #COST [VAR=OPND, ...]");
-        let (pos, rest) = text.split_once(' ').ok_or_else(bad)?;
-        let (label, index) = pos.split_once(':').ok_or_else(bad)?;
-        if !is_name(label) {
-            return Err(bad());
-        }
-        let block = self.text.block(label);
-        let inst = index.parse().map_err(|_| bad())?;
+        let bad = || {
+            format!(
+                "bad snapshot `@{text}`: expected @LABEL:INDEX #COST [VAR=OPND, ...], then \
+                 `> VAR=LABEL:INDEX [VAR=OPND, ...]` for each call it is inside"
+            )
+        };
+        let mut parts = split_top(text, '>').into_iter();
+        let own = parts.next().ok_or_else(bad)?;
+        let (pos, rest) = own.split_once(' ').ok_or_else(bad)?;
+        let pos = self.position(pos).ok_or_else(bad)?;
         let rest = rest.trim_start();
         let (cost, entries) = rest
             .strip_prefix('#')
             .and_then(|r| r.split_once(' '))
             .ok_or_else(bad)?;
         let cost = cost.parse().map_err(|_| bad())?;
-        let entries = entries
-            .trim()
-            .strip_prefix('[')
-            .and_then(|e| e.strip_suffix(']'))
-            .ok_or_else(bad)?;
+        let entries = self.entries(entries).ok_or_else(bad)??;
+        let mut frames = Vec::new();
+        for call in parts {
+            let (head, entries) = call.trim().split_once(' ').ok_or_else(bad)?;
+            let (dst, ret) = head.split_once('=').ok_or_else(bad)?;
+            let dst = self.slot(dst)?;
+            let ret = self.position(ret).ok_or_else(bad)?;
+            let entries = self.entries(entries).ok_or_else(bad)??;
+            frames.push(Inlined { ret, dst, entries });
+        }
+        Ok(Snapshot {
+            pos,
+            cost,
+            entries,
+            frames,
+        })
+    }
+
+    /// `LABEL:INDEX`.
+    fn position(&mut self, text: &str) -> Option<Position> {
+        let (label, index) = text.split_once(':')?;
+        if !is_name(label) {
+            return None;
+        }
+        let inst = index.parse().ok()?;
+        Some(Position {
+            block: self.text.block(label),
+            inst,
+        })
+    }
+
+    /// `[VAR=OPND, ...]`, sorted by slot; `None` when not in brackets.
+    fn entries(&mut self, text: &str) -> Option<Result<Vec<(Slot, Opnd)>, String>> {
+        let inner = text.trim().strip_prefix('[')?.strip_suffix(']')?;
         let mut parsed = Vec::new();
-        if !entries.trim().is_empty() {
-            for entry in split_top(entries, ',') {
-                let (var, o) = entry.split_once('=').ok_or_else(bad)?;
-                parsed.push((self.slot(var)?, self.opnd(o)?));
+        if !inner.trim().is_empty() {
+            for entry in split_top(inner, ',') {
+                let Some((var, o)) = entry.split_once('=') else {
+                    return Some(Err(format!("bad snapshot entry `{}`", entry.trim())));
+                };
+                let slot = match self.slot(var) {
+                    Ok(s) => s,
+                    Err(e) => return Some(Err(e)),
+                };
+                match self.opnd(o) {
+                    Ok(o) => parsed.push((slot, o)),
+                    Err(e) => return Some(Err(e)),
+                }
             }
         }
         parsed.sort_by_key(|(s, _)| *s);
-        Ok(Snapshot {
-            pos: Position { block, inst },
-            cost,
-            entries: parsed,
-        })
+        Some(Ok(parsed))
     }
 }
 
@@ -298,10 +335,12 @@ pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
         .and_then(|i| i.snap)
         .map(|s| snaps[s.index()].pos.block)
         .ok_or("the trace must end in `loop @ANCHOR:0 ...`")?;
+    let calls = snaps.iter().map(|s| s.frames.len()).max().unwrap_or(0);
     let trace = Trace {
         anchor,
         insts,
         snaps,
+        calls,
     };
     super::verify::verify(&trace)?;
     Ok((trace, p.text))

@@ -166,22 +166,38 @@ pub fn opnd(o: &Opnd) -> String {
 }
 
 /// A snapshot in the SSA form: `@label:index #cost [var=opnd, ...]`, the entries in the
-/// order of their names (so that the text does not depend on how slots are numbered).
+/// order of their names (so that the text does not depend on how slots are numbered); then,
+/// for each call the snapshot is inside (outermost first), `> dst=label:index [var=opnd,
+/// ...]`: the caller's variable that receives the result, where the caller goes on, and the
+/// callee's variables.
 pub fn snapshot(names: &dyn Names, snap: &Snapshot) -> String {
-    let mut entries: Vec<(&str, String)> = snap
-        .entries
-        .iter()
-        .map(|(slot, o)| (names.var(*slot), opnd(o)))
-        .collect();
-    entries.sort();
-    let entries: Vec<String> = entries.iter().map(|(v, o)| format!("{v}={o}")).collect();
-    format!(
+    let entries = |es: &[(Slot, Opnd)]| {
+        let mut entries: Vec<(&str, String)> = es
+            .iter()
+            .map(|(slot, o)| (names.var(*slot), opnd(o)))
+            .collect();
+        entries.sort();
+        let entries: Vec<String> = entries.iter().map(|(v, o)| format!("{v}={o}")).collect();
+        entries.join(", ")
+    };
+    let mut text = format!(
         "@{}:{} #{} [{}]",
         names.label(snap.pos.block),
         snap.pos.inst,
         snap.cost,
-        entries.join(", ")
-    )
+        entries(&snap.entries)
+    );
+    for call in &snap.frames {
+        let _ = write!(
+            text,
+            " > {}={}:{} [{}]",
+            names.var(call.dst),
+            names.label(call.ret.block),
+            call.ret.inst,
+            entries(&call.entries)
+        );
+    }
+    text
 }
 
 /// One instruction in the SSA form: `v3:int = add v1, 1  @l:2 #2 [x=v1]`.

@@ -24,7 +24,8 @@ use flowjit_runtime::{Op, Value};
 
 use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
 use crate::interp::{self, branch, step, ErrorKind, Flow, Interrupt, RuntimeError};
-use crate::lang::{BlockId, Inst as Stmt, Operand, Program, Slot, Terminator};
+use crate::lang::{BlockId, FuncId, Inst as Stmt, Operand, Program, Slot, Terminator};
+use crate::resume::Inlined;
 use crate::state::{Frame, Position, State, Steps, MAX_CALL_DEPTH};
 
 /// Why a recording was abandoned.
@@ -32,9 +33,13 @@ use crate::state::{Frame, Position, State, Steps, MAX_CALL_DEPTH};
 pub enum AbortReason {
     /// The trace grew past the length limit before the loop closed.
     TooLong(usize),
-    /// The recording met what traces do not hold yet: a call or a `return`, input or
-    /// output, or an array (an operation on one, or a value that is one).
+    /// The recording met what traces do not hold yet: a `return` from the frame the trace
+    /// runs in, a branch on an array.
     NotTraced(&'static str),
+    /// A call of a function that an inlined call is already in: recursion is not inlined.
+    Recursion,
+    /// Calls nested deeper than this many in one trace.
+    TooDeep(usize),
 }
 
 impl std::fmt::Display for AbortReason {
@@ -42,24 +47,18 @@ impl std::fmt::Display for AbortReason {
         match self {
             AbortReason::TooLong(n) => write!(f, "trace too long (more than {n} instructions)"),
             AbortReason::NotTraced(what) => write!(f, "{what} is not traced yet"),
+            AbortReason::Recursion => write!(f, "a recursive call is not inlined"),
+            AbortReason::TooDeep(n) => write!(f, "calls nested more than {n} deep are not inlined"),
         }
     }
 }
+
+/// How deep a trace inlines calls: a call nested deeper ends the recording.
+pub const MAX_INLINE_DEPTH: usize = 8;
 
 /// Whether a value a trace would read or hold is an array.
 fn is_array(v: Option<&Value>) -> bool {
     matches!(v, Some(Value::Array(_)))
-}
-
-/// What in statement `stmt` traces do not hold yet, named for the abort's message: a call
-/// of a function that is not elidable (calls are not inlined yet).
-fn untraced(program: &Program, stmt: &Stmt) -> Option<&'static str> {
-    match stmt {
-        Stmt::Call { func, .. } if !program.func(*func).elidable => {
-            Some("a call of a function that is not elidable")
-        }
-        _ => None,
-    }
 }
 
 /// How a recording ended.
@@ -78,12 +77,30 @@ pub enum Recorded {
     Stopped(Value),
 }
 
+/// A frame of the recording that waits for an inlined call to return.
+struct Caller {
+    /// Its variables written so far (see [`Recorder::written`]).
+    written: Vec<Option<Opnd>>,
+    /// Where it goes on when the call returns.
+    ret: Position,
+    /// Its variable that receives the result.
+    dst: Slot,
+    /// The function called.
+    func: FuncId,
+}
+
 struct Recorder<'p> {
     program: &'p Program,
     insts: Vec<Inst>,
     snaps: Vec<Snapshot>,
-    /// Per slot: the operand holding the variable's value written in this iteration.
+    /// Per slot of the frame the recording is in now: the operand holding the variable's
+    /// value written in this iteration (in the trace's own frame) or since the call (in an
+    /// inlined call's frame, which holds nothing else).
     written: Vec<Option<Opnd>>,
+    /// The frames waiting for inlined calls to return, the trace's own frame first.
+    callers: Vec<Caller>,
+    /// The deepest the recording's inlined calls have nested.
+    deepest: usize,
     /// Per slot: the `input` instruction already reading the variable, if any.
     inputs: Vec<Option<Ref>>,
     /// Per slot: the value of a green variable at the anchor, a constant in the trace.
@@ -94,16 +111,33 @@ struct Recorder<'p> {
 
 impl Recorder<'_> {
     fn snapshot(&mut self, pos: Position) -> SnapId {
-        let entries = self
-            .written
+        let entries = |written: &[Option<Opnd>]| {
+            written
+                .iter()
+                .enumerate()
+                .filter_map(|(slot, w)| w.clone().map(|o| (Slot(slot as u32), o)))
+                .collect::<Vec<_>>()
+        };
+        let own = self.callers.first().map_or(&self.written, |c| &c.written);
+        let frames = self
+            .callers
             .iter()
             .enumerate()
-            .filter_map(|(slot, w)| w.clone().map(|o| (Slot(slot as u32), o)))
+            .map(|(k, c)| Inlined {
+                ret: c.ret,
+                dst: c.dst,
+                entries: entries(
+                    self.callers
+                        .get(k + 1)
+                        .map_or(&self.written, |n| &n.written),
+                ),
+            })
             .collect();
         self.snaps.push(Snapshot {
             pos,
             cost: self.cost,
-            entries,
+            entries: entries(own),
+            frames,
         });
         SnapId(self.snaps.len() as u32 - 1)
     }
@@ -132,6 +166,11 @@ impl Recorder<'_> {
     fn var(&mut self, frame: &Frame, slot: Slot, pos: Position) -> Opnd {
         if let Some(w) = &self.written[slot.index()] {
             return w.clone();
+        }
+        if !self.callers.is_empty() {
+            // An inlined call's frame holds only what it set: the statement reading this
+            // variable fails with `key_not_found`, and the recording ends with that error.
+            return Opnd::Const(Value::Int(0));
         }
         if let Some(r) = self.inputs[slot.index()] {
             return Opnd::Ref(r);
@@ -261,6 +300,8 @@ fn record_from(
         insts: Vec::new(),
         snaps: Vec::new(),
         written: vec![None; n],
+        callers: Vec::new(),
+        deepest: 0,
         inputs: vec![None; n],
         greens,
         cost: 0,
@@ -271,7 +312,7 @@ fn record_from(
     }
     let mut id = start.block;
     let mut first = start.inst;
-    loop {
+    'blocks: loop {
         let block = r.program.block(id);
         let fail = |k: usize| {
             move |kind| RuntimeError {
@@ -281,13 +322,49 @@ fn record_from(
         };
         for (i, stmt) in block.insts.iter().enumerate().skip(first) {
             let at = Position { block: id, inst: i };
-            if let Some(what) = untraced(program, stmt) {
-                return Ok(Recorded::Aborted {
-                    reason: AbortReason::NotTraced(what),
-                    at,
-                });
-            }
             let label = block.label_at(i);
+            if let Stmt::Call { dst, func, args } = stmt {
+                if !program.func(*func).elidable {
+                    // Inlined: the callee's statements are recorded where the call is.
+                    let refused = if r.callers.iter().any(|c| c.func == *func) {
+                        Some(AbortReason::Recursion)
+                    } else if r.callers.len() >= MAX_INLINE_DEPTH {
+                        Some(AbortReason::TooDeep(MAX_INLINE_DEPTH))
+                    } else {
+                        None
+                    };
+                    if let Some(reason) = refused {
+                        return Ok(Recorded::Aborted { reason, at });
+                    }
+                    charge(steps, label)?;
+                    let operands: Vec<Opnd> = args
+                        .iter()
+                        .map(|a| r.operand(&state.frame, a, at))
+                        .collect();
+                    let entry = match interp::effect(program, state, stmt, at).map_err(fail(i))? {
+                        interp::Effected::Enter(entry) => entry,
+                        interp::Effected::Done => unreachable!("a call enters its function"),
+                    };
+                    r.cost += 1;
+                    let mut callee = vec![None; n];
+                    for (p, o) in program.func(*func).params.iter().zip(operands) {
+                        callee[p.index()] = Some(o);
+                    }
+                    r.callers.push(Caller {
+                        written: std::mem::replace(&mut r.written, callee),
+                        ret: Position {
+                            block: id,
+                            inst: i + 1,
+                        },
+                        dst: *dst,
+                        func: *func,
+                    });
+                    r.deepest = r.deepest.max(r.callers.len());
+                    id = entry;
+                    first = 0;
+                    continue 'blocks;
+                }
+            }
             match stmt {
                 Stmt::Op1 { .. } | Stmt::Op2 { .. } => {
                     let (dst, op, operands) = stmt.operation().expect("an operation");
@@ -358,8 +435,9 @@ fn record_from(
                     r.cost += 1;
                 }
                 Stmt::Call { dst, func, args } => {
-                    // Only calls of elidable functions come this far (`untraced`): the call
-                    // is made here, by the interpreter, and is one operation in the trace.
+                    // Only calls of elidable functions come this far (the others are inlined
+                    // above): the call is made here, by the interpreter, and is one
+                    // operation in the trace.
                     charge(steps, label)?;
                     let values = args
                         .iter()
@@ -421,7 +499,9 @@ fn record_from(
             inst: block.insts.len(),
         };
         let untraced = match &block.term {
-            Terminator::Return(_) => Some("`return`"),
+            Terminator::Return(_) if r.callers.is_empty() => {
+                Some("a `return` from the function the trace runs in")
+            }
             Terminator::If { cond, .. } if is_array(state.frame[cond.index()].as_ref()) => {
                 Some("a branch on an array")
             }
@@ -434,6 +514,24 @@ fn record_from(
             });
         }
         charge(steps, block.label_at(block.insts.len()))?;
+        if let Terminator::Return(arg) = &block.term {
+            // The end of an inlined call: its caller's variable holds the result.
+            let result = r.operand(&state.frame, arg, at);
+            let value = match branch(program, &state.frame, &block.term)
+                .map_err(fail(block.insts.len()))?
+            {
+                Flow::Return(v) => v,
+                _ => unreachable!("`return` returns"),
+            };
+            let ret = state.leave(value).expect("an inlined call has a caller");
+            let caller = r.callers.pop().expect("checked above");
+            r.written = caller.written;
+            r.written[caller.dst.index()] = Some(result);
+            r.cost += 1;
+            id = ret.block;
+            first = ret.inst;
+            continue;
+        }
         // The guard's operand is read before the terminator counts as done: an `input`
         // exiting here resumes at the terminator, which the interpreter then runs itself.
         let guarded = match &block.term {
@@ -474,7 +572,7 @@ fn record_from(
             }
             _ => {}
         }
-        if let Some(greens) = ends(next, &state.frame) {
+        if let Some(greens) = ends(next, &state.frame).filter(|_| r.callers.is_empty()) {
             // The trace at `next` takes its greens as the constants they are now: the loop
             // (or the bridge) goes there only while they still have these values (the
             // articles' `jit_merge_point` promotes its greens).
@@ -508,6 +606,7 @@ fn record_from(
                 anchor: next,
                 insts: r.insts,
                 snaps: r.snaps,
+                calls: r.deepest,
             }));
         }
         id = next;

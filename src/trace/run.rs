@@ -12,7 +12,7 @@ use super::ir::{Kind, Opnd, Ref, SnapId, Trace};
 use crate::interp;
 use crate::lang::Program;
 use crate::resume;
-use crate::state::{Frame, Position, State, Steps};
+use crate::state::{Position, State, Steps};
 
 /// What a trace reaches besides its values: the program (whose elidable functions it
 /// calls), the running state (the frame it reads and writes back, the input and output)
@@ -73,9 +73,9 @@ fn value(regs: &[Option<Value>], o: &Opnd) -> Value {
     }
 }
 
-fn write_back(trace: &Trace, snap: SnapId, regs: &[Option<Value>], frame: &mut Frame) -> u64 {
+fn write_back(trace: &Trace, snap: SnapId, regs: &[Option<Value>], state: &mut State) -> u64 {
     let read = |r: Ref| value(regs, &Opnd::Ref(r));
-    resume::restore(&trace.snaps[snap.index()], read, frame)
+    resume::restore(&trace.snaps[snap.index()], read, state)
 }
 
 /// Exits at instruction `i`: its snapshot written back, its operations counted.
@@ -89,7 +89,7 @@ fn exit_at(
     let snap = trace.insts[i]
         .snap
         .expect("an instruction that can exit has a snapshot");
-    env.steps.left -= write_back(trace, snap, regs, &mut env.state.frame);
+    env.steps.left -= write_back(trace, snap, regs, env.state);
     TraceExit {
         pos: trace.snaps[snap.index()].pos,
         inst: Some(i),
@@ -215,7 +215,7 @@ pub fn run_trace(trace: &Trace, env: &mut Env) -> TraceExit {
                 // holds this iteration and the next.
                 let snap = inst.snap.expect("loop and loop_start have snapshots");
                 if env.steps.left < cost.saturating_mul(2) {
-                    env.steps.left -= write_back(trace, snap, &regs, &mut env.state.frame);
+                    env.steps.left -= write_back(trace, snap, &regs, env.state);
                     return budget_stop(iterations + 1);
                 }
                 env.steps.left -= cost;
@@ -230,7 +230,7 @@ pub fn run_trace(trace: &Trace, env: &mut Env) -> TraceExit {
             }
             Kind::Loop | Kind::LoopStart => {
                 let snap = inst.snap.expect("a loop has a snapshot");
-                env.steps.left -= write_back(trace, snap, &regs, &mut env.state.frame);
+                env.steps.left -= write_back(trace, snap, &regs, env.state);
                 iterations += 1;
                 if env.steps.left < cost {
                     return budget_stop(iterations);

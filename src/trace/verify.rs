@@ -9,7 +9,8 @@
 //! - guards, `input`, `loop` and `loop_start` have a snapshot (an operation has one unless
 //!   the optimizer proved it cannot fail), and every ref in a snapshot names an instruction
 //!   before the one that uses it;
-//! - a snapshot's entries are sorted by slot, each slot once;
+//! - a snapshot's entries (of each frame) are sorted by slot, each slot once; `loop` and
+//!   `loop_start` are not inside an inlined call;
 //! - every instruction's type is what its kind gives ([`Res`]): an integer operation's is
 //!   `int`, `same`'s its operand's, a `param`'s its first value's (which `loop` keeps);
 //!   `input` and `readlist` have a value type.
@@ -121,12 +122,18 @@ pub fn verify(trace: &Trace) -> Result<(), String> {
                     .snaps
                     .get(s.index())
                     .ok_or_else(|| format!("v{i}: no snapshot {}", s.0))?;
-                for (slot, o) in &snap.entries {
+                for o in snap.operands() {
                     check_ref(o, i, "its snapshot")?;
-                    let _ = slot;
                 }
-                if !snap.entries.windows(2).all(|w| w[0].0 < w[1].0) {
-                    return Err(format!("v{i}: snapshot entries not sorted by slot"));
+                let frames =
+                    std::iter::once(&snap.entries).chain(snap.frames.iter().map(|f| &f.entries));
+                for entries in frames {
+                    if !entries.windows(2).all(|w| w[0].0 < w[1].0) {
+                        return Err(format!("v{i}: snapshot entries not sorted by slot"));
+                    }
+                }
+                if matches!(inst.kind, Kind::Loop | Kind::LoopStart) && !snap.frames.is_empty() {
+                    return Err(format!("v{i}: {} inside a call", inst.kind.name()));
                 }
             }
             (false, None) => {}
