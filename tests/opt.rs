@@ -269,3 +269,22 @@ fn a_jump_enters_the_header_only_with_the_state_the_loop_assumes() {
     // i is not carried: the preamble read it once, and a path that writes it must run it.
     assert_eq!(state.admits(&[x, y, i], &same), None);
 }
+
+#[test]
+fn the_articles_purefunction_loop_holds_the_result_and_no_call() {
+    // `promote(self)` and `@elidable compute(self)` (seed 003): the loop adds compute's
+    // result, a constant, and stores; it neither calls nor reads the field.
+    let body = loop_body(&["run", "examples/purefunction.fg", "n=1000", "x=4"]);
+    assert!(body.iter().any(|l| l.ends_with("= add 9, v10")), "{body:?}");
+    assert!(
+        !body
+            .iter()
+            .any(|l| l.contains("call_pure") || l.contains("getitem")),
+        "{body:?}"
+    );
+    assert_eq!(
+        body.iter().filter(|l| l.starts_with("setitem")).count(),
+        1,
+        "{body:?}"
+    );
+}

@@ -36,6 +36,8 @@ pub struct CallSite {
     pub args: Vec<MKind>,
     /// The kind of the result the trace expects.
     pub result: MKind,
+    /// The type of the result the trace expects.
+    pub ty: crate::trace::Ty,
 }
 
 /// A kind as a helper's argument.
@@ -108,7 +110,7 @@ pub unsafe extern "C" fn setitem(array: i64, index: i64, bits: i64, kind: i64) {
 /// An elidable call: runs the function of `site` on the `args` (one word per argument)
 /// within `budget` operations, writes the result's bits after the arguments, and returns
 /// the operations it used; -1 when the call fails, runs out of budget or gives a result of
-/// another kind (the code then exits before it, and the interpreter makes the call).
+/// another type (the code then exits before it, and the interpreter makes the call).
 ///
 /// # Safety
 /// `ctx` is the code's context, `site` a call site of the code, `args` holds a live value of
@@ -132,9 +134,10 @@ pub unsafe extern "C" fn call_pure(
         limit: ctx.limit,
         left: budget.max(0) as u64,
     };
-    let Some(v) =
-        crate::trace::call_elidable(ctx.program, ctx.state, site.func, values, &mut steps, 0)
-    else {
+    let (program, state) = (ctx.program, &*ctx.state);
+    let made =
+        crate::trace::call_elidable(program, state, site.func, values, &mut steps, 0, 0, site.ty);
+    let Some(v) = made else {
         return -1;
     };
     match abi::unbox(&v, site.result) {

@@ -44,7 +44,7 @@ use super::helpers::{self, CallSite};
 use super::{ops, Unsupported};
 use crate::lang::Slot;
 use crate::opt::state::{Arrival, LoopState};
-use crate::trace::{Kind, Opnd, Trace, Ty};
+use crate::trace::{call_pure_parts, Kind, Opnd, Trace, Ty};
 
 /// A segment of a trace tree.
 #[derive(Clone, Copy)]
@@ -212,11 +212,12 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                         return Err(Unsupported::Element);
                     }
                     if let Kind::CallPure(func) = inst.kind {
-                        let args = args[..args.len() - 1].to_vec();
+                        let args = args[..args.len() - 2].to_vec();
                         let site = CallSite {
                             func,
                             args,
                             result: kind,
+                            ty: inst.ty,
                         };
                         sites.insert((seg, i), Box::new(site));
                     }
@@ -771,10 +772,14 @@ impl Lower<'_> {
         }
         let args = b.ins().stack_addr(I64, slot, 0);
         let site = b.ins().iconst(I64, site as *const CallSite as i64);
+        // The budget: what the counter holds beyond the costliest iteration, which counts
+        // the operations the call took when recorded.
+        let (_, _, recorded) = call_pure_parts(&inst.args);
         let budget = match self.counter {
             Some(counter) => {
                 let count = b.use_var(counter);
-                b.ins().iadd_imm_s(count, -(self.max_cost as i64))
+                b.ins()
+                    .iadd_imm_s(count, recorded as i64 - self.max_cost as i64)
             }
             None => b.ins().iconst(I64, i64::MAX),
         };
@@ -787,6 +792,7 @@ impl Lower<'_> {
         if let Some(counter) = self.counter {
             let count = b.use_var(counter);
             let left = b.ins().isub(count, used);
+            let left = b.ins().iadd_imm_s(left, recorded as i64);
             b.def_var(counter, left);
         }
         self.vals[seg][i] = Some(b.ins().stack_load(I64, I64, slot, (8 * n) as i32));

@@ -23,7 +23,7 @@ use flowjit_runtime::{ops, Op, Value};
 use super::forward::{Optimizer, Pending, Stage, Verdict};
 use super::interval::is_comparison;
 use super::Rejected;
-use crate::trace::{Inst, Kind, Opnd, Ref};
+use crate::trace::{call_pure_parts, Inst, Kind, Opnd, Ref};
 
 fn known(args: &[Opnd]) -> Option<Vec<Value>> {
     args.iter().map(|a| a.as_const().cloned()).collect()
@@ -80,12 +80,14 @@ impl Stage for Fold {
                 _ => Verdict::Pass,
             },
             // An elidable call on known arguments is the result it gave when recorded.
-            Kind::CallPure(_) => match args.split_last() {
-                Some((result, args)) if args.iter().all(|a| a.as_const().is_some()) => {
+            Kind::CallPure(_) => {
+                let (call_args, result, _) = call_pure_parts(args);
+                if call_args.iter().all(|a| a.as_const().is_some()) {
                     Verdict::Becomes(result.clone())
+                } else {
+                    Verdict::Pass
                 }
-                _ => Verdict::Pass,
-            },
+            }
             Kind::Op(_)
             | Kind::Input(_)
             | Kind::Param(_)

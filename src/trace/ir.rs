@@ -157,8 +157,11 @@ pub enum Kind {
     /// `getchar()`: the next byte of input, -1 at its end.
     Getchar,
     /// A call of an `@elidable` function: its operands are the arguments and, last, the
-    /// result the call gave when recorded (a constant). By the function's promise, the same
-    /// arguments give the same result: with constant arguments the call *is* that result.
+    /// result the call gave when recorded and the operations it took (two constants, see
+    /// [`call_pure_parts`]). By the function's promise, the same arguments give the same
+    /// result: with constant arguments the call *is* that result. The operations count in
+    /// the snapshots after it as if the call were made; a call that is made takes from the
+    /// budget what it used beyond them (or gives back what it did not use).
     /// Exits before itself when the call fails (the interpreter then makes it, and raises
     /// the error) or when `--max-steps` cannot hold it.
     CallPure(FuncId),
@@ -420,6 +423,19 @@ impl Kind {
     pub fn always_has_snapshot(self) -> bool {
         self.info().snapshot == Snap::Always
     }
+}
+
+/// A `call_pure`'s operands in their parts: the arguments, the result the call gave when
+/// recorded, and how many operations it took then (the verifier checks the form).
+pub fn call_pure_parts(args: &[Opnd]) -> (&[Opnd], &Opnd, u64) {
+    let [args @ .., result, cost] = args else {
+        unreachable!("the verifier checks call_pure's operands")
+    };
+    let cost = match cost {
+        Opnd::Const(Value::Int(n)) => *n as u64,
+        _ => unreachable!("the verifier checks call_pure's operands"),
+    };
+    (args, result, cost)
 }
 
 /// Whether an operation can fail (or, in machine code, leave 64 bits) on some arguments.

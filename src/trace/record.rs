@@ -453,14 +453,17 @@ fn record_from(
                     if depth >= MAX_CALL_DEPTH {
                         return Err(fail(i)(ErrorKind::CallDepth));
                     }
+                    let before = steps.left;
                     let result = interp::call_function(program, *func, values, depth, steps)?
                         .expect("an elidable function returns");
+                    let took = before - steps.left;
                     let ty = Ty::of(&result);
                     opnds.push(Opnd::Const(result.clone()));
+                    opnds.push(Opnd::Const(Value::Int(took as i64)));
                     state.frame[dst.index()] = Some(result);
                     let v = r.emit(Kind::CallPure(*func), opnds, Some(snap), at, ty);
                     r.written[dst.index()] = Some(Opnd::Ref(v));
-                    r.cost += 1;
+                    r.cost += 1 + took;
                 }
                 Stmt::Promote(slot) => {
                     // A variable never written has no value to freeze: the interpreter

@@ -8,7 +8,7 @@
 
 use flowjit_runtime::{ops, Op, Value};
 
-use super::ir::{Kind, Opnd, Ref, SnapId, Trace};
+use super::ir::{Kind, Opnd, Ref, SnapId, Trace, Ty};
 use crate::interp;
 use crate::lang::Program;
 use crate::resume;
@@ -27,9 +27,12 @@ pub struct Env<'a> {
 }
 
 /// Makes an elidable call for a compiled trace: its result, or `None` when it fails or
-/// when it would need more than `steps.left - reserve` operations (the budget of the rest
-/// of the iteration is kept). The trace then exits before the call, and the interpreter
-/// makes it. What it used is taken from `steps`.
+/// when it would need more operations than the budget holds beyond `reserve` (the rest of
+/// the iteration, which counts the `recorded` operations the call took when recorded). The
+/// trace then exits before the call, and the interpreter makes it. `steps` is charged what
+/// the call used beyond `recorded`, or given back what it did not use. A result of another
+/// type than `ty`, the one recorded, is an exit too.
+#[allow(clippy::too_many_arguments)]
 pub fn call_elidable(
     program: &Program,
     state: &State,
@@ -37,18 +40,24 @@ pub fn call_elidable(
     args: Vec<Value>,
     steps: &mut Steps,
     reserve: u64,
+    recorded: u64,
+    ty: Ty,
 ) -> Option<Value> {
     let depth = state.depth + state.calls.len();
     if depth >= crate::state::MAX_CALL_DEPTH {
         return None;
     }
-    let budget = steps.left.checked_sub(reserve)?;
+    let budget = steps.left.checked_sub(reserve)?.saturating_add(recorded);
     let mut inner = Steps {
         limit: steps.limit,
         left: budget,
     };
     let v = interp::call_function(program, func, args, depth, &mut inner).ok()??;
-    steps.left -= budget - inner.left;
+    if !ty.admits(&v) {
+        return None;
+    }
+    let used = budget - inner.left;
+    steps.left = steps.left.saturating_add(recorded).saturating_sub(used);
     Some(v)
 }
 
@@ -140,11 +149,12 @@ fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], env: &mut Env, rese
             true
         }
         Kind::CallPure(func) => {
-            let (result, args) = inst.args.split_last().expect("a recorded result");
-            let _ = result;
+            let (args, _, recorded) = super::ir::call_pure_parts(&inst.args);
             let args = args.iter().map(|a| value(regs, a)).collect();
-            regs[i] = call_elidable(env.program, env.state, func, args, env.steps, reserve)
-                .filter(|v| inst.ty.admits(v));
+            let (program, steps) = (env.program, &mut *env.steps);
+            regs[i] = call_elidable(
+                program, env.state, func, args, steps, reserve, recorded, inst.ty,
+            );
             regs[i].is_some()
         }
         Kind::Op(op) => {

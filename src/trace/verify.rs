@@ -4,7 +4,7 @@
 //! - at most one `loop_start`; the `param`s follow it directly, and it and `loop` have one
 //!   operand per `param`;
 //! - every instruction has as many operands as its kind takes; a `call_pure` ends with the
-//!   result it gave when recorded, a constant of its type;
+//!   result it gave when recorded, a constant of its type, and the operations it took;
 //! - every ref names an earlier instruction that defines a value;
 //! - guards, `input`, `loop` and `loop_start` have a snapshot (an operation has one unless
 //!   the optimizer proved it cannot fail), and every ref in a snapshot names an instruction
@@ -53,13 +53,15 @@ pub fn verify(trace: &Trace) -> Result<(), String> {
             return Err(format!("v{i}: `loop` before the end of the trace"));
         }
         if let Kind::CallPure(_) = inst.kind {
-            // The arguments, then the result seen when recorded: a constant of the call's
-            // type.
-            match inst.args.last() {
-                Some(Opnd::Const(v)) if inst.ty.admits(v) => {}
+            // The arguments, then the result seen when recorded (a constant of the call's
+            // type) and the operations it took.
+            match inst.args.as_slice() {
+                [.., Opnd::Const(v), Opnd::Const(flowjit_runtime::Value::Int(n))]
+                    if inst.ty.admits(v) && *n >= 0 => {}
                 _ => {
                     return Err(format!(
-                        "v{i}: call_pure ends with a constant of its type, the recorded result"
+                        "v{i}: call_pure ends with the recorded result, a constant of its \
+                         type, and the operations the call took"
                     ))
                 }
             }
