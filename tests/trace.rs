@@ -255,7 +255,7 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                     match trace::record(&program, &mut state, anchor, &[], &mut steps, 4000) {
                         Ok(Recorded::Loop(t)) => {
                             assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
-                            let Ok(t) = flowjit::opt::optimize(&t, passes) else {
+                            let Ok(t) = flowjit::opt::optimize_counted(&t, passes) else {
                                 // Rejected: the frame is at the anchor; interpret on.
                                 pos = Position::start(anchor);
                                 continue;

@@ -495,13 +495,17 @@ pub fn run_compiled(
         )
     };
     let cost = segments[seg].cost + resume::restore(own, read, state);
-    // What the iterations completed in machine code consumed, and the exit's own part.
+    // What the iterations completed in machine code consumed, and the exit's own part. An
+    // elidable call gives back what it did not use of the operations it took when recorded,
+    // which the exit's part counts: before an iteration is complete, the counter may stand
+    // above where it started.
     let consumed = if code.counting {
-        (initial - regs[layout.counter]) as u64
+        initial - regs[layout.counter]
     } else {
         0
     };
-    steps.left = steps.left.saturating_sub(consumed + cost);
+    let total = (cost as i64).saturating_add(consumed).max(0) as u64;
+    steps.left = steps.left.saturating_sub(total);
     let pos = own.pos;
     Some(TreeExit {
         pos,

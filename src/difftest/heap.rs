@@ -92,6 +92,10 @@ pub enum HeapOp {
         func: usize,
         /// Its arguments (a memoizing function takes the first and its table).
         args: [GenArg; 2],
+        /// Whether the arguments of an elidable call are promoted first: a trace then
+        /// knows them as constants and the call becomes the result it gave when recorded
+        /// (which must still count the operations the call takes).
+        promote: bool,
     },
 }
 
@@ -158,8 +162,8 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         2 => (0..VARS, prop_oneof![4 => Just(127i64), 1 => Just(511)])
             .prop_map(|(v, m)| HeapOp::Putchar(v, m)),
         1 => (0..VARS).prop_map(HeapOp::Getchar),
-        3 => (0..VARS, 0usize..3, value(), value())
-            .prop_map(|(dst, func, a, b)| HeapOp::Call { dst, func, args: [a, b] }),
+        3 => (0..VARS, 0usize..3, value(), value(), any::<bool>())
+            .prop_map(|(dst, func, a, b, promote)| HeapOp::Call { dst, func, args: [a, b], promote }),
     ];
     prop::collection::vec(one, 1..4)
 }
@@ -258,7 +262,12 @@ impl Emitter {
                 HeapOp::Getchar(dst) => {
                     let _ = writeln!(self.out, "    x{dst} = getchar()");
                 }
-                HeapOp::Call { dst, func, args } => {
+                HeapOp::Call {
+                    dst,
+                    func,
+                    args,
+                    promote,
+                } => {
                     if funcs.is_empty() {
                         continue;
                     }
@@ -278,9 +287,14 @@ impl Emitter {
                         }
                         GenFunc::Memo { size, .. } => {
                             let k = self.label("k");
+                            let promoted = if *promote {
+                                format!("    promote({k})\n    promote(memo{m})\n")
+                            } else {
+                                String::new()
+                            };
                             writeln!(
                                 self.out,
-                                "    {k} = {a} % {size}\n    x{dst} = call f{m}({k}, memo{m})"
+                                "    {k} = {a} % {size}\n{promoted}    x{dst} = call f{m}({k}, memo{m})"
                             )
                         }
                     };

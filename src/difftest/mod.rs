@@ -276,6 +276,7 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
         Err(e) if matches!(e.kind, ErrorKind::MaxSteps(_)) => return Ok(false),
         Err(e) => Err(e),
     };
+    let used = steps.used();
     let want = describe(oracle, &state.io);
     if state.io.overflowed() || want.ends_with("...") {
         return Ok(false);
@@ -322,6 +323,58 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
     }
     differ(format!("{pe} --run"), &mut || run_pe(s, false))?;
     differ(format!("{pe} --compile --run"), &mut || run_pe(s, true))?;
+    cut_short(s, used, turn)
+}
+
+/// Runs `s` again with a `--max-steps` limit that stops it part of the way through its
+/// `used` operations, under the interpreter and under traces and machine code: each must
+/// stop at the same operation, with the same output before the error. (Counting is part of
+/// every compiled instruction's contract: a folded elidable call, an inlined call, an exit
+/// must all count the operations the interpreter would have done.)
+fn cut_short(s: &Subject, used: u64, turn: usize) -> Result<bool, String> {
+    let limit = (used * (1 + turn as u64 % 7) / 8).max(1);
+    let run = |jit: Option<Config>| -> String {
+        let mut state = s.state();
+        match jit {
+            None => {
+                let mut steps = Steps::new(Some(limit));
+                let outcome = interp::run(
+                    s.program,
+                    &mut state,
+                    Position::start(s.entry),
+                    &mut steps,
+                    &mut interp::NoMonitor,
+                )
+                .map(|exit| match exit {
+                    interp::Exit::Stop(v) => v,
+                    _ => unreachable!("NoMonitor never takes over; a run does not return out"),
+                });
+                describe(outcome, &state.io)
+            }
+            Some(config) => match Jit::new(s.program, config) {
+                Ok(mut jit) => describe(jit.run(&mut state, s.entry), &state.io),
+                Err(e) => e,
+            },
+        }
+    };
+    let want = run(None);
+    for native in [false, true] {
+        let config = Config {
+            native,
+            threshold: 1,
+            bridge_threshold: 1,
+            max_steps: Some(limit),
+            ..Config::default()
+        };
+        let got = run(Some(config));
+        if got != want {
+            return Err(format!(
+                "--mode {} --threshold 1 --bridge-threshold 1 --max-steps {limit} printed \
+                 {got:?}, the interpreter {want:?}",
+                if native { "jit" } else { "trace" }
+            ));
+        }
+    }
     Ok(true)
 }
 

@@ -283,7 +283,7 @@ impl<'p> Jit<'p> {
                     self.dump.push_str(&print::articles(self.program, &trace));
                 }
                 let start = Instant::now();
-                let optimized = opt::optimize(&trace, &self.config.passes);
+                let optimized = self.optimize(&trace, &self.config.passes);
                 self.stats.opt_time += start.elapsed();
                 let root = match optimized {
                     Ok(t) => t,
@@ -531,6 +531,19 @@ impl<'p> Jit<'p> {
         Some((exit.pos, exit.inst.map(|i| (seg, i))))
     }
 
+    /// Optimizes `trace` with `passes`, counting operations exactly under `--max-steps`.
+    fn optimize(
+        &self,
+        trace: &trace::Trace,
+        passes: &[&str],
+    ) -> Result<trace::Trace, opt::Rejected> {
+        if self.config.max_steps.is_some() {
+            opt::optimize_counted(trace, passes)
+        } else {
+            opt::optimize(trace, passes)
+        }
+    }
+
     /// The variable a `guard_value` promotes (from the statement it was recorded from).
     fn promoted(&self, inst: &trace::Inst) -> Option<Slot> {
         if inst.kind != Kind::GuardValue {
@@ -650,7 +663,7 @@ impl<'p> Jit<'p> {
                     .filter(|p| *p != "peel")
                     .collect();
                 let start = Instant::now();
-                let optimized = opt::optimize(&opt::specialize_inputs(&trace, &known), &passes);
+                let optimized = self.optimize(&opt::specialize_inputs(&trace, &known), &passes);
                 self.stats.opt_time += start.elapsed();
                 let trace = match optimized {
                     Ok(t) => t,

@@ -43,9 +43,10 @@ pub struct Cse {
 }
 
 impl Stage for Cse {
-    fn visit(&mut self, _: &Optimizer, inst: &mut Pending) -> Result<Verdict, Rejected> {
+    fn visit(&mut self, opt: &Optimizer, inst: &mut Pending) -> Result<Verdict, Rejected> {
         self.key = None;
-        if !inst.kind.is_pure() {
+        let counted_call = opt.counted && matches!(inst.kind, Kind::CallPure(_));
+        if !inst.kind.is_pure() || counted_call {
             return Ok(Verdict::Pass);
         }
         let key = (inst.kind, canonical(inst.kind, inst.args.clone()));

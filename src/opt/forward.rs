@@ -40,6 +40,9 @@ pub struct Optimizer<'t> {
     pub out: Rewriter<'t>,
     /// The interval known for each value of the new trace.
     pub intervals: Facts,
+    /// Whether the code counts operations (`--max-steps`): then every elidable call is
+    /// made, so that the operations it takes are counted (see [`super::optimize_counted`]).
+    pub counted: bool,
 }
 
 /// An old instruction on its way through the stages, in terms of the new trace.
@@ -88,7 +91,7 @@ const STAGES: &[(&str, MakeStage)] = &[
 ];
 
 /// Runs the forward optimizer over `trace` with the stages named in `enabled`.
-pub fn run(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
+pub fn run(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
     let mut stages: Vec<Box<dyn Stage>> = STAGES
         .iter()
         .filter(|(name, _)| enabled.contains(name))
@@ -100,6 +103,7 @@ pub fn run(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
     let mut opt = Optimizer {
         out: Rewriter::new(trace),
         intervals: Facts::default(),
+        counted,
     };
     'insts: for (i, old) in trace.insts.iter().enumerate() {
         let mut inst = Pending {
@@ -143,7 +147,7 @@ mod tests {
              loop  @l:0 #3 []",
         )
         .expect("a valid trace");
-        let r = run(&trace, &["guards"]).map(|_| ());
+        let r = run(&trace, &["guards"], false).map(|_| ());
         let guard = Kind::GuardFalse;
         assert_eq!(r, Err(Rejected::Contradiction { guard }));
         assert_eq!(

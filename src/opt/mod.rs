@@ -121,8 +121,8 @@ pub fn check_passes(names: &[String]) -> Result<Vec<&'static str>, String> {
         .collect()
 }
 
-fn local(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
-    let t = forward::run(trace, enabled)?;
+fn local(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
+    let t = forward::run(trace, enabled, counted)?;
     debug_assert_eq!(verify(&t), Ok(()), "after the forward optimizer");
     Ok(t)
 }
@@ -151,9 +151,21 @@ pub fn specialize_inputs(
 
 /// Runs the enabled passes, in pipeline order, over `trace`.
 pub fn optimize(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
-    let mut t = local(trace, enabled)?;
+    optimize_for(trace, enabled, false)
+}
+
+/// [`optimize`], for code that counts the operations it does (`--max-steps`): elidable calls
+/// are neither folded nor merged, because the operations a call takes may differ from one
+/// call to the next with the same arguments (a function that memoizes takes fewer once it
+/// has the answer), and only a call that is made can count them.
+pub fn optimize_counted(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
+    optimize_for(trace, enabled, true)
+}
+
+fn optimize_for(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
+    let mut t = local(trace, enabled, counted)?;
     if enabled.contains(&"peel") {
-        t = peel::run(&t, &|t| local(t, enabled))?;
+        t = peel::run(&t, &|t| local(t, enabled, counted))?;
         debug_assert_eq!(verify(&t), Ok(()), "after peel");
     }
     if enabled.contains(&"dce") {
