@@ -302,6 +302,7 @@ impl<'p> Jit<'p> {
                     let _ = writeln!(self.dump, "# opt {index}: loop at {label}");
                     self.dump.push_str(&print::ssa(self.program, &root));
                 }
+                self.stats.count_heap(&trace, &root);
                 self.profile.set_trace(&key, index);
                 self.trees.push(Tree {
                     key,
@@ -665,6 +666,7 @@ impl<'p> Jit<'p> {
                 let start = Instant::now();
                 let optimized = self.optimize(&opt::specialize_inputs(&trace, &known), &passes);
                 self.stats.opt_time += start.elapsed();
+                let recorded = trace;
                 let trace = match optimized {
                     Ok(t) => t,
                     Err(rejected) => {
@@ -673,6 +675,7 @@ impl<'p> Jit<'p> {
                         return Ok(Next::Resume(end));
                     }
                 };
+                self.stats.count_heap(&recorded, &trace);
                 let returns = self.profile.key_at(trace.anchor, &state.frame).as_ref()
                     == Some(&self.trees[t].key);
                 let number = self.trees[t].bridges.len();

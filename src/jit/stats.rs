@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::backend;
 use crate::opt;
-use crate::trace::{print, AbortReason};
+use crate::trace::{print, AbortReason, Kind, Trace};
 
 use super::{describe, Jit, MAX_BRIDGES};
 
@@ -41,6 +41,36 @@ pub struct Stats {
     pub first_native: Option<Duration>,
     /// Limits reached, each said once.
     pub limits: Vec<String>,
+    /// Array loads, array stores and elidable calls per iteration: as recorded, and what
+    /// the optimizer left of them, summed over the traces and bridges kept.
+    pub heap: [Kept; 3],
+}
+
+/// How many instructions of a kind one pass through a trace has, as recorded and as
+/// optimized (in a peeled trace, the loop's body).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// As recorded.
+    pub recorded: u64,
+    /// Left by the optimizer.
+    pub left: u64,
+}
+
+impl Stats {
+    /// Counts the array loads, stores and elidable calls of `recorded` and of `optimized`
+    /// (its loop, when peeled).
+    pub(super) fn count_heap(&mut self, recorded: &Trace, optimized: &Trace) {
+        let body = &optimized.insts[optimized.loop_start().map_or(0, |s| s + 1)..];
+        let kinds: [fn(Kind) -> bool; 3] = [
+            |k| k == Kind::GetItem,
+            |k| k == Kind::SetItem,
+            |k| matches!(k, Kind::CallPure(_)),
+        ];
+        for (kept, is) in self.heap.iter_mut().zip(kinds) {
+            kept.recorded += recorded.insts.iter().filter(|i| is(i.kind)).count() as u64;
+            kept.left += body.iter().filter(|i| is(i.kind)).count() as u64;
+        }
+    }
 }
 
 impl Stats {
@@ -110,6 +140,14 @@ impl Jit<'_> {
         );
         for (label, why) in &s.rejected {
             let _ = writeln!(out, "  at {label}: {}", why.reason());
+        }
+        let [loads, stores, calls] = s.heap;
+        if loads.recorded + stores.recorded + calls.recorded > 0 {
+            let _ = writeln!(
+                out,
+                "per iteration, recorded -> optimized: array loads {} -> {}, array stores {} -> {}, elidable calls {} -> {}",
+                loads.recorded, loads.left, stores.recorded, stores.left, calls.recorded, calls.left
+            );
         }
         let _ = writeln!(
             out,

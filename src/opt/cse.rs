@@ -19,9 +19,21 @@ use std::collections::HashMap;
 
 use super::forward::{Optimizer, Pending, Stage, Verdict};
 use super::Rejected;
+use flowjit_runtime::{Op, Value};
+
 use crate::trace::{Kind, Opnd, Ref};
 
-fn canonical(kind: Kind, mut args: Vec<Opnd>) -> Vec<Opnd> {
+/// The key of an operation: commutative operands in order, and `sub x, c` as `add x, -c`
+/// (the same number, and the same overflow).
+fn canonical(kind: Kind, mut args: Vec<Opnd>) -> (Kind, Vec<Opnd>) {
+    if let (Kind::Op(Op::Sub), [x, Opnd::Const(Value::Int(c))]) = (kind, args.as_slice()) {
+        if let Some(neg) = c.checked_neg() {
+            return canonical(
+                Kind::Op(Op::Add),
+                vec![x.clone(), Opnd::Const(Value::Int(neg))],
+            );
+        }
+    }
     if kind.info().commutative && args.len() == 2 {
         let rank = |o: &Opnd| match o {
             Opnd::Ref(r) => (0, r.0),
@@ -31,7 +43,7 @@ fn canonical(kind: Kind, mut args: Vec<Opnd>) -> Vec<Opnd> {
             args.swap(0, 1);
         }
     }
-    args
+    (kind, args)
 }
 
 /// The common-subexpression stage: the pure operations emitted so far, by kind and operands.
@@ -49,7 +61,7 @@ impl Stage for Cse {
         if !inst.kind.is_pure() || counted_call {
             return Ok(Verdict::Pass);
         }
-        let key = (inst.kind, canonical(inst.kind, inst.args.clone()));
+        let key = canonical(inst.kind, inst.args.clone());
         if let Some(&r) = self.seen.get(&key) {
             return Ok(Verdict::Becomes(Opnd::Ref(r)));
         }

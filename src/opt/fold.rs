@@ -23,7 +23,7 @@ use flowjit_runtime::{ops, Op, Value};
 use super::forward::{Optimizer, Pending, Stage, Verdict};
 use super::interval::is_comparison;
 use super::Rejected;
-use crate::trace::{call_pure_parts, Inst, Kind, Opnd, Ref};
+use crate::trace::{call_pure_parts, Inst, Kind, Opnd, Ref, Ty};
 
 fn known(args: &[Opnd]) -> Option<Vec<Value>> {
     args.iter().map(|a| a.as_const().cloned()).collect()
@@ -32,6 +32,54 @@ fn known(args: &[Opnd]) -> Option<Vec<Value>> {
 /// Whether `inst` gives 0 or 1: a comparison, or `not`.
 fn is_boolean(inst: &Inst) -> bool {
     matches!(inst.kind, Kind::Op(op) if is_comparison(op) || op == Op::Not)
+}
+
+/// `(x + c1) + c2` and the like, with `c1` and `c2` constant integers, become `x + (c1 +
+/// c2)` (in the operation's own kind: `x - (-(c1 + c2))` for a `sub`), or `x` itself when the
+/// constants cancel: a stack pointer moved up and down again is the same value, so that
+/// what is stored at it is found again (`heap`). The inner operation was made (and checked)
+/// before, so `x + c1` fits in 64 bits, and `x + c1 + c2` is the same number either way: the
+/// outer operation keeps its own check.
+fn reassociate(opt: &Optimizer, op: Op, args: &mut [Opnd]) -> Verdict {
+    let offset = |op: Op, c: i64| match op {
+        Op::Add => Some(c),
+        Op::Sub => c.checked_neg(),
+        _ => None,
+    };
+    let (x, c2) = match (op, &*args) {
+        (Op::Add | Op::Sub, [Opnd::Ref(x), Opnd::Const(Value::Int(c))]) => (*x, *c),
+        (Op::Add, [Opnd::Const(Value::Int(c)), Opnd::Ref(x)]) => (*x, *c),
+        _ => return Verdict::Pass,
+    };
+    let def = opt.out.def(x);
+    let (inner, c1) = match (def.kind, def.args.as_slice()) {
+        (Kind::Op(inner @ (Op::Add | Op::Sub)), [Opnd::Ref(y), Opnd::Const(Value::Int(c))]) => {
+            (*y, offset(inner, *c))
+        }
+        (Kind::Op(Op::Add), [Opnd::Const(Value::Int(c)), Opnd::Ref(y)]) => (*y, Some(*c)),
+        _ => return Verdict::Pass,
+    };
+    if opt.out.def(inner).ty != Ty::Int {
+        // The inner operation always fails (on an atom, say): leave it all to exit there.
+        return Verdict::Pass;
+    }
+    let total = c1.zip(offset(op, c2)).and_then(|(a, b)| a.checked_add(b));
+    match total {
+        Some(0) => Verdict::Becomes(Opnd::Ref(inner)),
+        Some(t) => {
+            let Some(k) = (if op == Op::Add {
+                Some(t)
+            } else {
+                t.checked_neg()
+            }) else {
+                return Verdict::Pass;
+            };
+            args[0] = Opnd::Ref(inner);
+            args[1] = Opnd::Const(Value::Int(k));
+            Verdict::Pass
+        }
+        None => Verdict::Pass,
+    }
 }
 
 /// The constant-folding stage.
@@ -46,7 +94,8 @@ impl Stage for Fold {
                 match known(args).map(|vals| ops::apply(op, &vals)) {
                     Some(Ok(v)) => Verdict::Becomes(Opnd::Const(v)),
                     // Fails every time: keep it, so that it exits and the interpreter raises.
-                    Some(Err(_)) | None => Verdict::Pass,
+                    Some(Err(_)) => Verdict::Pass,
+                    None => reassociate(opt, op, &mut inst.args),
                 }
             }
             Kind::GuardTrue | Kind::GuardFalse => {

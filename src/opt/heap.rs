@@ -8,7 +8,8 @@
 //! of the value the element already holds is dropped. A `setitem` makes its element known
 //! and forgets every other element it may have changed: one of an array that may be the same
 //! (only two different constant arrays are known apart) at an index that may be the same
-//! (only two different constant indices are). Elidable calls change nothing the stage knows
+//! (two different constants are known apart, and so are `x + c1` and `x + c2` with `c1` and
+//! `c2` different, as a stack pointer and the one above it). Elidable calls change nothing the stage knows
 //! (their promise); output and input touch no array.
 //!
 //! Across a peeled loop's `loop_start` the stage keeps what it knows only when the trace
@@ -23,7 +24,7 @@
 //! v5:int = getitem v0, v1  @l:4 #4 [x=v3]   v5:int = getitem v0, v1  ...  (index 2 may be v1)
 //! ```
 
-use flowjit_runtime::Value;
+use flowjit_runtime::{Op, Value};
 
 use super::forward::{Optimizer, Pending, Stage, Verdict};
 use super::Rejected;
@@ -45,9 +46,35 @@ fn distinct_arrays(a: &Opnd, b: &Opnd) -> bool {
     }
 }
 
-/// Whether two index operands are surely different indices.
-fn distinct_indices(i: &Opnd, j: &Opnd) -> bool {
-    matches!((i, j), (Opnd::Const(x), Opnd::Const(y)) if x != y)
+/// An index as a base and a constant offset: `x + 2` is (`x`, 2), `x - 1` (`x`, -1), a
+/// constant `k` (none, `k`).
+fn split(opt: &Optimizer, i: &Opnd) -> Option<(Option<Ref>, i64)> {
+    match i {
+        Opnd::Const(Value::Int(k)) => Some((None, *k)),
+        Opnd::Const(_) => None,
+        Opnd::Ref(r) => {
+            let def = opt.out.def(*r);
+            Some(match (def.kind, def.args.as_slice()) {
+                (Kind::Op(Op::Add), [Opnd::Ref(x), Opnd::Const(Value::Int(c))])
+                | (Kind::Op(Op::Add), [Opnd::Const(Value::Int(c)), Opnd::Ref(x)]) => (Some(*x), *c),
+                (Kind::Op(Op::Sub), [Opnd::Ref(x), Opnd::Const(Value::Int(c))])
+                    if *c != i64::MIN =>
+                {
+                    (Some(*x), -c)
+                }
+                _ => (Some(*r), 0),
+            })
+        }
+    }
+}
+
+/// Whether two index operands are surely different indices: two different constants, or
+/// the same value plus two different constants (a stack pointer and the one above it).
+fn distinct_indices(opt: &Optimizer, i: &Opnd, j: &Opnd) -> bool {
+    match (split(opt, i), split(opt, j)) {
+        (Some((a, x)), Some((b, y))) => a == b && x != y,
+        _ => false,
+    }
 }
 
 impl Heap {
@@ -88,8 +115,9 @@ impl Stage for Heap {
             Kind::SetItem => {
                 let (a, i) = (&inst.args[0], &inst.args[1]);
                 self.stored = true;
+                let opt = &*opt;
                 self.known
-                    .retain(|((b, j), _)| distinct_arrays(a, b) || distinct_indices(i, j));
+                    .retain(|((b, j), _)| distinct_arrays(a, b) || distinct_indices(opt, i, j));
                 self.known
                     .push(((a.clone(), i.clone()), inst.args[2].clone()));
             }
