@@ -3,7 +3,7 @@
 //! compared with the interpreter (`flowjit difftest` runs it at length). A failure prints
 //! the program, shrunk. The programs the runs found are kept as regressions.
 
-use flowjit::difftest::{cases, check, check_bytecode};
+use flowjit::difftest::{cases, check, check_bytecode, check_cut_short};
 use proptest::prelude::*;
 
 proptest! {
@@ -133,4 +133,31 @@ fn arrays_calls_and_output_before_an_error() {
                    f1_rec: n = n - 1 acc = acc + n r = call f1(n, acc) return r \
                    f1_base: return acc";
     assert_eq!(check(program), Ok(true));
+}
+
+/// An interpreter whose trees have bridges that exit (at a guard inside a bridge, at
+/// another tree's anchor), stopped by `--max-steps` part of the way: machine code must not
+/// start an iteration that the budget cannot hold up to any of its exits, bridges included
+/// (it used to start one that could hold a whole iteration of the loop but not a path
+/// through a bridge, and stopped a few operations late).
+#[test]
+fn a_step_limit_reached_inside_a_bridge() {
+    let text = "start: x0 = -2 x1 = -1 x2 = 4 x3 = 3 x4 = 19 lst = [-1, 2, 1, 3] pc = 0 \
+                fuel = 272 goto dl \
+                dl: jit_merge_point(lst, pc) c = fuel > 0 if c goto fetch else goto end \
+                fetch: fuel = fuel - 1 op = lst[pc] goto d0 \
+                d0: c = op == 0 if c goto h0 else goto d1 \
+                d1: c = op == 1 if c goto h1 else goto h2 \
+                h0: x1 = fuel < fuel pc = fuel // 15 pc = pc % 4 goto dl \
+                h1: x2 = fuel // 8 x2 = x4 + fuel pc = pc + 1 pc = pc % 4 can_enter_jit goto dl \
+                h2: pc = fuel // 2 pc = pc % 4 can_enter_jit goto dl \
+                end: print_and_stop(x3)";
+    assert_eq!(check(text), Ok(true));
+    for limit in (600..840).step_by(40) {
+        assert_eq!(
+            check_cut_short(text, limit),
+            Ok(true),
+            "--max-steps {limit}"
+        );
+    }
 }

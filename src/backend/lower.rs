@@ -315,12 +315,17 @@ pub fn path_cost(segments: &[Segment], seg: usize, i: usize) -> u64 {
     segments[seg].cost + own
 }
 
-/// The costliest iteration of the tree: the budget needed to start one.
+/// The costliest way from the top of the loop to its end or to an exit, through any
+/// bridges: the budget the code needs to start an iteration, since an exit counts the
+/// operations of the path to it. (An exit inside a bridge, or at the end of a bridge that
+/// goes to another tree, can cost more than any whole iteration.)
 pub fn max_cost(segments: &[Segment]) -> u64 {
     let mut max = segments[0].trace.iteration_cost();
-    for (seg, s) in segments.iter().enumerate().skip(1) {
-        if s.returns {
-            max = max.max(path_cost(segments, seg, s.trace.insts.len() - 1));
+    for (seg, s) in segments.iter().enumerate() {
+        for (i, inst) in s.trace.insts.iter().enumerate() {
+            if inst.snap.is_some() {
+                max = max.max(path_cost(segments, seg, i));
+            }
         }
     }
     max

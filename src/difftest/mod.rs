@@ -323,16 +323,15 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
     }
     differ(format!("{pe} --run"), &mut || run_pe(s, false))?;
     differ(format!("{pe} --compile --run"), &mut || run_pe(s, true))?;
-    cut_short(s, used, turn)
+    cut_short(s, (used * (1 + turn as u64 % 7) / 8).max(1))
 }
 
-/// Runs `s` again with a `--max-steps` limit that stops it part of the way through its
-/// `used` operations, under the interpreter and under traces and machine code: each must
-/// stop at the same operation, with the same output before the error. (Counting is part of
-/// every compiled instruction's contract: a folded elidable call, an inlined call, an exit
-/// must all count the operations the interpreter would have done.)
-fn cut_short(s: &Subject, used: u64, turn: usize) -> Result<bool, String> {
-    let limit = (used * (1 + turn as u64 % 7) / 8).max(1);
+/// Runs `s` again under `--max-steps limit`, a limit that stops it part of the way, under
+/// the interpreter and under traces and machine code: each must stop at the same
+/// operation, with the same output before the error. (Counting is part of every compiled
+/// instruction's contract: a folded elidable call, an inlined call, an exit must all count
+/// the operations the interpreter would have done.)
+fn cut_short(s: &Subject, limit: u64) -> Result<bool, String> {
     let run = |jit: Option<Config>| -> String {
         let mut state = s.state();
         match jit {
@@ -392,6 +391,22 @@ pub fn check(text: &str) -> Result<bool, String> {
         stdin: STDIN.to_vec(),
     };
     check_subject(&subject, "pe", turn(text))
+}
+
+/// Runs the program `text` under `--max-steps limit` in the interpreter, the trace
+/// interpreter and machine code (thresholds 1), and compares the two with the first, as the
+/// differential test does with a limit of its choosing.
+pub fn check_cut_short(text: &str, limit: u64) -> Result<bool, String> {
+    let (_, program) =
+        lang::load(text, Syntax::Fg).map_err(|d| format!("an invalid program: {d:?}\n{text}"))?;
+    let subject = Subject {
+        program: &program,
+        entry: BlockId(0),
+        inputs: Vec::new(),
+        statics: 0,
+        stdin: STDIN.to_vec(),
+    };
+    cut_short(&subject, limit)
 }
 
 /// Runs the bytecode program `text` (a `.bc` file) on the bundled interpreter, with
