@@ -381,32 +381,30 @@ fn cut_short(s: &Subject, limit: u64) -> Result<bool, String> {
 /// the program was discarded (it needs more than [`STEP_LIMIT`] operations, more than
 /// [`TIME_LIMIT`], or writes more than [`OUTPUT_LIMIT`]).
 pub fn check(text: &str) -> Result<bool, String> {
-    let (_, program) = lang::load(text, Syntax::Fg)
-        .map_err(|d| format!("generated an invalid program: {d:?}\n{text}"))?;
-    let subject = Subject {
-        program: &program,
-        entry: BlockId(0),
-        inputs: Vec::new(),
-        statics: 0,
-        stdin: STDIN.to_vec(),
-    };
-    check_subject(&subject, "pe", turn(text))
+    with_program(text, |subject| check_subject(subject, "pe", turn(text)))
 }
 
 /// Runs the program `text` under `--max-steps limit` in the interpreter, the trace
 /// interpreter and machine code (thresholds 1), and compares the two with the first, as the
 /// differential test does with a limit of its choosing.
 pub fn check_cut_short(text: &str, limit: u64) -> Result<bool, String> {
-    let (_, program) =
-        lang::load(text, Syntax::Fg).map_err(|d| format!("an invalid program: {d:?}\n{text}"))?;
-    let subject = Subject {
+    with_program(text, |subject| cut_short(subject, limit))
+}
+
+/// Loads the program `text` and runs `f` on it, from its first block, with no inputs.
+fn with_program(
+    text: &str,
+    f: impl FnOnce(&Subject) -> Result<bool, String>,
+) -> Result<bool, String> {
+    let (_, program) = lang::load(text, Syntax::Fg)
+        .map_err(|d| format!("generated an invalid program: {d:?}\n{text}"))?;
+    f(&Subject {
         program: &program,
         entry: BlockId(0),
         inputs: Vec::new(),
         statics: 0,
         stdin: STDIN.to_vec(),
-    };
-    cut_short(&subject, limit)
+    })
 }
 
 /// Runs the bytecode program `text` (a `.bc` file) on the bundled interpreter, with
