@@ -159,18 +159,41 @@ const MODES: &[&[&str]] = &[
     ],
 ];
 
+/// The modes run under an emulator (the aarch64 run, `FLOWJIT_TEST_RUNNER`), where everything
+/// is about ten times slower: only those that run machine code, at each threshold and with
+/// bridges. The interpreter, the trace interpreter and the optimizer's passes switched off in
+/// turn run Rust code that is the same on every ISA, and the native run checks them.
+const EMULATED_MODES: &[&[&str]] = &[
+    &["--mode", "jit"],
+    &["--mode", "jit", "--threshold", "0"],
+    &[
+        "--mode",
+        "jit",
+        "--threshold",
+        "0",
+        "--bridge-threshold",
+        "0",
+    ],
+    &[
+        "--mode",
+        "jit",
+        "--threshold",
+        "1",
+        "--bridge-threshold",
+        "1",
+    ],
+];
+
 #[test]
 fn every_program_prints_what_its_test_lines_say_in_every_mode() {
     let cases = cases();
-    // Under an emulator (the aarch64 run, `FLOWJIT_TEST_RUNNER`), the trace-interpreter modes
-    // run no machine code, only Rust code that the native run has tested: they are skipped
-    // there, which keeps the emulated run within CI's time.
     let emulated = std::env::var_os("FLOWJIT_TEST_RUNNER").is_some_and(|r| !r.is_empty());
+    let modes = if emulated { EMULATED_MODES } else { MODES };
     assert!(cases.len() >= 40, "found only {} test lines", cases.len());
     let mut failures = Vec::new();
     for case in &cases {
         let is_bc = case.file.extension().is_some_and(|e| e == "bc");
-        for mode in MODES.iter().filter(|m| !(emulated && m.contains(&"trace"))) {
+        for mode in modes {
             let mut cmd = common::flowjit_command();
             cmd.arg(if is_bc { "bytecode" } else { "run" })
                 .arg(&case.file)
