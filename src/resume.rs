@@ -20,7 +20,7 @@
 //! interpreter (values in its registers), machine code (unboxed values in its register
 //! buffer) and compiled residual programs (each variable in the register of its slot).
 
-use flowjit_runtime::Value;
+use flowjit_runtime::{Array, Value};
 
 use crate::lang::Slot;
 use crate::state::{Frame, Position, State};
@@ -38,6 +38,18 @@ pub struct Snapshot {
     pub entries: Vec<(Slot, Opnd)>,
     /// The calls the trace entered and has not left at the exit, outermost first.
     pub frames: Vec<Inlined>,
+    /// The arrays the trace never allocated (`virtual`) that the operands above hold, or
+    /// that those hold in turn: each with its elements at the exit, sorted by ref.
+    pub virtuals: Vec<Virtual>,
+}
+
+/// An array the trace never allocated, as a snapshot sees it: the exit builds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Virtual {
+    /// The `virtual` instruction that stands for it.
+    pub at: Ref,
+    /// Its elements at the exit. One may be another virtual array's `at` (or its own).
+    pub fields: Vec<Opnd>,
 }
 
 /// A call a trace inlined, as a snapshot inside it sees it.
@@ -59,15 +71,32 @@ impl Snapshot {
             cost,
             entries,
             frames: Vec::new(),
+            virtuals: Vec::new(),
         }
     }
 
-    /// Every operand the snapshot holds, of every frame.
+    /// Every operand the snapshot holds, of every frame and every virtual array (whose
+    /// `virtual` instructions are among them).
     pub fn operands(&self) -> impl Iterator<Item = &Opnd> {
         self.entries
             .iter()
             .chain(self.frames.iter().flat_map(|f| f.entries.iter()))
             .map(|(_, o)| o)
+            .chain(self.virtuals.iter().flat_map(|v| v.fields.iter()))
+    }
+
+    /// The operands whose values an exit reads: all but the virtual arrays, which it builds.
+    pub fn exit_values(&self) -> impl Iterator<Item = &Opnd> {
+        self.operands()
+            .filter(|o| o.as_ref().is_none_or(|r| self.virtual_at(r).is_none()))
+    }
+
+    /// The virtual array that `r` stands for in this snapshot, if it is one.
+    pub fn virtual_at(&self, r: Ref) -> Option<&Virtual> {
+        self.virtuals
+            .binary_search_by_key(&r, |v| v.at)
+            .ok()
+            .map(|k| &self.virtuals[k])
     }
 
     /// The same snapshot with each operand replaced by `f` of it.
@@ -86,6 +115,16 @@ impl Snapshot {
                     entries: entries(&fr.entries),
                 })
                 .collect(),
+            virtuals: self
+                .virtuals
+                .iter()
+                .map(|v| Virtual {
+                    at: f(&Opnd::Ref(v.at))
+                        .as_ref()
+                        .expect("a virtual array stays an instruction"),
+                    fields: v.fields.iter().map(&mut f).collect(),
+                })
+                .collect(),
         }
     }
 
@@ -99,35 +138,78 @@ impl Snapshot {
 }
 
 /// Writes `snap`'s resume variables into `frame`, reading each SSA value with `value`: for
-/// code that inlines no call (residual programs). Returns the operations the exit counts as
-/// done.
+/// code that inlines no call and removes no allocation (residual programs). Returns the
+/// operations the exit counts as done.
 pub fn restore_frame(snap: &Snapshot, value: impl Fn(Ref) -> Value, frame: &mut Frame) -> u64 {
     debug_assert!(snap.frames.is_empty(), "a snapshot of one frame");
-    write(&snap.entries, &value, frame);
+    debug_assert!(snap.virtuals.is_empty(), "a snapshot of no virtual array");
+    let mut exit = Exit::new(snap, value);
+    exit.write(&snap.entries, frame);
     snap.cost
 }
 
-fn write(entries: &[(Slot, Opnd)], value: &impl Fn(Ref) -> Value, frame: &mut Frame) {
-    for (slot, o) in entries {
-        frame[slot.index()] = Some(match o {
-            Opnd::Ref(r) => value(*r),
-            Opnd::Const(v) => v.clone(),
-        });
-    }
-}
-
 /// Writes `snap`'s resume variables into `state`'s frame, reading each SSA value with
-/// `value`, and enters the calls it lists, each with its frame. Returns the operations the
-/// exit counts as done. The caller made sure the calls fit under the depth limit (a tree is
-/// entered only where they do).
+/// `value`, and enters the calls it lists, each with its frame. The virtual arrays it holds
+/// are built first, each once (two variables that held the same array hold the same new
+/// one). Returns the operations the exit counts as done. The caller made sure the calls fit
+/// under the depth limit (a tree is entered only where they do).
 pub fn restore(snap: &Snapshot, value: impl Fn(Ref) -> Value, state: &mut State) -> u64 {
-    write(&snap.entries, &value, &mut state.frame);
+    let mut exit = Exit::new(snap, value);
+    exit.write(&snap.entries, &mut state.frame);
     for call in &snap.frames {
         let size = state.frame.len();
         state
             .enter(size, &[], Vec::new(), call.ret, call.dst)
             .expect("the calls of a trace fit under the depth limit");
-        write(&call.entries, &value, &mut state.frame);
+        exit.write(&call.entries, &mut state.frame);
     }
     snap.cost
+}
+
+/// One exit's write-back: the values it reads, and the virtual arrays it has built.
+struct Exit<'s, F> {
+    snap: &'s Snapshot,
+    value: F,
+    built: Vec<Option<Value>>,
+}
+
+impl<'s, F: Fn(Ref) -> Value> Exit<'s, F> {
+    fn new(snap: &'s Snapshot, value: F) -> Self {
+        let mut exit = Exit {
+            snap,
+            value,
+            built: vec![None; snap.virtuals.len()],
+        };
+        // Every array first, then their elements: an element may be any of them, itself
+        // included.
+        for (k, v) in snap.virtuals.iter().enumerate() {
+            let init = vec![Value::Int(0); v.fields.len()];
+            exit.built[k] = Some(Value::Array(std::rc::Rc::new(Array::new(init))));
+        }
+        for (k, v) in snap.virtuals.iter().enumerate() {
+            let Some(Value::Array(array)) = exit.built[k].clone() else {
+                unreachable!("built above")
+            };
+            for (i, o) in v.fields.iter().enumerate() {
+                array.set(i, exit.get(o));
+            }
+        }
+        exit
+    }
+
+    fn get(&self, o: &Opnd) -> Value {
+        match o {
+            Opnd::Ref(r) => match self.snap.virtuals.binary_search_by_key(r, |v| v.at) {
+                Ok(k) => self.built[k].clone().expect("built first"),
+                Err(_) => (self.value)(*r),
+            },
+            Opnd::Const(v) => v.clone(),
+        }
+    }
+
+    fn write(&mut self, entries: &[(Slot, Opnd)], frame: &mut Frame) {
+        for (slot, o) in entries {
+            frame[slot.index()] = Some(self.get(o));
+        }
+    }
 }

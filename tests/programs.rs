@@ -73,7 +73,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "cse,guards,bounds,peel,dce",
+        "cse,guards,bounds,peel,virtuals,dce",
     ],
     &[
         "--mode",
@@ -81,7 +81,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,heap,guards,bounds,peel,dce",
+        "fold,heap,guards,bounds,peel,virtuals,dce",
     ],
     &[
         "--mode",
@@ -89,7 +89,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,heap,bounds,peel,dce",
+        "fold,cse,heap,bounds,peel,virtuals,dce",
     ],
     &[
         "--mode",
@@ -97,7 +97,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,heap,guards,peel,dce",
+        "fold,cse,heap,guards,peel,virtuals,dce",
     ],
     &[
         "--mode",
@@ -105,7 +105,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,heap,guards,bounds,dce",
+        "fold,cse,heap,guards,bounds,virtuals,dce",
     ],
     &[
         "--mode",
@@ -113,7 +113,15 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,heap,guards,bounds,peel",
+        "fold,cse,heap,guards,bounds,peel,virtuals",
+    ],
+    &[
+        "--mode",
+        "trace",
+        "--threshold",
+        "0",
+        "--passes",
+        "fold,cse,heap,guards,bounds,peel,dce",
     ],
     // Machine code with each pass but `peel` (without which nothing is compiled) switched
     // off in turn, bridges from every guard that fails twice.
@@ -123,7 +131,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "cse,guards,bounds,peel,dce",
+        "cse,guards,bounds,peel,virtuals,dce",
     ],
     &[
         "--threshold",
@@ -131,7 +139,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,heap,guards,bounds,peel,dce",
+        "fold,heap,guards,bounds,peel,virtuals,dce",
     ],
     &[
         "--threshold",
@@ -139,7 +147,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,cse,heap,bounds,peel,dce",
+        "fold,cse,heap,bounds,peel,virtuals,dce",
     ],
     &[
         "--threshold",
@@ -147,7 +155,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,cse,heap,guards,peel,dce",
+        "fold,cse,heap,guards,peel,virtuals,dce",
     ],
     &[
         "--threshold",
@@ -155,7 +163,15 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,cse,heap,guards,bounds,peel",
+        "fold,cse,heap,guards,bounds,peel,virtuals",
+    ],
+    &[
+        "--threshold",
+        "1",
+        "--bridge-threshold",
+        "1",
+        "--passes",
+        "fold,cse,heap,guards,bounds,peel,dce",
     ],
 ];
 

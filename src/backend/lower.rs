@@ -202,7 +202,11 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                         .iter()
                         .map(|a| of(&k, a))
                         .collect::<Result<Vec<_>, _>>()?;
-                    for o in trace.snap_of(inst).into_iter().flat_map(|s| s.operands()) {
+                    for o in trace
+                        .snap_of(inst)
+                        .into_iter()
+                        .flat_map(|s| s.exit_values())
+                    {
                         of(&k, o)?;
                     }
                     // An element or a result that owns a reference would need the code to
@@ -247,7 +251,11 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                     for a in &inst.args {
                         of(&k, a)?;
                     }
-                    for o in trace.snap_of(inst).into_iter().flat_map(|s| s.operands()) {
+                    for o in trace
+                        .snap_of(inst)
+                        .into_iter()
+                        .flat_map(|s| s.exit_values())
+                    {
                         of(&k, o)?;
                     }
                     None
@@ -523,7 +531,8 @@ impl Lower<'_> {
                     };
                     self.vals[seg][i] = Some(v);
                 }
-                Kind::Param(_) => {}
+                // Never allocated: an exit whose snapshot holds it builds it.
+                Kind::Param(_) | Kind::Virtual => {}
                 Kind::LoopStart => {
                     let h = b.create_block();
                     for (k, _) in inst.args.iter().enumerate() {
@@ -950,7 +959,7 @@ pub fn lower(
                 b.ins().store(mf, l.inputs[k], l.regs, (8 * at) as i32);
             }
         }
-        for o in trace.snaps[own.index()].operands() {
+        for o in trace.snaps[own.index()].exit_values() {
             if let Opnd::Ref(r) = o {
                 let v = l.vals[seg][r.index()].expect("snapshot refs are defined before the exit");
                 let at = an.layout.offsets[seg] + r.index();

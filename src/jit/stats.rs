@@ -41,9 +41,10 @@ pub struct Stats {
     pub first_native: Option<Duration>,
     /// Limits reached, each said once.
     pub limits: Vec<String>,
-    /// Array loads, array stores and elidable calls per iteration: as recorded, and what
-    /// the optimizer left of them, summed over the traces and bridges kept.
-    pub heap: [Kept; 3],
+    /// Array loads, array stores, elidable calls and array allocations per iteration: as
+    /// recorded, and what the optimizer left of them, summed over the traces and bridges
+    /// kept.
+    pub heap: [Kept; 4],
 }
 
 /// How many instructions of a kind one pass through a trace has, as recorded and as
@@ -61,10 +62,11 @@ impl Stats {
     /// (its loop, when peeled).
     pub(super) fn count_heap(&mut self, recorded: &Trace, optimized: &Trace) {
         let body = &optimized.insts[optimized.loop_start().map_or(0, |s| s + 1)..];
-        let kinds: [fn(Kind) -> bool; 3] = [
+        let kinds: [fn(Kind) -> bool; 4] = [
             |k| k == Kind::GetItem,
             |k| k == Kind::SetItem,
             |k| matches!(k, Kind::CallPure(_)),
+            |k| matches!(k, Kind::Op(op) if op.allocates()),
         ];
         for (kept, is) in self.heap.iter_mut().zip(kinds) {
             kept.recorded += recorded.insts.iter().filter(|i| is(i.kind)).count() as u64;
@@ -141,12 +143,12 @@ impl Jit<'_> {
         for (label, why) in &s.rejected {
             let _ = writeln!(out, "  at {label}: {}", why.reason());
         }
-        let [loads, stores, calls] = s.heap;
-        if loads.recorded + stores.recorded + calls.recorded > 0 {
+        let [loads, stores, calls, allocs] = s.heap;
+        if loads.recorded + stores.recorded + calls.recorded + allocs.recorded > 0 {
             let _ = writeln!(
                 out,
-                "per iteration, recorded -> optimized: array loads {} -> {}, array stores {} -> {}, elidable calls {} -> {}",
-                loads.recorded, loads.left, stores.recorded, stores.left, calls.recorded, calls.left
+                "per iteration, recorded -> optimized: array loads {} -> {}, array stores {} -> {}, elidable calls {} -> {}, array allocations {} -> {}",
+                loads.recorded, loads.left, stores.recorded, stores.left, calls.recorded, calls.left, allocs.recorded, allocs.left
             );
         }
         let _ = writeln!(

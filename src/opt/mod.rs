@@ -20,6 +20,7 @@
 //! | `guards` | redundant and implied guards |
 //! | `bounds` | integer intervals; operations that cannot fail lose their snapshot |
 //! | `peel` | preamble + loop; carried constants are not carried; re-runs the stages above |
+//! | `virtuals` | arrays that do not escape are never allocated; re-runs the stages above |
 //! | `dce` | removes operations that cannot exit and are not used |
 
 pub mod bounds;
@@ -33,6 +34,7 @@ pub mod interval;
 pub mod peel;
 pub mod rewrite;
 pub mod state;
+pub mod virtuals;
 
 use std::fmt;
 
@@ -105,7 +107,9 @@ impl std::error::Error for Rejected {}
 
 /// The passes, in pipeline order: the stages of the forward optimizer, then `peel` and
 /// `dce`.
-pub const PIPELINE: &[&str] = &["fold", "cse", "heap", "guards", "bounds", "peel", "dce"];
+pub const PIPELINE: &[&str] = &[
+    "fold", "cse", "heap", "guards", "bounds", "peel", "virtuals", "dce",
+];
 
 /// Checks a list of pass names; the error names the unknown one.
 pub fn check_passes(names: &[String]) -> Result<Vec<&'static str>, String> {
@@ -167,6 +171,14 @@ fn optimize_for(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace,
     if enabled.contains(&"peel") {
         t = peel::run(&t, &|t| local(t, enabled, counted))?;
         debug_assert_eq!(verify(&t), Ok(()), "after peel");
+    }
+    if enabled.contains(&"virtuals") {
+        let v = virtuals::run(&t);
+        debug_assert_eq!(verify(&v), Ok(()), "after virtuals");
+        // What the arrays held is now known where it was read: fold it.
+        if v != t {
+            t = local(&v, enabled, counted)?;
+        }
     }
     if enabled.contains(&"dce") {
         t = dce::run(&t)?;

@@ -209,12 +209,13 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
             }
         }
         entries.sort_by_key(|(s, _)| *s);
-        let frames = old.map(|o| remap(map, o)).frames;
+        let mapped = old.map(|o| remap(map, o));
         snaps.push(Snapshot {
             pos: old.pos,
             cost: old.cost,
             entries,
-            frames,
+            frames: mapped.frames,
+            virtuals: mapped.virtuals,
         });
         SnapId(snaps.len() as u32 - 1)
     };

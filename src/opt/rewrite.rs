@@ -11,7 +11,7 @@
 
 use flowjit_runtime::Value;
 
-use crate::trace::{Inst, Opnd, Ref, SnapId, Snapshot, Trace};
+use crate::trace::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace};
 
 /// A forward rewrite of a trace.
 pub struct Rewriter<'t> {
@@ -98,18 +98,39 @@ impl<'t> Rewriter<'t> {
         SnapId(self.snaps.len() as u32 - 1)
     }
 
+    /// Old snapshot `id` in terms of the new trace, not yet added.
+    pub fn mapped_snapshot(&self, id: SnapId) -> Snapshot {
+        self.old.snaps[id.index()].map(|o| self.opnd(o))
+    }
+
     /// Emits a copy of old instruction `i` with new operands and snapshot.
     fn push(&mut self, i: usize, args: Vec<Opnd>, snap: Option<SnapId>) -> Ref {
+        self.push_as(i, self.old.insts[i].kind, args, snap)
+    }
+
+    /// Emits a new instruction that stands for no old one (map old refs to it with
+    /// [`Rewriter::set`]).
+    pub fn push_new(&mut self, inst: Inst) -> Ref {
+        self.insts.push(inst);
+        self.constants.push(None);
+        Ref(self.insts.len() as u32 - 1)
+    }
+
+    /// Emits old instruction `i` as a `kind` with operands `args` and snapshot `snap` (one
+    /// of the new trace's); old ref `i` maps to the result.
+    pub fn push_as(&mut self, i: usize, kind: Kind, args: Vec<Opnd>, snap: Option<SnapId>) -> Ref {
         let old = &self.old.insts[i];
         self.insts.push(Inst {
-            kind: old.kind,
+            kind,
             args,
             snap,
             origin: old.origin,
             ty: old.ty,
         });
         self.constants.push(None);
-        Ref(self.insts.len() as u32 - 1)
+        let r = Ref(self.insts.len() as u32 - 1);
+        self.map[i] = Some(Opnd::Ref(r));
+        r
     }
 
     /// Emits old instruction `i` with operands `args`; old ref `i` maps to the result. Its
@@ -141,6 +162,11 @@ impl<'t> Rewriter<'t> {
     pub fn keep(&mut self, i: usize) -> Ref {
         let args = self.args(&self.old.insts[i]);
         self.keep_with(i, args)
+    }
+
+    /// The new trace's instructions so far.
+    pub fn insts(&self) -> &[Inst] {
+        &self.insts
     }
 
     /// The instruction that defines new ref `r`.

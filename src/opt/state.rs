@@ -58,13 +58,18 @@ pub struct LoopState {
 
 impl LoopState {
     /// The header state of a peeled trace; `None` if the trace is not peeled, or a carried
-    /// variable is neither a constant nor a parameter at the header (then no jump enters
-    /// the loop but through the preamble).
+    /// variable is neither a constant nor a parameter at the header, or is a virtual array
+    /// (then no jump enters the loop but through the preamble).
     pub fn of(trace: &Trace) -> Option<LoopState> {
         let start = trace.loop_start()?;
         let first = &trace.insts[start];
         let last = trace.insts.last()?;
         if last.kind != Kind::Loop {
+            return None;
+        }
+        // A variable carried as the elements of a virtual array (`opt::virtuals`) has no
+        // param of its own: a jump cannot bring it.
+        if !trace.snap_of(first)?.virtuals.is_empty() {
             return None;
         }
         let before = &trace.snap_of(first)?.entries;

@@ -165,6 +165,13 @@ pub enum Kind {
     /// Exits before itself when the call fails (the interpreter then makes it, and raises
     /// the error) or when `--max-steps` cannot hold it.
     CallPure(FuncId),
+    /// `virtual(n, init)`: an array of `n` elements, each `init`, that the trace makes and
+    /// never lets escape, so that no executor allocates it (allocation removal,
+    /// `opt::virtuals`). Nothing reads it: its elements became the operands that were
+    /// stored into it, and its length a constant. A snapshot that holds it lists its
+    /// elements at that point ([`crate::resume::Virtual`]); an exit through that snapshot
+    /// builds it (LuaJIT's sunk allocations, PyPy's virtuals).
+    Virtual,
 }
 
 /// What an instruction does besides computing its result: what the optimizer may do with
@@ -331,6 +338,13 @@ impl Kind {
             // Pure by the function's promise (SPEC.md §2.3): folded by its recorded result,
             // merged with an equal call, and it changes nothing the optimizer knows.
             Kind::CallPure(_) => row("call_pure", None, Res::Checked, Pure, Snap::CanFail),
+            Kind::Virtual => row(
+                "virtual",
+                Some(2),
+                Res::Fixed(Ty::Array),
+                Alloc,
+                Snap::Never,
+            ),
             Kind::Op(op) => Info {
                 name: op.name(),
                 arity: Some(op.arity()),
@@ -381,6 +395,7 @@ impl Kind {
             "guard_value" => Kind::GuardValue,
             "loop" => Kind::Loop,
             "loop_start" => Kind::LoopStart,
+            "virtual" => Kind::Virtual,
             _ => Kind::Op(Op::from_name(name)?),
         })
     }

@@ -18,7 +18,7 @@ use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
 use super::print::Names;
 use crate::lang::parse_fg::parse_fg_const;
 use crate::lang::{BlockId, FuncId, Slot};
-use crate::resume::Inlined;
+use crate::resume::{Inlined, Virtual};
 use crate::state::Position;
 
 /// The variables and labels a trace read from text names, by slot and block number.
@@ -139,6 +139,14 @@ impl Parser {
                  `> VAR=LABEL:INDEX [VAR=OPND, ...]` for each call it is inside"
             )
         };
+        // `{vN=[OPND, ...], ...}` at the end: the virtual arrays.
+        let (text, virtuals) = match text.trim_end().strip_suffix('}') {
+            Some(head) => {
+                let open = head.rfind('{').ok_or_else(bad)?;
+                (&head[..open], self.virtuals(&head[open + 1..])?)
+            }
+            None => (text, Vec::new()),
+        };
         let mut parts = split_top(text, '>').into_iter();
         let own = parts.next().ok_or_else(bad)?;
         let (pos, rest) = own.split_once(' ').ok_or_else(bad)?;
@@ -164,7 +172,39 @@ impl Parser {
             cost,
             entries,
             frames,
+            virtuals,
         })
+    }
+
+    /// `vN=[OPND, ...], ...`: virtual arrays and their elements, sorted by ref.
+    fn virtuals(&mut self, text: &str) -> Result<Vec<Virtual>, String> {
+        let mut virtuals = Vec::new();
+        for part in split_top(text, ',') {
+            let bad = || {
+                format!(
+                    "bad virtual array `{}`: expected vN=[OPND, ...]",
+                    part.trim()
+                )
+            };
+            let (at, fields) = part.split_once('=').ok_or_else(bad)?;
+            let at = self.opnd(at)?.as_ref().ok_or_else(bad)?;
+            let inner = fields
+                .trim()
+                .strip_prefix('[')
+                .and_then(|f| f.strip_suffix(']'));
+            let inner = inner.ok_or_else(bad)?;
+            let fields = if inner.trim().is_empty() {
+                Vec::new()
+            } else {
+                split_top(inner, ',')
+                    .into_iter()
+                    .map(|f| self.opnd(f))
+                    .collect::<Result<_, _>>()?
+            };
+            virtuals.push(Virtual { at, fields });
+        }
+        virtuals.sort_by_key(|v| v.at);
+        Ok(virtuals)
     }
 
     /// `LABEL:INDEX`.

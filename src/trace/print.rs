@@ -169,7 +169,8 @@ pub fn opnd(o: &Opnd) -> String {
 /// order of their names (so that the text does not depend on how slots are numbered); then,
 /// for each call the snapshot is inside (outermost first), `> dst=label:index [var=opnd,
 /// ...]`: the caller's variable that receives the result, where the caller goes on, and the
-/// callee's variables.
+/// callee's variables; last, in braces, each virtual array the snapshot holds, with its
+/// elements: `{v4=[v2, 7]}`.
 pub fn snapshot(names: &dyn Names, snap: &Snapshot) -> String {
     let entries = |es: &[(Slot, Opnd)]| {
         let mut entries: Vec<(&str, String)> = es
@@ -196,6 +197,17 @@ pub fn snapshot(names: &dyn Names, snap: &Snapshot) -> String {
             call.ret.inst,
             entries(&call.entries)
         );
+    }
+    if !snap.virtuals.is_empty() {
+        let virtuals: Vec<String> = snap
+            .virtuals
+            .iter()
+            .map(|v| {
+                let fields: Vec<String> = v.fields.iter().map(opnd).collect();
+                format!("{}=[{}]", v.at, fields.join(", "))
+            })
+            .collect();
+        let _ = write!(text, " {{{}}}", virtuals.join(", "));
     }
     text
 }

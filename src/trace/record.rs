@@ -138,6 +138,7 @@ impl Recorder<'_> {
             cost: self.cost,
             entries: entries(own),
             frames,
+            virtuals: Vec::new(),
         });
         SnapId(self.snaps.len() as u32 - 1)
     }

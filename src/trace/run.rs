@@ -172,7 +172,8 @@ fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], env: &mut Env, rese
         Kind::GuardTrue => !value(regs, &inst.args[0]).is_false(),
         Kind::GuardFalse => value(regs, &inst.args[0]).is_false(),
         Kind::GuardValue => value(regs, &inst.args[0]) == value(regs, &inst.args[1]),
-        Kind::Param(_) | Kind::Loop | Kind::LoopStart => true,
+        // Never allocated: an exit whose snapshot holds it builds it.
+        Kind::Param(_) | Kind::Loop | Kind::LoopStart | Kind::Virtual => true,
     }
 }
 

@@ -137,8 +137,38 @@ pub fn verify(trace: &Trace) -> Result<(), String> {
                 if matches!(inst.kind, Kind::Loop | Kind::LoopStart) && !snap.frames.is_empty() {
                     return Err(format!("v{i}: {} inside a call", inst.kind.name()));
                 }
+                check_virtuals(trace, snap).map_err(|e| format!("v{i}: {e}"))?;
             }
             (false, None) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A snapshot's virtual arrays: sorted, each a `virtual` instruction with one operand per
+/// element, and every `virtual` it refers to listed.
+fn check_virtuals(trace: &Trace, snap: &crate::resume::Snapshot) -> Result<(), String> {
+    if !snap.virtuals.windows(2).all(|w| w[0].at < w[1].at) {
+        return Err("snapshot's virtual arrays not sorted".into());
+    }
+    for v in &snap.virtuals {
+        let def = &trace.insts[v.at.index()];
+        if def.kind != Kind::Virtual {
+            return Err(format!(
+                "{} in the snapshot's virtual arrays is not virtual",
+                v.at
+            ));
+        }
+        if def.args[0].as_const() != Some(&flowjit_runtime::Value::Int(v.fields.len() as i64)) {
+            return Err(format!("{} has not one element per its length", v.at));
+        }
+    }
+    for o in snap.operands() {
+        if let Some(r) = o.as_ref() {
+            let virtual_ = trace.insts[r.index()].kind == Kind::Virtual;
+            if virtual_ && snap.virtual_at(r).is_none() {
+                return Err(format!("{r} is virtual but the snapshot lists no elements"));
+            }
         }
     }
     Ok(())
