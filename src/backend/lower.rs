@@ -276,7 +276,13 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                 if !inputs.contains(slot) {
                     inputs.push(*slot);
                     input_kinds.push(match o {
-                        Opnd::Ref(r) => kinds[seg][r.index()].expect("a ref has a kind"),
+                        // A virtual array (`opt::virtuals`) has no register of its own:
+                        // the exit builds it after it writes the inputs back, so the input
+                        // keeps what it held, an array.
+                        Opnd::Ref(r) => match kinds[seg][r.index()] {
+                            Some(k) => k,
+                            None => kind_of(s.trace.insts[r.index()].ty)?,
+                        },
                         Opnd::Const(v) => const_kind(v)?,
                     });
                 }

@@ -5,7 +5,10 @@
 //! into one and reads through the other, makes `arr` a fresh array (so that the two differ
 //! from then on) or makes them the same again, stores the array into itself (which prints as
 //! `[...]`), compares them, and reads and writes at indexes that leave the array now and
-//! then (`k = i % 6` on five elements). It prints variables and the array, writes bytes
+//! then (`k = i % 6` on five elements), or at constant indexes. A small array, `box`, is made
+//! anew ([`HeapOp::Box`]), read at constant indexes, made to hold `arr`, printed or aliased
+//! by `ali` (so that allocation removal keeps it virtual, across iterations too, or lets it
+//! escape, in one branch or every time). It prints variables and the array, writes bytes
 //! (some of which are not bytes: `x & 511`), and reads its input; so output comes before
 //! errors, and each executor must have written all of it.
 //!
@@ -44,6 +47,9 @@ pub enum Index {
     Var(usize, i64),
     /// The argument itself: negative, huge, an atom...
     Raw(GenArg),
+    /// A constant: an element a trace knows (allocation removal keeps an array whose every
+    /// index is one out of memory); out of range when not below [`ARRAY_LEN`].
+    Const(i64),
 }
 
 /// One heap, call or input/output statement.
@@ -83,6 +89,22 @@ pub enum HeapOp {
     Putchar(usize, i64),
     /// `x{dst} = getchar()`.
     Getchar(usize),
+    /// `box = array(2, init)`, `box[1] = value`: a new small array, as a dynamic
+    /// language's boxed value, which allocation removal keeps out of memory while nothing
+    /// lets it escape (and carries across the back edge as its elements).
+    Box {
+        /// Both elements at first.
+        init: GenArg,
+        /// The second element.
+        value: GenArg,
+    },
+    /// `x{dst} = box[k]`, `k` a constant (2 is out of range).
+    Unbox(usize, i64),
+    /// `box[k] = arr`: the box holds the array (an array in an array; out of range at 2).
+    BoxHolds(i64),
+    /// `print(box)`, or `ali = box` (then `ali` is the box: loads, stores and comparisons
+    /// through it let the box escape, or not).
+    BoxEscapes(bool),
     /// `x{dst} = call` function number `func` (modulo how many there are) with two
     /// arguments.
     Call {
@@ -135,6 +157,7 @@ fn index() -> impl Strategy<Value = Index> {
         6 => prop_oneof![3 => 1..=ARRAY_LEN, 1 => ARRAY_LEN + 1..ARRAY_LEN + 3].prop_map(Index::Counter),
         3 => (0..VARS, 1..=ARRAY_LEN + 1).prop_map(|(v, m)| Index::Var(v, m)),
         1 => super::flow::arg().prop_map(Index::Raw),
+        4 => prop_oneof![6 => 0..ARRAY_LEN, 1 => Just(ARRAY_LEN)].prop_map(Index::Const),
     ]
 }
 
@@ -162,6 +185,10 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         2 => (0..VARS, prop_oneof![4 => Just(127i64), 1 => Just(511)])
             .prop_map(|(v, m)| HeapOp::Putchar(v, m)),
         1 => (0..VARS).prop_map(HeapOp::Getchar),
+        2 => (value(), value()).prop_map(|(init, value)| HeapOp::Box { init, value }),
+        2 => (0..VARS, prop_oneof![6 => 0i64..2, 1 => Just(2)]).prop_map(|(d, k)| HeapOp::Unbox(d, k)),
+        1 => prop_oneof![6 => 0i64..2, 1 => Just(2)].prop_map(HeapOp::BoxHolds),
+        1 => any::<bool>().prop_map(HeapOp::BoxEscapes),
         3 => (0..VARS, 0usize..3, value(), value(), any::<bool>())
             .prop_map(|(dst, func, a, b, promote)| HeapOp::Call { dst, func, args: [a, b], promote }),
     ];
@@ -187,7 +214,7 @@ pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
 
 /// The statements that make the array and the memo tables, for the first block.
 pub fn prologue(funcs: &[GenFunc]) -> String {
-    let mut s = format!("    arr = array({ARRAY_LEN}, 0)\n    ali = arr\n");
+    let mut s = format!("    arr = array({ARRAY_LEN}, 0)\n    ali = arr\n    box = array(2, 0)\n");
     for (m, f) in funcs.iter().enumerate() {
         if let GenFunc::Memo { size, .. } = f {
             let _ = writeln!(s, "    memo{m} = array({size}, 'none')");
@@ -204,6 +231,7 @@ impl Emitter {
             Index::Counter(m) => writeln!(self.out, "    {k} = {counter} % {m}"),
             Index::Var(v, m) => writeln!(self.out, "    {k} = x{v} % {m}"),
             Index::Raw(a) => writeln!(self.out, "    {k} = {}", Self::arg(a, counter)),
+            Index::Const(c) => writeln!(self.out, "    {k} = {c}"),
         };
         k
     }
@@ -261,6 +289,24 @@ impl Emitter {
                 }
                 HeapOp::Getchar(dst) => {
                     let _ = writeln!(self.out, "    x{dst} = getchar()");
+                }
+                HeapOp::Box { init, value } => {
+                    let init = Self::arg(init, counter);
+                    let v = Self::arg(value, counter);
+                    let _ = writeln!(self.out, "    box = array(2, {init})\n    box[1] = {v}");
+                }
+                HeapOp::Unbox(dst, k) => {
+                    let _ = writeln!(self.out, "    x{dst} = box[{k}]");
+                }
+                HeapOp::BoxHolds(k) => {
+                    let _ = writeln!(self.out, "    box[{k}] = arr");
+                }
+                HeapOp::BoxEscapes(print) => {
+                    let _ = if *print {
+                        writeln!(self.out, "    print(box)")
+                    } else {
+                        writeln!(self.out, "    ali = box")
+                    };
                 }
                 HeapOp::Call {
                     dst,

@@ -6,7 +6,8 @@
 //! `setitem` at a constant index in range, `len`, a snapshot, or being stored into another
 //! virtual array. Any other use lets it escape: an operand of any other instruction (`print`,
 //! `eq`, a call, a store into an array that is real), a loop-carried value that cannot stay
-//! virtual (below), or a use in the loop of an array the preamble made. An array stored into
+//! virtual (below), a use in the loop of an array the preamble made, or the end of a trace
+//! that is not peeled (a bridge's state goes on in registers). An array stored into
 //! one that escapes escapes with it; an array read back out of another escapes too, so that
 //! no operand of an instruction is ever virtual.
 //!
@@ -228,8 +229,11 @@ fn analyze(trace: &Trace) -> Plan {
             }
         }
         if let Some(snap) = trace.snap_of(inst) {
+            // The end of a trace that is not peeled (a bridge) writes its state into the
+            // registers of the code it goes on in, one value each: it holds no virtual array.
+            let end = inst.kind == Kind::Loop && start.is_none();
             for o in snap.operands() {
-                if let Some(c) = cand(&len, o).filter(|c| crosses(*c)) {
+                if let Some(c) = cand(&len, o).filter(|c| end || crosses(*c)) {
                     escaped[c] = true;
                 }
             }
