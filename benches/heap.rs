@@ -20,6 +20,9 @@ use flowjit::lang::{self, BlockId, Program, Slot, Syntax};
 use flowjit::state::{Io, State};
 use flowjit_runtime::Value;
 
+/// A case: its name, the program's text and its inputs.
+type Case = (&'static str, &'static str, Vec<(&'static str, i64)>);
+
 /// A loaded program, its entry and its inputs.
 type Loaded = (Program, BlockId, Vec<(Slot, Value)>);
 
@@ -34,7 +37,7 @@ fn load(text: &str, inputs: &[(&str, i64)]) -> Loaded {
 
 fn bench(c: &mut Criterion) {
     let n = 1_000_000;
-    let cases: [(&str, &str, Vec<(&str, i64)>); 4] = [
+    let cases: [Case; 4] = [
         (
             "boxed_1e6",
             include_str!("../examples/boxed.fg"),
