@@ -751,3 +751,27 @@ fn a_loop_that_makes_and_drops_arrays_runs_in_constant_memory() {
         );
     }
 }
+
+/// A tree whose inner loop carries a virtual array and whose bridge goes back to the tree's
+/// start: every exit writes the tree's inputs back, the array's variable among them (found
+/// by the differential test: the machine code's analysis had no kind for it).
+#[test]
+fn a_bridge_back_to_the_start_of_a_loop_that_carries_a_virtual_array() {
+    let path = "tests/programs/virtuals.fg";
+    let args = ["which=ret", "n=23", "k=36"];
+    let (want, _) =
+        common::flowjit_ok(&[&["run", path][..], &args, &["--mode", "interp"]].concat());
+    assert_eq!(want, "81920\n");
+    for mode in ["jit", "trace"] {
+        let flags = [
+            "--mode",
+            mode,
+            "--threshold",
+            "50",
+            "--bridge-threshold",
+            "20",
+        ];
+        let (got, _) = common::flowjit_ok(&[&["run", path][..], &args, &flags].concat());
+        assert_eq!(got, want, "--mode {mode}");
+    }
+}

@@ -9,7 +9,7 @@
 //!
 //! **In memory**: a [`Value`] is 16 bytes, a 64-bit tag at [`VALUE_TAG_OFFSET`] and the
 //! payload at [`VALUE_PAYLOAD_OFFSET`] (an `i64`, an atom id in the low 32 bits, or an `Rc`
-//! pointer). A [`List`] is the address of its first element at [`LIST_ITEMS_OFFSET`] and its
+//! pointer, [`RC_VALUE_OFFSET`] before the list's or the array's address). A [`List`] is the address of its first element at [`LIST_ITEMS_OFFSET`] and its
 //! length at [`LIST_LEN_OFFSET`]; elements are [`VALUE_SIZE`] bytes apart. An [`Array`] has
 //! the same layout.
 
@@ -35,6 +35,10 @@ pub const VALUE_SIZE: usize = 16;
 pub const VALUE_TAG_OFFSET: usize = 0;
 /// Where a [`Value`]'s payload is.
 pub const VALUE_PAYLOAD_OFFSET: usize = 8;
+/// How far past the pointer an `Rc` keeps (to its reference counts) its value is: the
+/// payload of a list or an array in memory is that pointer, and machine code holds the
+/// value's address ([`unbox`]), this much further.
+pub const RC_VALUE_OFFSET: usize = 2 * size_of::<usize>();
 /// Where a [`List`] keeps the address of its first element.
 pub const LIST_ITEMS_OFFSET: usize = offset_of!(List, items);
 /// Where a [`List`] keeps its length.
@@ -156,6 +160,24 @@ pub unsafe fn with_boxed<R>(bits: i64, kind: Kind, f: impl FnOnce(&Value) -> R) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_element_that_is_an_array_holds_its_address_rc_value_offset_before() {
+        let inner = Rc::new(Array::new(vec![Value::Int(1)]));
+        let v = Value::Array(inner.clone());
+        // SAFETY: a Value is 16 bytes; the payload word is initialized for an array.
+        let payload = unsafe {
+            *((&v as *const Value as *const u8).add(VALUE_PAYLOAD_OFFSET) as *const usize)
+        };
+        assert_eq!(payload + RC_VALUE_OFFSET, Rc::as_ptr(&inner) as usize);
+        let list = Rc::new(List::new(vec![Value::Int(2)]));
+        let v = Value::List(list.clone());
+        // SAFETY: as above.
+        let payload = unsafe {
+            *((&v as *const Value as *const u8).add(VALUE_PAYLOAD_OFFSET) as *const usize)
+        };
+        assert_eq!(payload + RC_VALUE_OFFSET, Rc::as_ptr(&list) as usize);
+    }
 
     #[test]
     fn values_round_trip_through_machine_words() {

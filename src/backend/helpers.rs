@@ -24,6 +24,92 @@ pub struct Ctx<'a> {
     pub state: &'a mut State,
     /// The `--max-steps` limit, for the budget of an elidable call.
     pub limit: Option<u64>,
+    /// How large what `owned` holds is, in elements (one more for each list or array); the
+    /// code reads it where an iteration ends, and exits there when it reaches
+    /// [`MAX_OWNED`].
+    pub made: u64,
+    /// The values the code made (arrays and lists) or copied out of arrays (a list or an
+    /// array element), each kept alive here until the code returns: the code's registers
+    /// only borrow (`abi::unbox`), so that no register owns what it holds. The exit copies
+    /// what the interpreter keeps (`abi::rebox`) before these are dropped.
+    pub owned: Vec<Value>,
+}
+
+/// How large (in elements, see [`Ctx::made`]) what the code makes or copies out of arrays
+/// may grow before it exits at the end of an iteration and lets it go: memory stays bounded
+/// (about 16 MiB of elements) in a loop that makes an array on every iteration, for the cost
+/// of one exit and entry per this many.
+pub const MAX_OWNED: u64 = 1 << 20;
+
+impl Ctx<'_> {
+    /// Keeps `v` alive until the code returns; its bits, as the code holds them.
+    fn keep(&mut self, v: Value, kind: MKind) -> i64 {
+        let bits = abi::unbox(&v, kind).expect("a value of the kind the code expects");
+        let size = match &v {
+            Value::List(l) => l.len(),
+            Value::Array(a) => a.len(),
+            _ => return bits,
+        };
+        self.owned.push(v);
+        self.made += 1 + size as u64;
+        bits
+    }
+}
+
+/// An operation that allocates (`array`, `toarray`, `tolist`), on one or two operands (`b`
+/// ignored for one): the new array's or list's address, kept alive in the context; 0 when
+/// the operation fails (the code then exits before it and the interpreter raises).
+///
+/// # Safety
+/// `ctx` is the code's context; `a` and `b` hold live values of kinds `a_kind` and `b_kind`.
+pub unsafe extern "C" fn alloc(
+    ctx: *mut Ctx,
+    op: i64,
+    a: i64,
+    a_kind: i64,
+    b: i64,
+    b_kind: i64,
+) -> i64 {
+    // SAFETY: the caller's guarantee.
+    let ctx = unsafe { &mut *ctx };
+    let op = flowjit_runtime::Op::ALL[op as usize];
+    let made = unsafe {
+        abi::with_boxed(a, kind_from(a_kind), |a| {
+            if op.arity() == 1 {
+                ops::apply1(op, a)
+            } else {
+                abi::with_boxed(b, kind_from(b_kind), |b| ops::apply2(op, a, b))
+            }
+        })
+    };
+    match made {
+        Ok(v) => match abi::Kind::of(&v) {
+            Some(kind @ (MKind::Array | MKind::List)) => ctx.keep(v, kind),
+            _ => 0,
+        },
+        Err(_) => 0,
+    }
+}
+
+/// The operation's code for [`alloc`].
+pub fn op_code(op: flowjit_runtime::Op) -> i64 {
+    flowjit_runtime::Op::ALL
+        .iter()
+        .position(|o| *o == op)
+        .expect("every operation is in the table") as i64
+}
+
+/// Keeps the list or array the code has just read out of an array alive until the code
+/// returns: a later store may replace it in the array, which owned it.
+///
+/// # Safety
+/// `ctx` is the code's context; `bits` holds a live value of kind `kind`.
+pub unsafe extern "C" fn keep(ctx: *mut Ctx, bits: i64, kind: i64) {
+    // SAFETY: the caller's guarantee.
+    let ctx = unsafe { &mut *ctx };
+    let kind = kind_from(kind);
+    let v = unsafe { abi::rebox(bits, kind) };
+    ctx.keep(v, kind);
 }
 
 /// An elidable call in compiled code: the function, and the kinds of its arguments and of
@@ -140,15 +226,14 @@ pub unsafe extern "C" fn call_pure(
     let Some(v) = made else {
         return -1;
     };
-    match abi::unbox(&v, site.result) {
-        // Only integers and atoms come back (`lower::analyze`): nothing to keep alive.
-        Some(bits) if matches!(site.result, MKind::Int | MKind::Atom) => {
-            // SAFETY: the caller's guarantee of room.
-            unsafe { *args.add(site.args.len()) = bits };
-            budget - steps.left as i64
-        }
-        _ => -1,
+    if abi::Kind::of(&v) != Some(site.result) {
+        return -1;
     }
+    // A list or an array the call returns is kept alive in the context.
+    let bits = ctx.keep(v, site.result);
+    // SAFETY: the caller's guarantee of room.
+    unsafe { *args.add(site.args.len()) = bits };
+    budget - steps.left as i64
 }
 
 /// The signature of a helper taking `params` words and returning `ret` words (0 or 1).

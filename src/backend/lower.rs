@@ -116,6 +116,10 @@ pub struct Analysis {
     state: Option<LoopState>,
     /// The elidable calls, by (segment, instruction): the code holds their addresses.
     pub sites: HashMap<(usize, usize), Box<CallSite>>,
+    /// Whether the code makes lists or arrays, or copies them out of arrays, into the
+    /// context (`helpers::Ctx::owned`): then it exits at the end of an iteration when the
+    /// context holds [`helpers::MAX_OWNED`] of them.
+    pub owns: bool,
 }
 
 /// How machine code holds a value of type `ty`.
@@ -161,6 +165,7 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
     let mut kinds: Vec<Vec<Option<MKind>>> = Vec::new();
     let mut sources: Vec<HashMap<Slot, Source>> = Vec::new();
     let mut sites = HashMap::new();
+    let mut owns = false;
     for (seg, s) in segments.iter().enumerate() {
         let trace = s.trace;
         let mut k: Vec<Option<MKind>> = vec![None; trace.insts.len()];
@@ -209,12 +214,10 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                     {
                         of(&k, o)?;
                     }
-                    // An element or a result that owns a reference would need the code to
-                    // keep it alive: only integers and atoms are loaded or returned.
+                    // A list or an array read out of an array, or returned, is kept alive
+                    // in the context (`helpers::keep`).
                     let kind = kind_of(inst.ty)?;
-                    if !matches!(kind, MKind::Int | MKind::Atom) {
-                        return Err(Unsupported::Element);
-                    }
+                    owns |= matches!(kind, MKind::List | MKind::Array);
                     if let Kind::CallPure(func) = inst.kind {
                         let args = args[..args.len() - 2].to_vec();
                         let site = CallSite {
@@ -228,9 +231,21 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                     Some(kind)
                 }
                 Kind::Getchar => Some(MKind::Int),
-                // What allocates gives the code a reference it would own.
+                // What allocates gives the code a reference that the context keeps alive
+                // (`helpers::alloc`).
                 Kind::Op(op) if op.allocates() || op == Op::ToList => {
-                    return Err(Unsupported::NotLowered(op.name()))
+                    for a in &inst.args {
+                        of(&k, a)?;
+                    }
+                    for o in trace
+                        .snap_of(inst)
+                        .into_iter()
+                        .flat_map(|s| s.exit_values())
+                    {
+                        of(&k, o)?;
+                    }
+                    owns = true;
+                    Some(kind_of(inst.ty)?)
                 }
                 Kind::Op(Op::Same) => Some(of(&k, &inst.args[0])?),
                 Kind::Op(op) => {
@@ -240,7 +255,7 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                         .map(|a| of(&k, a))
                         .collect::<Result<Vec<_>, _>>()?;
                     let kind = kind_of(inst.ty)?;
-                    ops::supported(op, &arg_kinds, kind)?;
+                    ops::supported(op, &arg_kinds)?;
                     let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr | Op::Div | Op::Mod);
                     if exits && inst.snap.is_none() {
                         return Err(Unsupported::NoSnapshot(op));
@@ -316,6 +331,7 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
         safe,
         state: LoopState::of(root),
         sites,
+        owns,
     })
 }
 
@@ -442,9 +458,45 @@ impl Lower<'_> {
         block
     }
 
+    /// Lowers `op` (one that allocates) at instruction `i`: the runtime makes the new list
+    /// or array and keeps it alive in the context; the code exits before `i` when it fails.
+    fn alloc(&mut self, b: &mut FunctionBuilder, i: usize, op: Op) {
+        let seg = self.seg;
+        let inst = &self.segments[seg].trace.insts[i];
+        let mut words = vec![self.ctx, b.ins().iconst(I64, helpers::op_code(op))];
+        for k in 0..2 {
+            let (v, kind) = match inst.args.get(k) {
+                Some(a) => self.opnd(b, seg, a),
+                None => (b.ins().iconst(I64, 0), MKind::Int),
+            };
+            words.push(v);
+            words.push(b.ins().iconst(I64, helpers::kind_code(kind)));
+        }
+        let made = self
+            .call(b, helpers::alloc as *const u8, &words, true)
+            .expect("a result");
+        if inst.snap.is_some() {
+            let failed = b.ins().icmp_imm_s(IntCC::Equal, made, 0);
+            self.exit_if(b, failed, i);
+        }
+        self.vals[seg][i] = Some(made);
+    }
+
     /// When counting, exits at instruction `i` unless the budget holds the costliest
-    /// iteration after subtracting this one's `cost`, and subtracts it.
+    /// iteration after subtracting this one's `cost`, and subtracts it. When the code
+    /// makes lists or arrays, exits at `i` when the context holds as many as it may
+    /// ([`helpers::MAX_OWNED`]), so that they are let go.
     fn charge(&mut self, b: &mut FunctionBuilder, i: usize, cost: u64) {
+        if self.an.owns {
+            let at = std::mem::offset_of!(helpers::Ctx, made) as i32;
+            let made = b.ins().load(I64, MemFlagsData::trusted(), self.ctx, at);
+            let full = b.ins().icmp_imm_u(
+                IntCC::UnsignedGreaterThanOrEqual,
+                made,
+                helpers::MAX_OWNED as i64,
+            );
+            self.exit_if(b, full, i);
+        }
         if let Some(counter) = self.counter {
             let count = b.use_var(counter);
             let left = b.ins().iadd_imm_s(count, -(cost as i64));
@@ -622,7 +674,14 @@ impl Lower<'_> {
                     if !self.op(b, i, Op::Readlist, snap) {
                         return;
                     }
+                    let kind = self.kind(seg, i);
+                    if matches!(kind, MKind::List | MKind::Array) {
+                        let v = self.vals[seg][i].expect("lowered");
+                        let code = b.ins().iconst(I64, helpers::kind_code(kind));
+                        self.call(b, helpers::keep as *const u8, &[self.ctx, v, code], false);
+                    }
                 }
+                Kind::Op(op) if op.allocates() || op == Op::ToList => self.alloc(b, i, op),
                 Kind::SetItem => {
                     if !self.setitem(b, i) {
                         return;

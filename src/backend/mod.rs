@@ -61,9 +61,6 @@ pub enum Unsupported {
     /// `eq` or `ne` of two lists (a structural comparison).
     #[error("comparing lists in machine code")]
     ListComparison,
-    /// A `readlist` whose element machine code cannot hold (a list or a big integer).
-    #[error("`readlist` of an element machine code cannot hold")]
-    Element,
     /// A residual program's `readlist` of a list with elements of several kinds.
     #[error("`readlist` of a list whose elements' kind is not known")]
     UnknownElements,
@@ -467,15 +464,22 @@ pub fn run_compiled(
         program,
         state,
         limit: steps.limit,
+        made: 0,
+        owned: Vec::new(),
     };
     // SAFETY: `regs` has every slot the code reads and writes (`layout.size`), and every
     // input slot holds a value of the kind the code was compiled for; `ctx` outlives the
     // call.
     let exit = unsafe { (code.f)(regs.as_mut_ptr(), &mut ctx) } as usize;
+    // What the code made or copied out of arrays lives until the exit has copied what the
+    // interpreter keeps; so does what the frame held, which the write-back below replaces.
+    let _owned = std::mem::take(&mut ctx.owned);
+    let _held = layout.carry.then(|| state.frame.clone());
     let (seg, inst) = layout.locate(exit);
     // SAFETY (for every `rebox` below): a slot was stored by the exit from a value of the
-    // kind recorded for it; a list is borrowed from the frame (unchanged while the code ran)
-    // or from the trees' constants, so its address is in a live Rc.
+    // kind recorded for it; a list or an array is borrowed from the frame (unchanged while
+    // the code ran, and kept above), from the trees' constants, or from `_owned`, so its
+    // address is in a live Rc.
     if layout.carry {
         for (k, (slot, at)) in layout.inputs.iter().enumerate() {
             state.frame[slot.index()] = Some(unsafe { abi::rebox(regs[*at], an.input_kinds[k]) });

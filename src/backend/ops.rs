@@ -30,12 +30,9 @@ pub enum Lowered {
 
 /// Whether machine code can do `op` on operands of these kinds (any other combination
 /// always exits, except the cases this rejects outright).
-pub fn supported(op: Op, kinds: &[MKind], result: MKind) -> Result<(), super::Unsupported> {
+pub fn supported(op: Op, kinds: &[MKind]) -> Result<(), super::Unsupported> {
     match (op, kinds) {
         (Op::Eq | Op::Ne, [MKind::List, MKind::List]) => Err(super::Unsupported::ListComparison),
-        (Op::Readlist, _) if !matches!(result, MKind::Int | MKind::Atom) => {
-            Err(super::Unsupported::Element)
-        }
         _ => Ok(()),
     }
 }
@@ -89,7 +86,12 @@ pub fn lower_op(
         let at = abi::VALUE_PAYLOAD_OFFSET as i32;
         return Lowered::Value(match kind {
             MKind::Atom => b.ins().uload32(mf, addr, at),
-            _ => b.ins().load(I64, mf, addr, at),
+            MKind::Int => b.ins().load(I64, mf, addr, at),
+            // An `Rc` pointer: the list's or the array's address is past the counts.
+            MKind::List | MKind::Array => {
+                let rc = b.ins().load(I64, mf, addr, at);
+                b.ins().iadd_imm_s(rc, abi::RC_VALUE_OFFSET as i64)
+            }
         });
     }
     if let (Op::Len, [(list, MKind::List | MKind::Array)]) = (op, args) {
