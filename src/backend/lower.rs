@@ -44,7 +44,7 @@ use super::helpers::{self, CallSite};
 use super::{ops, Unsupported};
 use crate::lang::Slot;
 use crate::opt::state::{Arrival, LoopState};
-use crate::trace::{call_pure_parts, Kind, Opnd, Trace, Ty};
+use crate::trace::{call_pure_parts, Kind, Opnd, Ref, Trace, Ty};
 
 /// A segment of a trace tree.
 #[derive(Clone, Copy)]
@@ -182,6 +182,11 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                     let found = source(segments, seg, slot, &mut inputs);
                     let kind = kind_of(inst.ty)?;
                     let arrives = match &found {
+                        // A virtual array of the guard's snapshot: the bridge builds it.
+                        Source::Chain(ps, Opnd::Ref(r)) if is_virtual(segments, *ps, *r) => {
+                            owns = true;
+                            MKind::Array
+                        }
                         Source::Chain(ps, Opnd::Ref(r)) => {
                             kinds[*ps][r.index()].expect("a ref has a kind")
                         }
@@ -397,6 +402,9 @@ struct Lower<'a> {
     /// Bridge blocks to fill: (block, bridge segment).
     pending: Vec<(Block, usize)>,
     seg: usize,
+    /// The virtual arrays of the guard the current bridge hangs from, built where the
+    /// bridge starts: by their refs in the guard's segment.
+    built: HashMap<Ref, ClifValue>,
 }
 
 impl Lower<'_> {
@@ -509,16 +517,61 @@ impl Lower<'_> {
     }
 
     /// What operand `o` of segment `seg` stands for: a bridge's `input` of a variable the
-    /// guard's snapshot gives is that value, in the segment that defines it.
+    /// guard's snapshot gives is that value, in the segment that defines it (unless it is
+    /// a virtual array there, which the bridge builds: then the input itself).
     fn origin(&self, seg: usize, o: Opnd) -> (usize, Opnd) {
         if let Opnd::Ref(r) = &o {
             if let Kind::Input(slot) = self.segments[seg].trace.insts[r.index()].kind {
                 if let Some(Source::Chain(ps, po)) = self.an.sources[seg].get(&slot) {
-                    return self.origin(*ps, po.clone());
+                    let virtual_ = po
+                        .as_ref()
+                        .is_some_and(|pr| is_virtual(self.segments, *ps, pr));
+                    if !virtual_ {
+                        return self.origin(*ps, po.clone());
+                    }
                 }
             }
         }
         (seg, o)
+    }
+
+    /// Where the current bridge starts: builds the virtual arrays of the guard's snapshot
+    /// it hangs from, as an exit would (`resume::restore`), so that its `input`s of them
+    /// read arrays. Each is made first, then its elements stored (one may hold another, or
+    /// itself); the context keeps them alive.
+    fn build_virtuals(&mut self, b: &mut FunctionBuilder) {
+        self.built.clear();
+        let Some((ps, pi)) = self.segments[self.seg].parent else {
+            return;
+        };
+        let trace = self.segments[ps].trace;
+        let snap = trace
+            .snap_of(&trace.insts[pi])
+            .expect("a guard has a snapshot");
+        for v in &snap.virtuals {
+            let n = b.ins().iconst(I64, v.fields.len() as i64);
+            let zero = b.ins().iconst(I64, 0);
+            let int = b.ins().iconst(I64, helpers::kind_code(MKind::Int));
+            let code = b.ins().iconst(I64, helpers::op_code(Op::Array));
+            let f = helpers::alloc as *const u8;
+            let made = self
+                .call(b, f, &[self.ctx, code, n, int, zero, int], true)
+                .expect("a result");
+            self.built.insert(v.at, made);
+        }
+        for v in &snap.virtuals {
+            for (k, o) in v.fields.iter().enumerate() {
+                let (bits, kind) = match o {
+                    Opnd::Ref(r) if self.built.contains_key(r) => (self.built[r], MKind::Array),
+                    o => self.opnd(b, ps, o),
+                };
+                let array = self.built[&v.at];
+                let index = b.ins().iconst(I64, k as i64);
+                let kind = b.ins().iconst(I64, helpers::kind_code(kind));
+                let f = helpers::setitem as *const u8;
+                self.call(b, f, &[array, index, bits, kind], false);
+            }
+        }
     }
 
     /// The arguments for the root loop's header at the end (instruction `i`) of the current
@@ -585,6 +638,9 @@ impl Lower<'_> {
                 Kind::Input(slot) => {
                     let v = match &self.an.sources[seg][&slot] {
                         Source::Input(k) => self.inputs[*k],
+                        Source::Chain(_, Opnd::Ref(r)) if self.built.contains_key(r) => {
+                            self.built[r]
+                        }
                         Source::Chain(ps, o) => self.opnd(b, *ps, o).0,
                     };
                     self.vals[seg][i] = Some(v);
@@ -937,6 +993,12 @@ fn guard_gives(segments: &[Segment], seg: usize, slot: Slot) -> Option<(usize, O
     snap.get(slot).map(|o| (ps, o.clone()))
 }
 
+/// Whether ref `r` of segment `seg` is a virtual array (`opt::virtuals`), which the code
+/// never holds in a register.
+fn is_virtual(segments: &[Segment], seg: usize, r: Ref) -> bool {
+    segments[seg].trace.insts[r.index()].kind == Kind::Virtual
+}
+
 /// Lowers a trace tree (see [`analyze`]) to a Cranelift function for `isa`. With
 /// `counting`, the code keeps the `--max-steps` budget in the counter slot.
 pub fn lower(
@@ -998,6 +1060,7 @@ pub fn lower(
         bridges,
         pending: Vec::new(),
         seg: 0,
+        built: HashMap::new(),
     };
     let mut header = None;
     l.segment(&mut b, &mut header);
@@ -1006,6 +1069,7 @@ pub fn lower(
         b.switch_to_block(block);
         b.seal_block(block);
         l.seg = seg;
+        l.build_virtuals(&mut b);
         let mut none = None;
         l.segment(&mut b, &mut none);
     }

@@ -582,12 +582,8 @@ impl<'p> Jit<'p> {
         // start in a frame the tree's own code does not hold (bridges start in the tree's
         // frame), so it gets none.
         let inside_call = !tree.guard_snapshot(from).frames.is_empty();
-        // A bridge reads every variable of the guard's snapshot, and one that holds an array
-        // the tree never allocated has no value to read (`opt::virtuals`).
-        let holds_virtual = !tree.guard_snapshot(from).virtuals.is_empty();
         let wanted = exits > self.config.bridge_threshold
             && !inside_call
-            && !holds_virtual
             && tree.bridges.len() < MAX_BRIDGES
             && tree.failures.get(&from).copied().unwrap_or(0) < MAX_BRIDGE_FAILURES;
         let from_here = || tree.bridges.iter().filter(|b| b.from == from);
