@@ -775,3 +775,24 @@ fn a_bridge_back_to_the_start_of_a_loop_that_carries_a_virtual_array() {
         assert_eq!(got, want, "--mode {mode}");
     }
 }
+
+/// A guard whose snapshot holds a virtual array, failing on two iterations of three, gets
+/// a bridge in machine code (which builds the array where it starts), rather than an exit
+/// to the interpreter each time.
+#[test]
+fn a_guard_holding_a_virtual_array_gets_a_bridge_in_machine_code() {
+    let path = "tests/programs/virtuals.fg";
+    let (out, stats) =
+        common::flowjit_ok(&["run", path, "which=branch", "n=3000", "k=0", "--stats"]);
+    assert_eq!(out, "[2999,5995]\n8994\n");
+    assert!(
+        stats.contains("bridge(s), machine code") && !stats.contains(" 0 bridge(s)"),
+        "{stats}"
+    );
+    let exits: u64 = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("exits: "))
+        .and_then(|n| n.parse().ok())
+        .expect("an exits line");
+    assert!(exits < 100, "{exits} exits for 3000 iterations:\n{stats}");
+}
