@@ -8,6 +8,8 @@
 //!   loop (`examples/stackvm.fg`), against the same plain loop.
 //! - `purefunction_1e6`: the articles' `promote` then `@elidable` call in a loop
 //!   (`examples/purefunction.fg`).
+//! - `alloc_1e6`: a loop whose arrays and lists escape (`tests/programs/alloc_loop.fg`):
+//!   machine code makes them through the runtime.
 //!
 //! Each group times the interpreter and the JIT (machine code, compilation included).
 //!
@@ -37,7 +39,7 @@ fn load(text: &str, inputs: &[(&str, i64)]) -> Loaded {
 
 fn bench(c: &mut Criterion) {
     let n = 1_000_000;
-    let cases: [Case; 4] = [
+    let cases: [Case; 5] = [
         (
             "boxed_1e6",
             include_str!("../examples/boxed.fg"),
@@ -57,6 +59,11 @@ fn bench(c: &mut Criterion) {
             "purefunction_1e6",
             include_str!("../examples/purefunction.fg"),
             vec![("n", n), ("x", 4)],
+        ),
+        (
+            "alloc_1e6",
+            include_str!("../tests/programs/alloc_loop.fg"),
+            vec![("n", n), ("bad", 0)],
         ),
     ];
     for (name, text, inputs) in cases {
