@@ -37,9 +37,9 @@ pub struct Ctx<'a> {
 
 /// How large (in elements, see [`Ctx::made`]) what the code makes or copies out of arrays
 /// may grow before it exits at the end of an iteration and lets it go: memory stays bounded
-/// (about 16 MiB of elements) in a loop that makes an array on every iteration, for the cost
-/// of one exit and entry per this many.
-pub const MAX_OWNED: u64 = 1 << 20;
+/// (about 256 KiB of elements, small enough to stay in the cache) in a loop that makes an
+/// array on every iteration, for the cost of one exit and entry per this many.
+pub const MAX_OWNED: u64 = 1 << 14;
 
 impl Ctx<'_> {
     /// Keeps `v` alive until the code returns; its bits, as the code holds them.
