@@ -796,3 +796,34 @@ fn a_guard_holding_a_virtual_array_gets_a_bridge_in_machine_code() {
         .expect("an exits line");
     assert!(exits < 100, "{exits} exits for 3000 iterations:\n{stats}");
 }
+
+/// Boxed integers (`examples/boxed.fg`): allocation removal keeps every box out of memory,
+/// so the machine-code loop makes no array (`--stats`), while a loop whose arrays escape
+/// makes them in machine code.
+#[test]
+fn boxed_integers_allocate_nothing_in_machine_code() {
+    let (out, stats) = common::flowjit_ok(&["run", "examples/boxed.fg", "n=100000", "--stats"]);
+    assert_eq!(out, "4999950000\n");
+    assert!(
+        stats.contains("1 bridge(s), machine code") || stats.contains("0 bridge(s), machine code"),
+        "{stats}"
+    );
+    assert!(stats.contains("array allocations 3 -> 0"), "{stats}");
+    assert!(
+        stats.contains("arrays and lists made by machine code: 0\n"),
+        "{stats}"
+    );
+    let (_, stats) = common::flowjit_ok(&[
+        "run",
+        "tests/programs/alloc_loop.fg",
+        "n=10000",
+        "bad=0",
+        "--stats",
+    ]);
+    let made: u64 = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("arrays and lists made by machine code: "))
+        .and_then(|n| n.parse().ok())
+        .expect("a line of allocations");
+    assert!(made > 20_000, "{stats}");
+}

@@ -33,6 +33,8 @@ pub struct Ctx<'a> {
     /// only borrow (`abi::unbox`), so that no register owns what it holds. The exit copies
     /// what the interpreter keeps (`abi::rebox`) before these are dropped.
     pub owned: Vec<Value>,
+    /// How many lists and arrays the code has made (`--stats`).
+    pub allocated: u64,
 }
 
 /// How large (in elements, see [`Ctx::made`]) what the code makes or copies out of arrays
@@ -84,7 +86,10 @@ pub unsafe extern "C" fn alloc(
     };
     match made {
         Ok(v) => match abi::Kind::of(&v) {
-            Some(kind @ (MKind::Array | MKind::List)) => ctx.keep(v, kind),
+            Some(kind @ (MKind::Array | MKind::List)) => {
+                ctx.allocated += 1;
+                ctx.keep(v, kind)
+            }
             _ => 0,
         },
         Err(_) => 0,

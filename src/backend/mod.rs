@@ -434,6 +434,9 @@ pub struct TreeExit {
     pub pos: Position,
     /// The segment (0: the root, `k`: bridge `k - 1`) and instruction that exited.
     pub at: (usize, usize),
+    /// How many lists and arrays the code made (the virtual arrays bridges built
+    /// included).
+    pub allocated: u64,
 }
 
 /// Runs compiled tree `segments` on `frame` (at the tree's anchor) until it exits, with the
@@ -466,6 +469,7 @@ pub fn run_compiled(
         limit: steps.limit,
         made: 0,
         owned: Vec::new(),
+        allocated: 0,
     };
     // SAFETY: `regs` has every slot the code reads and writes (`layout.size`), and every
     // input slot holds a value of the kind the code was compiled for; `ctx` outlives the
@@ -473,6 +477,7 @@ pub fn run_compiled(
     let exit = unsafe { (code.f)(regs.as_mut_ptr(), &mut ctx) } as usize;
     // What the code made or copied out of arrays lives until the exit has copied what the
     // interpreter keeps; so does what the frame held, which the write-back below replaces.
+    let allocated = ctx.allocated;
     let _owned = std::mem::take(&mut ctx.owned);
     let _held = layout.carry.then(|| state.frame.clone());
     let (seg, inst) = layout.locate(exit);
@@ -514,5 +519,6 @@ pub fn run_compiled(
     Some(TreeExit {
         pos,
         at: (seg, inst),
+        allocated,
     })
 }

@@ -497,6 +497,7 @@ impl<'p> Jit<'p> {
                 self.stats.native_time += start.elapsed();
                 if let Some(exit) = exit {
                     self.stats.native_entries += 1;
+                    self.stats.native_allocations += exit.allocated;
                     if self.stats.first_native.is_none() {
                         self.stats.first_native = Some(start.duration_since(self.started));
                     }

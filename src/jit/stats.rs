@@ -45,6 +45,9 @@ pub struct Stats {
     /// recorded, and what the optimizer left of them, summed over the traces and bridges
     /// kept.
     pub heap: [Kept; 4],
+    /// Lists and arrays that machine code made (allocation removal made none of the
+    /// others).
+    pub native_allocations: u64,
 }
 
 /// How many instructions of a kind one pass through a trace has, as recorded and as
@@ -149,6 +152,13 @@ impl Jit<'_> {
                 out,
                 "per iteration, recorded -> optimized: array loads {} -> {}, array stores {} -> {}, elidable calls {} -> {}, array allocations {} -> {}",
                 loads.recorded, loads.left, stores.recorded, stores.left, calls.recorded, calls.left, allocs.recorded, allocs.left
+            );
+        }
+        if loads.recorded + stores.recorded + calls.recorded + allocs.recorded > 0 {
+            let _ = writeln!(
+                out,
+                "arrays and lists made by machine code: {}",
+                s.native_allocations
             );
         }
         let _ = writeln!(
