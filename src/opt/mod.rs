@@ -175,9 +175,13 @@ fn optimize_for(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace,
     if enabled.contains(&"virtuals") {
         let v = virtuals::run(&t);
         debug_assert_eq!(verify(&v), Ok(()), "after virtuals");
-        // What the arrays held is now known where it was read: fold it.
+        // What the arrays held is now known where it was read: fold it. An element the
+        // loop carries may then turn out to be the same constant at both ends.
         if v != t {
             t = local(&v, enabled, counted)?;
+            if let Some(fewer) = peel::drop_constant_params(&t) {
+                t = local(&fewer, enabled, counted)?;
+            }
         }
     }
     if enabled.contains(&"dce") {

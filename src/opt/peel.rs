@@ -145,6 +145,46 @@ fn merge_params(trace: &Trace) -> Trace {
     rw.finish()
 }
 
+/// The trace without the `param`s that receive the same constant from `loop_start` and from
+/// `loop` (the body reads the constant), if it has any. Peeling carries no variable whose
+/// value is such a constant, but `virtuals` may carry an element of a virtual array that
+/// only the optimizer's later walk finds constant at both ends.
+pub fn drop_constant_params(trace: &Trace) -> Option<Trace> {
+    let start = trace.loop_start()?;
+    let first = &trace.insts[start].args;
+    let next = &trace.insts.last()?.args;
+    let constant: Vec<bool> = first
+        .iter()
+        .zip(next)
+        .map(|(a, b)| a.as_const().is_some() && a == b)
+        .collect();
+    if !constant.contains(&true) {
+        return None;
+    }
+    let mut rw = super::rewrite::Rewriter::new(trace);
+    for (idx, inst) in trace.insts.iter().enumerate() {
+        match inst.kind {
+            Kind::Param(_) if constant[idx - start - 1] => {
+                rw.set(idx, first[idx - start - 1].clone());
+            }
+            Kind::LoopStart | Kind::Loop => {
+                let args = rw
+                    .args(inst)
+                    .into_iter()
+                    .zip(&constant)
+                    .filter(|(_, c)| !**c)
+                    .map(|(a, _)| a)
+                    .collect();
+                rw.keep_with(idx, args);
+            }
+            _ => {
+                rw.keep(idx);
+            }
+        }
+    }
+    Some(rw.finish())
+}
+
 /// The peeled trace: the iteration, `loop_start`, the `param`s, the iteration again with the
 /// carried variables read from the params (or the assumed constants), and `loop`.
 fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
