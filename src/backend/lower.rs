@@ -591,6 +591,17 @@ impl Lower<'_> {
             if ps == 0 && pi <= start {
                 return None;
             }
+            // The loop may hold what it loaded from arrays before the bridge (a load the
+            // optimizer moved out of the loop): a bridge on the way that stores goes back
+            // through the preamble, which loads again.
+            let stores = self.segments[s]
+                .trace
+                .insts
+                .iter()
+                .any(|i| i.kind == Kind::SetItem);
+            if stores {
+                return None;
+            }
             s = ps;
         }
         // Every variable the path writes: the bridge's end snapshot is complete. A value a

@@ -476,10 +476,12 @@ pub fn run_compiled(
     // call.
     let exit = unsafe { (code.f)(regs.as_mut_ptr(), &mut ctx) } as usize;
     // What the code made or copied out of arrays lives until the exit has copied what the
-    // interpreter keeps; so does what the frame held, which the write-back below replaces.
+    // interpreter keeps; so does what the frame held, which the write-back below replaces
+    // slot by slot: a register may borrow a list or an array that only the frame's old
+    // value of another variable owns (`ali = arr` then `arr = array(...)` in the loop).
     let allocated = ctx.allocated;
     let _owned = std::mem::take(&mut ctx.owned);
-    let _held = layout.carry.then(|| state.frame.clone());
+    let _held = state.frame.clone();
     let (seg, inst) = layout.locate(exit);
     // SAFETY (for every `rebox` below): a slot was stored by the exit from a value of the
     // kind recorded for it; a list or an array is borrowed from the frame (unchanged while

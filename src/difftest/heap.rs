@@ -225,13 +225,19 @@ pub fn prologue(funcs: &[GenFunc]) -> String {
 
 impl Emitter {
     /// `name[k]` for index `index`, writing the statement that computes `k` first.
+    /// A constant index is written as it is, so that a store at one writes no variable: a
+    /// bridge that only stores can then jump straight into the loop (which must not rely on
+    /// what it loaded before the bridge stored).
     fn index(&mut self, index: &Index, counter: &str) -> String {
+        if let Index::Const(c) = index {
+            return c.to_string();
+        }
         let k = self.label("k");
         let _ = match index {
             Index::Counter(m) => writeln!(self.out, "    {k} = {counter} % {m}"),
             Index::Var(v, m) => writeln!(self.out, "    {k} = x{v} % {m}"),
             Index::Raw(a) => writeln!(self.out, "    {k} = {}", Self::arg(a, counter)),
-            Index::Const(c) => writeln!(self.out, "    {k} = {c}"),
+            Index::Const(_) => unreachable!("written above"),
         };
         k
     }

@@ -478,13 +478,22 @@ pub fn run(seed: u64, count: u32) -> Result<Outcome, String> {
         TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes));
     let start = std::time::Instant::now();
     let discarded = std::cell::Cell::new(0u32);
-    let result = runner.run(&cases(), |p| match p.check() {
-        Ok(true) => Ok(()),
-        Ok(false) => {
-            discarded.set(discarded.get() + 1);
-            Err(TestCaseError::reject("needs too many steps or too long"))
+    // A crash (of machine code) ends the process before a difference can be shrunk: with
+    // `FLOWJIT_DIFFTEST_LAST` set to a path, each program is written there before it runs,
+    // so that the one that crashed is left.
+    let last = std::env::var_os("FLOWJIT_DIFFTEST_LAST");
+    let result = runner.run(&cases(), |p| {
+        if let Some(path) = &last {
+            let _ = std::fs::write(path, p.text());
         }
-        Err(e) => Err(TestCaseError::fail(e)),
+        match p.check() {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                discarded.set(discarded.get() + 1);
+                Err(TestCaseError::reject("needs too many steps or too long"))
+            }
+            Err(e) => Err(TestCaseError::fail(e)),
+        }
     });
     match result {
         Ok(()) => Ok(Outcome::Agreed {

@@ -7,15 +7,17 @@
 //! type checks go with it: the access that made the element known passed them. A `setitem`
 //! of the value the element already holds is dropped. A `setitem` makes its element known
 //! and forgets every other element it may have changed: one of an array that may be the same
-//! (only two different constant arrays are known apart) at an index that may be the same
+//! (two different constant arrays are known apart, and two that a guard told apart: the
+//! recorder guards `guard_false(eq(a, b))` for the arrays a trace uses, see
+//! `trace::record::MAX_APART`) at an index that may be the same
 //! (two different constants are known apart, and so are `x + c1` and `x + c2` with `c1` and
 //! `c2` different, as a stack pointer and the one above it). Elidable calls change nothing the stage knows
 //! (their promise); output and input touch no array.
 //!
-//! Across a peeled loop's `loop_start` the stage keeps what it knows only when the trace
-//! stores nothing: a load in the loop then finds the preamble's value, and leaves the loop.
-//! When the trace stores, the loop's first iteration would otherwise read what the
-//! preamble's stores left, which later iterations change.
+//! Across a peeled loop's `loop_start` the stage keeps what no store of the loop can change:
+//! a load in the loop then finds the preamble's value, and leaves the loop. Where a store
+//! may change an element, the loop's first iteration would otherwise read what the
+//! preamble's stores left, which later iterations change (`Heap::keep_invariant`).
 //!
 //! ```text
 //! setitem v0, v1, v5  @l:1 #1 []            setitem v0, v1, v5  @l:1 #1 []
@@ -28,7 +30,7 @@ use flowjit_runtime::{Op, Value};
 
 use super::forward::{Optimizer, Pending, Stage, Verdict};
 use super::Rejected;
-use crate::trace::{Kind, Opnd, Ref};
+use crate::trace::{Kind, Opnd, Ref, Ty};
 
 /// The heap stage: the elements known, as ((array, index), value).
 #[derive(Default)]
@@ -36,13 +38,20 @@ pub struct Heap {
     known: Vec<((Opnd, Opnd), Opnd)>,
     /// Whether the trace has stored into an array so far.
     stored: bool,
+    /// Pairs of array operands a guard has told apart (`guard_false(eq(a, b))`).
+    apart: Vec<(Opnd, Opnd)>,
+    /// The (array, index) of every store so far.
+    stores: Vec<(Opnd, Opnd)>,
 }
 
-/// Whether two array operands are surely different arrays.
-fn distinct_arrays(a: &Opnd, b: &Opnd) -> bool {
+/// Whether two array operands are surely different arrays: two different constants, or
+/// two that a guard has told apart.
+fn distinct_arrays(apart: &[(Opnd, Opnd)], a: &Opnd, b: &Opnd) -> bool {
     match (a, b) {
         (Opnd::Const(Value::Array(x)), Opnd::Const(Value::Array(y))) => !std::rc::Rc::ptr_eq(x, y),
-        _ => false,
+        _ => apart
+            .iter()
+            .any(|(p, q)| (p == a && q == b) || (p == b && q == a)),
     }
 }
 
@@ -86,8 +95,46 @@ impl Heap {
     }
 }
 
+impl Heap {
+    /// At `loop_start` of a trace that stores: keeps only the elements that no store of the
+    /// loop can change. The loop's stores are the preamble's again, each through the same
+    /// array operand where that is a constant or a variable the loop does not carry (its
+    /// `input`), and through a `param` or a new value otherwise. An element is kept when its
+    /// array is such an invariant operand too, and every store is through an invariant array
+    /// told apart from it, or at a different constant index.
+    fn keep_invariant(&mut self, opt: &Optimizer) {
+        let old = opt.out.old;
+        let carried: Vec<crate::lang::Slot> = old
+            .loop_start()
+            .map(|s| {
+                old.insts[s + 1..]
+                    .iter()
+                    .map_while(|i| match i.kind {
+                        Kind::Param(slot) => Some(slot),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let invariant = |o: &Opnd| match o {
+            Opnd::Const(_) => true,
+            Opnd::Ref(r) => {
+                matches!(opt.out.def(*r).kind, Kind::Input(slot) if !carried.contains(&slot))
+            }
+        };
+        let (stores, apart) = (&self.stores, &self.apart);
+        self.known.retain(|((a, i), _)| {
+            invariant(a)
+                && stores.iter().all(|(b, j)| {
+                    let indices = matches!((i, j), (Opnd::Const(x), Opnd::Const(y)) if x != y);
+                    indices || (invariant(b) && distinct_arrays(apart, a, b))
+                })
+        });
+    }
+}
+
 impl Stage for Heap {
-    fn visit(&mut self, _: &Optimizer, inst: &mut Pending) -> Result<Verdict, Rejected> {
+    fn visit(&mut self, opt: &Optimizer, inst: &mut Pending) -> Result<Verdict, Rejected> {
         Ok(match inst.kind {
             Kind::GetItem => match self.lookup(&inst.args[0], &inst.args[1]) {
                 Some(v) => Verdict::Becomes(v.clone()),
@@ -98,7 +145,7 @@ impl Stage for Heap {
                 _ => Verdict::Pass,
             },
             Kind::LoopStart if self.stored => {
-                self.known.clear();
+                self.keep_invariant(opt);
                 Verdict::Pass
             }
             _ => Verdict::Pass,
@@ -112,12 +159,25 @@ impl Stage for Heap {
                 let key = (inst.args[0].clone(), inst.args[1].clone());
                 self.known.push((key, Opnd::Ref(r)));
             }
+            Kind::GuardFalse => {
+                if let Opnd::Ref(t) = &inst.args[0] {
+                    let test = opt.out.def(*t);
+                    let arrays = test.args.iter().all(|o| o.ty(opt.out.insts()) == Ty::Array);
+                    if test.kind == Kind::Op(Op::Eq) && arrays {
+                        self.apart
+                            .push((test.args[0].clone(), test.args[1].clone()));
+                    }
+                }
+            }
             Kind::SetItem => {
                 let (a, i) = (&inst.args[0], &inst.args[1]);
                 self.stored = true;
+                self.stores.push((a.clone(), i.clone()));
                 let opt = &*opt;
-                self.known
-                    .retain(|((b, j), _)| distinct_arrays(a, b) || distinct_indices(opt, i, j));
+                let apart = &self.apart;
+                self.known.retain(|((b, j), _)| {
+                    distinct_arrays(apart, a, b) || distinct_indices(opt, i, j)
+                });
                 self.known
                     .push(((a.clone(), i.clone()), inst.args[2].clone()));
             }

@@ -3,9 +3,10 @@
 //!
 //! A candidate is an `array(n, init)` of a constant length `n` up to [`MAX_LEN`]. It stays
 //! *virtual* while every use of it is one this pass can do without memory: a `getitem` or
-//! `setitem` at a constant index in range, `len`, a snapshot, or being stored into another
-//! virtual array. Any other use lets it escape: an operand of any other instruction (`print`,
-//! `eq`, a call, a store into an array that is real), a loop-carried value that cannot stay
+//! `setitem` at a constant index in range, `len`, `==` or `!=` (a new array is no other
+//! value: the comparison is a constant), a snapshot, or being stored into another virtual
+//! array. Any other use lets it escape: an operand of any other instruction (`print`, a
+//! call, a store into an array that is real), a loop-carried value that cannot stay
 //! virtual (below), a use in the loop of an array the preamble made, or the end of a trace
 //! that is not peeled (a bridge's state goes on in registers). An array stored into
 //! one that escapes escapes with it; an array read back out of another escapes too, so that
@@ -195,6 +196,15 @@ fn analyze(trace: &Trace) -> Plan {
                     escaped[c] = true;
                 }
             }
+            // A comparison by identity: a virtual array is no other value (nothing else can
+            // hold it), so the comparison is a constant (below).
+            Kind::Op(Op::Eq | Op::Ne) => {
+                for a in &inst.args {
+                    if let Some(c) = cand(&len, a).filter(|c| crosses(*c)) {
+                        escaped[c] = true;
+                    }
+                }
+            }
             Kind::LoopStart | Kind::Loop => {
                 // A carried array stays virtual only as the variable's own elements, once.
                 let mut seen: Vec<usize> = Vec::new();
@@ -342,6 +352,12 @@ pub fn run(trace: &Trace) -> Trace {
                 let r = args[0].as_ref().expect("a virtual array is a ref");
                 let k = index(&args[1], fields[&r].len()).expect("checked");
                 fields.get_mut(&r).expect("virtual")[k] = args[2].clone();
+            }
+            Kind::Op(op @ (Op::Eq | Op::Ne))
+                if inst.args.iter().any(|a| is_virtual(a).is_some()) =>
+            {
+                let same = (args[0] == args[1]) == (op == Op::Eq);
+                rw.set(i, Opnd::Const(Value::Int(same as i64)));
             }
             Kind::Op(Op::Len) if is_virtual(&inst.args[0]).is_some() => {
                 let r = args[0].as_ref().expect("a virtual array is a ref");

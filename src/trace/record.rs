@@ -107,7 +107,16 @@ struct Recorder<'p> {
     greens: Vec<Option<Value>>,
     /// Flowgraph operations done so far in this iteration.
     cost: u64,
+    /// The arrays the trace has loaded from or stored into, by operand (at most
+    /// [`MAX_APART`]), with the array each held when recorded.
+    arrays: Vec<(Opnd, Value)>,
+    /// The pairs of those that a guard has told apart.
+    apart: Vec<(Opnd, Opnd)>,
 }
+
+/// How many arrays a trace tells apart by guards: a store into one then leaves what the
+/// optimizer knows of the others (`opt::heap`).
+pub const MAX_APART: usize = 4;
 
 impl Recorder<'_> {
     fn snapshot(&mut self, pos: Position) -> SnapId {
@@ -141,6 +150,53 @@ impl Recorder<'_> {
             virtuals: Vec::new(),
         });
         SnapId(self.snaps.len() as u32 - 1)
+    }
+
+    /// Before a load from or a store into array operand `a` (holding `value`), at `at`: a
+    /// guard that it is not any other array the trace has loaded from
+    /// or stored into, where it was not when recorded (`guard_false(eq(a, b))`, arrays
+    /// compared by identity). A store through one then does not make the optimizer forget
+    /// what it knows of the other (an interpreter's operand stack and its locals, say);
+    /// where they are in fact the same, the guard exits and the interpreter goes on.
+    fn tell_apart(&mut self, a: &Opnd, value: Option<&Value>, at: Position) {
+        let Some(Value::Array(x)) = value else {
+            return;
+        };
+        let others: Vec<Opnd> = self
+            .arrays
+            .iter()
+            .filter(|(b, v)| b != a && !matches!(v, Value::Array(y) if std::rc::Rc::ptr_eq(x, y)))
+            .map(|(b, _)| b.clone())
+            .collect();
+        for b in others {
+            let both_constant = a.as_const().is_some() && b.as_const().is_some();
+            let done = self
+                .apart
+                .iter()
+                .any(|(p, q)| (p == a && *q == b) || (*p == b && q == a));
+            if both_constant || done {
+                continue;
+            }
+            let t = self.emit(
+                Kind::Op(Op::Eq),
+                vec![a.clone(), b.clone()],
+                None,
+                at,
+                Ty::Int,
+            );
+            let own = self.snapshot(at);
+            self.emit(
+                Kind::GuardFalse,
+                vec![Opnd::Ref(t)],
+                Some(own),
+                at,
+                Ty::None,
+            );
+            self.apart.push((a.clone(), b));
+        }
+        if self.arrays.len() < MAX_APART && !self.arrays.iter().any(|(b, _)| b == a) {
+            self.arrays.push((a.clone(), Value::Array(x.clone())));
+        }
     }
 
     fn emit(
@@ -306,6 +362,8 @@ fn record_from(
         inputs: vec![None; n],
         greens,
         cost: 0,
+        arrays: Vec::new(),
+        apart: Vec::new(),
     };
     for slot in inherited {
         let v = r.var(&state.frame, *slot, start);
@@ -379,10 +437,13 @@ fn record_from(
                         }
                         _ => Kind::Op(op),
                     };
-                    let args = operands
-                        .into_iter()
+                    let args: Vec<Opnd> = operands
+                        .iter()
                         .map(|o| r.operand(&state.frame, o, at))
                         .collect();
+                    if let (Kind::GetItem, Operand::Var(a)) = (kind, &operands[0]) {
+                        r.tell_apart(&args[0], state.frame[a.index()].as_ref(), at);
+                    }
                     let snap = kind.needs_snapshot().then(|| r.snapshot(at));
                     step(program, &mut state.frame, stmt).map_err(|stop| match stop {
                         Interrupt::Error(e) => fail(i)(e),
@@ -407,6 +468,7 @@ fn record_from(
                         r.operand(&state.frame, index, at),
                         r.operand(&state.frame, value, at),
                     ];
+                    r.tell_apart(&args[0], state.frame[array.index()].as_ref(), at);
                     let snap = r.snapshot(at);
                     step(program, &mut state.frame, stmt).map_err(|stop| match stop {
                         Interrupt::Error(e) => fail(i)(e),
