@@ -89,6 +89,17 @@ pub enum HeapOp {
     Putchar(usize, i64),
     /// `x{dst} = getchar()`.
     Getchar(usize),
+    /// `arr[k] = value` at a constant `k`, on one pass in `every` (`w = counter % every`,
+    /// a branch): a store on a rare path that writes no variable, so that its bridge may
+    /// jump straight back into a loop whose common path only loads from `arr`.
+    RareStore {
+        /// Where.
+        k: i64,
+        /// What.
+        value: GenArg,
+        /// How rare.
+        every: i64,
+    },
     /// `box = array(2, init)`, `box[1] = value`: a new small array, as a dynamic
     /// language's boxed value, which allocation removal keeps out of memory while nothing
     /// lets it escape (and carries across the back edge as its elements).
@@ -189,6 +200,8 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         2 => (0..VARS, prop_oneof![6 => 0i64..2, 1 => Just(2)]).prop_map(|(d, k)| HeapOp::Unbox(d, k)),
         1 => prop_oneof![6 => 0i64..2, 1 => Just(2)].prop_map(HeapOp::BoxHolds),
         1 => any::<bool>().prop_map(HeapOp::BoxEscapes),
+        2 => (0..ARRAY_LEN, value(), 3i64..40)
+            .prop_map(|(k, value, every)| HeapOp::RareStore { k, value, every }),
         3 => (0..VARS, 0usize..3, value(), value(), any::<bool>())
             .prop_map(|(dst, func, a, b, promote)| HeapOp::Call { dst, func, args: [a, b], promote }),
     ];
@@ -295,6 +308,16 @@ impl Emitter {
                 }
                 HeapOp::Getchar(dst) => {
                     let _ = writeln!(self.out, "    x{dst} = getchar()");
+                }
+                HeapOp::RareStore { k, value, every } => {
+                    let (w, store, skip) =
+                        (self.label("w"), self.label("store"), self.label("skip"));
+                    let v = Self::arg(value, counter);
+                    let _ = writeln!(
+                        self.out,
+                        "    {w} = {counter} % {every}\n    if {w} goto {skip} else goto {store}\n\
+                         {store}:\n    arr[{k}] = {v}\n    goto {skip}\n{skip}:"
+                    );
                 }
                 HeapOp::Box { init, value } => {
                     let init = Self::arg(init, counter);
