@@ -182,7 +182,7 @@ pub struct RunOpts {
     /// Guard failures before a bridge is traced [default: 20].
     #[arg(long)]
     pub bridge_threshold: Option<u64>,
-    /// Optimizer passes, by name, comma-separated (fold, cse, heap, guards, bounds, peel, virtuals, dce).
+    /// Optimizer passes, by name, comma-separated (fold, cse, heap, guards, bounds, peel, virtuals, sink, dce).
     #[arg(long, value_delimiter = ',')]
     pub passes: Option<Vec<String>>,
     /// Run no optimizer pass.

@@ -16,11 +16,14 @@
 //! The exit rebuilds those frames as the interpreter's calls would have made them
 //! (PyPy's resume data for inlined frames, LuaJIT's snapshot frames).
 //!
+//! A snapshot may also hold stores into real arrays that the trace delays ([`Store`],
+//! `opt::sink`): an exit makes them before the interpreter goes on.
+//!
 //! [`restore`] is the one write-back, used by every executor that exits: the trace
 //! interpreter (values in its registers), machine code (unboxed values in its register
 //! buffer) and compiled residual programs (each variable in the register of its slot).
 
-use flowjit_runtime::{Array, Value};
+use flowjit_runtime::{ops, Array, Value};
 
 use crate::lang::Slot;
 use crate::state::{Frame, Position, State};
@@ -41,6 +44,21 @@ pub struct Snapshot {
     /// The arrays the trace never allocated (`virtual`) that the operands above hold, or
     /// that those hold in turn: each with its elements at the exit, sorted by ref.
     pub virtuals: Vec<Virtual>,
+    /// The stores the trace has not made yet (`opt::sink`): the exit makes them. No two
+    /// write the same element, so their order does not matter.
+    pub stores: Vec<Store>,
+}
+
+/// A store into a real array that the trace delays (PyPy's lazy `setarrayitem`): every exit
+/// until it is made makes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Store {
+    /// The array.
+    pub array: Opnd,
+    /// The index, checked before: the store cannot fail.
+    pub index: Opnd,
+    /// The value stored.
+    pub value: Opnd,
 }
 
 /// An array the trace never allocated, as a snapshot sees it: the exit builds it.
@@ -72,17 +90,23 @@ impl Snapshot {
             entries,
             frames: Vec::new(),
             virtuals: Vec::new(),
+            stores: Vec::new(),
         }
     }
 
-    /// Every operand the snapshot holds, of every frame and every virtual array (whose
-    /// `virtual` instructions are among them).
+    /// Every operand the snapshot holds, of every frame, every virtual array (whose
+    /// `virtual` instructions are among them) and every store not made yet.
     pub fn operands(&self) -> impl Iterator<Item = &Opnd> {
         self.entries
             .iter()
             .chain(self.frames.iter().flat_map(|f| f.entries.iter()))
             .map(|(_, o)| o)
             .chain(self.virtuals.iter().flat_map(|v| v.fields.iter()))
+            .chain(
+                self.stores
+                    .iter()
+                    .flat_map(|s| [&s.array, &s.index, &s.value]),
+            )
     }
 
     /// The operands whose values an exit reads: all but the virtual arrays, which it builds.
@@ -125,6 +149,15 @@ impl Snapshot {
                     fields: v.fields.iter().map(&mut f).collect(),
                 })
                 .collect(),
+            stores: self
+                .stores
+                .iter()
+                .map(|s| Store {
+                    array: f(&s.array),
+                    index: f(&s.index),
+                    value: f(&s.value),
+                })
+                .collect(),
         }
     }
 
@@ -143,6 +176,7 @@ impl Snapshot {
 pub fn restore_frame(snap: &Snapshot, value: impl Fn(Ref) -> Value, frame: &mut Frame) -> u64 {
     debug_assert!(snap.frames.is_empty(), "a snapshot of one frame");
     debug_assert!(snap.virtuals.is_empty(), "a snapshot of no virtual array");
+    debug_assert!(snap.stores.is_empty(), "a snapshot of no delayed store");
     let mut exit = Exit::new(snap, value);
     exit.write(&snap.entries, frame);
     snap.cost
@@ -155,6 +189,10 @@ pub fn restore_frame(snap: &Snapshot, value: impl Fn(Ref) -> Value, frame: &mut 
 /// under the depth limit (a tree is entered only where they do).
 pub fn restore(snap: &Snapshot, value: impl Fn(Ref) -> Value, state: &mut State) -> u64 {
     let mut exit = Exit::new(snap, value);
+    for s in &snap.stores {
+        let stored = ops::setitem(&exit.get(&s.array), &exit.get(&s.index), exit.get(&s.value));
+        debug_assert!(stored.is_ok(), "a delayed store cannot fail");
+    }
     exit.write(&snap.entries, &mut state.frame);
     for call in &snap.frames {
         let size = state.frame.len();

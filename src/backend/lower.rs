@@ -205,7 +205,7 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
                     src.insert(slot, found);
                     Some(kind)
                 }
-                Kind::Param(_) => Some(kind_of(inst.ty)?),
+                Kind::Param(_) | Kind::ParamItem => Some(kind_of(inst.ty)?),
                 Kind::GetItem | Kind::CallPure(_) => {
                     let args = inst
                         .args
@@ -538,7 +538,7 @@ impl Lower<'_> {
     /// Where the current bridge starts: builds the virtual arrays of the guard's snapshot
     /// it hangs from, as an exit would (`resume::restore`), so that its `input`s of them
     /// read arrays. Each is made first, then its elements stored (one may hold another, or
-    /// itself); the context keeps them alive.
+    /// itself); the context keeps them alive. Then makes the stores the snapshot holds.
     fn build_virtuals(&mut self, b: &mut FunctionBuilder) {
         self.built.clear();
         let Some((ps, pi)) = self.segments[self.seg].parent else {
@@ -571,6 +571,18 @@ impl Lower<'_> {
                 let f = helpers::setitem as *const u8;
                 self.call(b, f, &[array, index, bits, kind], false);
             }
+        }
+        // The stores the guard's code had not made yet (`opt::sink`).
+        for s in &snap.stores {
+            let (array, _) = self.opnd(b, ps, &s.array);
+            let (index, _) = self.opnd(b, ps, &s.index);
+            let (bits, kind) = match &s.value {
+                Opnd::Ref(r) if self.built.contains_key(r) => (self.built[r], MKind::Array),
+                o => self.opnd(b, ps, o),
+            };
+            let kind = b.ins().iconst(I64, helpers::kind_code(kind));
+            let f = helpers::setitem as *const u8;
+            self.call(b, f, &[array, index, bits, kind], false);
         }
     }
 
@@ -657,7 +669,7 @@ impl Lower<'_> {
                     self.vals[seg][i] = Some(v);
                 }
                 // Never allocated: an exit whose snapshot holds it builds it.
-                Kind::Param(_) | Kind::Virtual => {}
+                Kind::Param(_) | Kind::ParamItem | Kind::Virtual => {}
                 Kind::LoopStart => {
                     let h = b.create_block();
                     for (k, _) in inst.args.iter().enumerate() {
@@ -864,9 +876,12 @@ impl Lower<'_> {
             b.ins().jump(exit, &[]);
             return false;
         }
-        let len = b.ins().load(I64, mf, a, abi::LIST_LEN_OFFSET as i32);
-        let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
-        self.exit_if(b, outside, i);
+        // Without a snapshot it cannot fail: the index was checked before (`opt::heap`).
+        if inst.snap.is_some() {
+            let len = b.ins().load(I64, mf, a, abi::LIST_LEN_OFFSET as i32);
+            let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
+            self.exit_if(b, outside, i);
+        }
         let kind = b.ins().iconst(I64, helpers::kind_code(kv));
         let slow = &[a, index, v, kind];
         if !matches!(kv, MKind::Int | MKind::Atom) {

@@ -100,6 +100,19 @@ pub enum HeapOp {
         /// How rare.
         every: i64,
     },
+    /// `sp = sp + 1`, `arr[sp] = value`, `x{dst} = arr[sp]`, `sp = sp - 1` (then `ali[sp]`
+    /// when `under`): a push and a pop, as a stack machine's, around a stack pointer
+    /// every iteration gives back unchanged (`sp` starts at 1). The optimizer then keeps
+    /// the elements in registers across iterations and stores them only when the loop
+    /// exits (`opt::sink`).
+    Push {
+        /// The variable the pop assigns.
+        dst: usize,
+        /// What is pushed.
+        value: GenArg,
+        /// Whether the element under the pushed one is read through `ali` too.
+        under: bool,
+    },
     /// `box = array(2, init)`, `box[1] = value`: a new small array, as a dynamic
     /// language's boxed value, which allocation removal keeps out of memory while nothing
     /// lets it escape (and carries across the back edge as its elements).
@@ -200,6 +213,8 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         2 => (0..VARS, prop_oneof![6 => 0i64..2, 1 => Just(2)]).prop_map(|(d, k)| HeapOp::Unbox(d, k)),
         1 => prop_oneof![6 => 0i64..2, 1 => Just(2)].prop_map(HeapOp::BoxHolds),
         1 => any::<bool>().prop_map(HeapOp::BoxEscapes),
+        2 => (0..VARS, value(), any::<bool>())
+            .prop_map(|(dst, value, under)| HeapOp::Push { dst, value, under }),
         2 => (0..ARRAY_LEN, value(), 3i64..40)
             .prop_map(|(k, value, every)| HeapOp::RareStore { k, value, every }),
         3 => (0..VARS, 0usize..3, value(), value(), any::<bool>())
@@ -227,7 +242,9 @@ pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
 
 /// The statements that make the array and the memo tables, for the first block.
 pub fn prologue(funcs: &[GenFunc]) -> String {
-    let mut s = format!("    arr = array({ARRAY_LEN}, 0)\n    ali = arr\n    box = array(2, 0)\n");
+    let mut s = format!(
+        "    arr = array({ARRAY_LEN}, 0)\n    ali = arr\n    box = array(2, 0)\n    sp = 1\n"
+    );
     for (m, f) in funcs.iter().enumerate() {
         if let GenFunc::Memo { size, .. } = f {
             let _ = writeln!(s, "    memo{m} = array({size}, 'none')");
@@ -318,6 +335,16 @@ impl Emitter {
                         "    {w} = {counter} % {every}\n    if {w} goto {skip} else goto {store}\n\
                          {store}:\n    arr[{k}] = {v}\n    goto {skip}\n{skip}:"
                     );
+                }
+                HeapOp::Push { dst, value, under } => {
+                    let v = Self::arg(value, counter);
+                    let _ = writeln!(
+                        self.out,
+                        "    sp = sp + 1\n    arr[sp] = {v}\n    x{dst} = arr[sp]\n    sp = sp - 1"
+                    );
+                    if *under {
+                        let _ = writeln!(self.out, "    x{dst} = ali[sp]");
+                    }
                 }
                 HeapOp::Box { init, value } => {
                     let init = Self::arg(init, counter);

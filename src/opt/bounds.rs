@@ -158,7 +158,9 @@ pub fn machine_no_overflow(trace: &Trace, is_int: impl Fn(Ref) -> bool) -> Vec<b
             let int = is_int(r);
             match inst.kind {
                 Kind::Input(_) if int => facts.narrow(r, Range::i64()),
-                Kind::Param(_) if int => facts.narrow(r, param_ranges[i - start - 1]),
+                Kind::Param(_) | Kind::ParamItem if int => {
+                    facts.narrow(r, param_ranges[i - start - 1])
+                }
                 Kind::Op(op) if int => {
                     let all_int = inst.args.iter().all(|a| match a {
                         Opnd::Ref(x) => is_int(*x),

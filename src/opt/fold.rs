@@ -140,6 +140,7 @@ impl Stage for Fold {
             Kind::Op(_)
             | Kind::Input(_)
             | Kind::Param(_)
+            | Kind::ParamItem
             | Kind::Loop
             | Kind::LoopStart
             | Kind::GetItem

@@ -43,6 +43,8 @@ pub struct Optimizer<'t> {
     /// Whether the code counts operations (`--max-steps`): then every elidable call is
     /// made, so that the operations it takes are counted (see [`super::optimize_counted`]).
     pub counted: bool,
+    /// The loads of a peeled loop that could carry their element instead (`heap`).
+    pub carries: Vec<heap::Carry>,
 }
 
 /// An old instruction on its way through the stages, in terms of the new trace.
@@ -92,18 +94,37 @@ const STAGES: &[(&str, MakeStage)] = &[
 
 /// Runs the forward optimizer over `trace` with the stages named in `enabled`.
 pub fn run(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
+    walk(trace, enabled, counted).map(|(t, _)| t)
+}
+
+/// [`run`], with the loads of the peeled loop that could carry their element instead (see
+/// [`heap::Carry`]).
+pub fn run_carrying(
+    trace: &Trace,
+    enabled: &[&str],
+    counted: bool,
+) -> Result<(Trace, Vec<heap::Carry>), Rejected> {
+    walk(trace, enabled, counted)
+}
+
+fn walk(
+    trace: &Trace,
+    enabled: &[&str],
+    counted: bool,
+) -> Result<(Trace, Vec<heap::Carry>), Rejected> {
     let mut stages: Vec<Box<dyn Stage>> = STAGES
         .iter()
         .filter(|(name, _)| enabled.contains(name))
         .map(|(_, make)| make())
         .collect();
     if stages.is_empty() {
-        return Ok(trace.clone());
+        return Ok((trace.clone(), Vec::new()));
     }
     let mut opt = Optimizer {
         out: Rewriter::new(trace),
         intervals: Facts::default(),
         counted,
+        carries: Vec::new(),
     };
     'insts: for (i, old) in trace.insts.iter().enumerate() {
         let mut inst = Pending {
@@ -128,7 +149,8 @@ pub fn run(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Reje
             stage.learn(&mut opt, r);
         }
     }
-    Ok(opt.out.finish())
+    let carries = std::mem::take(&mut opt.carries);
+    Ok((opt.out.finish(), carries))
 }
 
 #[cfg(test)]

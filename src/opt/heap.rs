@@ -29,24 +29,37 @@
 use flowjit_runtime::{Op, Value};
 
 use super::forward::{Optimizer, Pending, Stage, Verdict};
+use super::rewrite::Rewriter;
 use super::Rejected;
-use crate::trace::{Kind, Opnd, Ref, Ty};
+use crate::trace::{Inst, Kind, Opnd, Ref, Trace, Ty};
 
 /// The heap stage: the elements known, as ((array, index), value).
 #[derive(Default)]
 pub struct Heap {
     known: Vec<((Opnd, Opnd), Opnd)>,
+    /// In a peeled trace, the new `loop_start`, once emitted.
+    start: Option<Ref>,
+    /// The elements known at the end of the preamble, before `keep_invariant`.
+    at_start: Vec<((Opnd, Opnd), Opnd)>,
+    /// The (array, index) of every store in the loop so far.
+    loop_stores: Vec<(Opnd, Opnd)>,
+    /// The loads of the loop that may carry their element (see [`Carry`]): each, its array
+    /// and its index.
+    loop_loads: Vec<(Ref, Opnd, Opnd)>,
     /// Whether the trace has stored into an array so far.
     stored: bool,
     /// Pairs of array operands a guard has told apart (`guard_false(eq(a, b))`).
     apart: Vec<(Opnd, Opnd)>,
     /// The (array, index) of every store so far.
     stores: Vec<(Opnd, Opnd)>,
+    /// Every (array, index) read or written so far: an index of its array for good (an
+    /// array's length never changes), so a store there cannot fail.
+    checked: Vec<(Opnd, Opnd)>,
 }
 
 /// Whether two array operands are surely different arrays: two different constants, or
 /// two that a guard has told apart.
-fn distinct_arrays(apart: &[(Opnd, Opnd)], a: &Opnd, b: &Opnd) -> bool {
+pub(super) fn distinct_arrays(apart: &[(Opnd, Opnd)], a: &Opnd, b: &Opnd) -> bool {
     match (a, b) {
         (Opnd::Const(Value::Array(x)), Opnd::Const(Value::Array(y))) => !std::rc::Rc::ptr_eq(x, y),
         _ => apart
@@ -57,12 +70,12 @@ fn distinct_arrays(apart: &[(Opnd, Opnd)], a: &Opnd, b: &Opnd) -> bool {
 
 /// An index as a base and a constant offset: `x + 2` is (`x`, 2), `x - 1` (`x`, -1), a
 /// constant `k` (none, `k`).
-fn split(opt: &Optimizer, i: &Opnd) -> Option<(Option<Ref>, i64)> {
+fn split(insts: &[Inst], i: &Opnd) -> Option<(Option<Ref>, i64)> {
     match i {
         Opnd::Const(Value::Int(k)) => Some((None, *k)),
         Opnd::Const(_) => None,
         Opnd::Ref(r) => {
-            let def = opt.out.def(*r);
+            let def = &insts[r.index()];
             Some(match (def.kind, def.args.as_slice()) {
                 (Kind::Op(Op::Add), [Opnd::Ref(x), Opnd::Const(Value::Int(c))])
                 | (Kind::Op(Op::Add), [Opnd::Const(Value::Int(c)), Opnd::Ref(x)]) => (Some(*x), *c),
@@ -79,20 +92,107 @@ fn split(opt: &Optimizer, i: &Opnd) -> Option<(Option<Ref>, i64)> {
 
 /// Whether two index operands are surely different indices: two different constants, or
 /// the same value plus two different constants (a stack pointer and the one above it).
-fn distinct_indices(opt: &Optimizer, i: &Opnd, j: &Opnd) -> bool {
-    match (split(opt, i), split(opt, j)) {
+pub(super) fn distinct_indices(insts: &[Inst], i: &Opnd, j: &Opnd) -> bool {
+    match (split(insts, i), split(insts, j)) {
         (Some((a, x)), Some((b, y))) => a == b && x != y,
         _ => false,
     }
 }
 
+fn lookup<'k>(known: &'k [((Opnd, Opnd), Opnd)], array: &Opnd, index: &Opnd) -> Option<&'k Opnd> {
+    known
+        .iter()
+        .find(|((a, i), _)| a == array && i == index)
+        .map(|(_, v)| v)
+}
+
 impl Heap {
     fn lookup(&self, array: &Opnd, index: &Opnd) -> Option<&Opnd> {
-        self.known
-            .iter()
-            .find(|((a, i), _)| a == array && i == index)
-            .map(|(_, v)| v)
+        lookup(&self.known, array, index)
     }
+
+    fn check(&mut self, array: &Opnd, index: &Opnd) {
+        let key = (array.clone(), index.clone());
+        if !self.checked.contains(&key) {
+            self.checked.push(key);
+        }
+    }
+}
+
+/// An element a peeled loop carries in a register from one iteration to the next instead of
+/// loading it (PyPy's short preamble, for array elements): the loop's `load` reads it
+/// before any store of the loop may have changed it, its array and index are defined
+/// before `loop_start`, and the stage knows what the element holds at `loop_start`
+/// (`first`) and at `loop` (`next`), both of the load's type. The load becomes a
+/// `param_item` that receives `first` and `next` ([`carry`]).
+///
+/// ```text
+/// setitem v0, 0, v5  ...                    setitem v0, 0, v5  ...
+/// loop_start v5  ...                        loop_start v5, v5  ...
+/// v7:int = param i                          v7:int = param i
+/// v8:int = getitem v0, 0  ...        =>     v8:int = param_item v0, 0
+/// v9:int = add v8, v7  ...                  v9:int = add v8, v7  ...
+/// setitem v0, 0, v9  ...                    setitem v0, 0, v9  ...
+/// loop v9  ...                              loop v9, v9  ...
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Carry {
+    /// The load in the loop.
+    pub load: Ref,
+    /// The array it reads.
+    pub array: Opnd,
+    /// The index it reads.
+    pub index: Opnd,
+    /// What the element holds at `loop_start`.
+    pub first: Opnd,
+    /// What the element holds at `loop`.
+    pub next: Opnd,
+}
+
+/// `trace` (as the forward optimizer emitted it, which found `carries`) with each carried
+/// load replaced by a `param_item` after the `param`s.
+pub fn carry(trace: &Trace, carries: &[Carry]) -> Trace {
+    let start = trace.loop_start().expect("a peeled trace");
+    let last_param = start + trace.insts[start].args.len();
+    let mut rw = Rewriter::new(trace);
+    let mut items: Vec<Ref> = Vec::with_capacity(carries.len());
+    for (i, inst) in trace.insts.iter().enumerate() {
+        match inst.kind {
+            Kind::LoopStart | Kind::Loop => {
+                let mut args = rw.args(inst);
+                args.extend(carries.iter().map(|c| {
+                    rw.opnd(if inst.kind == Kind::Loop {
+                        &c.next
+                    } else {
+                        &c.first
+                    })
+                }));
+                rw.keep_with(i, args);
+            }
+            Kind::GetItem => match carries.iter().position(|c| c.load.index() == i) {
+                Some(k) => rw.set(i, Opnd::Ref(items[k])),
+                None => {
+                    rw.keep(i);
+                }
+            },
+            _ => {
+                rw.keep(i);
+            }
+        }
+        if i == last_param {
+            for c in carries {
+                let args = vec![rw.opnd(&c.array), rw.opnd(&c.index)];
+                items.push(rw.push_new(Inst {
+                    kind: Kind::ParamItem,
+                    args,
+                    snap: None,
+                    origin: None,
+                    ty: trace.insts[c.load.index()].ty,
+                }));
+            }
+        }
+    }
+    rw.finish()
 }
 
 impl Heap {
@@ -142,10 +242,19 @@ impl Stage for Heap {
             },
             Kind::SetItem => match self.lookup(&inst.args[0], &inst.args[1]) {
                 Some(v) if *v == inst.args[2] => Verdict::Holds,
-                _ => Verdict::Pass,
+                _ => {
+                    let key = (inst.args[0].clone(), inst.args[1].clone());
+                    if self.checked.contains(&key) {
+                        inst.snapshot = false;
+                    }
+                    Verdict::Pass
+                }
             },
-            Kind::LoopStart if self.stored => {
-                self.keep_invariant(opt);
+            Kind::LoopStart => {
+                self.at_start = self.known.clone();
+                if self.stored {
+                    self.keep_invariant(opt);
+                }
                 Verdict::Pass
             }
             _ => Verdict::Pass,
@@ -156,8 +265,41 @@ impl Stage for Heap {
         let inst = opt.out.def(r);
         match inst.kind {
             Kind::GetItem => {
-                let key = (inst.args[0].clone(), inst.args[1].clone());
-                self.known.push((key, Opnd::Ref(r)));
+                let (a, i) = (&inst.args[0], &inst.args[1]);
+                if let Some(s) = self.start {
+                    let invariant = |o: &Opnd| o.as_ref().is_none_or(|x| x < s);
+                    let unchanged = self.loop_stores.iter().all(|(b, j)| {
+                        distinct_arrays(&self.apart, a, b)
+                            || distinct_indices(opt.out.insts(), i, j)
+                    });
+                    if invariant(a) && invariant(i) && unchanged {
+                        self.loop_loads.push((r, a.clone(), i.clone()));
+                    }
+                }
+                self.check(a, i);
+                self.known.push(((a.clone(), i.clone()), Opnd::Ref(r)));
+            }
+            Kind::ParamItem => {
+                let (a, i) = (&inst.args[0], &inst.args[1]);
+                self.known.push(((a.clone(), i.clone()), Opnd::Ref(r)));
+            }
+            Kind::LoopStart => self.start = Some(r),
+            Kind::Loop => {
+                let insts = opt.out.insts();
+                for (load, a, i) in &self.loop_loads {
+                    let ty = insts[load.index()].ty;
+                    let first = lookup(&self.at_start, a, i).filter(|o| o.ty(insts) == ty);
+                    let next = self.lookup(a, i).filter(|o| o.ty(insts) == ty);
+                    if let (Some(first), Some(next)) = (first, next) {
+                        opt.carries.push(Carry {
+                            load: *load,
+                            array: a.clone(),
+                            index: i.clone(),
+                            first: first.clone(),
+                            next: next.clone(),
+                        });
+                    }
+                }
             }
             Kind::GuardFalse => {
                 if let Opnd::Ref(t) = &inst.args[0] {
@@ -173,13 +315,18 @@ impl Stage for Heap {
                 let (a, i) = (&inst.args[0], &inst.args[1]);
                 self.stored = true;
                 self.stores.push((a.clone(), i.clone()));
+                if self.start.is_some() {
+                    self.loop_stores.push((a.clone(), i.clone()));
+                }
                 let opt = &*opt;
                 let apart = &self.apart;
                 self.known.retain(|((b, j), _)| {
-                    distinct_arrays(apart, a, b) || distinct_indices(opt, i, j)
+                    distinct_arrays(apart, a, b) || distinct_indices(opt.out.insts(), i, j)
                 });
                 self.known
                     .push(((a.clone(), i.clone()), inst.args[2].clone()));
+                let (a, i) = (a.clone(), i.clone());
+                self.check(&a, &i);
             }
             _ => {}
         }

@@ -21,6 +21,7 @@
 //! | `bounds` | integer intervals; operations that cannot fail lose their snapshot |
 //! | `peel` | preamble + loop; carried constants are not carried; re-runs the stages above |
 //! | `virtuals` | arrays that do not escape are never allocated; re-runs the stages above |
+//! | `sink` | stores that cannot fail are made late, or never (exits make them) |
 //! | `dce` | removes operations that cannot exit and are not used |
 
 pub mod bounds;
@@ -33,6 +34,7 @@ pub mod heap;
 pub mod interval;
 pub mod peel;
 pub mod rewrite;
+pub mod sink;
 pub mod state;
 pub mod virtuals;
 
@@ -105,10 +107,10 @@ impl fmt::Display for Rejected {
 
 impl std::error::Error for Rejected {}
 
-/// The passes, in pipeline order: the stages of the forward optimizer, then `peel` and
-/// `dce`.
+/// The passes, in pipeline order: the stages of the forward optimizer, then `peel`,
+/// `virtuals`, `sink` and `dce`.
 pub const PIPELINE: &[&str] = &[
-    "fold", "cse", "heap", "guards", "bounds", "peel", "virtuals", "dce",
+    "fold", "cse", "heap", "guards", "bounds", "peel", "virtuals", "sink", "dce",
 ];
 
 /// Checks a list of pass names; the error names the unknown one.
@@ -153,6 +155,28 @@ pub fn specialize_inputs(
     rw.finish()
 }
 
+/// How many times `carry_elements` looks for more elements to carry: once an element is
+/// carried, a load that read through it may become one too.
+const CARRY_ROUNDS: usize = 3;
+
+/// The peeled `trace` with the array elements its loop can carry in registers carried
+/// (`heap::Carry`), and the passes run again.
+fn carry_elements(mut t: Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
+    for _ in 0..CARRY_ROUNDS {
+        let (walked, carries) = forward::run_carrying(&t, enabled, counted)?;
+        if carries.is_empty() {
+            break;
+        }
+        let carried = heap::carry(&walked, &carries);
+        debug_assert_eq!(verify(&carried), Ok(()), "after carrying elements");
+        t = local(&carried, enabled, counted)?;
+        if let Some(fewer) = peel::drop_fixed_params(&t) {
+            t = local(&fewer, enabled, counted)?;
+        }
+    }
+    Ok(t)
+}
+
 /// Runs the enabled passes, in pipeline order, over `trace`.
 pub fn optimize(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
     optimize_for(trace, enabled, false)
@@ -171,6 +195,9 @@ fn optimize_for(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace,
     if enabled.contains(&"peel") {
         t = peel::run(&t, &|t| local(t, enabled, counted))?;
         debug_assert_eq!(verify(&t), Ok(()), "after peel");
+        if enabled.contains(&"heap") && t.loop_start().is_some() {
+            t = carry_elements(t, enabled, counted)?;
+        }
     }
     if enabled.contains(&"virtuals") {
         let v = virtuals::run(&t);
@@ -179,8 +206,19 @@ fn optimize_for(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace,
         // loop carries may then turn out to be the same constant at both ends.
         if v != t {
             t = local(&v, enabled, counted)?;
-            if let Some(fewer) = peel::drop_constant_params(&t) {
+            if let Some(fewer) = peel::drop_fixed_params(&t) {
                 t = local(&fewer, enabled, counted)?;
+            }
+        }
+    }
+    if enabled.contains(&"sink") {
+        t = sink::run(&t);
+        debug_assert_eq!(verify(&t), Ok(()), "after sink");
+        if t.loop_start().is_some() {
+            // An element carried may be another param's value, or a constant, at both ends.
+            t = peel::merge_params(&t);
+            if let Some(fewer) = peel::drop_fixed_params(&t) {
+                t = fewer;
             }
         }
     }

@@ -75,10 +75,14 @@ pub fn run(
             .collect();
         if broken.is_empty() {
             let merged = merge_params(&peeled);
-            return if merged.insts.len() == peeled.insts.len() {
-                Ok(peeled)
+            let merged = if merged.insts.len() == peeled.insts.len() {
+                peeled
             } else {
-                local(&merged)
+                local(&merged)?
+            };
+            return match drop_fixed_params(&merged) {
+                Some(fewer) => local(&fewer),
+                None => Ok(merged),
             };
         }
         params.extend(broken);
@@ -97,7 +101,7 @@ fn keeps_types(trace: &Trace) -> bool {
 /// Merges `param`s that receive the same operand from `loop_start` and from `loop`: they
 /// always hold the same value (two variables copied from each other, as a register machine
 /// does), and one loop-carried value is cheaper than two.
-fn merge_params(trace: &Trace) -> Trace {
+pub fn merge_params(trace: &Trace) -> Trace {
     let start = trace.loop_start().expect("a peeled trace");
     let first = &trace.insts[start].args;
     let next = &trace.insts.last().expect("a loop").args;
@@ -114,7 +118,7 @@ fn merge_params(trace: &Trace) -> Trace {
     let mut params: Vec<Ref> = Vec::new();
     for (idx, inst) in trace.insts.iter().enumerate() {
         match inst.kind {
-            Kind::Param(_) => {
+            kind if kind.is_param() => {
                 let j = idx - start - 1;
                 if same[j] == j {
                     params.push(rw.keep(idx));
@@ -145,18 +149,24 @@ fn merge_params(trace: &Trace) -> Trace {
     rw.finish()
 }
 
-/// The trace without the `param`s that receive the same constant from `loop_start` and from
-/// `loop` (the body reads the constant), if it has any. Peeling carries no variable whose
-/// value is such a constant, but `virtuals` may carry an element of a virtual array that
-/// only the optimizer's later walk finds constant at both ends.
-pub fn drop_constant_params(trace: &Trace) -> Option<Trace> {
+/// The trace without its *fixed* `param`s, if it has any: those that receive the same
+/// constant from `loop_start` and from `loop`, and those that `loop` gives back unchanged
+/// (a stack pointer that an iteration moves up and down again). Such a param holds its first
+/// value in every iteration: the body reads that value instead. Peeling carries no variable
+/// whose value is a constant, but `virtuals` may carry an element of a virtual array that
+/// only the optimizer's later walk finds constant at both ends; and only the walk over the
+/// peeled trace finds that a variable comes back to the value it started from.
+pub fn drop_fixed_params(trace: &Trace) -> Option<Trace> {
     let start = trace.loop_start()?;
     let first = &trace.insts[start].args;
     let next = &trace.insts.last()?.args;
     let constant: Vec<bool> = first
         .iter()
         .zip(next)
-        .map(|(a, b)| a.as_const().is_some() && a == b)
+        .enumerate()
+        .map(|(k, (a, b))| {
+            (a.as_const().is_some() && a == b) || *b == Opnd::Ref(Ref((start + 1 + k) as u32))
+        })
         .collect();
     if !constant.contains(&true) {
         return None;
@@ -164,8 +174,9 @@ pub fn drop_constant_params(trace: &Trace) -> Option<Trace> {
     let mut rw = super::rewrite::Rewriter::new(trace);
     for (idx, inst) in trace.insts.iter().enumerate() {
         match inst.kind {
-            Kind::Param(_) if constant[idx - start - 1] => {
-                rw.set(idx, first[idx - start - 1].clone());
+            kind if kind.is_param() && constant[idx - start - 1] => {
+                let value = rw.opnd(&first[idx - start - 1]);
+                rw.set(idx, value);
             }
             Kind::LoopStart | Kind::Loop => {
                 let args = rw
@@ -256,6 +267,7 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
             entries,
             frames: mapped.frames,
             virtuals: mapped.virtuals,
+            stores: mapped.stores,
         });
         SnapId(snaps.len() as u32 - 1)
     };

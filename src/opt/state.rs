@@ -19,7 +19,9 @@
 //! A jump that arrives with `prev = 0` and `cur = v20` breaks `prev → param 0` (two different
 //! values for one parameter) and must enter through the preamble; so must one that writes a
 //! variable the loop does not carry (the preamble read it once, and the body may use what it
-//! computed from it), or arrives with `k` other than 7.
+//! computed from it), or arrives with `k` other than 7. A variable every iteration gives
+//! back unchanged has no `param` at all (`peel::drop_fixed_params`): a jump must leave it
+//! alone.
 
 use flowjit_runtime::Value;
 
@@ -33,6 +35,10 @@ pub enum Assumed {
     Const(Value),
     /// It holds the value of parameter `k` (the `k`-th `param`); several variables may.
     Param(usize),
+    /// It holds the value the preamble left in it, which every iteration gives back (a
+    /// stack pointer moved up and down again): a jump that writes it must go through the
+    /// preamble.
+    Fixed,
 }
 
 /// What a jump brings for one variable.
@@ -91,12 +97,18 @@ impl LoopState {
                     return None;
                 }
                 Assumed::Const(c.clone())
-            } else {
+            } else if let Some(k) =
                 // A variable without a param of its own shares one (`peel` merged them):
                 // the param that receives the same operand from `loop_start` and `loop`.
-                let k =
-                    (0..params).find(|&k| &first.args[k] == o && Some(&last.args[k]) == next)?;
+                (0..params)
+                    .find(|&k| &first.args[k] == o && Some(&last.args[k]) == next)
+            {
                 Assumed::Param(k)
+            } else if Some(o) == next {
+                // Its param was fixed (`peel::drop_fixed_params`).
+                Assumed::Fixed
+            } else {
+                return None;
             };
             vars.push((*slot, assumed));
         }
@@ -130,6 +142,11 @@ impl LoopState {
                     Arrival::Const(v) if v == c => {}
                     _ => return None,
                 },
+                Assumed::Fixed => {
+                    if a != Arrival::Unchanged {
+                        return None;
+                    }
+                }
                 Assumed::Param(k) => match &per_param[*k] {
                     None => per_param[*k] = Some((*slot, a)),
                     // Variables sharing a parameter must arrive as one value.

@@ -116,7 +116,8 @@ fn analyze(trace: &Trace) -> Plan {
         for (j, slot) in carried.iter_mut().enumerate() {
             let (a, b) = (&trace.insts[s].args[j], &last.args[j]);
             if let (Some(a), Some(b)) = (cand(&len, a), cand(&len, b)) {
-                if a < s && b > s && len[a] == len[b] {
+                let variable = matches!(trace.insts[s + 1 + j].kind, Kind::Param(_));
+                if variable && a < s && b > s && len[a] == len[b] {
                     *slot = Some((a, b));
                     let p = s + 1 + j;
                     len[p] = len[a];
@@ -416,7 +417,8 @@ fn params(
         let p = start + 1 + j;
         let old = &trace.insts[p];
         let Some(consts) = consts else {
-            rw.push_as(p, old.kind, Vec::new(), None);
+            let args = rw.args(old);
+            rw.push_as(p, old.kind, args, None);
             continue;
         };
         let r = first[j].as_ref().expect("a virtual array is a ref");

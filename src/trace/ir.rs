@@ -143,6 +143,12 @@ pub enum Kind {
     /// A loop-carried value of a peeled trace: the value of a variable at the start of each
     /// iteration of the loop. The `param`s follow `loop_start` directly.
     Param(Slot),
+    /// `param_item(a, i)`: a loop-carried value of a peeled trace that is no variable's:
+    /// element `i` of array `a` at the start of each iteration, which the loop keeps in a
+    /// register instead of loading it (`opt::heap::carry`). Its operands are defined before
+    /// `loop_start` (they do not change), and it follows the `param`s. Reads nothing: at
+    /// `loop_start` and at `loop` the element holds its operand there.
+    ParamItem,
     /// `getitem(a, i)`: element `i` of array `a`, a load from memory (`readlist` of an
     /// array). Exits before itself when `i` is not an index of `a`, and checks the type of
     /// the element it reads.
@@ -325,6 +331,7 @@ impl Kind {
             // row(name, operands, result type, effect, snapshot)
             Kind::Input(_) => row("input", Some(0), Res::Checked, Read, Snap::Always),
             Kind::Param(_) => row("param", Some(0), Res::Carried, Read, Snap::Never),
+            Kind::ParamItem => row("param_item", Some(2), Res::Carried, Read, Snap::Never),
             Kind::GuardTrue => row("guard_true", Some(1), Res::None, Guard, Snap::Always),
             Kind::GuardFalse => row("guard_false", Some(1), Res::None, Guard, Snap::Always),
             Kind::GuardValue => row("guard_value", Some(2), Res::None, Guard, Snap::Always),
@@ -396,6 +403,7 @@ impl Kind {
             "loop" => Kind::Loop,
             "loop_start" => Kind::LoopStart,
             "virtual" => Kind::Virtual,
+            "param_item" => Kind::ParamItem,
             _ => Kind::Op(Op::from_name(name)?),
         })
     }
@@ -419,6 +427,13 @@ impl Kind {
     /// Whether the instruction is pure (see [`Effect::Pure`]).
     pub fn is_pure(self) -> bool {
         self.effect() == Effect::Pure
+    }
+
+    /// Whether the instruction is a loop-carried value of a peeled trace (`param` or
+    /// `param_item`): one of those that follow `loop_start`, one per operand of
+    /// `loop_start` and of `loop`.
+    pub fn is_param(self) -> bool {
+        matches!(self, Kind::Param(_) | Kind::ParamItem)
     }
 
     /// Whether the instruction is a guard.
@@ -517,6 +532,7 @@ mod tests {
         let mut kinds = vec![
             Kind::Input(Slot(0)),
             Kind::Param(Slot(0)),
+            Kind::ParamItem,
             Kind::GuardTrue,
             Kind::GuardFalse,
             Kind::GuardValue,
@@ -568,6 +584,17 @@ mod tests {
             .filter(|k| !k.needs_snapshot())
             .map(Kind::name)
             .collect();
-        assert_eq!(never, ["param", "print", "getchar", "same", "eq", "ne"]);
+        assert_eq!(
+            never,
+            [
+                "param",
+                "param_item",
+                "print",
+                "getchar",
+                "same",
+                "eq",
+                "ne"
+            ]
+        );
     }
 }

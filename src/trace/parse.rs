@@ -18,7 +18,7 @@ use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
 use super::print::Names;
 use crate::lang::parse_fg::parse_fg_const;
 use crate::lang::{BlockId, FuncId, Slot};
-use crate::resume::{Inlined, Virtual};
+use crate::resume::{Inlined, Store, Virtual};
 use crate::state::Position;
 
 /// The variables and labels a trace read from text names, by slot and block number.
@@ -139,7 +139,12 @@ impl Parser {
                  `> VAR=LABEL:INDEX [VAR=OPND, ...]` for each call it is inside"
             )
         };
-        // `{vN=[OPND, ...], ...}` at the end: the virtual arrays.
+        // `| ARRAY[INDEX]=OPND, ...` at the end: the stores not made yet.
+        let (text, stores) = match split_top(text, '|').as_slice() {
+            [head, stores] => (*head, self.stores(stores)?),
+            _ => (text, Vec::new()),
+        };
+        // `{vN=[OPND, ...], ...}` then: the virtual arrays.
         let (text, virtuals) = match text.trim_end().strip_suffix('}') {
             Some(head) => {
                 let open = head.rfind('{').ok_or_else(bad)?;
@@ -173,7 +178,24 @@ impl Parser {
             entries,
             frames,
             virtuals,
+            stores,
         })
+    }
+
+    /// `ARRAY[INDEX]=OPND, ...`: stores not made yet.
+    fn stores(&mut self, text: &str) -> Result<Vec<Store>, String> {
+        let mut stores = Vec::new();
+        for part in split_top(text, ',') {
+            let bad = || format!("bad store `{}`: expected ARRAY[INDEX]=OPND", part.trim());
+            let (at, value) = part.split_once("]=").ok_or_else(bad)?;
+            let (array, index) = at.rsplit_once('[').ok_or_else(bad)?;
+            stores.push(Store {
+                array: self.opnd(array)?,
+                index: self.opnd(index)?,
+                value: self.opnd(value)?,
+            });
+        }
+        Ok(stores)
     }
 
     /// `vN=[OPND, ...], ...`: virtual arrays and their elements, sorted by ref.

@@ -209,6 +209,14 @@ pub fn snapshot(names: &dyn Names, snap: &Snapshot) -> String {
             .collect();
         let _ = write!(text, " {{{}}}", virtuals.join(", "));
     }
+    if !snap.stores.is_empty() {
+        let stores: Vec<String> = snap
+            .stores
+            .iter()
+            .map(|s| format!("{}[{}]={}", opnd(&s.array), opnd(&s.index), opnd(&s.value)))
+            .collect();
+        let _ = write!(text, " | {}", stores.join(", "));
+    }
     text
 }
 

@@ -148,6 +148,7 @@ impl Recorder<'_> {
             entries: entries(own),
             frames,
             virtuals: Vec::new(),
+            stores: Vec::new(),
         });
         SnapId(self.snaps.len() as u32 - 1)
     }

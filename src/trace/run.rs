@@ -173,7 +173,7 @@ fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], env: &mut Env, rese
         Kind::GuardFalse => value(regs, &inst.args[0]).is_false(),
         Kind::GuardValue => value(regs, &inst.args[0]) == value(regs, &inst.args[1]),
         // Never allocated: an exit whose snapshot holds it builds it.
-        Kind::Param(_) | Kind::Loop | Kind::LoopStart | Kind::Virtual => true,
+        Kind::Param(_) | Kind::ParamItem | Kind::Loop | Kind::LoopStart | Kind::Virtual => true,
     }
 }
 
@@ -201,11 +201,7 @@ pub fn run_bridge(trace: &Trace, env: &mut Env) -> TraceExit {
 pub fn run_trace(trace: &Trace, env: &mut Env) -> TraceExit {
     let cost = trace.iteration_cost();
     let start = trace.loop_start();
-    let params = trace
-        .insts
-        .iter()
-        .filter(|i| matches!(i.kind, Kind::Param(_)))
-        .count();
+    let params = trace.insts.iter().filter(|i| i.kind.is_param()).count();
     let mut regs: Vec<Option<Value>> = vec![None; trace.insts.len()];
     let mut iterations = 0;
     let budget_stop = |iterations| TraceExit {
@@ -220,7 +216,7 @@ pub fn run_trace(trace: &Trace, env: &mut Env) -> TraceExit {
     loop {
         let inst = &trace.insts[i];
         let ok = match inst.kind {
-            Kind::Param(_) => true,
+            Kind::Param(_) | Kind::ParamItem => true,
             Kind::LoopStart | Kind::Loop if start.is_some() => {
                 // The end of an iteration of a peeled trace: go round again if the budget
                 // holds this iteration and the next.

@@ -43,11 +43,7 @@ pub fn verify(trace: &Trace) -> Result<(), String> {
     if starts.len() > 1 {
         return Err(format!("v{}: a second loop_start", starts[1]));
     }
-    let params = trace
-        .insts
-        .iter()
-        .filter(|i| matches!(i.kind, Kind::Param(_)))
-        .count();
+    let params = trace.insts.iter().filter(|i| i.kind.is_param()).count();
     for (i, inst) in trace.insts.iter().enumerate() {
         if inst.kind == Kind::Loop && i != n - 1 {
             return Err(format!("v{i}: `loop` before the end of the trace"));
@@ -77,11 +73,8 @@ pub fn verify(trace: &Trace) -> Result<(), String> {
                 inst.args.len()
             ));
         }
-        if let Kind::Param(_) = inst.kind {
-            let before = trace.insts[..i]
-                .iter()
-                .rev()
-                .find(|p| !matches!(p.kind, Kind::Param(_)));
+        if inst.kind.is_param() {
+            let before = trace.insts[..i].iter().rev().find(|p| !p.kind.is_param());
             if before.map(|p| p.kind) != Some(Kind::LoopStart) {
                 return Err(format!("v{i}: a param must follow loop_start directly"));
             }
@@ -138,8 +131,24 @@ pub fn verify(trace: &Trace) -> Result<(), String> {
                     return Err(format!("v{i}: {} inside a call", inst.kind.name()));
                 }
                 check_virtuals(trace, snap).map_err(|e| format!("v{i}: {e}"))?;
+                check_stores(trace, snap).map_err(|e| format!("v{i}: {e}"))?;
             }
             (false, None) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A snapshot's stores not made yet: each into an array at an integer index, no two into
+/// the same element by the same operands.
+fn check_stores(trace: &Trace, snap: &crate::resume::Snapshot) -> Result<(), String> {
+    for (k, s) in snap.stores.iter().enumerate() {
+        if s.array.ty(&trace.insts) != Ty::Array || s.index.ty(&trace.insts) != Ty::Int {
+            return Err("a store not made yet must be into an array at an integer".into());
+        }
+        let same = |t: &crate::resume::Store| t.array == s.array && t.index == s.index;
+        if snap.stores[..k].iter().any(same) {
+            return Err("two stores not made yet into one element".into());
         }
     }
     Ok(())
