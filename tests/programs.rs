@@ -73,7 +73,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "cse,guards,bounds,peel,virtuals,dce",
+        "cse,guards,bounds,peel,virtuals,sink,dce",
     ],
     &[
         "--mode",
@@ -81,7 +81,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,heap,guards,bounds,peel,virtuals,dce",
+        "fold,heap,guards,bounds,peel,virtuals,sink,dce",
     ],
     &[
         "--mode",
@@ -89,7 +89,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,heap,bounds,peel,virtuals,dce",
+        "fold,cse,heap,bounds,peel,virtuals,sink,dce",
     ],
     &[
         "--mode",
@@ -97,7 +97,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,heap,guards,peel,virtuals,dce",
+        "fold,cse,heap,guards,peel,virtuals,sink,dce",
     ],
     &[
         "--mode",
@@ -105,7 +105,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,heap,guards,bounds,virtuals,dce",
+        "fold,cse,heap,guards,bounds,virtuals,sink,dce",
     ],
     &[
         "--mode",
@@ -113,7 +113,7 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,heap,guards,bounds,peel,virtuals",
+        "fold,cse,heap,guards,bounds,peel,virtuals,sink",
     ],
     &[
         "--mode",
@@ -121,7 +121,15 @@ const MODES: &[&[&str]] = &[
         "--threshold",
         "0",
         "--passes",
-        "fold,cse,heap,guards,bounds,peel,dce",
+        "fold,cse,heap,guards,bounds,peel,sink,dce",
+    ],
+    &[
+        "--mode",
+        "trace",
+        "--threshold",
+        "0",
+        "--passes",
+        "fold,cse,heap,guards,bounds,peel,virtuals,dce",
     ],
     // Machine code with each pass but `peel` (without which nothing is compiled) switched
     // off in turn, bridges from every guard that fails twice.
@@ -131,7 +139,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "cse,guards,bounds,peel,virtuals,dce",
+        "cse,guards,bounds,peel,virtuals,sink,dce",
     ],
     &[
         "--threshold",
@@ -139,7 +147,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,heap,guards,bounds,peel,virtuals,dce",
+        "fold,heap,guards,bounds,peel,virtuals,sink,dce",
     ],
     &[
         "--threshold",
@@ -147,7 +155,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,cse,heap,bounds,peel,virtuals,dce",
+        "fold,cse,heap,bounds,peel,virtuals,sink,dce",
     ],
     &[
         "--threshold",
@@ -155,7 +163,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,cse,heap,guards,peel,virtuals,dce",
+        "fold,cse,heap,guards,peel,virtuals,sink,dce",
     ],
     &[
         "--threshold",
@@ -163,7 +171,7 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,cse,heap,guards,bounds,peel,virtuals",
+        "fold,cse,heap,guards,bounds,peel,virtuals,sink",
     ],
     &[
         "--threshold",
@@ -171,7 +179,15 @@ const MODES: &[&[&str]] = &[
         "--bridge-threshold",
         "1",
         "--passes",
-        "fold,cse,heap,guards,bounds,peel,dce",
+        "fold,cse,heap,guards,bounds,peel,sink,dce",
+    ],
+    &[
+        "--threshold",
+        "1",
+        "--bridge-threshold",
+        "1",
+        "--passes",
+        "fold,cse,heap,guards,bounds,peel,virtuals,dce",
     ],
 ];
 
