@@ -213,7 +213,7 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         2 => (0..VARS, prop_oneof![6 => 0i64..2, 1 => Just(2)]).prop_map(|(d, k)| HeapOp::Unbox(d, k)),
         1 => prop_oneof![6 => 0i64..2, 1 => Just(2)].prop_map(HeapOp::BoxHolds),
         1 => any::<bool>().prop_map(HeapOp::BoxEscapes),
-        2 => (0..VARS, value(), any::<bool>())
+        3 => (0..VARS, value(), any::<bool>())
             .prop_map(|(dst, value, under)| HeapOp::Push { dst, value, under }),
         2 => (0..ARRAY_LEN, value(), 3i64..40)
             .prop_map(|(k, value, every)| HeapOp::RareStore { k, value, every }),

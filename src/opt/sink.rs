@@ -59,7 +59,11 @@ pub fn run(trace: &Trace) -> Trace {
 }
 
 /// Makes the pending stores that `must` says must be made now, in their order.
-fn flush(rw: &mut Rewriter, pending: &mut Vec<Pending>, must: impl Fn(&Store, &[Inst]) -> bool) {
+fn flush(
+    rw: &mut Rewriter,
+    pending: &mut Vec<Pending>,
+    must: impl Fn(&Store, &[Inst]) -> bool,
+) -> Vec<Store> {
     let now: Vec<bool> = pending.iter().map(|p| must(&p.store, rw.insts())).collect();
     let mut made: Vec<Pending> = Vec::new();
     for (p, m) in std::mem::take(pending).into_iter().zip(now) {
@@ -69,20 +73,19 @@ fn flush(rw: &mut Rewriter, pending: &mut Vec<Pending>, must: impl Fn(&Store, &[
             pending.push(p);
         }
     }
-    for p in made {
-        let Store {
-            array,
-            index,
-            value,
-        } = p.store;
-        rw.push_new(Inst {
-            kind: Kind::SetItem,
-            args: vec![array, index, value],
-            snap: None,
-            origin: p.origin,
-            ty: Ty::None,
-        });
-    }
+    made.into_iter()
+        .map(|p| {
+            let s = p.store;
+            rw.push_new(Inst {
+                kind: Kind::SetItem,
+                args: vec![s.array.clone(), s.index.clone(), s.value.clone()],
+                snap: None,
+                origin: p.origin,
+                ty: Ty::None,
+            });
+            s
+        })
+        .collect()
 }
 
 /// Whether an instruction may read what arrays hold, other than through `getitem`.
@@ -90,7 +93,8 @@ fn reads_arrays(inst: &Inst, args: &[Opnd], insts: &[Inst]) -> bool {
     let deep = |o: &Opnd| matches!(o.ty(insts), Ty::Array | Ty::List);
     match inst.kind {
         Kind::Op(Op::Len) => false,
-        Kind::Op(Op::Eq | Op::Ne) => !args.iter().all(|a| a.ty(insts) == Ty::Array),
+        // Arrays compare by identity; lists by their elements, which may be arrays.
+        Kind::Op(Op::Eq | Op::Ne) => args.iter().any(|a| a.ty(insts) == Ty::List),
         Kind::Op(_) | Kind::Print | Kind::CallPure(_) => args.iter().any(deep),
         _ => false,
     }
@@ -108,6 +112,9 @@ fn attempt(trace: &Trace, excluded: &[(Opnd, Opnd)]) -> Result<Trace, Vec<(Opnd,
     // The elements the loop carries, with their values at `loop_start`.
     let mut carried: Vec<Store> = Vec::new();
     let mut lost: Vec<(Opnd, Opnd)> = Vec::new();
+    // The stores made so far whose elements still hold what they stored (no store since
+    // may have changed them), no two into one element.
+    let mut made: Vec<Store> = Vec::new();
 
     for (i, inst) in trace.insts.iter().enumerate() {
         let args = rw.args(inst);
@@ -115,11 +122,20 @@ fn attempt(trace: &Trace, excluded: &[(Opnd, Opnd)]) -> Result<Trace, Vec<(Opnd,
         let may_alias = move |s: &Store, a: &Opnd, k: &Opnd, insts: &[Inst]| {
             !distinct_arrays(told, &s.array, a) && !distinct_indices(insts, &s.index, k)
         };
+        // Remembers stores just made, forgetting those they may overwrite.
+        let remember = |made: &mut Vec<Store>, now: Vec<Store>, insts: &[Inst]| {
+            for s in now {
+                made.retain(|m| !may_alias(m, &s.array, &s.index, insts));
+                made.push(s);
+            }
+        };
         match inst.kind {
             Kind::SetItem if inst.snap.is_none() => {
                 let (a, k) = (&args[0], &args[1]);
                 pending.retain(|p| !(p.store.array == *a && p.store.index == *k));
-                flush(&mut rw, &mut pending, |s, insts| may_alias(s, a, k, insts));
+                let now = flush(&mut rw, &mut pending, |s, insts| may_alias(s, a, k, insts));
+                remember(&mut made, now, rw.insts());
+                made.retain(|m| !may_alias(m, a, k, rw.insts()));
                 pending.push(Pending {
                     store: Store {
                         array: a.clone(),
@@ -132,12 +148,34 @@ fn attempt(trace: &Trace, excluded: &[(Opnd, Opnd)]) -> Result<Trace, Vec<(Opnd,
             }
             Kind::SetItem | Kind::GetItem => {
                 let (a, k) = (&args[0], &args[1]);
-                flush(&mut rw, &mut pending, |s, insts| may_alias(s, a, k, insts));
+                let now = flush(&mut rw, &mut pending, |s, insts| may_alias(s, a, k, insts));
+                remember(&mut made, now, rw.insts());
+                if inst.kind == Kind::SetItem {
+                    let store = Store {
+                        array: a.clone(),
+                        index: k.clone(),
+                        value: args[2].clone(),
+                    };
+                    remember(&mut made, vec![store], rw.insts());
+                }
             }
             Kind::LoopStart => {
                 let keep =
                     |s: &Store| !excluded.iter().any(|(a, k)| *a == s.array && *k == s.index);
                 flush(&mut rw, &mut pending, |s, _| !keep(s));
+                // An element a store of the preamble made holds its value: the loop may
+                // carry it too (an exit stores the value it already holds).
+                for m in made.drain(..) {
+                    let listed = pending
+                        .iter()
+                        .any(|p| p.store.array == m.array && p.store.index == m.index);
+                    if keep(&m) && !listed {
+                        pending.push(Pending {
+                            store: m,
+                            origin: None,
+                        });
+                    }
+                }
                 carried = pending.iter().map(|p| p.store.clone()).collect();
                 let mut args = args;
                 args.extend(carried.iter().map(|s| s.value.clone()));
@@ -158,12 +196,16 @@ fn attempt(trace: &Trace, excluded: &[(Opnd, Opnd)]) -> Result<Trace, Vec<(Opnd,
                 flush(&mut rw, &mut pending, |s, _| !in_loop(s));
                 let mut next = args;
                 for c in &carried {
+                    let insts = rw.insts();
                     match pending
                         .iter()
                         .find(|p| p.store.array == c.array && p.store.index == c.index)
                     {
-                        Some(p) => next.push(p.store.value.clone()),
-                        None => lost.push((c.array.clone(), c.index.clone())),
+                        // Of the type it had at `loop_start`, as a param's value must be.
+                        Some(p) if p.store.value.ty(insts) == c.value.ty(insts) => {
+                            next.push(p.store.value.clone())
+                        }
+                        _ => lost.push((c.array.clone(), c.index.clone())),
                     }
                 }
                 if !lost.is_empty() {
@@ -180,7 +222,8 @@ fn attempt(trace: &Trace, excluded: &[(Opnd, Opnd)]) -> Result<Trace, Vec<(Opnd,
                 continue;
             }
             _ if reads_arrays(inst, &args, rw.insts()) => {
-                flush(&mut rw, &mut pending, |_, _| true);
+                let now = flush(&mut rw, &mut pending, |_, _| true);
+                remember(&mut made, now, rw.insts());
             }
             _ => {}
         }
