@@ -128,10 +128,18 @@ pub fn check_passes(names: &[String]) -> Result<Vec<&'static str>, String> {
 }
 
 fn local(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
-    let t = forward::run(trace, enabled, counted)?;
-    debug_assert_eq!(verify(&t), Ok(()), "after the forward optimizer");
-    Ok(t)
+    local_carrying(trace, enabled, counted).map(|(t, _)| t)
 }
+
+/// [`local`], with the loads of the peeled loop that could carry their element instead.
+fn local_carrying(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Walked, Rejected> {
+    let walked = forward::run_carrying(trace, enabled, counted)?;
+    debug_assert_eq!(verify(&walked.0), Ok(()), "after the forward optimizer");
+    Ok(walked)
+}
+
+/// A trace the forward optimizer emitted, and the elements its loop could carry.
+type Walked = (Trace, Vec<heap::Carry>);
 
 /// `trace` with the `input`s of the variables in `known` replaced by their constants: a
 /// bridge starts where a guard's snapshot gave those variables these values.
@@ -159,19 +167,23 @@ pub fn specialize_inputs(
 /// carried, a load that read through it may become one too.
 const CARRY_ROUNDS: usize = 3;
 
-/// The peeled `trace` with the array elements its loop can carry in registers carried
-/// (`heap::Carry`), and the passes run again.
-fn carry_elements(mut t: Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
+/// The peeled trace `t` (which the forward optimizer emitted, finding `carries`) with the
+/// array elements its loop can carry in registers carried (`heap::Carry`), and the passes
+/// run again.
+fn carry_elements(
+    (mut t, mut carries): Walked,
+    enabled: &[&str],
+    counted: bool,
+) -> Result<Trace, Rejected> {
     for _ in 0..CARRY_ROUNDS {
-        let (walked, carries) = forward::run_carrying(&t, enabled, counted)?;
         if carries.is_empty() {
             break;
         }
-        let carried = heap::carry(&walked, &carries);
+        let carried = heap::carry(&t, &carries);
         debug_assert_eq!(verify(&carried), Ok(()), "after carrying elements");
-        t = local(&carried, enabled, counted)?;
+        (t, carries) = local_carrying(&carried, enabled, counted)?;
         if let Some(fewer) = peel::drop_fixed_params(&t) {
-            t = local(&fewer, enabled, counted)?;
+            (t, carries) = local_carrying(&fewer, enabled, counted)?;
         }
     }
     Ok(t)
@@ -193,10 +205,17 @@ pub fn optimize_counted(trace: &Trace, enabled: &[&str]) -> Result<Trace, Reject
 fn optimize_for(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
     let mut t = local(trace, enabled, counted)?;
     if enabled.contains(&"peel") {
-        t = peel::run(&t, &|t| local(t, enabled, counted))?;
+        // What the last walk found to carry is that of the trace peeling returns: it
+        // returns the last walk's trace.
+        let found = std::cell::RefCell::new(Vec::new());
+        t = peel::run(&t, &|t| {
+            let (t, carries) = local_carrying(t, enabled, counted)?;
+            *found.borrow_mut() = carries;
+            Ok(t)
+        })?;
         debug_assert_eq!(verify(&t), Ok(()), "after peel");
         if enabled.contains(&"heap") && t.loop_start().is_some() {
-            t = carry_elements(t, enabled, counted)?;
+            t = carry_elements((t, found.into_inner()), enabled, counted)?;
         }
     }
     if enabled.contains(&"virtuals") {
