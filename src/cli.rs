@@ -9,7 +9,7 @@ use flowjit_runtime::Value;
 
 use crate::interp;
 use crate::jit;
-use crate::lang::{self, bytecode, diag, Diagnostic, Program, Slot, Source, Syntax};
+use crate::lang::{self, brainfuck, bytecode, diag, Diagnostic, Program, Slot, Source, Syntax};
 use crate::peval::{
     self,
     run::{Execution, Runnable},
@@ -108,6 +108,16 @@ pub enum Command {
         #[command(flatten)]
         opts: RunOpts,
     },
+    /// Run a Brainfuck program (.b) on the bundled interpreter, which is written in the
+    /// flowgraph language (examples/bf.fg); standard input is the program's input, and the
+    /// output is what the program writes.
+    Bf {
+        /// The Brainfuck program.
+        file: PathBuf,
+        /// Run options.
+        #[command(flatten)]
+        opts: RunOpts,
+    },
     /// Differential testing at length: random programs under every executor, compared with
     /// the interpreter; a difference is shrunk and printed (exit status 3).
     Difftest {
@@ -169,7 +179,7 @@ pub enum Mode {
     Interp,
 }
 
-/// The flags shared by `run`, `trace` and `bytecode`.
+/// The flags shared by `run`, `trace`, `bytecode` and `bf`.
 #[derive(Args, Debug, Clone)]
 pub struct RunOpts {
     /// jit: hot loops become machine code (the default); trace: traces run on a trace
@@ -203,6 +213,10 @@ pub struct RunOpts {
     /// The program's syntax, instead of the one its extension implies.
     #[arg(long, value_enum)]
     pub syntax: Option<Syntax>,
+    /// Whether the run prints the program's final line (not a flag: `flowjit bf` does not,
+    /// since a Brainfuck program's output is what its `.` commands write).
+    #[arg(skip = true)]
+    pub final_line: bool,
 }
 
 /// Why the command failed, with the exit status that goes with it.
@@ -270,6 +284,14 @@ fn dispatch(command: Command) -> CliResult<()> {
         Command::Bytecode { file, inputs, opts } => {
             let (loaded, entry, inputs) = bytecode_setup(&file, &inputs)?;
             execute(&loaded, Start::Run(entry), &inputs, &opts)
+        }
+        Command::Bf { file, opts } => {
+            let (loaded, entry, inputs) = brainfuck_setup(&file)?;
+            let quiet = RunOpts {
+                final_line: false,
+                ..opts
+            };
+            execute(&loaded, Start::Run(entry), &inputs, &quiet)
         }
         Command::Fmt {
             program,
@@ -496,6 +518,23 @@ fn bytecode_setup(file: &PathBuf, inputs: &[String]) -> CliResult<(Loaded, lang:
     Ok((loaded, entry, inputs))
 }
 
+/// The bundled Brainfuck interpreter loaded with a `.b` program as its `program` list.
+fn brainfuck_setup(file: &PathBuf) -> CliResult<(Loaded, lang::BlockId, Inputs)> {
+    let path = file.display().to_string();
+    // Comments may be any bytes: only the commands need to be text.
+    let bytes = std::fs::read(file)
+        .map_err(|e| usage_error(format!("cannot read {}: {e}", file.display())))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let commands = brainfuck::parse(&text).map_err(|d| report(&path, &text, &d))?;
+    let loaded = load_program(brainfuck::BF_NAME, brainfuck::BF_SOURCE, Syntax::Fg)?;
+    let entry = resolve_entry(&loaded, Some(brainfuck::BF_ENTRY))?;
+    let slot = loaded
+        .program
+        .slot(brainfuck::BF_PROGRAM)
+        .expect("the bundled interpreter reads its program");
+    Ok((loaded, entry, vec![(slot, Value::list(commands))]))
+}
+
 /// `flowjit difftest`: runs `count` generated programs from `seed`.
 fn difftest(seed: u64, count: u32) -> CliResult<()> {
     match crate::difftest::run(seed, count).map_err(usage_error)? {
@@ -678,7 +717,7 @@ fn execute(
             }
             let mut state = State::new(&loaded.program, inputs, Io::stdio());
             let result = interp::run_program(&loaded.program, entry, &mut state, opts.max_steps);
-            return finish(result, &mut state.io);
+            return finish(result, &mut state.io, opts.final_line);
         }
         return Err(usage_error(
             "`flowjit trace` needs a tracing mode, not --mode interp",
@@ -695,7 +734,7 @@ fn execute(
     if opts.stats {
         eprint!("{}", driver.stats_report());
     }
-    finish(result, &mut state.io)
+    finish(result, &mut state.io, opts.final_line)
 }
 
 /// `pe --compile --run`: the residual program as one function of machine code; the
@@ -731,13 +770,19 @@ fn run_compiled_program(runnable: &Runnable, opts: &RunOpts) -> CliResult<()> {
             }
         }
     });
-    finish(result, &mut io)
+    finish(result, &mut io, opts.final_line)
 }
 
-/// Ends a run: what the program wrote goes out first, then its final line, or its error.
-fn finish(result: Result<Value, interp::RuntimeError>, io: &mut Io) -> CliResult<()> {
+/// Ends a run: what the program wrote goes out first, then its final line (if `final_line`),
+/// or its error.
+fn finish(
+    result: Result<Value, interp::RuntimeError>,
+    io: &mut Io,
+    final_line: bool,
+) -> CliResult<()> {
     io.flush();
     match result {
+        Ok(_) if !final_line => Ok(()),
         Ok(value) => {
             let mut out = std::io::stdout().lock();
             // A closed pipe is not the program's failure.

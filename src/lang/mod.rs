@@ -2,6 +2,7 @@
 //! printers and the bytecode assembler.
 
 pub mod ast;
+pub mod brainfuck;
 pub mod bytecode;
 pub mod check;
 pub mod comment;

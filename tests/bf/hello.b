@@ -1,0 +1,3 @@
+Hello World from the Wikipedia article on Brainfuck
+nested loops set up the codes of the letters
+++++++++[>++++[>++>+++>+++>+<<<<-]>+>+>->>+[<]<-]>>.>---.+++++++..+++.>>.<-.<.+++.------.--------.>>+.>++.

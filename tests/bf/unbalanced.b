@@ -1,0 +1,2 @@
+An unmatched bracket is rejected before the run
++[ [ - ]
