@@ -39,6 +39,7 @@ fn bench(c: &mut Criterion) {
             &mut state,
             anchor,
             &[],
+            &|_, _| false,
             &mut Steps::new(None),
             4000,
         );
@@ -48,6 +49,7 @@ fn bench(c: &mut Criterion) {
         }
     };
     let recorded = record();
+    let frame_size = program.frame_size();
     let optimized = opt::optimize(&recorded, opt::PIPELINE).expect("optimizes");
     let mut group = c.benchmark_group("phases");
     group.throughput(Throughput::Elements(recorded.insts.len() as u64));
@@ -67,7 +69,7 @@ fn bench(c: &mut Criterion) {
                     cost: 0,
                 };
                 backend
-                    .compile(&[root], Listings::default(), false)
+                    .compile(&[root], Listings::default(), false, 0, frame_size)
                     .expect("compiles")
                     .size
             },

@@ -252,7 +252,15 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                 Some(i) => i,
                 None => {
                     tried[anchor.index()] = true;
-                    match trace::record(&program, &mut state, anchor, &[], &mut steps, 4000) {
+                    match trace::record(
+                        &program,
+                        &mut state,
+                        anchor,
+                        &[],
+                        &|_, _| false,
+                        &mut steps,
+                        4000,
+                    ) {
                         Ok(Recorded::Loop(t)) => {
                             assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
                             let Ok(t) = flowjit::opt::optimize_counted(&t, passes) else {
@@ -263,7 +271,10 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                             assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
                             let code = native
                                 .then(|| {
-                                    backend.compile(&[root(&t)], Default::default(), true).ok()
+                                    let (tree, frame) = (traces.len(), program.frame_size());
+                                    backend
+                                        .compile(&[root(&t)], Default::default(), true, tree, frame)
+                                        .ok()
                                 })
                                 .flatten();
                             compiled.push(code);
@@ -279,14 +290,13 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                     }
                 }
             };
-            let by_machine_code = compiled[index].as_ref().and_then(|code| {
-                flowjit::backend::run_compiled(
-                    code,
-                    &[root(&traces[index])],
-                    &program,
-                    &mut state,
-                    &mut steps,
-                )
+            let by_machine_code = compiled[index].as_ref().and_then(|_| {
+                let find = |k: usize| flowjit::backend::TreeCode {
+                    code: compiled[k].as_ref().expect("compiled"),
+                    segments: vec![root(&traces[k])],
+                    anchor: traces[k].anchor,
+                };
+                backend.run(index, &find, &program, &mut state, &mut steps)
             });
             if by_machine_code.is_some() {
                 native_exits += 1;
@@ -367,9 +377,15 @@ fn the_ssa_form_reads_back_as_the_same_trace() {
         ) else {
             continue;
         };
-        let Ok(Recorded::Loop(t)) =
-            trace::record(&program, &mut state, anchor, &[], &mut steps, 4000)
-        else {
+        let Ok(Recorded::Loop(t)) = trace::record(
+            &program,
+            &mut state,
+            anchor,
+            &[],
+            &|_, _| false,
+            &mut steps,
+            4000,
+        ) else {
             continue;
         };
         let text = print::ssa(&program, &t);

@@ -3,6 +3,7 @@
 //! Printing, comparing, hashing and dropping a list never recurse (see [`crate::value`]): a
 //! list nested a million deep, which `tolist` can build, is no danger to the stack.
 
+use std::cell::Cell;
 use std::fmt;
 use std::ops::Deref;
 use std::ptr::NonNull;
@@ -13,17 +14,55 @@ use crate::Value;
 ///
 /// The layout is fixed (`repr(C)`), because machine code reads it: the address of the first
 /// element at offset 0, the number of elements at offset 8 (see [`crate::abi`]).
+///
+/// A list remembers the fingerprint of its contents once it has been hashed: the green
+/// values of a meta-tracing interpreter hold its whole bytecode (a Brainfuck program is a
+/// list of 11,451 commands), and the JIT looks them up in a hash map at every loop of the
+/// interpreted program. The contents never change, so the fingerprint stays true.
 #[repr(C)]
 pub struct List {
     pub(crate) items: NonNull<Value>,
     pub(crate) len: usize,
+    /// The fingerprint of the contents (`value::fingerprint`), 0 until it is computed.
+    pub(crate) hash: Cell<u64>,
+    /// Whether the list holds an array, at any depth: 0 until known, then 1 (no) or 2.
+    pub(crate) arrays: Cell<u8>,
 }
 
 impl List {
     /// A list holding `items`.
     pub fn new(items: Vec<Value>) -> List {
         let (items, len) = into_raw(items);
-        List { items, len }
+        List {
+            items,
+            len,
+            hash: Cell::new(0),
+            arrays: Cell::new(0),
+        }
+    }
+
+    /// Whether the list holds an array, at any depth (computed once: the JIT asks it of
+    /// the green values at every loop of an interpreted program).
+    pub fn holds_array(&self) -> bool {
+        if self.arrays.get() == 0 {
+            let holds = crate::value::list_holds_array(self);
+            self.arrays.set(1 + holds as u8);
+        }
+        self.arrays.get() == 2
+    }
+
+    /// A 64-bit hash of the contents, computed the first time it is asked for: equal lists
+    /// have equal fingerprints.
+    pub fn fingerprint(&self) -> u64 {
+        match self.hash.get() {
+            0 => {
+                // 0 means "not computed": a list whose hash is 0 is given 1.
+                let h = crate::value::fingerprint(self).max(1);
+                self.hash.set(h);
+                h
+            }
+            h => h,
+        }
     }
 
     /// The elements, in order.
@@ -39,6 +78,8 @@ impl List {
         let (items, len) = (self.items, self.len);
         self.items = NonNull::dangling();
         self.len = 0;
+        self.hash.set(0);
+        self.arrays.set(0);
         // SAFETY: the raw parts of the slice made in `new`, taken back once: the list now
         // holds an empty slice (a dangling pointer and no length, which is what an empty
         // boxed slice is).
@@ -95,7 +136,7 @@ impl Eq for List {}
 
 impl std::hash::Hash for List {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        crate::value::hash_list(self, state)
+        self.fingerprint().hash(state)
     }
 }
 

@@ -100,21 +100,11 @@ impl Value {
     /// hide inside an array without the array itself being found first, so this looks
     /// through lists only.
     pub fn holds_array(&self) -> bool {
-        let mut stack: Vec<&[Value]> = match self {
-            Value::Array(_) => return true,
-            Value::List(l) => vec![l.items()],
-            _ => return false,
-        };
-        while let Some(items) = stack.pop() {
-            for item in items {
-                match item {
-                    Value::Array(_) => return true,
-                    Value::List(l) => stack.push(l.items()),
-                    _ => {}
-                }
-            }
+        match self {
+            Value::Array(_) => true,
+            Value::List(l) => l.holds_array(),
+            _ => false,
         }
-        false
     }
 
     /// Whether this value holds the only reference to a list or an array, which dropping it
@@ -135,7 +125,7 @@ impl PartialEq for Value {
             (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Big(a), Value::Big(b)) => a == b,
             (Value::Atom(a), Value::Atom(b)) => a == b,
-            (Value::List(a), Value::List(b)) => lists_equal(a, b),
+            (Value::List(a), Value::List(b)) => Rc::ptr_eq(a, b) || lists_equal(a, b),
             (Value::Array(a), Value::Array(b)) => Rc::ptr_eq(a, b),
             _ => false,
         }
@@ -147,13 +137,13 @@ impl Eq for Value {}
 impl Hash for Value {
     fn hash<H: Hasher>(&self, state: &mut H) {
         match self {
-            Value::List(l) => hash_list(l, state),
+            Value::List(l) => l.fingerprint().hash(state),
             other => hash_shallow(other, state),
         }
     }
 }
 
-/// Hashes a value that is not a list (a list hashes as `hash_list` says).
+/// Hashes a value that is not a list (a list hashes as its fingerprint, `List::fingerprint`).
 fn hash_shallow<H: Hasher>(v: &Value, state: &mut H) {
     match v {
         Value::Int(n) => (0u8, n).hash(state),
@@ -164,8 +154,11 @@ fn hash_shallow<H: Hasher>(v: &Value, state: &mut H) {
     }
 }
 
-/// Hashes a list's elements in order, lists inside it included, without recursion.
-pub(crate) fn hash_list<H: Hasher>(list: &List, state: &mut H) {
+/// The fingerprint of a list's elements in order, lists inside it included, computed
+/// without recursion by a hasher with fixed keys ([`List::fingerprint`] keeps it).
+pub(crate) fn fingerprint(list: &List) -> u64 {
+    let mut state = std::hash::DefaultHasher::new();
+    let state = &mut state;
     let mut stack: Vec<&[Value]> = vec![list.items()];
     (3u8, list.len()).hash(state);
     while let Some(items) = stack.pop() {
@@ -176,11 +169,31 @@ pub(crate) fn hash_list<H: Hasher>(list: &List, state: &mut H) {
             }
         }
     }
+    state.finish()
+}
+
+/// Whether `list` holds an array, at any depth, found without recursion.
+pub(crate) fn list_holds_array(list: &List) -> bool {
+    let mut stack: Vec<&[Value]> = vec![list.items()];
+    while let Some(items) = stack.pop() {
+        for item in items {
+            match item {
+                Value::Array(_) => return true,
+                Value::List(l) => stack.push(l.items()),
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 /// Whether two lists are structurally equal (arrays inside them by identity), without
 /// recursion.
 pub(crate) fn lists_equal(a: &List, b: &List) -> bool {
+    let (ha, hb) = (a.hash.get(), b.hash.get());
+    if ha != 0 && hb != 0 && ha != hb {
+        return false;
+    }
     let mut stack: Vec<(&[Value], &[Value])> = vec![(a.items(), b.items())];
     while let Some((xs, ys)) = stack.pop() {
         if xs.len() != ys.len() {

@@ -141,7 +141,8 @@ pub fn kind_code(kind: MKind) -> i64 {
     }
 }
 
-fn kind_from(code: i64) -> MKind {
+/// The kind whose [`kind_code`] is `code`.
+pub fn kind_from(code: i64) -> MKind {
     match code {
         0 => MKind::Int,
         1 => MKind::Atom,

@@ -1,10 +1,11 @@
 //! Lowering a trace tree (a peeled root trace and the bridges attached to its guards) to
 //! one Cranelift function.
 //!
-//! The function is `extern "C" fn(regs: *mut i64) -> u32`. `regs` has one 64-bit slot per
-//! instruction of every segment (the root is segment 0, bridge `k` segment `k + 1`), one per
-//! tree input, and one for the counter ([`Layout`]). Before the call the runtime stores each
-//! tree input (a variable read from the frame) in its slot.
+//! The function is `tail fn(regs: *mut i64, ctx) -> i64` ([`tree_signature`]). `regs` starts
+//! with the *mirror* of the frame (two slots per variable: its unboxed value and its kind),
+//! where the tree reads its inputs, then has one 64-bit slot per instruction of every segment
+//! (the root is segment 0, bridge `k` segment `k + 1`) and one for the counter ([`Layout`]).
+//! Before the first tree runs, the runtime fills the mirror from the frame.
 //!
 //! ```text
 //! entry:  load the tree inputs ───► start(inputs...):  root preamble ── loop_start ──►
@@ -16,9 +17,18 @@
 //!
 //! A guard without a bridge, and every other instruction that can exit, branches to a cold
 //! block of its own, which stores the SSA values its snapshot needs and returns the
-//! instruction's global index. Snapshots are complete (`crate::resume`): a bridge's hold
-//! what the guards it hangs from wrote, as its `input`s of them, which are those guards'
-//! values. The runtime writes the one snapshot into the frame.
+//! instruction's code ([`exit_code`]: the tree's number and the instruction's global index).
+//! Snapshots are complete (`crate::resume`): a bridge's hold what the guards it hangs from
+//! wrote, as its `input`s of them, which are those guards' values. The runtime writes the
+//! mirror, then the one snapshot, into the frame.
+//!
+//! An exit that resumes at the anchor of another tree ([`linkable`]) reads a slot of the
+//! tree's link table first: once the driver has seen that exit followed by an entry into
+//! that tree, the slot holds the tree's function, and the exit writes its snapshot into the
+//! mirror and goes there as a tail call, without returning (PyPy's jumps between loops,
+//! LuaJIT's linked traces). Loops nested in loops thus run from machine code to machine code.
+//! A tree entered so checks first that the mirror holds its inputs with the kinds it was
+//! compiled for, and returns [`REFUSED`] otherwise.
 //!
 //! Values are unboxed by kind (`flowjit_runtime::abi`): an integer is an `i64`, an atom its
 //! id, a list the address of its `List`. Arithmetic checks overflow, and an overflow is an
@@ -35,7 +45,7 @@ use cranelift_codegen::ir::{
     AbiParam, Block, BlockArg, Function, InstBuilder, MemFlagsData, Signature, StackSlotData,
     StackSlotKind, UserFuncName, Value as ClifValue,
 };
-use cranelift_codegen::isa::TargetIsa;
+use cranelift_codegen::isa::{CallConv, TargetIsa};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variable};
 use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::{Op, Value};
@@ -64,11 +74,22 @@ pub struct Segment<'a> {
 }
 
 /// Where the values of a tree live in the register buffer.
+///
+/// The buffer starts with the *mirror*: two slots per variable of the frame, the variable's
+/// unboxed value (at `2 * slot`) and its kind (at `2 * slot + 1`: [`mirror_tag`], 0 for a
+/// variable machine code does not hold). The mirror is the frame as it stands where the
+/// running tree was entered: the runtime fills it before the first tree runs, an exit that
+/// goes straight into another tree ([`linkable`]) writes its snapshot into it, and the
+/// runtime writes it back into the frame when the code returns, before the exit's own
+/// snapshot. Every tree shares it, so a tree's inputs are read from it.
 #[derive(Clone, Debug)]
 pub struct Layout {
+    /// How many variables the mirror holds (the program's frame size).
+    pub mirror: usize,
     /// Per segment: the slot of its first instruction.
     pub offsets: Vec<usize>,
-    /// The tree inputs: variables read from the frame on entry, with their slots.
+    /// The tree inputs: variables read from the frame on entry, with their slots (in the
+    /// mirror).
     pub inputs: Vec<(Slot, usize)>,
     /// The counter's slot.
     pub counter: usize,
@@ -87,7 +108,7 @@ impl Layout {
             .offsets
             .iter()
             .rposition(|&o| o <= g)
-            .expect("offsets start at 0");
+            .expect("the first segment starts after the mirror");
         (seg, g - self.offsets[seg])
     }
 }
@@ -151,10 +172,36 @@ fn source(segments: &[Segment], seg: usize, slot: Slot, inputs: &mut Vec<Slot>) 
     Source::Input(index)
 }
 
-/// Kinds of every value of the tree, and the register layout, from the trees' types alone.
-/// The root's `input`s are the first tree inputs; a bridge's `input`s read the guard
-/// snapshots it hangs from, or further tree inputs.
-pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
+/// The kind of a value in the mirror ([`Layout`]): 0 stands for a variable machine code
+/// does not hold.
+pub fn mirror_tag(kind: MKind) -> i64 {
+    helpers::kind_code(kind) + 1
+}
+
+/// What an exiting tree returns for an entry that found a tree input of another kind in the
+/// mirror than the tree was compiled for: the tree did nothing.
+pub const REFUSED: u32 = u32::MAX;
+
+/// The code a tree returns: the tree's number in the high half, and in the low half the
+/// global index of the exiting instruction ([`Layout::locate`]) or [`REFUSED`].
+pub fn exit_code(tree: usize, at: u32) -> i64 {
+    ((tree as i64) << 32) | at as i64
+}
+
+/// Whether an exit at instruction `i` of `trace` may go straight into the tree anchored
+/// where it resumes, through the mirror (`Layout`): its snapshot resumes at the start of
+/// a block in the trace's own frame, with no virtual array to build and no store to make.
+pub fn linkable(trace: &Trace, i: usize) -> bool {
+    trace.snap_of(&trace.insts[i]).is_some_and(|s| {
+        s.pos.inst == 0 && s.frames.is_empty() && s.virtuals.is_empty() && s.stores.is_empty()
+    })
+}
+
+/// Kinds of every value of the tree, and the register layout, from the trees' types alone;
+/// `frame_size` is the program's (the mirror's size). The root's `input`s are the first
+/// tree inputs; a bridge's `input`s read the guard snapshots it hangs from, or further tree
+/// inputs.
+pub fn analyze(segments: &[Segment], frame_size: usize) -> Result<Analysis, Unsupported> {
     let root = segments[0].trace;
     if root.loop_start().is_none() {
         return Err(Unsupported::NotPeeled);
@@ -310,20 +357,17 @@ pub fn analyze(segments: &[Segment]) -> Result<Analysis, Unsupported> {
         }
     }
     let mut offsets = Vec::new();
-    let mut next = 0;
+    let mut next = 2 * frame_size;
     for s in segments {
         offsets.push(next);
         next += s.trace.insts.len();
     }
     let layout = Layout {
+        mirror: frame_size,
         offsets,
-        inputs: inputs
-            .iter()
-            .enumerate()
-            .map(|(k, s)| (*s, next + k))
-            .collect(),
-        counter: next + inputs.len(),
-        size: next + inputs.len() + 1,
+        inputs: inputs.iter().map(|s| (*s, 2 * s.index())).collect(),
+        counter: next,
+        size: next + 1,
         carry,
     };
     let safe =
@@ -366,8 +410,48 @@ pub fn max_cost(segments: &[Segment]) -> u64 {
     max
 }
 
-/// The signature of every compiled tree: `extern "C" fn(regs: *mut i64, ctx: *mut Ctx) ->
-/// u32` ([`helpers::Ctx`]).
+/// The signature of a tree's function: `tail fn(regs, ctx) -> i64` ([`exit_code`]). Trees
+/// use the tail-call convention, so that an exit can go on in another tree without
+/// returning (`return_call_indirect`); the runtime calls them through a trampoline
+/// ([`trampoline_signature`]).
+pub fn tree_signature(isa: &dyn TargetIsa) -> Signature {
+    let mut sig = Signature::new(CallConv::Tail);
+    sig.params.push(AbiParam::new(isa.pointer_type()));
+    sig.params.push(AbiParam::new(isa.pointer_type()));
+    sig.returns.push(AbiParam::new(I64));
+    sig
+}
+
+/// The trampoline's signature: `extern "C" fn(tree, regs, ctx) -> i64` calls `tree`.
+pub fn trampoline_signature(isa: &dyn TargetIsa) -> Signature {
+    let mut sig = Signature::new(isa.default_call_conv());
+    for _ in 0..3 {
+        sig.params.push(AbiParam::new(isa.pointer_type()));
+    }
+    sig.returns.push(AbiParam::new(I64));
+    sig
+}
+
+/// The trampoline through which the runtime enters a tree (see [`tree_signature`]).
+pub fn trampoline(isa: &dyn TargetIsa, fctx: &mut FunctionBuilderContext) -> Function {
+    let mut func =
+        Function::with_name_signature(UserFuncName::user(2, 0), trampoline_signature(isa));
+    let mut b = FunctionBuilder::new(&mut func, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    b.seal_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let sig = b.import_signature(tree_signature(isa));
+    let call = b.ins().call_indirect(sig, params[0], &params[1..]);
+    let code = b.inst_results(call)[0];
+    b.ins().return_(&[code]);
+    b.finalize(isa.frontend_config());
+    func
+}
+
+/// The signature of a residual program's function: `extern "C" fn(regs: *mut i64, ctx:
+/// *mut Ctx) -> u32` ([`helpers::Ctx`]).
 pub fn signature(isa: &dyn TargetIsa) -> Signature {
     let mut sig = Signature::new(isa.default_call_conv());
     sig.params.push(AbiParam::new(isa.pointer_type()));
@@ -1025,16 +1109,22 @@ fn is_virtual(segments: &[Segment], seg: usize, r: Ref) -> bool {
     segments[seg].trace.insts[r.index()].kind == Kind::Virtual
 }
 
-/// Lowers a trace tree (see [`analyze`]) to a Cranelift function for `isa`. With
-/// `counting`, the code keeps the `--max-steps` budget in the counter slot.
+/// Lowers trace tree number `tree` (see [`analyze`]) to a Cranelift function for `isa`.
+/// With `counting`, the code keeps the `--max-steps` budget in the counter slot. With
+/// `links` (a table with a slot per global instruction index), each [`linkable`] exit goes
+/// on in the tree whose function its slot holds, if any (LuaJIT's and PyPy's jumps from one
+/// trace to another): it writes its snapshot into the mirror and calls that function as a
+/// tail call, which checks its inputs' kinds in the mirror ([`REFUSED`]).
 pub fn lower(
     segments: &[Segment],
     an: &Analysis,
     isa: &dyn TargetIsa,
     fctx: &mut FunctionBuilderContext,
     counting: bool,
+    tree: usize,
+    links: Option<*const u64>,
 ) -> Function {
-    let mut func = Function::with_name_signature(UserFuncName::user(0, 0), signature(isa));
+    let mut func = Function::with_name_signature(UserFuncName::user(0, 0), tree_signature(isa));
     let mf = MemFlagsData::trusted();
     let mut b = FunctionBuilder::new(&mut func, fctx);
     let entry = b.create_block();
@@ -1049,6 +1139,28 @@ pub fn lower(
         b.def_var(counter, initial);
         counter
     });
+    if links.is_some() {
+        // Entered from another tree: the mirror holds what that tree left, which may not be
+        // of the kinds this one was compiled for.
+        let refused = b.create_block();
+        b.set_cold_block(refused);
+        for ((_, at), kind) in an.layout.inputs.iter().zip(&an.input_kinds) {
+            let tag = b.ins().load(I64, mf, regs, (8 * (at + 1)) as i32);
+            let other = b.ins().icmp_imm_s(IntCC::NotEqual, tag, mirror_tag(*kind));
+            let cont = b.create_block();
+            b.ins().brif(other, refused, &[], cont, &[]);
+            b.seal_block(cont);
+            b.switch_to_block(cont);
+        }
+        let go_on = b.create_block();
+        b.ins().jump(go_on, &[]);
+        b.switch_to_block(refused);
+        b.seal_block(refused);
+        let code = b.ins().iconst(I64, exit_code(tree, REFUSED));
+        b.ins().return_(&[code]);
+        b.switch_to_block(go_on);
+        b.seal_block(go_on);
+    }
     let start = b.create_block();
     let loaded: Vec<BlockArg> = an
         .layout
@@ -1126,7 +1238,29 @@ pub fn lower(
             b.ins()
                 .store(mf, count, l.regs, (8 * an.layout.counter) as i32);
         }
-        let code = b.ins().iconst(I32, (an.layout.offsets[seg] + i) as i64);
+        let g = an.layout.offsets[seg] + i;
+        if let Some(table) = links.filter(|_| linkable(trace, i)) {
+            let slot = b.ins().iconst(I64, table as i64 + 8 * g as i64);
+            let target = b.ins().load(I64, mf, slot, 0);
+            let (linked, plain) = (b.create_block(), b.create_block());
+            b.set_cold_block(linked);
+            b.set_cold_block(plain);
+            b.ins().brif(target, linked, &[], plain, &[]);
+            b.switch_to_block(linked);
+            b.seal_block(linked);
+            for (slot, o) in &trace.snaps[own.index()].entries {
+                let (v, kind) = l.opnd(&mut b, seg, o);
+                let tag = b.ins().iconst(I64, mirror_tag(kind));
+                let at = 2 * slot.index();
+                b.ins().store(mf, v, l.regs, (8 * at) as i32);
+                b.ins().store(mf, tag, l.regs, (8 * (at + 1)) as i32);
+            }
+            let sig = b.import_signature(tree_signature(isa));
+            b.ins().return_call_indirect(sig, target, &[l.regs, l.ctx]);
+            b.switch_to_block(plain);
+            b.seal_block(plain);
+        }
+        let code = b.ins().iconst(I64, exit_code(tree, g as u32));
         b.ins().return_(&[code]);
     }
     b.seal_all_blocks();

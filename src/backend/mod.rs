@@ -18,6 +18,8 @@ pub mod ops;
 
 pub use lower::Segment;
 
+use std::cell::Cell;
+
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::{self, OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
@@ -134,6 +136,18 @@ fn flags() -> settings::Flags {
         ("use_colocated_libcalls", "false"),
         // Where each block starts, for listings: code resumes there after a jump table.
         ("machine_code_cfg_info", "true"),
+        // Cranelift's tail calls (an exit going on in another tree) need frame pointers.
+        ("preserve_frame_pointers", "true"),
+        // Cranelift checks every function it is given; the debug builds that run the tests
+        // keep the check, a release build saves its time (a tenth of compiling).
+        (
+            "enable_verifier",
+            if cfg!(debug_assertions) {
+                "true"
+            } else {
+                "false"
+            },
+        ),
     ] {
         b.set(k, v).expect("a known Cranelift setting");
     }
@@ -150,13 +164,22 @@ fn isa_for(target: Target) -> Result<OwnedTargetIsa, String> {
 
 type TraceFn = unsafe extern "C" fn(*mut i64, *mut helpers::Ctx) -> u32;
 
+/// The trampoline that enters a tree (`lower::trampoline`): the tree, the register buffer,
+/// the context.
+type Trampoline = unsafe extern "C" fn(*const u8, *mut i64, *mut helpers::Ctx) -> i64;
+
 /// The most machine code a backend makes, in bytes; past it, traces stay on the trace
 /// interpreter.
 pub const MAX_CODE_BYTES: usize = 64 << 20;
 
-/// A trace as machine code.
+/// A trace tree as machine code.
 pub struct Compiled {
-    f: TraceFn,
+    /// The tree's function (`lower::tree_signature`).
+    f: *const u8,
+    /// Per global instruction index, where a [`lower::linkable`] exit goes on: the address
+    /// of another tree's function, or 0 for a return to the runtime. `None` under
+    /// `--max-steps`, whose exact count needs every tree to return.
+    links: Option<Box<[Cell<u64>]>>,
     counting: bool,
     max_cost: u64,
     analysis: lower::Analysis,
@@ -180,6 +203,11 @@ pub struct Listings {
 /// The native-code backend.
 pub struct Backend {
     module: Option<JITModule>,
+    /// The trampoline that enters trees (`lower::trampoline`).
+    trampoline: Option<Trampoline>,
+    /// The register buffer trees run on, as large as the largest tree compiled needs: an
+    /// exit may go on in any of them.
+    regs: Vec<i64>,
     /// Bytes of machine code made so far (the code of every compilation stays until the
     /// backend is dropped).
     code_bytes: usize,
@@ -202,15 +230,23 @@ impl Backend {
             _ => None,
         };
         let module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
-        Ok(Backend {
+        let mut backend = Backend {
             module: Some(module),
+            trampoline: None,
+            regs: Vec::new(),
             code_bytes: 0,
             isa,
             host,
             display,
             fctx: FunctionBuilderContext::new(),
             compiled: 0,
-        })
+        };
+        let func = lower::trampoline(&*backend.isa, &mut backend.fctx);
+        let tramp = backend.define(func).map_err(|e| e.to_string())?;
+        // SAFETY: the function was compiled with `lower::trampoline_signature`, this type.
+        backend.trampoline =
+            Some(unsafe { std::mem::transmute::<*const u8, Trampoline>(tramp.ptr) });
+        Ok(backend)
     }
 
     /// The name of the ISA listings are for.
@@ -221,22 +257,45 @@ impl Backend {
         }
     }
 
-    /// Compiles the trace tree `segments`, specialized on the types its traces give.
-    /// With `counting`, the code counts iterations so that `--max-steps` stays exact.
+    /// Compiles the trace tree `segments`, number `tree` of the run, specialized on the
+    /// types its traces give, for a program whose frames have `frame_size` variables. With
+    /// `counting`, the code counts iterations so that `--max-steps` stays exact, and its
+    /// exits always return.
     pub fn compile(
         &mut self,
         segments: &[Segment],
         listings: Listings,
         counting: bool,
+        tree: usize,
+        frame_size: usize,
     ) -> Result<Compiled, Unsupported> {
-        let an = lower::analyze(segments)?;
-        let func = lower::lower(segments, &an, &*self.isa, &mut self.fctx, counting);
+        let an = lower::analyze(segments, frame_size)?;
+        let links: Option<Box<[Cell<u64>]>> =
+            (!counting).then(|| (0..an.layout.size).map(|_| Cell::new(0)).collect());
+        let table = links.as_ref().map(|l| l.as_ptr() as *const u64);
+        let func = lower::lower(
+            segments,
+            &an,
+            &*self.isa,
+            &mut self.fctx,
+            counting,
+            tree,
+            table,
+        );
         let cl = Unsupported::Cranelift;
         let mut ir = None;
         let mut asm = None;
         if let Some((target, disp)) = &self.display {
             // Emitted for another ISA: listings only, from a compilation of their own.
-            let dfunc = lower::lower(segments, &an, &**disp, &mut self.fctx, counting);
+            let dfunc = lower::lower(
+                segments,
+                &an,
+                &**disp,
+                &mut self.fctx,
+                counting,
+                tree,
+                table,
+            );
             if listings.ir {
                 ir = Some(dfunc.display().to_string());
             }
@@ -251,19 +310,18 @@ impl Backend {
         } else if listings.ir {
             ir = Some(func.display().to_string());
         }
-        let Defined {
-            f,
-            bytes,
-            ptr,
-            blocks,
-        } = self.define(func)?;
+        let Defined { bytes, ptr, blocks } = self.define(func)?;
         if listings.asm && self.display.is_none() {
             asm = Some(disassemble(
                 &*self.isa, self.host, &bytes, ptr as u64, &blocks,
             )?);
         }
+        if self.regs.len() < an.layout.size {
+            self.regs.resize(an.layout.size, 0);
+        }
         Ok(Compiled {
-            f,
+            f: ptr,
+            links,
             counting,
             max_cost: lower::max_cost(segments),
             analysis: an,
@@ -299,12 +357,9 @@ impl Backend {
         let mut an = cfg::analyze(program, entry, frame)?;
         let func = cfg::lower(program, entry, &mut an, &*self.isa, &mut self.fctx);
         let ir = listings.ir.then(|| func.display().to_string());
-        let Defined {
-            f,
-            bytes,
-            ptr,
-            blocks,
-        } = self.define(func)?;
+        let Defined { bytes, ptr, blocks } = self.define(func)?;
+        // SAFETY: a residual program is compiled with `lower::signature`, which is this type.
+        let f = unsafe { std::mem::transmute::<*const u8, TraceFn>(ptr) };
         let asm = if listings.asm {
             Some(disassemble(
                 &*self.isa, self.host, &bytes, ptr as u64, &blocks,
@@ -349,21 +404,12 @@ impl Backend {
             .map_err(|e| cl(e.to_string()))?;
         self.code_bytes += bytes.len();
         let ptr = module.get_finalized_function(id);
-        // SAFETY: every function is compiled with `lower::signature`, which is this type.
-        let f: TraceFn = unsafe { std::mem::transmute::<*const u8, TraceFn>(ptr) };
-        Ok(Defined {
-            f,
-            bytes,
-            ptr,
-            blocks,
-        })
+        Ok(Defined { bytes, ptr, blocks })
     }
 }
 
 /// A function compiled into the module.
 struct Defined {
-    /// The function.
-    f: TraceFn,
     /// Its machine code.
     bytes: Vec<u8>,
     /// Its address.
@@ -430,97 +476,179 @@ fn disassemble(
 /// How a run of machine code ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TreeExit {
+    /// The tree that returned: the one entered, or one that exits of others went on in.
+    pub tree: usize,
     /// Where the interpreter continues.
     pub pos: Position,
-    /// The segment (0: the root, `k`: bridge `k - 1`) and instruction that exited.
-    pub at: (usize, usize),
+    /// The segment (0: the root, `k`: bridge `k - 1`) and instruction of `tree` that
+    /// exited; `None` when `tree` refused its entry (an input of another kind) and the
+    /// interpreter continues at its anchor.
+    pub at: Option<(usize, usize)>,
     /// How many lists and arrays the code made (the virtual arrays bridges built
     /// included).
     pub allocated: u64,
 }
 
-/// Runs compiled tree `segments` on `frame` (at the tree's anchor) until it exits, with the
-/// same accounting of `steps` as the trace interpreter. Returns `None`, having done nothing,
-/// when an input is not of the kind the code was compiled for, or the budget cannot hold
-/// the tree's costliest iteration: the trace interpreter runs then.
-pub fn run_compiled(
-    code: &Compiled,
-    segments: &[Segment],
-    program: &crate::lang::Program,
-    state: &mut State,
-    steps: &mut Steps,
-) -> Option<TreeExit> {
-    let an = &code.analysis;
-    let layout = &an.layout;
-    if steps.left < code.max_cost || (steps.limit.is_some() && !code.counting) {
-        return None;
-    }
-    let mut regs = vec![0i64; layout.size];
-    for (k, (slot, at)) in layout.inputs.iter().enumerate() {
-        regs[*at] = abi::unbox(state.frame[slot.index()].as_ref()?, an.input_kinds[k])?;
-    }
-    let initial = steps.left.min(i64::MAX as u64) as i64;
-    regs[layout.counter] = initial;
-    // The frame is not written while the code runs: the lists and arrays it holds, which
-    // the code borrows, stay alive. Helpers reach the rest of the state.
-    let mut ctx = helpers::Ctx {
-        program,
-        state,
-        limit: steps.limit,
-        made: 0,
-        owned: Vec::new(),
-        allocated: 0,
-    };
-    // SAFETY: `regs` has every slot the code reads and writes (`layout.size`), and every
-    // input slot holds a value of the kind the code was compiled for; `ctx` outlives the
-    // call.
-    let exit = unsafe { (code.f)(regs.as_mut_ptr(), &mut ctx) } as usize;
-    // What the code made or copied out of arrays lives until the exit has copied what the
-    // interpreter keeps; so does what the frame held, which the write-back below replaces
-    // slot by slot: a register may borrow a list or an array that only the frame's old
-    // value of another variable owns (`ali = arr` then `arr = array(...)` in the loop).
-    let allocated = ctx.allocated;
-    let _owned = std::mem::take(&mut ctx.owned);
-    let _held = state.frame.clone();
-    let (seg, inst) = layout.locate(exit);
-    // SAFETY (for every `rebox` below): a slot was stored by the exit from a value of the
-    // kind recorded for it; a list or an array is borrowed from the frame (unchanged while
-    // the code ran, and kept above), from the trees' constants, or from `_owned`, so its
-    // address is in a live Rc.
-    if layout.carry {
-        for (k, (slot, at)) in layout.inputs.iter().enumerate() {
-            state.frame[slot.index()] = Some(unsafe { abi::rebox(regs[*at], an.input_kinds[k]) });
+/// A compiled tree, as [`Backend::run`] finds it by its number.
+pub struct TreeCode<'a> {
+    /// Its code.
+    pub code: &'a Compiled,
+    /// Its segments (`Tree::segments`).
+    pub segments: Vec<Segment<'a>>,
+    /// Its anchor.
+    pub anchor: crate::lang::BlockId,
+}
+
+impl Compiled {
+    /// Makes the exit at global instruction index `g` (a [`lower::linkable`] one) go on in
+    /// `target` instead of returning. Returns whether it could: not under `--max-steps`.
+    pub fn link(&self, g: usize, target: &Compiled) -> bool {
+        match &self.links {
+            Some(links) => {
+                links[g].set(target.f as u64);
+                true
+            }
+            None => false,
         }
     }
-    let trace = segments[seg].trace;
-    let own = trace
-        .snap_of(&trace.insts[inst])
-        .expect("an exiting instruction has a snapshot");
-    let kinds = &an.kinds[seg];
-    let base = layout.offsets[seg];
-    // SAFETY: as above.
-    let read = |r: Ref| unsafe {
-        abi::rebox(
-            regs[base + r.index()],
-            kinds[r.index()].expect("a ref has a kind"),
-        )
-    };
-    let cost = segments[seg].cost + resume::restore(own, read, state);
-    // What the iterations completed in machine code consumed, and the exit's own part. An
-    // elidable call gives back what it did not use of the operations it took when recorded,
-    // which the exit's part counts: before an iteration is complete, the counter may stand
-    // above where it started.
-    let consumed = if code.counting {
-        initial - regs[layout.counter]
-    } else {
-        0
-    };
-    let total = (cost as i64).saturating_add(consumed).max(0) as u64;
-    steps.left = steps.left.saturating_sub(total);
-    let pos = own.pos;
-    Some(TreeExit {
-        pos,
-        at: (seg, inst),
-        allocated,
-    })
+
+    /// Makes the exit at global instruction index `g`, if it goes on in another tree, go
+    /// on in `new`: that tree compiled again.
+    pub fn relink(&self, g: usize, new: &Compiled) {
+        if let Some(links) = &self.links {
+            if links[g].get() != 0 {
+                links[g].set(new.f as u64);
+            }
+        }
+    }
+
+    /// The global instruction index of segment `seg`'s instruction `i`, if the code holds
+    /// the segment (a bridge that could not be compiled runs on the trace interpreter).
+    pub fn global(&self, seg: usize, i: usize) -> Option<usize> {
+        Some(self.analysis.layout.offsets.get(seg)? + i)
+    }
+}
+
+impl Backend {
+    /// Runs compiled tree `t` (found with the others through `trees`) on `state` (its frame
+    /// at the tree's anchor) until an exit returns, with the same accounting of `steps` as
+    /// the trace interpreter. Returns `None`, having done nothing, when an input is not of
+    /// the kind the code was compiled for, or the budget cannot hold the tree's costliest
+    /// iteration: the trace interpreter runs then.
+    pub fn run<'t>(
+        &mut self,
+        t: usize,
+        trees: &dyn Fn(usize) -> TreeCode<'t>,
+        program: &crate::lang::Program,
+        state: &mut State,
+        steps: &mut Steps,
+    ) -> Option<TreeExit> {
+        let entered = trees(t);
+        let code = entered.code;
+        let an = &code.analysis;
+        let layout = &an.layout;
+        if steps.left < code.max_cost || (steps.limit.is_some() && !code.counting) {
+            return None;
+        }
+        for (k, (slot, _)) in layout.inputs.iter().enumerate() {
+            abi::unbox(state.frame[slot.index()].as_ref()?, an.input_kinds[k])?;
+        }
+        let regs = &mut self.regs;
+        // The mirror (`lower::Layout`): the whole frame, unboxed where machine code can hold
+        // the value.
+        for (slot, v) in state.frame.iter().enumerate().take(layout.mirror) {
+            let held = v.as_ref().and_then(|v| Some((v, abi::Kind::of(v)?)));
+            let (bits, tag) = match held {
+                Some((v, kind)) => (
+                    abi::unbox(v, kind).expect("a value unboxes as its own kind"),
+                    lower::mirror_tag(kind),
+                ),
+                None => (0, 0),
+            };
+            regs[2 * slot] = bits;
+            regs[2 * slot + 1] = tag;
+        }
+        let initial = steps.left.min(i64::MAX as u64) as i64;
+        regs[layout.counter] = initial;
+        // The frame is not written while the code runs: the lists and arrays it holds, which
+        // the code borrows, stay alive. Helpers reach the rest of the state.
+        let mut ctx = helpers::Ctx {
+            program,
+            state,
+            limit: steps.limit,
+            made: 0,
+            owned: Vec::new(),
+            allocated: 0,
+        };
+        let enter = self.trampoline.expect("made with the backend");
+        // SAFETY: `regs` has every slot the code of any compiled tree reads and writes (it
+        // grows with each tree compiled), the mirror holds the frame with each value's kind,
+        // and every input slot of the tree holds a value of the kind it was compiled for;
+        // `ctx` outlives the call.
+        let returned = unsafe { enter(code.f, regs.as_mut_ptr(), &mut ctx) };
+        let tree = (returned >> 32) as usize;
+        let at = returned as u32;
+        // What the code made or copied out of arrays lives until the exit has copied what
+        // the interpreter keeps; so does what the frame held, which the write-back below
+        // replaces slot by slot: a register may borrow a list or an array that only the
+        // frame's old value of another variable owns (`ali = arr` then `arr = array(...)` in
+        // the loop).
+        let allocated = ctx.allocated;
+        let _owned = std::mem::take(&mut ctx.owned);
+        let _held = state.frame.clone();
+        // SAFETY (for every `rebox` below): a slot was stored by the code from a value of
+        // the kind its tag or the exit's analysis gives; a list or an array is borrowed from
+        // the frame (unchanged while the code ran, and kept above), from the trees'
+        // constants, or from `_owned`, so its address is in a live Rc.
+        for slot in 0..layout.mirror {
+            let tag = regs[2 * slot + 1];
+            if tag != 0 {
+                let kind = helpers::kind_from(tag - 1);
+                state.frame[slot] = Some(unsafe { abi::rebox(regs[2 * slot], kind) });
+            }
+        }
+        let exited = if tree == t { entered } else { trees(tree) };
+        if at == lower::REFUSED {
+            return Some(TreeExit {
+                tree,
+                pos: Position::start(exited.anchor),
+                at: None,
+                allocated,
+            });
+        }
+        let an = &exited.code.analysis;
+        let (seg, inst) = an.layout.locate(at as usize);
+        let segments = &exited.segments;
+        let trace = segments[seg].trace;
+        let own = trace
+            .snap_of(&trace.insts[inst])
+            .expect("an exiting instruction has a snapshot");
+        let kinds = &an.kinds[seg];
+        let base = an.layout.offsets[seg];
+        let read = |r: Ref| unsafe {
+            abi::rebox(
+                regs[base + r.index()],
+                kinds[r.index()].expect("a ref has a kind"),
+            )
+        };
+        let cost = segments[seg].cost + resume::restore(own, read, state);
+        // What the iterations completed in machine code consumed, and the exit's own part.
+        // An elidable call gives back what it did not use of the operations it took when
+        // recorded, which the exit's part counts: before an iteration is complete, the
+        // counter may stand above where it started. (Under a limit, no exit goes on in
+        // another tree: `tree` is `t`.)
+        let consumed = if code.counting {
+            initial - regs[layout.counter]
+        } else {
+            0
+        };
+        let total = (cost as i64).saturating_add(consumed).max(0) as u64;
+        steps.left = steps.left.saturating_sub(total);
+        Some(TreeExit {
+            tree,
+            pos: own.pos,
+            at: Some((seg, inst)),
+            allocated,
+        })
+    }
 }

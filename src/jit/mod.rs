@@ -14,7 +14,9 @@
 //! A *tree* is a root trace (a peeled loop) and the *bridges* attached to its guards: a
 //! bridge is a trace from a guard that fails often to the anchor of a trace. Machine code
 //! holds a whole tree in one function (see `backend::lower`), recompiled when a bridge is
-//! added; the trace interpreter runs a bridge after the exit of its guard. A bridge from a
+//! added; the trace interpreter runs a bridge after the exit of its guard. When an exit of
+//! machine code is followed by an entry into another tree right where it resumed, the driver
+//! links the two (`Jit::link`): next time the exit goes on in that tree's machine code. A bridge from a
 //! `guard_value` is specialized on one value of the promoted variable (up to
 //! [`MAX_SPECIALIZATIONS`] per guard), and machine code dispatches on the value.
 //!
@@ -139,6 +141,10 @@ enum Recording {
     Resume(Position),
 }
 
+/// How a run of a segment ended: the tree that exited (machine code may have gone on in
+/// another), where the interpreter continues, and the (segment, instruction) that exited.
+type SegmentExit = (usize, Position, Option<(usize, usize)>);
+
 /// What the interpreter does after a tree has run.
 enum Next {
     /// Interpret from here.
@@ -255,11 +261,18 @@ impl<'p> Jit<'p> {
         } else {
             self.profile.greens().to_vec()
         };
+        let profile = &self.profile;
+        let traced = |block: BlockId, frame: &Frame| {
+            profile
+                .key_at(block, frame)
+                .is_some_and(|k| k != key && profile.lookup(&k).is_some())
+        };
         let recorded = trace::record(
             self.program,
             state,
             anchor,
             &greens,
+            &traced,
             &mut self.steps,
             self.config.max_trace_len,
         );
@@ -310,6 +323,7 @@ impl<'p> Jit<'p> {
                     bridges: Vec::new(),
                     code: None,
                     failures: HashMap::new(),
+                    incoming: Vec::new(),
                 });
                 self.compile(index);
                 Ok(Recording::Tree(index))
@@ -331,7 +345,8 @@ impl<'p> Jit<'p> {
         let tree = &self.trees[t];
         let label = describe(self.program, &tree.key);
         let start = Instant::now();
-        let compiled = backend.compile(&tree.segments(), listings, counting);
+        let frame_size = self.program.frame_size();
+        let compiled = backend.compile(&tree.segments(), listings, counting, t, frame_size);
         self.stats.compile_time += start.elapsed();
         let bridges = tree.bridges.len();
         let what = if bridges == 0 {
@@ -350,6 +365,21 @@ impl<'p> Jit<'p> {
                     let _ = writeln!(self.dump, "# asm {what} ({target})");
                     self.dump.push_str(asm);
                 }
+                // The exits that went on in this tree's old code go on in the new; those
+                // of its old code are forgotten (its new code returns until linked again).
+                let incoming = std::mem::take(&mut self.trees[t].incoming);
+                for &(from, g) in &incoming {
+                    if let Some(c) = &self.trees[from].code {
+                        c.relink(g, &code);
+                    }
+                }
+                for tree in &mut self.trees {
+                    tree.incoming.retain(|(from, _)| *from != t);
+                }
+                self.trees[t].incoming = incoming
+                    .into_iter()
+                    .filter(|(from, _)| *from != t)
+                    .collect();
                 self.trees[t].code = Some(code);
             }
             Err(why) => {
@@ -381,10 +411,12 @@ impl<'p> Jit<'p> {
         let mut seg = 0;
         let mut here = Position::start(self.trees[t].key.anchor);
         loop {
-            let (pos, at) = match self.run_segment(t, seg, here, state) {
+            let (exited, pos, at) = match self.run_segment(t, seg, here, state) {
                 Some(exit) => exit,
                 None => return Ok(Next::Resume(here)),
             };
+            // Machine code may have gone on from tree to tree (`backend::lower::linkable`).
+            t = exited;
             let Some((eseg, einst)) = at else {
                 return Ok(Next::Resume(pos));
             };
@@ -395,6 +427,7 @@ impl<'p> Jit<'p> {
                     // A bridge ended at an anchor: enter the tree there.
                     match self.tree_at(pos.block, &state.frame).filter(|_| !only) {
                         Some(next) => {
+                            self.link(t, (eseg, einst), next);
                             t = next;
                             seg = 0;
                             here = pos;
@@ -417,6 +450,7 @@ impl<'p> Jit<'p> {
                                     .filter(|_| pos.inst == 0)
                                 {
                                     Some(next) => {
+                                        self.link(t, (eseg, einst), next);
                                         t = next;
                                         seg = 0;
                                         here = pos;
@@ -465,16 +499,39 @@ impl<'p> Jit<'p> {
         }
     }
 
+    /// Makes the exit at instruction `at` of tree `t`, after which the driver entered tree
+    /// `next` right where it resumed, go on in `next`'s machine code directly next time:
+    /// when both are machine code, the exit can ([`backend::lower::linkable`]), and `next`
+    /// inlines calls no deeper than `t` (so that where `t` may run, `next` may too).
+    fn link(&mut self, t: usize, at: (usize, usize), next: usize) {
+        let (from, to) = (&self.trees[t], &self.trees[next]);
+        let (Some(code), Some(target)) = (&from.code, &to.code) else {
+            return;
+        };
+        let trace = from.segment(at.0);
+        if !backend::lower::linkable(trace, at.1) || to.calls() > from.calls() {
+            return;
+        }
+        let Some(g) = code.global(at.0, at.1) else {
+            return;
+        };
+        if code.link(g, target) {
+            self.trees[next].incoming.push((t, g));
+            self.stats.links += 1;
+        }
+    }
+
     /// Runs segment `seg` of tree `t` from `here` (machine code runs the whole tree from the
-    /// root). Returns where the interpreter continues and which instruction exited (`None`
-    /// for a stop at the `--max-steps` budget); `None` if the budget cannot hold a bridge.
+    /// root, and may go on in other trees). Returns the tree that exited, where the
+    /// interpreter continues and which instruction exited (`None` for a stop at the
+    /// `--max-steps` budget or a refused entry); `None` if the budget cannot hold a bridge.
     fn run_segment(
         &mut self,
         t: usize,
         seg: usize,
         here: Position,
         state: &mut State,
-    ) -> Option<(Position, Option<(usize, usize)>)> {
+    ) -> Option<SegmentExit> {
         let tree = &self.trees[t];
         // The calls the tree inlined must fit under the depth limit here, as the
         // interpreter's would; where they do not, the interpreter runs (and raises the
@@ -485,15 +542,18 @@ impl<'p> Jit<'p> {
         }
         self.stats.entries += (seg == 0) as u64;
         if seg == 0 {
-            if let Some(code) = &tree.code {
+            if let (Some(_), Some(backend)) = (&tree.code, self.backend.as_mut()) {
                 let start = Instant::now();
-                let exit = backend::run_compiled(
-                    code,
-                    &tree.segments(),
-                    self.program,
-                    state,
-                    &mut self.steps,
-                );
+                let trees = &self.trees;
+                let find = |k: usize| {
+                    let tree = &trees[k];
+                    backend::TreeCode {
+                        code: tree.code.as_ref().expect("only compiled trees are linked"),
+                        segments: tree.segments(),
+                        anchor: tree.key.anchor,
+                    }
+                };
+                let exit = backend.run(t, &find, self.program, state, &mut self.steps);
                 self.stats.native_time += start.elapsed();
                 if let Some(exit) = exit {
                     self.stats.native_entries += 1;
@@ -501,10 +561,12 @@ impl<'p> Jit<'p> {
                     if self.stats.first_native.is_none() {
                         self.stats.first_native = Some(start.duration_since(self.started));
                     }
-                    let (s, i) = exit.at;
-                    let inst = &self.trees[t].segment(s).insts[i];
-                    let budget_stop = matches!(inst.kind, Kind::Loop | Kind::LoopStart) && s == 0;
-                    return Some((exit.pos, (!budget_stop).then_some(exit.at)));
+                    let at = exit.at.filter(|&(s, i)| {
+                        let inst = &self.trees[exit.tree].segment(s).insts[i];
+                        // A stop at the budget.
+                        !(matches!(inst.kind, Kind::Loop | Kind::LoopStart) && s == 0)
+                    });
+                    return Some((exit.tree, exit.pos, at));
                 }
             }
             let start = Instant::now();
@@ -515,7 +577,7 @@ impl<'p> Jit<'p> {
             };
             let exit = trace::run_trace(&tree.root, &mut env);
             self.stats.trace_time += start.elapsed();
-            return Some((exit.pos, exit.inst.map(|i| (0, i))));
+            return Some((t, exit.pos, exit.inst.map(|i| (0, i))));
         }
         let bridge = &tree.bridges[seg - 1].trace;
         if self.steps.left < bridge.iteration_cost() {
@@ -530,7 +592,7 @@ impl<'p> Jit<'p> {
         };
         let exit = trace::run_bridge(bridge, &mut env);
         self.stats.trace_time += start.elapsed();
-        Some((exit.pos, exit.inst.map(|i| (seg, i))))
+        Some((t, exit.pos, exit.inst.map(|i| (seg, i))))
     }
 
     /// Optimizes `trace` with `passes`, counting operations exactly under `--max-steps`.
@@ -610,7 +672,7 @@ impl<'p> Jit<'p> {
         let tree = &self.trees[t];
         let guard = &tree.segment(from.0).insts[from.1];
         let promotion = self.promoted(guard).is_some();
-        let fixed: Vec<(Slot, Value)> = match (&value, self.promoted(guard)) {
+        let mut fixed: Vec<(Slot, Value)> = match (&value, self.promoted(guard)) {
             (Some(v), Some(slot)) => vec![(slot, v.clone())],
             _ => Vec::new(),
         };
@@ -618,6 +680,15 @@ impl<'p> Jit<'p> {
         // that the bridge's snapshots are complete too), and those it gives as constants
         // are constants in the bridge.
         let snap = tree.guard_snapshot(from);
+        // A green variable the snapshot does not give still holds the value the tree was
+        // entered with, its key's: a constant in the bridge too (the bytecode of an
+        // interpreter written in the flowgraph language, so that the bridge's dispatch
+        // folds away as the root's does).
+        for (g, v) in self.profile.greens().iter().zip(&tree.key.greens) {
+            if snap.get(*g).is_none() && fixed.iter().all(|(s, _)| s != g) {
+                fixed.push((*g, v.clone()));
+            }
+        }
         let inherited: Vec<Slot> = snap.entries.iter().map(|(slot, _)| *slot).collect();
         let known: Vec<(Slot, Value)> = snap
             .entries

@@ -23,6 +23,8 @@ pub struct Stats {
     pub entries: u64,
     /// Entries into machine code.
     pub native_entries: u64,
+    /// Exits of machine code made to go on in another tree's machine code directly.
+    pub links: u64,
     /// Exits per (tree, segment, instruction).
     pub exits: BTreeMap<(usize, usize, usize), u64>,
     /// Time interpreting.
@@ -166,6 +168,13 @@ impl Jit<'_> {
             "trace entries: {} ({} in machine code)",
             s.entries, s.native_entries
         );
+        if s.links > 0 {
+            let _ = writeln!(
+                out,
+                "exits linked to another tree's machine code: {}",
+                s.links
+            );
+        }
         let _ = writeln!(out, "exits: {}", s.exits.values().sum::<u64>());
         for ((t, seg, i), n) in &s.exits {
             let trace = self.trees[*t].segment(*seg);

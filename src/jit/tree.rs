@@ -33,6 +33,9 @@ pub struct Tree {
     pub(super) code: Option<Compiled>,
     /// Per guard: failed recordings of a bridge from it.
     pub(super) failures: HashMap<(usize, usize), u32>,
+    /// The exits of machine code that go on in this tree's: (tree, global instruction
+    /// index), to go on in its new code when it is compiled again.
+    pub(super) incoming: Vec<(usize, usize)>,
 }
 
 impl Tree {

@@ -40,6 +40,10 @@ pub enum AbortReason {
     Recursion,
     /// Calls nested deeper than this many in one trace.
     TooDeep(usize),
+    /// The recording of a loop reached the anchor of another loop's trace: the trace of
+    /// the outer loop is left to the bridges of the inner one (LuaJIT's and PyPy's nested
+    /// loops), instead of copying the inner loop's iterations.
+    InnerLoop,
 }
 
 impl std::fmt::Display for AbortReason {
@@ -49,6 +53,7 @@ impl std::fmt::Display for AbortReason {
             AbortReason::NotTraced(what) => write!(f, "{what} is not traced yet"),
             AbortReason::Recursion => write!(f, "a recursive call is not inlined"),
             AbortReason::TooDeep(n) => write!(f, "calls nested more than {n} deep are not inlined"),
+            AbortReason::InnerLoop => write!(f, "reached the anchor of another trace"),
         }
     }
 }
@@ -279,11 +284,15 @@ fn charge(steps: &mut Steps, block: &str) -> Result<(), RuntimeError> {
 /// greens' values now are constants in the trace, and the loop closes only when the
 /// recording reaches the anchor again with the same green values: the trace is for one
 /// position of the interpreted program, and is entered only there.
+///
+/// A jump to a position where `traced` says another trace is anchored ends the recording
+/// ([`AbortReason::InnerLoop`]).
 pub fn record(
     program: &Program,
     state: &mut State,
     anchor: BlockId,
     greens: &[Slot],
+    traced: &dyn Fn(BlockId, &Frame) -> bool,
     steps: &mut Steps,
     max_len: usize,
 ) -> Result<Recorded, RuntimeError> {
@@ -306,6 +315,7 @@ pub fn record(
         &fixed,
         &[],
         &closes,
+        traced,
         steps,
         max_len,
     )
@@ -333,7 +343,15 @@ pub fn record_bridge(
     max_len: usize,
 ) -> Result<Recorded, RuntimeError> {
     record_from(
-        program, state, start, fixed, inherited, ends, steps, max_len,
+        program,
+        state,
+        start,
+        fixed,
+        inherited,
+        ends,
+        &|_, _| false,
+        steps,
+        max_len,
     )
 }
 
@@ -345,6 +363,7 @@ fn record_from(
     fixed: &[(Slot, Value)],
     inherited: &[Slot],
     ends: &dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>,
+    traced: &dyn Fn(BlockId, &Frame) -> bool,
     steps: &mut Steps,
     max_len: usize,
 ) -> Result<Recorded, RuntimeError> {
@@ -675,6 +694,12 @@ fn record_from(
                 snaps: r.snaps,
                 calls: r.deepest,
             }));
+        }
+        if r.callers.is_empty() && traced(next, &state.frame) {
+            return Ok(Recorded::Aborted {
+                reason: AbortReason::InnerLoop,
+                at: Position::start(next),
+            });
         }
         id = next;
     }
