@@ -67,9 +67,10 @@ fn bench(c: &mut Criterion) {
                     value: None,
                     returns: false,
                     cost: 0,
+                    separate: false,
                 };
                 backend
-                    .compile(&[root], Listings::default(), false, 0, frame_size)
+                    .compile(&[root], Listings::default(), false, (0, 0), frame_size)
                     .expect("compiles")
                     .size
             },

@@ -415,8 +415,9 @@ fn stats_show_traces_and_guard_exits() {
         err.contains("trace entries: 1 (0 in machine code)\n"),
         "{err}"
     );
+    // The exit writes back only `s`: `sum_done` reads nothing else (`lang::liveness`).
     assert!(
-        err.contains("exits: 1\n  trace 0 guard_true v12  @sum_done:0 #4 [c=0, i=v11, s=v10]: 1\n"),
+        err.contains("exits: 1\n  trace 0 guard_true v12  @sum_done:0 #4 [s=v10]: 1\n"),
         "{err}"
     );
 }

@@ -71,6 +71,10 @@ pub struct Segment<'a> {
     /// How many flowgraph operations the path to its start stands for: the counts of the
     /// snapshots of the guards its chain leaves from (0 for the root).
     pub cost: u64,
+    /// For a bridge: whether it is compiled in a function of its own (a *bridge unit*)
+    /// rather than in the tree's: its guard's exit then goes on in that function through
+    /// its link ([`linkable`]).
+    pub separate: bool,
 }
 
 /// Where the values of a tree live in the register buffer.
@@ -91,7 +95,8 @@ pub struct Layout {
     /// The tree inputs: variables read from the frame on entry, with their slots (in the
     /// mirror).
     pub inputs: Vec<(Slot, usize)>,
-    /// The counter's slot.
+    /// The counter's slot, the same in every tree (after the mirror): an exit that goes on
+    /// in another tree leaves the budget there.
     pub counter: usize,
     /// How many slots in all.
     pub size: usize,
@@ -124,6 +129,8 @@ enum Source {
 
 /// Everything known about a tree before it is lowered.
 pub struct Analysis {
+    /// 0 for a tree's function, `k` for the bridge unit of segment `k`.
+    pub unit: usize,
     /// The register layout.
     pub layout: Layout,
     /// Per segment and instruction: the kind of its result.
@@ -182,28 +189,45 @@ pub fn mirror_tag(kind: MKind) -> i64 {
 /// mirror than the tree was compiled for: the tree did nothing.
 pub const REFUSED: u32 = u32::MAX;
 
-/// The code a tree returns: the tree's number in the high half, and in the low half the
-/// global index of the exiting instruction ([`Layout::locate`]) or [`REFUSED`].
-pub fn exit_code(tree: usize, at: u32) -> i64 {
-    ((tree as i64) << 32) | at as i64
+/// The code a function returns: in the high half the tree's number and the unit (0 for the
+/// tree's function, `k` for the bridge unit of segment `k`), in the low half the global
+/// index of the exiting instruction ([`Layout::locate`]) or [`REFUSED`].
+pub fn exit_code(tree: usize, unit: usize, at: u32) -> i64 {
+    ((tree as i64) << 40) | ((unit as i64) << 32) | at as i64
+}
+
+/// The tree, the unit and the instruction (or [`REFUSED`]) of an [`exit_code`].
+pub fn decode_exit(code: i64) -> (usize, usize, u32) {
+    (
+        (code >> 40) as usize,
+        ((code >> 32) & 0xff) as usize,
+        code as u32,
+    )
 }
 
 /// Whether an exit at instruction `i` of `trace` may go straight into the tree anchored
 /// where it resumes, through the mirror (`Layout`): its snapshot resumes at the start of
-/// a block in the trace's own frame, with no virtual array to build and no store to make.
+/// a block in the trace's own frame, with no virtual array to build (it makes the stores
+/// the trace delayed itself).
 pub fn linkable(trace: &Trace, i: usize) -> bool {
-    trace.snap_of(&trace.insts[i]).is_some_and(|s| {
-        s.pos.inst == 0 && s.frames.is_empty() && s.virtuals.is_empty() && s.stores.is_empty()
-    })
+    trace
+        .snap_of(&trace.insts[i])
+        .is_some_and(|s| s.pos.inst == 0 && s.frames.is_empty() && s.virtuals.is_empty())
 }
 
 /// Kinds of every value of the tree, and the register layout, from the trees' types alone;
 /// `frame_size` is the program's (the mirror's size). The root's `input`s are the first
 /// tree inputs; a bridge's `input`s read the guard snapshots it hangs from, or further tree
-/// inputs.
-pub fn analyze(segments: &[Segment], frame_size: usize) -> Result<Analysis, Unsupported> {
+/// inputs. `unit` is 0 for a tree's function, whose first segment is the peeled root and
+/// which leaves out the `separate` segments; for a bridge unit (`segments` is then the
+/// bridge alone), the bridge's segment number in its tree.
+pub fn analyze(
+    segments: &[Segment],
+    frame_size: usize,
+    unit: usize,
+) -> Result<Analysis, Unsupported> {
     let root = segments[0].trace;
-    if root.loop_start().is_none() {
+    if unit == 0 && root.loop_start().is_none() {
         return Err(Unsupported::NotPeeled);
     }
     let mut inputs: Vec<Slot> = Vec::new();
@@ -217,6 +241,11 @@ pub fn analyze(segments: &[Segment], frame_size: usize) -> Result<Analysis, Unsu
         let trace = s.trace;
         let mut k: Vec<Option<MKind>> = vec![None; trace.insts.len()];
         let mut src: HashMap<Slot, Source> = HashMap::new();
+        if s.separate {
+            kinds.push(k);
+            sources.push(src);
+            continue;
+        }
         for (i, inst) in trace.insts.iter().enumerate() {
             let of = |k: &[Option<MKind>], o: &Opnd| -> Result<MKind, Unsupported> {
                 match o {
@@ -332,11 +361,11 @@ pub fn analyze(segments: &[Segment], frame_size: usize) -> Result<Analysis, Unsu
         kinds.push(k);
         sources.push(src);
     }
-    let carry = segments.iter().any(|s| s.returns);
+    let carry = segments.iter().any(|s| s.returns && !s.separate);
     if carry {
         // The tree inputs are then the state between iterations: a variable no `input`
         // reads is of the type the first segment that writes it gives it.
-        for (seg, s) in segments.iter().enumerate() {
+        for (seg, s) in segments.iter().enumerate().filter(|(_, s)| !s.separate) {
             let last = s.trace.insts.last().expect("a trace ends in loop");
             let end = s.trace.snap_of(last).expect("a loop has a snapshot");
             for (slot, o) in &end.entries {
@@ -357,7 +386,9 @@ pub fn analyze(segments: &[Segment], frame_size: usize) -> Result<Analysis, Unsu
         }
     }
     let mut offsets = Vec::new();
-    let mut next = 2 * frame_size;
+    // The counter, shared by every tree like the mirror, follows it.
+    let counter = 2 * frame_size;
+    let mut next = counter + 1;
     for s in segments {
         offsets.push(next);
         next += s.trace.insts.len();
@@ -366,13 +397,17 @@ pub fn analyze(segments: &[Segment], frame_size: usize) -> Result<Analysis, Unsu
         mirror: frame_size,
         offsets,
         inputs: inputs.iter().map(|s| (*s, 2 * s.index())).collect(),
-        counter: next,
-        size: next + 1,
+        counter,
+        size: next,
         carry,
     };
-    let safe =
-        crate::opt::bounds::machine_no_overflow(root, |r| kinds[0][r.index()] == Some(MKind::Int));
+    let safe = if unit == 0 {
+        crate::opt::bounds::machine_no_overflow(root, |r| kinds[0][r.index()] == Some(MKind::Int))
+    } else {
+        vec![false; root.insts.len()]
+    };
     Ok(Analysis {
+        unit,
         layout,
         kinds,
         input_kinds,
@@ -771,7 +806,7 @@ impl Lower<'_> {
                     *header = Some(h);
                     self.header = Some(h);
                 }
-                Kind::Loop if seg == 0 => {
+                Kind::Loop if seg == 0 && self.an.unit == 0 => {
                     let h = header.expect("a peeled trace has a loop_start before its loop");
                     self.charge(b, i, trace.iteration_cost());
                     let args: Vec<BlockArg> = inst
@@ -966,11 +1001,27 @@ impl Lower<'_> {
             let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
             self.exit_if(b, outside, i);
         }
+        self.store(b, a, index, v, kv);
+        true
+    }
+
+    /// Stores `v` (of kind `kv`) into element `index` of array `a`, an index known to be
+    /// in bounds: in place when neither the old element nor `v` owns a reference, through
+    /// the runtime otherwise.
+    fn store(
+        &mut self,
+        b: &mut FunctionBuilder,
+        a: ClifValue,
+        index: ClifValue,
+        v: ClifValue,
+        kv: MKind,
+    ) {
+        let mf = MemFlagsData::trusted();
         let kind = b.ins().iconst(I64, helpers::kind_code(kv));
         let slow = &[a, index, v, kind];
         if !matches!(kv, MKind::Int | MKind::Atom) {
             self.call(b, helpers::setitem as *const u8, slow, false);
-            return true;
+            return;
         }
         let items = b.ins().load(I64, mf, a, abi::LIST_ITEMS_OFFSET as i32);
         let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
@@ -995,7 +1046,6 @@ impl Lower<'_> {
         b.ins().jump(join, &[]);
         b.seal_block(join);
         b.switch_to_block(join);
-        true
     }
 
     /// Lowers `call_pure` `i`: the arguments go to a stack slot, the helper makes the call
@@ -1152,11 +1202,23 @@ pub fn lower(
             b.seal_block(cont);
             b.switch_to_block(cont);
         }
+        // Under `--max-steps`, the budget must hold this tree's costliest iteration, as
+        // the runtime checks before it enters one.
+        if let Some(counter) = counter {
+            let count = b.use_var(counter);
+            let short = b
+                .ins()
+                .icmp_imm_s(IntCC::SignedLessThan, count, max_cost(segments) as i64);
+            let cont = b.create_block();
+            b.ins().brif(short, refused, &[], cont, &[]);
+            b.seal_block(cont);
+            b.switch_to_block(cont);
+        }
         let go_on = b.create_block();
         b.ins().jump(go_on, &[]);
         b.switch_to_block(refused);
         b.seal_block(refused);
-        let code = b.ins().iconst(I64, exit_code(tree, REFUSED));
+        let code = b.ins().iconst(I64, exit_code(tree, an.unit, REFUSED));
         b.ins().return_(&[code]);
         b.switch_to_block(go_on);
         b.seal_block(go_on);
@@ -1176,6 +1238,9 @@ pub fn lower(
     b.switch_to_block(start);
     let mut bridges: Attachments = HashMap::new();
     for (seg, s) in segments.iter().enumerate().skip(1) {
+        if s.separate {
+            continue;
+        }
         let parent = s.parent.expect("a bridge has a parent guard");
         bridges.entry(parent).or_default().push((seg, s.value));
     }
@@ -1226,6 +1291,47 @@ pub fn lower(
                 b.ins().store(mf, l.inputs[k], l.regs, (8 * at) as i32);
             }
         }
+        let g = an.layout.offsets[seg] + i;
+        if let Some(table) = links.filter(|_| linkable(trace, i)) {
+            let slot = b.ins().iconst(I64, table as i64 + 8 * g as i64);
+            let target = b.ins().load(I64, mf, slot, 0);
+            let (linked, plain) = (b.create_block(), b.create_block());
+            b.set_cold_block(linked);
+            b.set_cold_block(plain);
+            b.ins().brif(target, linked, &[], plain, &[]);
+            b.switch_to_block(linked);
+            b.seal_block(linked);
+            let snap = &trace.snaps[own.index()];
+            for (slot, o) in &snap.entries {
+                let (v, kind) = l.opnd(&mut b, seg, o);
+                let at = 2 * slot.index();
+                b.ins().store(mf, v, l.regs, (8 * at) as i32);
+                // An input's tag holds its kind since the entry checked it.
+                let input = an.layout.inputs.iter().position(|(s, _)| s == slot);
+                if input.map(|k| an.input_kinds[k]) != Some(kind) {
+                    let tag = b.ins().iconst(I64, mirror_tag(kind));
+                    b.ins().store(mf, tag, l.regs, (8 * (at + 1)) as i32);
+                }
+            }
+            for st in &snap.stores {
+                let (a, _) = l.opnd(&mut b, seg, &st.array);
+                let (index, _) = l.opnd(&mut b, seg, &st.index);
+                let (v, kv) = l.opnd(&mut b, seg, &st.value);
+                l.store(&mut b, a, index, v, kv);
+            }
+            // What the path to the exit did counts against the budget the next tree finds.
+            if let Some(counter) = l.counter {
+                let count = b.use_var(counter);
+                let done = segments[seg].cost + snap.cost;
+                let left = b.ins().iadd_imm_s(count, -(done as i64));
+                b.ins()
+                    .store(mf, left, l.regs, (8 * an.layout.counter) as i32);
+            }
+            let sig = b.import_signature(tree_signature(isa));
+            b.ins().return_call_indirect(sig, target, &[l.regs, l.ctx]);
+            b.switch_to_block(plain);
+            b.seal_block(plain);
+        }
         for o in trace.snaps[own.index()].exit_values() {
             if let Opnd::Ref(r) = o {
                 let v = l.vals[seg][r.index()].expect("snapshot refs are defined before the exit");
@@ -1238,29 +1344,7 @@ pub fn lower(
             b.ins()
                 .store(mf, count, l.regs, (8 * an.layout.counter) as i32);
         }
-        let g = an.layout.offsets[seg] + i;
-        if let Some(table) = links.filter(|_| linkable(trace, i)) {
-            let slot = b.ins().iconst(I64, table as i64 + 8 * g as i64);
-            let target = b.ins().load(I64, mf, slot, 0);
-            let (linked, plain) = (b.create_block(), b.create_block());
-            b.set_cold_block(linked);
-            b.set_cold_block(plain);
-            b.ins().brif(target, linked, &[], plain, &[]);
-            b.switch_to_block(linked);
-            b.seal_block(linked);
-            for (slot, o) in &trace.snaps[own.index()].entries {
-                let (v, kind) = l.opnd(&mut b, seg, o);
-                let tag = b.ins().iconst(I64, mirror_tag(kind));
-                let at = 2 * slot.index();
-                b.ins().store(mf, v, l.regs, (8 * at) as i32);
-                b.ins().store(mf, tag, l.regs, (8 * (at + 1)) as i32);
-            }
-            let sig = b.import_signature(tree_signature(isa));
-            b.ins().return_call_indirect(sig, target, &[l.regs, l.ctx]);
-            b.switch_to_block(plain);
-            b.seal_block(plain);
-        }
-        let code = b.ins().iconst(I64, exit_code(tree, g as u32));
+        let code = b.ins().iconst(I64, exit_code(tree, an.unit, g as u32));
         b.ins().return_(&[code]);
     }
     b.seal_all_blocks();

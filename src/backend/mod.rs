@@ -177,9 +177,8 @@ pub struct Compiled {
     /// The tree's function (`lower::tree_signature`).
     f: *const u8,
     /// Per global instruction index, where a [`lower::linkable`] exit goes on: the address
-    /// of another tree's function, or 0 for a return to the runtime. `None` under
-    /// `--max-steps`, whose exact count needs every tree to return.
-    links: Option<Box<[Cell<u64>]>>,
+    /// of another tree's function, or 0 for a return to the runtime.
+    links: Box<[Cell<u64>]>,
     counting: bool,
     max_cost: u64,
     analysis: lower::Analysis,
@@ -260,19 +259,19 @@ impl Backend {
     /// Compiles the trace tree `segments`, number `tree` of the run, specialized on the
     /// types its traces give, for a program whose frames have `frame_size` variables. With
     /// `counting`, the code counts iterations so that `--max-steps` stays exact, and its
-    /// exits always return.
+    /// exits always return. `unit` is 0 for the tree's function, or the segment number of
+    /// a bridge compiled on its own (`segments` is then that bridge alone).
     pub fn compile(
         &mut self,
         segments: &[Segment],
         listings: Listings,
         counting: bool,
-        tree: usize,
+        (tree, unit): (usize, usize),
         frame_size: usize,
     ) -> Result<Compiled, Unsupported> {
-        let an = lower::analyze(segments, frame_size)?;
-        let links: Option<Box<[Cell<u64>]>> =
-            (!counting).then(|| (0..an.layout.size).map(|_| Cell::new(0)).collect());
-        let table = links.as_ref().map(|l| l.as_ptr() as *const u64);
+        let an = lower::analyze(segments, frame_size, unit)?;
+        let links: Box<[Cell<u64>]> = (0..an.layout.size).map(|_| Cell::new(0)).collect();
+        let table = Some(links.as_ptr() as *const u64);
         let func = lower::lower(
             segments,
             &an,
@@ -489,43 +488,45 @@ pub struct TreeExit {
     pub allocated: u64,
 }
 
-/// A compiled tree, as [`Backend::run`] finds it by its number.
+/// A compiled function, as [`Backend::run`] finds it by its tree and unit.
 pub struct TreeCode<'a> {
     /// Its code.
     pub code: &'a Compiled,
-    /// Its segments (`Tree::segments`).
+    /// Its segments (`Tree::segments` for a tree's function; the bridge alone for a bridge
+    /// unit).
     pub segments: Vec<Segment<'a>>,
-    /// Its anchor.
-    pub anchor: crate::lang::BlockId,
+    /// Where it starts: the tree's anchor, or the bridge's first position.
+    pub start: Position,
 }
 
 impl Compiled {
     /// Makes the exit at global instruction index `g` (a [`lower::linkable`] one) go on in
-    /// `target` instead of returning. Returns whether it could: not under `--max-steps`.
-    pub fn link(&self, g: usize, target: &Compiled) -> bool {
-        match &self.links {
-            Some(links) => {
-                links[g].set(target.f as u64);
-                true
-            }
-            None => false,
-        }
+    /// `target` instead of returning.
+    pub fn link(&self, g: usize, target: &Compiled) {
+        self.links[g].set(target.f as u64);
     }
 
     /// Makes the exit at global instruction index `g`, if it goes on in another tree, go
     /// on in `new`: that tree compiled again.
     pub fn relink(&self, g: usize, new: &Compiled) {
-        if let Some(links) = &self.links {
-            if links[g].get() != 0 {
-                links[g].set(new.f as u64);
-            }
+        if self.links[g].get() != 0 {
+            self.links[g].set(new.f as u64);
         }
     }
 
-    /// The global instruction index of segment `seg`'s instruction `i`, if the code holds
-    /// the segment (a bridge that could not be compiled runs on the trace interpreter).
+    /// The global instruction index of segment `seg`'s instruction `i` (for a bridge unit,
+    /// of its only segment, `unit`), if the code holds the segment (a bridge that could not
+    /// be compiled runs on the trace interpreter).
     pub fn global(&self, seg: usize, i: usize) -> Option<usize> {
-        Some(self.analysis.layout.offsets.get(seg)? + i)
+        let an = &self.analysis;
+        let seg = if an.unit == 0 {
+            seg
+        } else if seg == an.unit {
+            0
+        } else {
+            return None;
+        };
+        Some(an.layout.offsets.get(seg)? + i)
     }
 }
 
@@ -537,8 +538,8 @@ impl Backend {
     /// iteration: the trace interpreter runs then.
     pub fn run<'t>(
         &mut self,
-        t: usize,
-        trees: &dyn Fn(usize) -> TreeCode<'t>,
+        t: (usize, usize),
+        trees: &dyn Fn((usize, usize)) -> TreeCode<'t>,
         program: &crate::lang::Program,
         state: &mut State,
         steps: &mut Steps,
@@ -586,8 +587,7 @@ impl Backend {
         // and every input slot of the tree holds a value of the kind it was compiled for;
         // `ctx` outlives the call.
         let returned = unsafe { enter(code.f, regs.as_mut_ptr(), &mut ctx) };
-        let tree = (returned >> 32) as usize;
-        let at = returned as u32;
+        let (tree, unit, at) = lower::decode_exit(returned);
         // What the code made or copied out of arrays lives until the exit has copied what
         // the interpreter keeps; so does what the frame held, which the write-back below
         // replaces slot by slot: a register may borrow a list or an array that only the
@@ -607,11 +607,26 @@ impl Backend {
                 state.frame[slot] = Some(unsafe { abi::rebox(regs[2 * slot], kind) });
             }
         }
-        let exited = if tree == t { entered } else { trees(tree) };
+        let exited = if (tree, unit) == t {
+            entered
+        } else {
+            trees((tree, unit))
+        };
+        // What the iterations completed in machine code consumed, and the parts of the
+        // exits that went on in other trees (the counter's slot is every tree's). An
+        // elidable call gives back what it did not use of the operations it took when
+        // recorded, which the exit's part counts: before an iteration is complete, the
+        // counter may stand above where it started.
+        let consumed = if code.counting {
+            initial - regs[layout.counter]
+        } else {
+            0
+        };
         if at == lower::REFUSED {
+            steps.left = steps.left.saturating_sub(consumed.max(0) as u64);
             return Some(TreeExit {
                 tree,
-                pos: Position::start(exited.anchor),
+                pos: exited.start,
                 at: None,
                 allocated,
             });
@@ -632,18 +647,10 @@ impl Backend {
             )
         };
         let cost = segments[seg].cost + resume::restore(own, read, state);
-        // What the iterations completed in machine code consumed, and the exit's own part.
-        // An elidable call gives back what it did not use of the operations it took when
-        // recorded, which the exit's part counts: before an iteration is complete, the
-        // counter may stand above where it started. (Under a limit, no exit goes on in
-        // another tree: `tree` is `t`.)
-        let consumed = if code.counting {
-            initial - regs[layout.counter]
-        } else {
-            0
-        };
         let total = (cost as i64).saturating_add(consumed).max(0) as u64;
         steps.left = steps.left.saturating_sub(total);
+        // A bridge unit's only segment is its segment `unit` in the tree.
+        let seg = if unit == 0 { seg } else { unit };
         Some(TreeExit {
             tree,
             pos: own.pos,

@@ -165,7 +165,7 @@ fn bounded(v: &Value) -> String {
 }
 
 /// Every JIT configuration a program is run under: (native, threshold, bridge threshold,
-/// passes). `turn` picks the pass left out in machine code.
+/// passes, step limit). `turn` picks the pass left out in machine code.
 ///
 /// Machine code runs with thresholds 0, 1, 3 and the defaults, and bridge thresholds 0,
 /// 1 and 20; the trace interpreter with all passes, none, and each pass left out in turn.
@@ -173,28 +173,35 @@ fn bounded(v: &Value) -> String {
 /// costliest part of a check: each program leaves out one (`turn`), so that a run of many
 /// programs covers every pass. (`peel` is not among them: without it nothing becomes
 /// machine code, and the trace interpreter's runs cover that.)
-fn configurations(turn: usize) -> Vec<(bool, u64, u64, Vec<&'static str>)> {
+///
+/// The machine-code runs under a step limit come first: a bug that loops forever in
+/// machine code then shows as a difference (the limit stops it) before the runs without a
+/// limit, as a user's run has none, at thresholds 0 and the defaults. The program stopped
+/// within the limit in the interpreter, so it stops without one.
+fn configurations(turn: usize) -> Vec<(bool, u64, u64, Vec<&'static str>, bool)> {
     let all = opt::PIPELINE.to_vec();
     let without =
         |off: &str| -> Vec<&'static str> { all.iter().copied().filter(|p| *p != off).collect() };
+    let native: Vec<&str> = all.iter().copied().filter(|p| *p != "peel").collect();
     let mut configs = vec![
-        (true, 0, 0, all.clone()),
-        (true, 1, 1, all.clone()),
-        (true, 3, 20, all.clone()),
-        (
-            true,
-            jit::DEFAULT_THRESHOLD,
-            jit::DEFAULT_BRIDGE_THRESHOLD,
-            all.clone(),
-        ),
-        (false, 0, 0, all.clone()),
-        (false, 1, 1, Vec::new()),
+        (true, 0, 0, all.clone(), true),
+        (true, 1, 1, all.clone(), true),
+        (true, 3, 20, all.clone(), true),
+        (true, 0, 1, without(native[turn % native.len()]), true),
+        (false, 0, 0, all.clone(), true),
+        (false, 1, 1, Vec::new(), true),
     ];
     for off in opt::PIPELINE {
-        configs.push((false, 0, 1, without(off)));
+        configs.push((false, 0, 1, without(off), true));
     }
-    let native: Vec<&str> = all.iter().copied().filter(|p| *p != "peel").collect();
-    configs.push((true, 0, 1, without(native[turn % native.len()])));
+    configs.push((true, 0, 0, all.clone(), false));
+    configs.push((
+        true,
+        jit::DEFAULT_THRESHOLD,
+        jit::DEFAULT_BRIDGE_THRESHOLD,
+        all.clone(),
+        false,
+    ));
     configs
 }
 
@@ -298,22 +305,27 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
             Err(format!("{who} printed {got:?}, the interpreter {want:?}"))
         }
     };
-    for (native, threshold, bridge_threshold, passes) in configurations(turn) {
+    for (native, threshold, bridge_threshold, passes, limited) in configurations(turn) {
         let config = Config {
             native,
             threshold,
             bridge_threshold,
             passes: passes.clone(),
-            max_steps: Some(STEP_LIMIT),
+            max_steps: limited.then_some(STEP_LIMIT),
             ..Config::default()
         };
         let mut jit = Jit::new(s.program, config).map_err(|e| e.to_string())?;
         let mut state = s.state();
         differ(
             format!(
-                "--mode {} --threshold {threshold} --bridge-threshold {bridge_threshold} --passes {}",
+                "--mode {} --threshold {threshold} --bridge-threshold {bridge_threshold} --passes {}{}",
                 if native { "jit" } else { "trace" },
-                passes.join(",")
+                passes.join(","),
+                if limited {
+                    format!(" --max-steps {STEP_LIMIT}")
+                } else {
+                    String::new()
+                }
             ),
             &mut || {
                 let outcome = jit.run(&mut state, s.entry);

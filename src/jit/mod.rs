@@ -346,7 +346,7 @@ impl<'p> Jit<'p> {
         let label = describe(self.program, &tree.key);
         let start = Instant::now();
         let frame_size = self.program.frame_size();
-        let compiled = backend.compile(&tree.segments(), listings, counting, t, frame_size);
+        let compiled = backend.compile(&tree.segments(), listings, counting, (t, 0), frame_size);
         self.stats.compile_time += start.elapsed();
         let bridges = tree.bridges.len();
         let what = if bridges == 0 {
@@ -367,19 +367,33 @@ impl<'p> Jit<'p> {
                 }
                 // The exits that went on in this tree's old code go on in the new; those
                 // of its old code are forgotten (its new code returns until linked again).
+                let old = (t, 0);
                 let incoming = std::mem::take(&mut self.trees[t].incoming);
-                for &(from, g) in &incoming {
-                    if let Some(c) = &self.trees[from].code {
-                        c.relink(g, &code);
+                for &(from, unit, g) in &incoming {
+                    if (from, unit) != old {
+                        if let Some(c) = self.trees[from].code_of(unit) {
+                            c.relink(g, &code);
+                        }
                     }
                 }
                 for tree in &mut self.trees {
-                    tree.incoming.retain(|(from, _)| *from != t);
+                    tree.incoming.retain(|&(from, unit, _)| (from, unit) != old);
                 }
                 self.trees[t].incoming = incoming
                     .into_iter()
-                    .filter(|(from, _)| *from != t)
+                    .filter(|&(from, unit, _)| (from, unit) != old)
                     .collect();
+                // The guards of the new code whose bridges are compiled on their own go
+                // there again.
+                let tree = &self.trees[t];
+                for b in &tree.bridges {
+                    let (ps, pi) = b.from;
+                    if let (Some(bc), 0, None) = (&b.code, tree.unit_of(ps), &b.value) {
+                        if let Some(g) = code.global(ps, pi) {
+                            code.link(g, bc);
+                        }
+                    }
+                }
                 self.trees[t].code = Some(code);
             }
             Err(why) => {
@@ -390,6 +404,70 @@ impl<'p> Jit<'p> {
                     );
                 }
                 self.stats.not_compiled.push((label, why));
+            }
+        }
+    }
+
+    /// Compiles bridge `seg` of tree `t` in a function of its own (its `separate` is set),
+    /// and makes its guard's exit go there when the bridge is not specialized on a value.
+    /// On failure the bridge runs on the trace interpreter.
+    fn compile_bridge(&mut self, t: usize, seg: usize) {
+        let Some(backend) = self.backend.as_mut() else {
+            return;
+        };
+        let listings = Listings {
+            ir: self.config.dumps.ir,
+            asm: self.config.dumps.asm,
+        };
+        let tree = &self.trees[t];
+        // Alone in its function: no parent guard to read from, and its end, even at its
+        // own tree's anchor, is an exit that goes on in the tree's function. Its path to its
+        // start was counted (`--max-steps`) by the exit of its guard.
+        let segment = backend::Segment {
+            parent: None,
+            value: None,
+            returns: false,
+            separate: false,
+            cost: 0,
+            ..tree.segments()[seg]
+        };
+        let start = Instant::now();
+        let frame_size = self.program.frame_size();
+        let counting = self.config.max_steps.is_some();
+        let compiled = backend.compile(&[segment], listings, counting, (t, seg), frame_size);
+        self.stats.compile_time += start.elapsed();
+        let what = format!(
+            "{t}: bridge {} at {}",
+            seg - 1,
+            describe(self.program, &tree.key)
+        );
+        match compiled {
+            Ok(code) => {
+                let target = backend.listing_target();
+                if let Some(ir) = &code.ir {
+                    let _ = writeln!(self.dump, "# ir {what} ({target})");
+                    self.dump.push_str(ir);
+                }
+                if let Some(asm) = &code.asm {
+                    let _ = writeln!(self.dump, "# asm {what} ({target})");
+                    self.dump.push_str(asm);
+                }
+                let bridge = &tree.bridges[seg - 1];
+                let (ps, pi) = bridge.from;
+                if bridge.value.is_none() {
+                    if let Some(parent) = tree.code_of(ps) {
+                        if let Some(g) = parent.global(ps, pi) {
+                            parent.link(g, &code);
+                        }
+                    }
+                }
+                self.trees[t].bridges[seg - 1].code = Some(code);
+            }
+            Err(why) => {
+                if self.config.dumps.ir || self.config.dumps.asm {
+                    let _ = writeln!(self.dump, "# {what} stays on the trace interpreter: {why}");
+                }
+                self.stats.not_compiled.push((what, why));
             }
         }
     }
@@ -505,20 +583,34 @@ impl<'p> Jit<'p> {
     /// inlines calls no deeper than `t` (so that where `t` may run, `next` may too).
     fn link(&mut self, t: usize, at: (usize, usize), next: usize) {
         let (from, to) = (&self.trees[t], &self.trees[next]);
-        let (Some(code), Some(target)) = (&from.code, &to.code) else {
+        let (Some(code), Some(target)) = (from.code_of(at.0), &to.code) else {
             return;
         };
         let trace = from.segment(at.0);
         if !backend::lower::linkable(trace, at.1) || to.calls() > from.calls() {
             return;
         }
+        // `next` holds its greens as constants: the exit must give them those values every
+        // time, as constants in its snapshot, or by leaving them as they were where `t`
+        // was entered, its own key's.
+        let snap = trace
+            .snap_of(&trace.insts[at.1])
+            .expect("an exit has a snapshot");
+        let greens = self.profile.greens();
+        let same = |k: usize| match snap.get(greens[k]) {
+            Some(o) => o.as_const() == Some(&to.key.greens[k]),
+            None => from.key.greens.get(k) == Some(&to.key.greens[k]),
+        };
+        if !(0..to.key.greens.len()).all(same) {
+            return;
+        }
         let Some(g) = code.global(at.0, at.1) else {
             return;
         };
-        if code.link(g, target) {
-            self.trees[next].incoming.push((t, g));
-            self.stats.links += 1;
-        }
+        code.link(g, target);
+        let unit = from.unit_of(at.0);
+        self.trees[next].incoming.push((t, unit, g));
+        self.stats.links += 1;
     }
 
     /// Runs segment `seg` of tree `t` from `here` (machine code runs the whole tree from the
@@ -541,19 +633,35 @@ impl<'p> Jit<'p> {
             return None;
         }
         self.stats.entries += (seg == 0) as u64;
-        if seg == 0 {
-            if let (Some(_), Some(backend)) = (&tree.code, self.backend.as_mut()) {
+        let unit = tree.unit_of(seg);
+        if seg == unit {
+            if let (Some(_), Some(backend)) = (tree.code_of(seg), self.backend.as_mut()) {
                 let start = Instant::now();
                 let trees = &self.trees;
-                let find = |k: usize| {
+                let find = |(k, unit): (usize, usize)| {
                     let tree = &trees[k];
+                    let code = tree.code_of(unit).expect("only compiled code is linked");
+                    let segments = tree.segments();
+                    if unit == 0 {
+                        return backend::TreeCode {
+                            code,
+                            segments,
+                            start: Position::start(tree.key.anchor),
+                        };
+                    }
+                    let (ps, pi) = tree.bridges[unit - 1].from;
                     backend::TreeCode {
-                        code: tree.code.as_ref().expect("only compiled trees are linked"),
-                        segments: tree.segments(),
-                        anchor: tree.key.anchor,
+                        code,
+                        // As compiled (`Jit::compile_bridge`): its guard's exit counted
+                        // the path to it.
+                        segments: vec![backend::Segment {
+                            cost: 0,
+                            ..segments[unit]
+                        }],
+                        start: tree.guard_snapshot((ps, pi)).pos,
                     }
                 };
-                let exit = backend.run(t, &find, self.program, state, &mut self.steps);
+                let exit = backend.run((t, unit), &find, self.program, state, &mut self.steps);
                 self.stats.native_time += start.elapsed();
                 if let Some(exit) = exit {
                     self.stats.native_entries += 1;
@@ -569,6 +677,9 @@ impl<'p> Jit<'p> {
                     return Some((exit.tree, exit.pos, at));
                 }
             }
+        }
+        let tree = &self.trees[t];
+        if seg == 0 {
             let start = Instant::now();
             let mut env = trace::Env {
                 program: self.program,
@@ -601,10 +712,18 @@ impl<'p> Jit<'p> {
         trace: &trace::Trace,
         passes: &[&str],
     ) -> Result<trace::Trace, opt::Rejected> {
-        if self.config.max_steps.is_some() {
-            opt::optimize_counted(trace, passes)
+        let t = if self.config.max_steps.is_some() {
+            opt::optimize_counted(trace, passes)?
         } else {
-            opt::optimize(trace, passes)
+            opt::optimize(trace, passes)?
+        };
+        // What only dead variables of the snapshots used goes too.
+        let program = self.program;
+        let t = opt::prune_dead_entries(&t, &|pos| program.live_at(pos.block, pos.inst));
+        if passes.contains(&"dce") {
+            opt::dce::run(&t)
+        } else {
+            Ok(t)
         }
     }
 
@@ -770,13 +889,28 @@ impl<'p> Jit<'p> {
                     let _ = writeln!(self.dump, "{header}");
                     self.dump.push_str(&print::ssa(self.program, &trace));
                 }
+                // A bridge is compiled on its own where its guard's exit can go there
+                // (`backend::lower::linkable`), or where its guard is in such a bridge;
+                // otherwise (and under `--max-steps`) in the tree's function, compiled again.
+                let tree = &self.trees[t];
+                let separate = self.backend.is_some()
+                    && (tree.unit_of(from.0) != 0
+                        || (value.is_none()
+                            && backend::lower::linkable(tree.segment(from.0), from.1)));
                 self.trees[t].bridges.push(Bridge {
                     from,
                     value,
                     trace,
                     returns,
+                    separate,
+                    code: None,
                 });
-                self.compile(t);
+                let seg = self.trees[t].bridges.len();
+                if separate {
+                    self.compile_bridge(t, seg);
+                } else {
+                    self.compile(t);
+                }
                 Ok(Next::Resume(end))
             }
         }

@@ -136,6 +136,20 @@ impl Jit<'_> {
                 out,
                 "traces compiled to machine code: {compiled} ({bytes} bytes)"
             );
+            let separate: Vec<usize> = self
+                .trees
+                .iter()
+                .flat_map(|t| t.bridges.iter().filter_map(|b| b.code.as_ref()))
+                .map(|c| c.size)
+                .collect();
+            if !separate.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "bridges compiled on their own: {} ({} bytes)",
+                    separate.len(),
+                    separate.iter().sum::<usize>()
+                );
+            }
             for (label, why) in &s.not_compiled {
                 let _ = writeln!(out, "  not compiled, at {label}: {why}");
             }

@@ -20,6 +20,11 @@ pub struct Bridge {
     pub trace: Trace,
     /// Whether it ends at its own tree's anchor.
     pub returns: bool,
+    /// Whether it is compiled in a function of its own (a bridge unit), not in the tree's:
+    /// see [`crate::backend::lower`]. The tree's function is then not compiled again for it.
+    pub separate: bool,
+    /// Its machine code, when it is compiled on its own.
+    pub(super) code: Option<Compiled>,
 }
 
 /// A root trace and its bridges.
@@ -33,9 +38,9 @@ pub struct Tree {
     pub(super) code: Option<Compiled>,
     /// Per guard: failed recordings of a bridge from it.
     pub(super) failures: HashMap<(usize, usize), u32>,
-    /// The exits of machine code that go on in this tree's: (tree, global instruction
+    /// The exits of machine code that go on in this tree's: (tree, unit, global instruction
     /// index), to go on in its new code when it is compiled again.
-    pub(super) incoming: Vec<(usize, usize)>,
+    pub(super) incoming: Vec<(usize, usize, usize)>,
 }
 
 impl Tree {
@@ -55,6 +60,7 @@ impl Tree {
             value: None,
             returns: false,
             cost: 0,
+            separate: false,
         }];
         // A bridge's parent comes before it: its path's cost is known.
         for b in &self.bridges {
@@ -68,6 +74,7 @@ impl Tree {
                 value: b.value.as_ref(),
                 returns: b.returns,
                 cost,
+                separate: b.separate,
             });
         }
         segments
@@ -81,6 +88,24 @@ impl Tree {
             .iter()
             .map(|b| b.trace.calls)
             .fold(self.root.calls, usize::max)
+    }
+
+    /// The code that holds segment `seg`: its bridge unit, or the tree's function.
+    pub(super) fn code_of(&self, seg: usize) -> Option<&Compiled> {
+        match self.unit_of(seg) {
+            0 => self.code.as_ref(),
+            s => self.bridges[s - 1].code.as_ref(),
+        }
+    }
+
+    /// The unit of segment `seg`: itself for a bridge compiled on its own, 0 (the tree's
+    /// function) otherwise.
+    pub(super) fn unit_of(&self, seg: usize) -> usize {
+        if seg > 0 && self.bridges[seg - 1].separate {
+            seg
+        } else {
+            0
+        }
     }
 
     pub(super) fn guard_snapshot(&self, from: (usize, usize)) -> &Snapshot {

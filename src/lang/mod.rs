@@ -9,6 +9,7 @@ pub mod comment;
 pub mod diag;
 pub mod lexer;
 pub mod literal;
+pub mod liveness;
 pub mod parse_fg;
 pub mod parse_pl;
 pub mod print;

@@ -6,6 +6,8 @@ use std::fmt;
 
 use flowjit_runtime::{Op, Value};
 
+use super::liveness::{Liveness, Vars};
+
 /// A variable, as an index into the frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Slot(pub u32);
@@ -265,6 +267,7 @@ pub struct Program {
     labels: HashMap<String, BlockId>,
     slots: HashMap<String, Slot>,
     merge_point: Option<(BlockId, Vec<Slot>)>,
+    liveness: Liveness,
 }
 
 impl Program {
@@ -286,6 +289,7 @@ impl Program {
                 Some(Inst::MergePoint(greens)) => Some((BlockId(i as u32), greens.clone())),
                 _ => None,
             });
+        let liveness = Liveness::new(&blocks, vars.len());
         Program {
             blocks,
             funcs,
@@ -293,7 +297,14 @@ impl Program {
             labels,
             slots,
             merge_point,
+            liveness,
         }
+    }
+
+    /// The variables live before statement `inst` of `block` (or before its terminator,
+    /// when `inst` is the number of statements): see [`super::liveness`].
+    pub fn live_at(&self, block: BlockId, inst: usize) -> Vars {
+        self.liveness.live_at(&self.blocks, block, inst)
     }
 
     /// The block holding `jit_merge_point`, and its green variables.

@@ -189,6 +189,28 @@ fn carry_elements(
     Ok(t)
 }
 
+/// Drops from every snapshot the variables of the trace's own frame that `live` says are not
+/// live where that frame resumes (at the snapshot's position, or where its outermost inlined
+/// call returns): they are never read again before they are written (`lang::liveness`), so
+/// an exit need not write them back. The recorder keeps only live variables already; peeling
+/// adds the variables the loop carries to every snapshot of its body, which this takes out
+/// again where they are dead. A snapshot that holds virtual arrays is left as it is.
+pub fn prune_dead_entries(
+    trace: &Trace,
+    live: &dyn Fn(crate::state::Position) -> crate::lang::liveness::Vars,
+) -> Trace {
+    let mut t = trace.clone();
+    for snap in &mut t.snaps {
+        if !snap.virtuals.is_empty() {
+            continue;
+        }
+        let resumes = snap.frames.first().map_or(snap.pos, |f| f.ret);
+        let vars = live(resumes);
+        snap.entries.retain(|(slot, _)| vars.contains(*slot));
+    }
+    t
+}
+
 /// Runs the enabled passes, in pipeline order, over `trace`.
 pub fn optimize(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
     optimize_for(trace, enabled, false)

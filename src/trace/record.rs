@@ -133,6 +133,11 @@ impl Recorder<'_> {
                 .collect::<Vec<_>>()
         };
         let own = self.callers.first().map_or(&self.written, |c| &c.written);
+        // The trace's own frame resumes at `pos`, or where the outermost inlined call
+        // returns to: a variable not live there is never read again before it is written,
+        // and the exit leaves it as it is (`lang::liveness`).
+        let resumes = self.callers.first().map_or(pos, |c| c.ret);
+        let live = self.program.live_at(resumes.block, resumes.inst);
         let frames = self
             .callers
             .iter()
@@ -150,7 +155,10 @@ impl Recorder<'_> {
         self.snaps.push(Snapshot {
             pos,
             cost: self.cost,
-            entries: entries(own),
+            entries: entries(own)
+                .into_iter()
+                .filter(|(slot, _)| live.contains(*slot))
+                .collect(),
             frames,
             virtuals: Vec::new(),
             stores: Vec::new(),

@@ -1,0 +1,168 @@
+//! Which variables are *live* where: read, on some path from there, before they are
+//! written. A variable that is not live at a position is never read again before it is
+//! overwritten, so its value there cannot change what the program does: resume data need not
+//! restore it (LuaJIT's snapshots and PyPy's resume data hold live variables only), and an
+//! exit from machine code writes back less.
+//!
+//! The analysis is the classic backward one over the blocks of the program, computed once
+//! when the program loads ([`Liveness::new`]): for each block, the variables live where it
+//! starts. A position inside a block is resolved by walking the block backwards from its end.
+//! A function's blocks form their own graph (a call is a statement of its caller; `return`
+//! ends a block with no successor).
+//!
+//! Reads include the hints that read: `promote(v)` reads `v`, and `jit_merge_point(greens)`
+//! reads its greens, which the JIT looks up traces by.
+
+use super::program::{Block, BlockId, Inst, Operand, Slot, Terminator};
+
+/// A set of slots, as bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vars(Vec<u64>);
+
+impl Vars {
+    fn empty(n: usize) -> Vars {
+        Vars(vec![0; n.div_ceil(64)])
+    }
+
+    /// Whether `slot` is in the set.
+    pub fn contains(&self, slot: Slot) -> bool {
+        let i = slot.index();
+        self.0.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    fn insert(&mut self, slot: Slot) {
+        let i = slot.index();
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+
+    fn remove(&mut self, slot: Slot) {
+        let i = slot.index();
+        self.0[i / 64] &= !(1 << (i % 64));
+    }
+
+    /// Adds `other`; whether anything was added.
+    fn union(&mut self, other: &Vars) -> bool {
+        let mut changed = false;
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            let new = *a | b;
+            changed |= new != *a;
+            *a = new;
+        }
+        changed
+    }
+
+    fn read(&mut self, o: &Operand) {
+        if let Operand::Var(s) = o {
+            self.insert(*s);
+        }
+    }
+}
+
+/// The variables live where each block starts.
+#[derive(Clone, Debug)]
+pub struct Liveness {
+    live_in: Vec<Vars>,
+    size: usize,
+}
+
+/// Where control goes after `term`.
+fn successors(term: &Terminator) -> Vec<BlockId> {
+    match term {
+        Terminator::Goto(j) => vec![j.target],
+        Terminator::If { then, els, .. } => vec![then.target, els.target],
+        Terminator::Promote { target, .. } => vec![target.target],
+        Terminator::PrintAndStop(_) | Terminator::Return(_) => Vec::new(),
+    }
+}
+
+/// `live` before `term`, from `live` after it.
+fn through_term(term: &Terminator, live: &mut Vars) {
+    match term {
+        Terminator::If { cond, .. } => live.insert(*cond),
+        Terminator::Promote { var, .. } => live.insert(*var),
+        Terminator::PrintAndStop(o) | Terminator::Return(o) => live.read(o),
+        Terminator::Goto(_) => {}
+    }
+}
+
+/// `live` before `inst`, from `live` after it.
+fn through_inst(inst: &Inst, live: &mut Vars) {
+    match inst {
+        Inst::Op1 { dst, a, .. } => {
+            live.remove(*dst);
+            live.read(a);
+        }
+        Inst::Op2 { dst, a, b, .. } => {
+            live.remove(*dst);
+            live.read(a);
+            live.read(b);
+        }
+        Inst::Promote(s) => live.insert(*s),
+        Inst::MergePoint(greens) => {
+            for g in greens {
+                live.insert(*g);
+            }
+        }
+        Inst::CanEnterJit => {}
+        Inst::SetItem {
+            array,
+            index,
+            value,
+        } => {
+            live.insert(*array);
+            live.read(index);
+            live.read(value);
+        }
+        Inst::Print(o) | Inst::Putchar(o) => live.read(o),
+        Inst::Getchar(dst) => live.remove(*dst),
+        Inst::Call { dst, args, .. } => {
+            live.remove(*dst);
+            for a in args {
+                live.read(a);
+            }
+        }
+    }
+}
+
+impl Liveness {
+    /// The analysis of `blocks`, whose frames have `size` variables.
+    pub fn new(blocks: &[Block], size: usize) -> Liveness {
+        let mut live_in = vec![Vars::empty(size); blocks.len()];
+        let mut changed = true;
+        while changed {
+            changed = false;
+            // Backwards over the source order, which puts most successors after their
+            // predecessors: few rounds.
+            for (b, block) in blocks.iter().enumerate().rev() {
+                let mut live = Vars::empty(size);
+                for s in successors(&block.term) {
+                    live.union(&live_in[s.index()]);
+                }
+                through_term(&block.term, &mut live);
+                for inst in block.insts.iter().rev() {
+                    through_inst(inst, &mut live);
+                }
+                changed |= live_in[b].union(&live);
+            }
+        }
+        Liveness { live_in, size }
+    }
+
+    /// The variables live before statement `inst` of `block` (`inst` may be the number of
+    /// statements: before the terminator).
+    pub fn live_at(&self, blocks: &[Block], block: BlockId, inst: usize) -> Vars {
+        if inst == 0 {
+            return self.live_in[block.index()].clone();
+        }
+        let b = &blocks[block.index()];
+        let mut live = Vars::empty(self.size);
+        for s in successors(&b.term) {
+            live.union(&self.live_in[s.index()]);
+        }
+        through_term(&b.term, &mut live);
+        for i in b.insts[inst..].iter().rev() {
+            through_inst(i, &mut live);
+        }
+        live
+    }
+}
