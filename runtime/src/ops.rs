@@ -248,6 +248,13 @@ fn describe(v: &Value) -> String {
 /// when longer. Only what is shown is formatted: a value that prints as gigabytes costs no
 /// more than a short one.
 pub fn shown(v: &Value) -> String {
+    shown_within(v, 60)
+}
+
+/// `v` as it prints, shortened to `limit` characters (at least 4; `...` at the end) when
+/// longer, formatting only what is shown.
+pub fn shown_within(v: &Value, limit: usize) -> String {
+    let limit = limit.max(4);
     /// Keeps the first `room` bytes written, then refuses the rest.
     struct Prefix {
         text: String,
@@ -271,12 +278,12 @@ pub fn shown(v: &Value) -> String {
     }
     let mut prefix = Prefix {
         text: String::new(),
-        room: 61,
+        room: limit + 1,
     };
     let cut_short = fmt::Write::write_fmt(&mut prefix, format_args!("{v}")).is_err();
     let mut text = prefix.text;
-    if cut_short || text.len() > 60 {
-        let mut cut = 57;
+    if cut_short || text.len() > limit {
+        let mut cut = limit - 3;
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }

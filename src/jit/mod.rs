@@ -53,6 +53,24 @@ pub const DEFAULT_THRESHOLD: u64 = 50;
 /// The default limit on a recorded trace's length, in instructions.
 pub const DEFAULT_MAX_TRACE_LEN: usize = 4000;
 
+/// The most instructions a tree's function holds with the bridges compiled in it: a
+/// bridge that would make it larger is compiled on its own (see `record_bridge`). Within
+/// the tree's function a bridge that returns to the tree's anchor jumps there directly;
+/// on its own it costs an exit and an entry, but adding it costs one small compilation
+/// instead of the whole tree's again.
+pub const MAX_TREE_SIZE: usize = 150;
+
+/// The most bridges compiled in a tree's function (each compiles the whole tree again):
+/// later ones are compiled on their own.
+pub const MAX_TREE_BRIDGES: usize = 4;
+
+/// How many times longer than a root trace a bridge may grow. A bridge runs only what
+/// follows its guard, once, up to the next anchor: in an interpreter written in the
+/// flowgraph language that may be a long stretch of the interpreted program between two
+/// of its loops (Brainfuck's mandelbrot has stretches of a thousand commands), which,
+/// left to the interpreter, costs far more than the recording.
+pub const BRIDGE_LENGTH_FACTOR: usize = 4;
+
 /// The default number of exits from a guard before a bridge is recorded from it.
 pub const DEFAULT_BRIDGE_THRESHOLD: u64 = 20;
 
@@ -833,7 +851,7 @@ impl<'p> Jit<'p> {
             &inherited,
             &ends,
             &mut self.steps,
-            self.config.max_trace_len,
+            self.config.max_trace_len * BRIDGE_LENGTH_FACTOR,
         );
         self.stats.record_time += start.elapsed();
         let label = format!("a bridge from trace {t} guard {}:v{}", from.0, from.1);
@@ -893,9 +911,19 @@ impl<'p> Jit<'p> {
                 // (`backend::lower::linkable`), or where its guard is in such a bridge;
                 // otherwise (and under `--max-steps`) in the tree's function, compiled again.
                 let tree = &self.trees[t];
+                let in_tree: usize = tree
+                    .segments()
+                    .iter()
+                    .filter(|s| !s.separate)
+                    .map(|s| s.trace.insts.len())
+                    .sum();
                 let separate = self.backend.is_some()
                     && (tree.unit_of(from.0) != 0
                         || (value.is_none()
+                            && (!returns
+                                || in_tree + trace.insts.len() > MAX_TREE_SIZE
+                                || tree.bridges.iter().filter(|b| !b.separate).count()
+                                    >= MAX_TREE_BRIDGES)
                             && backend::lower::linkable(tree.segment(from.0), from.1)));
                 self.trees[t].bridges.push(Bridge {
                     from,
@@ -923,17 +951,11 @@ fn describe(program: &Program, key: &Key) -> String {
     if key.greens.is_empty() {
         return label.to_string();
     }
+    // Only what is shown is formatted: a green may be a whole program.
     let greens: Vec<String> = key
         .greens
         .iter()
-        .map(|v| {
-            let text = v.to_string();
-            if text.len() > 24 {
-                format!("{}...", &text[..text.floor_char_boundary(21)])
-            } else {
-                text
-            }
-        })
+        .map(|v| flowjit_runtime::ops::shown_within(v, 24))
         .collect();
     format!("{label} with greens ({})", greens.join(", "))
 }

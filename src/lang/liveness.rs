@@ -166,3 +166,89 @@ impl Liveness {
         live
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::lang::{load, Syntax};
+
+    /// The names live before statement `inst` of block `label`.
+    fn live(text: &str, label: &str, inst: usize) -> Vec<String> {
+        let (_, program) = load(text, Syntax::Fg).expect("a valid program");
+        let block = program.block_id(label).expect("a label");
+        let vars = program.live_at(block, inst);
+        let mut names: Vec<String> = program
+            .vars
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| vars.contains(super::Slot(*k as u32)))
+            .map(|(_, n)| n.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
+    const SUM: &str = "
+start:
+    s = 0
+    i = 1
+    goto head
+head:
+    c = i <= n
+    if c goto body else goto done
+body:
+    t = i * 2
+    s = s + t
+    i = i + 1
+    goto head
+done:
+    print_and_stop(s)
+";
+
+    #[test]
+    fn a_variable_read_later_is_live_one_written_first_is_not() {
+        // `c` and `t` are written before they are read on every path from `head`.
+        assert_eq!(live(SUM, "head", 0), ["i", "n", "s"]);
+        // Before the terminator of `head`: its condition too.
+        assert_eq!(live(SUM, "head", 1), ["c", "i", "n", "s"]);
+        assert_eq!(live(SUM, "done", 0), ["s"]);
+        // Inside a block: `t` is read by the statement after.
+        assert_eq!(live(SUM, "body", 1), ["i", "n", "s", "t"]);
+        // Nothing is live before the program starts but its input.
+        assert_eq!(live(SUM, "start", 0), ["n"]);
+    }
+
+    #[test]
+    fn hints_read_what_they_name() {
+        let text = "
+start:
+    pc = 0
+    goto d
+d:
+    jit_merge_point(pc, code)
+    x = 1
+    promote(x)
+    if x goto d else goto end
+end:
+    print_and_stop(0)
+";
+        // The merge point's greens are read there (traces are looked up by them), and
+        // `promote(x)` reads `x`.
+        assert_eq!(live(text, "d", 0), ["code", "pc"]);
+        assert_eq!(live(text, "d", 2), ["code", "pc", "x"]);
+    }
+
+    #[test]
+    fn a_variable_read_on_one_path_only_is_live() {
+        let text = "
+start:
+    if a goto one else goto two
+one:
+    print_and_stop(b)
+two:
+    b = 2
+    print_and_stop(b)
+";
+        assert_eq!(live(text, "start", 0), ["a", "b"]);
+        assert_eq!(live(text, "two", 0), Vec::<String>::new());
+    }
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# flowjit against its peers on a Brainfuck program (default: ../shared/bf/mandel.b, Erik
+# Bosman's mandelbrot), all in one run on the same machine: the program translated command
+# by command to C (bf2c.py, gcc -O2: the limit), a plain C switch interpreter (bf.c, gcc
+# -O2), the same plain interpreter in Python under PyPy (bf.py) and in Lua under LuaJIT
+# (bf.lua), and flowjit meta-tracing examples/bf.fg (`flowjit bf`).
+#
+#   benches/peers/bf.sh                      # mandel.b, 1 run each
+#   BF=tests/bf/hello.b RUNS=5 benches/peers/bf.sh
+#   PEERS="c direct flowjit" benches/peers/bf.sh   # leave out PyPy and LuaJIT (minutes)
+#
+# Every time is a whole process, start-up and compilation included, timed by hyperfine; the
+# table gives the median and its ratio to the direct translation. Each run's output is
+# checked against the direct translation's first.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+BF="${BF:-$root/../shared/bf/mandel.b}"
+RUNS="${RUNS:-1}"
+PEERS="${PEERS:-direct c luajit pypy flowjit}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+missing=()
+command -v gcc >/dev/null || missing+=(gcc)
+command -v hyperfine >/dev/null || missing+=(hyperfine)
+[[ " $PEERS " == *" pypy "* ]] && ! command -v pypy3 >/dev/null && missing+=(pypy3)
+[[ " $PEERS " == *" luajit "* ]] && ! command -v luajit >/dev/null && missing+=(luajit)
+if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}" >&2
+    if [ "$(id -u)" = 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
+    else
+        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
+    fi
+fi
+
+python3 "$here/bf2c.py" "$BF" > "$work/direct.c"
+gcc -O2 -o "$work/direct" "$work/direct.c"
+gcc -O2 -o "$work/bf" "$here/bf.c"
+(cd "$root" && cargo build --release --quiet)
+flowjit="$root/target/release/flowjit"
+
+names=()
+commands=()
+for peer in $PEERS; do
+    case "$peer" in
+        direct) names+=("translated to C (gcc -O2)"); commands+=("$work/direct") ;;
+        c) names+=("C switch interpreter (gcc -O2)"); commands+=("$work/bf $BF") ;;
+        luajit) names+=("LuaJIT interpreter"); commands+=("luajit $here/bf.lua $BF") ;;
+        pypy) names+=("PyPy interpreter"); commands+=("pypy3 $here/bf.py $BF") ;;
+        flowjit) names+=("flowjit bf (meta-tracing examples/bf.fg)"); commands+=("$flowjit bf $BF") ;;
+        interp) names+=("flowjit bf --mode interp"); commands+=("$flowjit bf $BF --mode interp") ;;
+        *) echo "unknown peer $peer" >&2; exit 2 ;;
+    esac
+done
+
+"$work/direct" < /dev/null > "$work/expected"
+for i in "${!names[@]}"; do
+    ${commands[$i]} < /dev/null > "$work/got"
+    if ! cmp -s "$work/got" "$work/expected"; then
+        echo "${names[$i]} printed something else than the direct translation" >&2
+        exit 1
+    fi
+done
+
+args=()
+for c in "${commands[@]}"; do args+=("$c < /dev/null"); done
+hyperfine --runs "$RUNS" --export-json "$work/times.json" --style basic "${args[@]}" >&2
+python3 - "$work/times.json" "${names[@]}" <<'PY'
+import json, sys
+results = json.load(open(sys.argv[1]))["results"]
+names = sys.argv[2:]
+base = results[0]["median"]
+print(f"| {'program':42} | median | vs {names[0]} |")
+print(f"| {'-' * 42} | ---: | ---: |")
+for name, r in zip(names, results):
+    print(f"| {name:42} | {r['median']:.2f} s | {r['median'] / base:.2f}x |")
+PY
