@@ -145,7 +145,8 @@ pub enum Command {
     /// Every run must print what the interpreter prints; when one does not, no table is
     /// printed and the exit status is 3.
     Bench {
-        /// The program (.fg, .pl, or .bc).
+        /// The program (.fg, .pl, .bc, or .b: a Brainfuck program, run by the bundled
+        /// interpreter with `program` static for the partial evaluator).
         program: PathBuf,
         /// Inputs, NAME=VALUE (registers for a .bc file).
         inputs: Vec<String>,
@@ -393,6 +394,15 @@ fn dispatch(command: Command) -> CliResult<()> {
                     inputs,
                     Some(vec!["bytecode".to_string(), "pc".to_string()]),
                 )
+            } else if path.ends_with(".b") {
+                if !inputs.is_empty() {
+                    return Err(usage_error(
+                        "a Brainfuck program takes no inputs (it reads standard input)",
+                    ));
+                }
+                let (loaded, entry, inputs) = brainfuck_setup(&program)?;
+                let statics = vec![brainfuck::BF_PROGRAM.to_string()];
+                (loaded, entry, inputs, Some(statics))
             } else {
                 let (loaded, entry, parsed) = open(&program, None, entry.as_deref(), &inputs)?;
                 (loaded, entry, parsed, None)

@@ -161,3 +161,28 @@ fn a_step_limit_reached_inside_a_bridge() {
         );
     }
 }
+
+/// A loop with a promotion whose bridges, specialized on its values, are compiled in the
+/// tree's function, and a bridge from one of them compiled on its own, its end linked back
+/// to the tree: stopped by `--max-steps` part of the way, the bridge compiled on its own
+/// must count what it does (it was compiled without a counter, and machine code stopped
+/// in another block than the interpreter).
+#[test]
+fn a_step_limit_reached_through_a_bridge_compiled_on_its_own() {
+    let text = "start: x0 = 0 x1 = 1 i4 = 314 goto head2 \
+                then7: x0 = x0 + x0 x1 = x0 - x1 x0 = x1 goto step3 \
+                else8: x1 = 0 goto step3 \
+                fork6: w9 = i4 % 5 if w9 goto then7 else goto else8 \
+                promote10: p = i4 // 7 promote(p) x0 = x0 + p goto fork6 \
+                head2: c5 = i4 > 0 if c5 goto promote10 else goto end \
+                step3: i4 = i4 - 1 goto head2 \
+                end: print_and_stop(x0)";
+    assert_eq!(check(text), Ok(true));
+    for limit in (200..2000).step_by(90) {
+        assert_eq!(
+            check_cut_short(text, limit),
+            Ok(true),
+            "--max-steps {limit}"
+        );
+    }
+}
