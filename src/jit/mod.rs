@@ -53,11 +53,11 @@ pub const DEFAULT_THRESHOLD: u64 = 50;
 /// The default limit on a recorded trace's length, in instructions.
 pub const DEFAULT_MAX_TRACE_LEN: usize = 4000;
 
-/// The most instructions a tree's function holds with the bridges compiled in it: a
-/// bridge that would make it larger is compiled on its own (see `record_bridge`). Within
-/// the tree's function a bridge that returns to the tree's anchor jumps there directly;
-/// on its own it costs an exit and an entry, but adding it costs one small compilation
-/// instead of the whole tree's again.
+/// The most instructions a tree's function holds with the bridges that come back to its
+/// anchor compiled in it: such a bridge that would make it larger is compiled on its own
+/// (see `record_bridge`). Within the tree's function a bridge that returns to the tree's
+/// anchor jumps there directly; on its own it costs an exit and an entry, but adding it
+/// costs one small compilation instead of the whole tree's again.
 pub const MAX_TREE_SIZE: usize = 150;
 
 /// The most bridges compiled in a tree's function (each compiles the whole tree again):
@@ -67,7 +67,7 @@ pub const MAX_TREE_BRIDGES: usize = 4;
 /// How many times longer than a root trace a bridge may grow. A bridge runs only what
 /// follows its guard, once, up to the next anchor: in an interpreter written in the
 /// flowgraph language that may be a long stretch of the interpreted program between two
-/// of its loops (Brainfuck's mandelbrot has stretches of a thousand commands), which,
+/// of its loops (Brainfuck's mandelbrot has stretches of hundreds of commands), which,
 /// left to the interpreter, costs far more than the recording.
 pub const BRIDGE_LENGTH_FACTOR: usize = 4;
 
@@ -908,8 +908,10 @@ impl<'p> Jit<'p> {
                     self.dump.push_str(&print::ssa(self.program, &trace));
                 }
                 // A bridge is compiled on its own where its guard's exit can go there
-                // (`backend::lower::linkable`), or where its guard is in such a bridge;
-                // otherwise (and under `--max-steps`) in the tree's function, compiled again.
+                // (`backend::lower::linkable`) and it is not specialized on a value, unless
+                // it comes back to its own anchor in a small tree (`MAX_TREE_SIZE`,
+                // `MAX_TREE_BRIDGES`); and always where its guard is in a bridge compiled on
+                // its own. Otherwise it is compiled in the tree's function, compiled again.
                 let tree = &self.trees[t];
                 let in_tree: usize = tree
                     .segments()
