@@ -186,3 +186,20 @@ fn a_step_limit_reached_through_a_bridge_compiled_on_its_own() {
         );
     }
 }
+
+/// A bridge that writes a big integer into a variable (`x4 = 2^70`) and ends at its tree's
+/// anchor: its exit there must return to the runtime, which writes big integers back,
+/// instead of going on in the tree through the mirror, which holds only what machine code
+/// holds (compiling the linked exit panicked on the big constant).
+#[test]
+fn an_exit_that_writes_a_big_integer_is_not_linked() {
+    let text = "start: x0 = 0 x4 = 0 i4 = 28 goto head2 \
+                then7: x4 = x0 goto step3 \
+                else8: x4 = 1180591620717411303424 goto step3 \
+                fork6: w9 = i4 < 2 if w9 goto then7 else goto else8 \
+                promote10: p = i4 // 7 promote(p) x0 = x0 + p goto fork6 \
+                head2: c5 = i4 > 0 if c5 goto promote10 else goto end \
+                step3: i4 = i4 - 1 goto head2 \
+                end: r = x0 * 1000003 r = r + x4 print_and_stop(r)";
+    assert_eq!(check(text), Ok(true));
+}

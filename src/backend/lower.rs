@@ -208,11 +208,13 @@ pub fn decode_exit(code: i64) -> (usize, usize, u32) {
 /// Whether an exit at instruction `i` of `trace` may go straight into the tree anchored
 /// where it resumes, through the mirror (`Layout`): its snapshot resumes at the start of
 /// a block in the trace's own frame, with no virtual array to build (it makes the stores
-/// the trace delayed itself).
+/// the trace delayed itself), and every constant it writes is one machine code holds (not a
+/// big integer, which only the runtime's write-back makes).
 pub fn linkable(trace: &Trace, i: usize) -> bool {
-    trace
-        .snap_of(&trace.insts[i])
-        .is_some_and(|s| s.pos.inst == 0 && s.frames.is_empty() && s.virtuals.is_empty())
+    trace.snap_of(&trace.insts[i]).is_some_and(|s| {
+        let held = |o: &Opnd| o.as_const().is_none_or(|v| MKind::of(v).is_some());
+        s.pos.inst == 0 && s.frames.is_empty() && s.virtuals.is_empty() && s.exit_values().all(held)
+    })
 }
 
 /// Kinds of every value of the tree, and the register layout, from the trees' types alone;
