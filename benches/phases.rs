@@ -68,6 +68,7 @@ fn bench(c: &mut Criterion) {
                     returns: false,
                     cost: 0,
                     separate: false,
+                    ints: true,
                 };
                 backend
                     .compile(&[root], Listings::default(), false, (0, 0), frame_size)

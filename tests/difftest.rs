@@ -203,3 +203,36 @@ fn an_exit_that_writes_a_big_integer_is_not_linked() {
                 end: r = x0 * 1000003 r = r + x4 print_and_stop(r)";
     assert_eq!(check(text), Ok(true));
 }
+
+/// A variable the path taken every time keeps in `0..=7` (`r6 & 7`) and a rare path sets to
+/// `2^63 - 2`: machine code proved `r6 * 4` cannot overflow in the loop, assuming `r6` in
+/// `0..=7` at its header, and the rare path's bridge jumped there with the large value
+/// (machine code printed 7, the interpreter 0). A bridge now jumps into the loop only with
+/// values known to lie where the loop assumes them.
+#[test]
+fn a_bridge_brings_a_value_outside_what_the_loop_assumes() {
+    let text = "start: x2 = 0 r6 = 0 i4 = 70 goto head2 \
+                rng6: y6 = r6 * 4 t6 = y6 < 0 x2 = x2 + t6 w6 = i4 % 8 \
+                if w6 goto hot6 else goto rare6 \
+                hot6: r6 = r6 + i4 r6 = r6 & 7 goto step3 \
+                rare6: r6 = 9223372036854775806 goto step3 \
+                head2: c5 = i4 > 0 if c5 goto rng6 else goto end \
+                step3: i4 = i4 - 1 goto head2 \
+                end: print_and_stop(x2)";
+    assert_eq!(check(text), Ok(true));
+}
+
+/// An empty array made from the previous one in each iteration (`x2 = array(x3, x2)` with
+/// `x3` 0): the optimizer removes both, and the initial element of the virtual array is
+/// another virtual array, which is no value of machine code (compiling it panicked).
+#[test]
+fn a_virtual_array_made_from_another() {
+    let text = "start: x0 = 0 x2 = 0 x3 = 0 lst = [0, 0] pc = 0 fuel = 3 goto dl \
+                dl: jit_merge_point(pc) c = fuel > 0 if c goto fetch else goto end \
+                fetch: fuel = fuel - 1 op = lst[pc] goto h0 \
+                h0: x2 = array(x3, x2) if x3 goto taken1 else goto next2 \
+                taken1: pc = 0 pc = pc % 2 can_enter_jit goto dl \
+                next2: pc = pc + 1 pc = pc % 2 can_enter_jit goto dl \
+                end: print_and_stop(x0)";
+    assert_eq!(check(text), Ok(true));
+}

@@ -131,6 +131,7 @@ fn root(trace: &Trace) -> flowjit::backend::Segment<'_> {
         returns: false,
         cost: 0,
         separate: false,
+        ints: true,
     }
 }
 

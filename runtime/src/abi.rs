@@ -11,7 +11,7 @@
 //! payload at [`VALUE_PAYLOAD_OFFSET`] (an `i64`, an atom id in the low 32 bits, or an `Rc`
 //! pointer, [`RC_VALUE_OFFSET`] before the list's or the array's address). A [`List`] is the address of its first element at [`LIST_ITEMS_OFFSET`] and its
 //! length at [`LIST_LEN_OFFSET`]; elements are [`VALUE_SIZE`] bytes apart. An [`Array`] has
-//! the same layout.
+//! the same layout, then at [`ARRAY_INTS_OFFSET`] whether it holds only 64-bit integers.
 
 use std::mem::{offset_of, size_of};
 use std::rc::Rc;
@@ -43,6 +43,9 @@ pub const RC_VALUE_OFFSET: usize = 2 * size_of::<usize>();
 pub const LIST_ITEMS_OFFSET: usize = offset_of!(List, items);
 /// Where a [`List`] keeps its length.
 pub const LIST_LEN_OFFSET: usize = offset_of!(List, len);
+/// Where an [`Array`] says whether it holds only 64-bit integers (1) or not (0), after the
+/// layout it shares with a [`List`].
+pub const ARRAY_INTS_OFFSET: usize = 16;
 
 const _: () = {
     assert!(size_of::<Value>() == VALUE_SIZE);
@@ -53,6 +56,7 @@ const _: () = {
     assert!(LIST_ITEMS_OFFSET == 0 && LIST_LEN_OFFSET == 8);
     assert!(offset_of!(Array, items) == LIST_ITEMS_OFFSET);
     assert!(offset_of!(Array, len) == LIST_LEN_OFFSET);
+    assert!(offset_of!(Array, ints) == ARRAY_INTS_OFFSET);
     // `repr(C, u64)`: the tag is the first 8 bytes, the payload the next 8.
     let words: [u64; 2] = unsafe { std::mem::transmute(Value::Int(-7)) };
     assert!(words[0] == TAG_INT && words[1] == -7i64 as u64);

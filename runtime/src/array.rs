@@ -25,6 +25,10 @@ pub const MAX_ARRAY_LEN: usize = 1 << 24;
 pub struct Array {
     pub(crate) items: NonNull<Value>,
     pub(crate) len: usize,
+    /// 1 while every element is a 64-bit integer ([`Value::Int`]), 0 from the first store of
+    /// anything else on (it never comes back): machine code that checked it once reads and
+    /// writes elements without their tags (`abi::ARRAY_INTS_OFFSET`).
+    pub(crate) ints: std::cell::Cell<u64>,
     /// Interior mutability: not `Sync`, not `Send`.
     _cell: PhantomData<std::cell::Cell<Value>>,
 }
@@ -32,10 +36,12 @@ pub struct Array {
 impl Array {
     /// An array holding `items`.
     pub fn new(items: Vec<Value>) -> Array {
+        let ints = items.iter().all(|v| matches!(v, Value::Int(_)));
         let (items, len) = crate::list::into_raw(items);
         Array {
             items,
             len,
+            ints: std::cell::Cell::new(ints as u64),
             _cell: PhantomData,
         }
     }
@@ -64,12 +70,21 @@ impl Array {
         if index >= self.len {
             return false;
         }
+        if !matches!(value, Value::Int(_)) {
+            self.ints.set(0);
+        }
         // SAFETY: in bounds, and no reference to an element is ever handed out, so nothing
         // aliases the slot written. The old value is dropped after the store, so whatever
         // its drop does sees the array in a consistent state.
         let old = unsafe { std::ptr::replace(self.items.as_ptr().add(index), value) };
         drop(old);
         true
+    }
+
+    /// Whether every element is a 64-bit integer, as far as the array knows: once anything
+    /// else was stored, it says no for good.
+    pub fn only_ints(&self) -> bool {
+        self.ints.get() != 0
     }
 
     /// A copy of the elements, in order.

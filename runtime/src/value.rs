@@ -18,6 +18,12 @@ use num_traits::ToPrimitive;
 
 use crate::{Array, Atom, List};
 
+/// An upper bound on the length of every list and array: an index that a `readlist` or a
+/// `setitem` accepted lies in `0..MAX_INDEX`. (Their elements are values of 16 bytes, and no
+/// allocation holds more than `isize::MAX` bytes.) The optimizer relies on it: a pointer
+/// that indexed an array can move by a small amount without overflowing 64 bits.
+pub const MAX_INDEX: i64 = (isize::MAX as usize / std::mem::size_of::<Value>()) as i64;
+
 /// A value: an integer of unbounded size, an atom, an immutable list or a mutable array.
 ///
 /// Integers have a 64-bit fast path: an integer that fits in an `i64` is always

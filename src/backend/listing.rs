@@ -343,7 +343,7 @@ mod tests {
     }
 
     fn listing_of(target: Target) -> (Vec<Line>, usize) {
-        let isa = super::super::isa_for(target).expect("a supported ISA");
+        let isa = super::super::isa_for(target, false).expect("a supported ISA");
         let mut ctx = Context::for_function(switch_function(&*isa, 5));
         let code = ctx
             .compile(&*isa, &mut ControlPlane::default())

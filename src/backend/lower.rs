@@ -53,6 +53,8 @@ use flowjit_runtime::{Op, Value};
 use super::helpers::{self, CallSite};
 use super::{ops, Unsupported};
 use crate::lang::Slot;
+use crate::opt::bounds::MachineBounds;
+use crate::opt::interval::Range;
 use crate::opt::state::{Arrival, LoopState};
 use crate::trace::{call_pure_parts, Kind, Opnd, Ref, Trace, Ty};
 
@@ -75,6 +77,11 @@ pub struct Segment<'a> {
     /// rather than in the tree's: its guard's exit then goes on in that function through
     /// its link ([`linkable`]).
     pub separate: bool,
+    /// Whether its code may read the elements of an array that says it holds only
+    /// integers without their tags, checking that once (`Array::only_ints`), and exit when
+    /// the array no longer does; otherwise every read checks its element's tag. The driver
+    /// turns it off for a tree whose reads exit too often.
+    pub ints: bool,
 }
 
 /// Where the values of a tree live in the register buffer.
@@ -138,8 +145,10 @@ pub struct Analysis {
     /// Per tree input: its kind.
     pub input_kinds: Vec<MKind>,
     sources: Vec<HashMap<Slot, Source>>,
-    /// Per instruction of the root: whether it cannot overflow in machine code.
-    safe: Vec<bool>,
+    /// Per segment, what is known of its arithmetic: which operations cannot overflow,
+    /// which check a whole run of offsets, and (for the root) the intervals the loop assumes
+    /// at its header.
+    bounds: Vec<MachineBounds>,
     /// What the root loop assumes at its header.
     state: Option<LoopState>,
     /// The elidable calls, by (segment, instruction): the code holds their addresses.
@@ -331,6 +340,10 @@ pub fn analyze(
                     Some(kind_of(inst.ty)?)
                 }
                 Kind::Op(Op::Same) => Some(of(&k, &inst.args[0])?),
+                // An array no executor makes: an exit that needs it builds it from the
+                // elements its snapshot lists, so its own operands (the initial element may
+                // be another such array) are not values of the code.
+                Kind::Virtual => None,
                 Kind::Op(op) => {
                     let arg_kinds = inst
                         .args
@@ -403,18 +416,25 @@ pub fn analyze(
         size: next,
         carry,
     };
-    let safe = if unit == 0 {
-        crate::opt::bounds::machine_no_overflow(root, |r| kinds[0][r.index()] == Some(MKind::Int))
-    } else {
-        vec![false; root.insts.len()]
-    };
+    let bounds = segments
+        .iter()
+        .enumerate()
+        .map(|(seg, s)| {
+            let is_int = |r: Ref| kinds[seg][r.index()] == Some(MKind::Int);
+            if s.separate {
+                MachineBounds::none(s.trace)
+            } else {
+                crate::opt::bounds::machine_no_overflow(s.trace, is_int)
+            }
+        })
+        .collect();
     Ok(Analysis {
         unit,
         layout,
         kinds,
         input_kinds,
         sources,
-        safe,
+        bounds,
         state: LoopState::of(root),
         sites,
         owns,
@@ -526,6 +546,11 @@ struct Lower<'a> {
     /// The virtual arrays of the guard the current bridge hangs from, built where the
     /// bridge starts: by their refs in the guard's segment.
     built: HashMap<Ref, ClifValue>,
+    /// The arrays known, at this point of the current block, to hold only 64-bit integers
+    /// (their flag, `abi::ARRAY_INTS_OFFSET`, was checked): their elements are read and
+    /// written without tags. Forgotten where a segment or the loop body starts, and after
+    /// what may store anything else.
+    ints: Vec<ClifValue>,
 }
 
 impl Lower<'_> {
@@ -701,9 +726,7 @@ impl Lower<'_> {
                 Opnd::Ref(r) if self.built.contains_key(r) => (self.built[r], MKind::Array),
                 o => self.opnd(b, ps, o),
             };
-            let kind = b.ins().iconst(I64, helpers::kind_code(kind));
-            let f = helpers::setitem as *const u8;
-            self.call(b, f, &[array, index, bits, kind], false);
+            self.store(b, array, index, bits, kind, false);
         }
     }
 
@@ -753,6 +776,24 @@ impl Lower<'_> {
             None => Arrival::Unchanged,
         };
         let sources = state.admits(&written, &arrival)?;
+        // The loop's overflow proofs assume each parameter in an interval (`an.hull`): what
+        // the bridge brings must be known to lie in it.
+        let facts = crate::opt::bounds::facts_before(self.segments[seg].trace, i);
+        let fits = |k: usize, source: Option<Slot>| {
+            let Some(&hull) = self.an.bounds[0].hull.get(k) else {
+                return true;
+            };
+            if Range::i64().within(hull) {
+                return true;
+            }
+            match source.and_then(|slot| end.get(slot)) {
+                None => true,
+                Some(o) => facts.of(o).is_some_and(|r| r.within(hull)),
+            }
+        };
+        if !sources.iter().enumerate().all(|(k, s)| fits(k, *s)) {
+            return None;
+        }
         let mut args = Vec::new();
         for (k, source) in sources.into_iter().enumerate() {
             let p = start + 1 + k;
@@ -774,6 +815,7 @@ impl Lower<'_> {
     /// Lowers the instructions of the current segment from the current block.
     fn segment(&mut self, b: &mut FunctionBuilder, header: &mut Option<Block>) {
         let seg = self.seg;
+        self.ints.clear();
         let s = self.segments[seg];
         let trace = s.trace;
         for (i, inst) in trace.insts.iter().enumerate() {
@@ -807,6 +849,8 @@ impl Lower<'_> {
                     b.switch_to_block(h);
                     *header = Some(h);
                     self.header = Some(h);
+                    // The back edge and bridges come here too.
+                    self.ints.clear();
                 }
                 Kind::Loop if seg == 0 && self.an.unit == 0 => {
                     let h = header.expect("a peeled trace has a loop_start before its loop");
@@ -871,6 +915,10 @@ impl Lower<'_> {
                     self.branch_if(b, fail, target);
                 }
                 Kind::GetItem => {
+                    if let Some(v) = self.getitem_int(b, i) {
+                        self.vals[seg][i] = Some(v);
+                        continue;
+                    }
                     if !self.op(b, i, Op::Readlist, snap) {
                         return;
                     }
@@ -909,7 +957,11 @@ impl Lower<'_> {
                     let f = helpers::getchar as *const u8;
                     self.vals[seg][i] = self.call(b, f, &[self.ctx], true);
                 }
-                Kind::CallPure(_) => self.call_pure(b, i),
+                Kind::CallPure(_) => {
+                    // The function may store anything into any array.
+                    self.ints.clear();
+                    self.call_pure(b, i);
+                }
                 Kind::GuardValue => {
                     let (v, kv) = self.opnd(b, seg, &inst.args[0]);
                     let (k, kk) = self.opnd(b, seg, &inst.args[1]);
@@ -1003,13 +1055,53 @@ impl Lower<'_> {
             let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
             self.exit_if(b, outside, i);
         }
-        self.store(b, a, index, v, kv);
+        let ints = self.ints.contains(&a);
+        self.store(b, a, index, v, kv, ints);
+        if kv != MKind::Int {
+            self.ints.clear();
+        }
         true
+    }
+
+    /// Lowers `getitem` `i` of an integer from an array that holds only integers (checked
+    /// here once per array and block, see `ints`): its bounds are checked (when it has a
+    /// snapshot) and its element's tag is not. `None` (nothing emitted) when the general
+    /// path must lower it.
+    fn getitem_int(&mut self, b: &mut FunctionBuilder, i: usize) -> Option<ClifValue> {
+        let seg = self.seg;
+        let inst = &self.segments[seg].trace.insts[i];
+        inst.snap?;
+        if !self.segments[seg].ints || self.kind(seg, i) != MKind::Int {
+            return None;
+        }
+        let (a, ka) = self.opnd(b, seg, &inst.args[0]);
+        let (index, ki) = self.opnd(b, seg, &inst.args[1]);
+        if ka != MKind::Array || ki != MKind::Int {
+            return None;
+        }
+        let mf = MemFlagsData::trusted();
+        if !self.ints.contains(&a) {
+            let flag = b.ins().load(I64, mf, a, abi::ARRAY_INTS_OFFSET as i32);
+            let mixed = b.ins().icmp_imm_s(IntCC::Equal, flag, 0);
+            self.exit_if(b, mixed, i);
+            self.ints.push(a);
+        }
+        let len = b.ins().load(I64, mf, a, abi::LIST_LEN_OFFSET as i32);
+        let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
+        self.exit_if(b, outside, i);
+        let items = b.ins().load(I64, mf, a, abi::LIST_ITEMS_OFFSET as i32);
+        let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
+        let addr = b.ins().iadd(items, offset);
+        Some(
+            b.ins()
+                .load(I64, mf, addr, abi::VALUE_PAYLOAD_OFFSET as i32),
+        )
     }
 
     /// Stores `v` (of kind `kv`) into element `index` of array `a`, an index known to be
     /// in bounds: in place when neither the old element nor `v` owns a reference, through
-    /// the runtime otherwise.
+    /// the runtime otherwise. With `ints` (the array is known to hold only integers) an
+    /// integer is stored without looking at the old element, and without writing a tag.
     fn store(
         &mut self,
         b: &mut FunctionBuilder,
@@ -1017,8 +1109,16 @@ impl Lower<'_> {
         index: ClifValue,
         v: ClifValue,
         kv: MKind,
+        ints: bool,
     ) {
         let mf = MemFlagsData::trusted();
+        if ints && kv == MKind::Int {
+            let items = b.ins().load(I64, mf, a, abi::LIST_ITEMS_OFFSET as i32);
+            let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
+            let addr = b.ins().iadd(items, offset);
+            b.ins().store(mf, v, addr, abi::VALUE_PAYLOAD_OFFSET as i32);
+            return;
+        }
         let kind = b.ins().iconst(I64, helpers::kind_code(kv));
         let slow = &[a, index, v, kind];
         if !matches!(kv, MKind::Int | MKind::Atom) {
@@ -1042,6 +1142,11 @@ impl Lower<'_> {
         b.ins()
             .store(mf, new_tag, addr, abi::VALUE_TAG_OFFSET as i32);
         b.ins().store(mf, v, addr, abi::VALUE_PAYLOAD_OFFSET as i32);
+        if kv != MKind::Int {
+            // The array no longer holds only integers (the runtime's stores say so too).
+            let no = b.ins().iconst(I64, 0);
+            b.ins().store(mf, no, a, abi::ARRAY_INTS_OFFSET as i32);
+        }
         b.ins().jump(join, &[]);
         b.switch_to_block(by_runtime);
         self.call(b, helpers::setitem as *const u8, slow, false);
@@ -1101,12 +1206,35 @@ impl Lower<'_> {
         let inst = &self.segments[seg].trace.insts[i];
         let args: Vec<(ClifValue, MKind)> =
             inst.args.iter().map(|a| self.opnd(b, seg, a)).collect();
+        let widen = self.an.bounds[seg].widen[i];
+        if let Some((lo, hi)) = widen {
+            // One check for the whole run of offsets of the same value (`MachineBounds`).
+            let x = match inst.args.as_slice() {
+                [Opnd::Ref(_), _] => args[0].0,
+                _ => args[1].0,
+            };
+            let mut exits = TreeExits {
+                exits: &mut self.exits,
+                seg,
+                i,
+            };
+            if hi > 0 {
+                let over = b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThan, x, i64::MAX - hi);
+                ops::Exits::exit_if(&mut exits, b, over);
+            }
+            if lo < 0 {
+                let under = b.ins().icmp_imm_s(IntCC::SignedLessThan, x, i64::MIN - lo);
+                ops::Exits::exit_if(&mut exits, b, under);
+            }
+        }
         let mut exits = TreeExits {
             exits: &mut self.exits,
             seg,
             i,
         };
-        let checked = snap && !(seg == 0 && self.an.safe[i]);
+        let checked = snap && !self.an.bounds[seg].safe[i];
         match ops::lower_op(b, op, &args, checked, self.an.kinds[seg][i], &mut exits) {
             ops::Lowered::Value(v) => {
                 self.vals[seg][i] = Some(v);
@@ -1266,6 +1394,7 @@ pub fn lower(
         pending: Vec::new(),
         seg: 0,
         built: HashMap::new(),
+        ints: Vec::new(),
     };
     let mut header = None;
     l.segment(&mut b, &mut header);
@@ -1319,7 +1448,7 @@ pub fn lower(
                 let (a, _) = l.opnd(&mut b, seg, &st.array);
                 let (index, _) = l.opnd(&mut b, seg, &st.index);
                 let (v, kv) = l.opnd(&mut b, seg, &st.value);
-                l.store(&mut b, a, index, v, kv);
+                l.store(&mut b, a, index, v, kv, false);
             }
             // What the path to the exit did counts against the budget the next tree finds.
             if let Some(counter) = l.counter {

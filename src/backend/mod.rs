@@ -19,6 +19,7 @@ pub mod ops;
 pub use lower::Segment;
 
 use std::cell::Cell;
+use std::io::Write;
 
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::{self, OwnedTargetIsa, TargetIsa};
@@ -128,10 +129,10 @@ impl Target {
     }
 }
 
-fn flags() -> settings::Flags {
+fn flags(opt_level: &str) -> settings::Flags {
     let mut b = settings::builder();
     for (k, v) in [
-        ("opt_level", "speed"),
+        ("opt_level", opt_level),
         ("is_pic", "false"),
         ("use_colocated_libcalls", "false"),
         // Where each block starts, for listings: code resumes there after a jump table.
@@ -154,11 +155,13 @@ fn flags() -> settings::Flags {
     settings::Flags::new(b)
 }
 
-fn isa_for(target: Target) -> Result<OwnedTargetIsa, String> {
+/// The ISA for `target`; `quick` compiles without Cranelift's optimizations (`opt_level`
+/// none), for code that runs less than it costs to optimize.
+fn isa_for(target: Target, quick: bool) -> Result<OwnedTargetIsa, String> {
     let triple = target.triple().parse().map_err(|e| format!("{e}"))?;
     isa::lookup(triple)
         .map_err(|e| e.to_string())?
-        .finish(flags())
+        .finish(flags(if quick { "none" } else { "speed" }))
         .map_err(|e| e.to_string())
 }
 
@@ -202,6 +205,11 @@ pub struct Listings {
 /// The native-code backend.
 pub struct Backend {
     module: Option<JITModule>,
+    /// The module bridges compiled on their own go to: compiled without Cranelift's
+    /// optimizations (a third less compile time, and on Brainfuck's mandelbrot, with its
+    /// 641 such bridges, code as fast), while trees keep them (the square loop of the
+    /// register machine runs a fifth slower without).
+    quick: Option<JITModule>,
     /// The trampoline that enters trees (`lower::trampoline`).
     trampoline: Option<Trampoline>,
     /// The register buffer trees run on, as large as the largest tree compiled needs: an
@@ -216,6 +224,9 @@ pub struct Backend {
     display: Option<(Target, OwnedTargetIsa)>,
     fctx: FunctionBuilderContext,
     compiled: u32,
+    /// `/tmp/perf-PID.map`, when `FLOWJIT_PERF_MAP` is set: where each function's code
+    /// is, for `perf report`.
+    perf_map: Option<std::io::BufWriter<std::fs::File>>,
 }
 
 impl Backend {
@@ -223,14 +234,19 @@ impl Backend {
     pub fn new(display: Option<Target>) -> Result<Backend, String> {
         let host =
             Target::host().ok_or("flowjit emits machine code for x86_64 and aarch64 hosts only")?;
-        let isa = isa_for(host)?;
+        let isa = isa_for(host, false)?;
         let display = match display {
-            Some(t) if t != host => Some((t, isa_for(t)?)),
+            Some(t) if t != host => Some((t, isa_for(t, false)?)),
             _ => None,
         };
         let module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
+        let quick = JITModule::new(JITBuilder::with_isa(
+            isa_for(host, true)?,
+            default_libcall_names(),
+        ));
         let mut backend = Backend {
             module: Some(module),
+            quick: Some(quick),
             trampoline: None,
             regs: Vec::new(),
             code_bytes: 0,
@@ -239,9 +255,12 @@ impl Backend {
             display,
             fctx: FunctionBuilderContext::new(),
             compiled: 0,
+            perf_map: perf_map(),
         };
         let func = lower::trampoline(&*backend.isa, &mut backend.fctx);
-        let tramp = backend.define(func).map_err(|e| e.to_string())?;
+        let tramp = backend
+            .define(func, "trampoline", false)
+            .map_err(|e| e.to_string())?;
         // SAFETY: the function was compiled with `lower::trampoline_signature`, this type.
         backend.trampoline =
             Some(unsafe { std::mem::transmute::<*const u8, Trampoline>(tramp.ptr) });
@@ -309,7 +328,11 @@ impl Backend {
         } else if listings.ir {
             ir = Some(func.display().to_string());
         }
-        let Defined { bytes, ptr, blocks } = self.define(func)?;
+        let label = match unit {
+            0 => format!("tree {tree}"),
+            k => format!("tree {tree} bridge {k}"),
+        };
+        let Defined { bytes, ptr, blocks } = self.define(func, &label, unit != 0)?;
         if listings.asm && self.display.is_none() {
             asm = Some(disassemble(
                 &*self.isa, self.host, &bytes, ptr as u64, &blocks,
@@ -356,7 +379,7 @@ impl Backend {
         let mut an = cfg::analyze(program, entry, frame)?;
         let func = cfg::lower(program, entry, &mut an, &*self.isa, &mut self.fctx);
         let ir = listings.ir.then(|| func.display().to_string());
-        let Defined { bytes, ptr, blocks } = self.define(func)?;
+        let Defined { bytes, ptr, blocks } = self.define(func, "program", false)?;
         // SAFETY: a residual program is compiled with `lower::signature`, which is this type.
         let f = unsafe { std::mem::transmute::<*const u8, TraceFn>(ptr) };
         let asm = if listings.asm {
@@ -375,14 +398,24 @@ impl Backend {
         })
     }
 
-    /// Compiles `func` into the module.
-    fn define(&mut self, func: cranelift_codegen::ir::Function) -> Result<Defined, Unsupported> {
+    /// Compiles `func` into the module (the quick one with `quick`); `label` names it in
+    /// the perf map.
+    fn define(
+        &mut self,
+        func: cranelift_codegen::ir::Function,
+        label: &str,
+        quick: bool,
+    ) -> Result<Defined, Unsupported> {
         if self.code_bytes >= MAX_CODE_BYTES {
             return Err(Unsupported::CodeMemory);
         }
         let cl = Unsupported::Cranelift;
-        let module = self
-            .module
+        let module = if quick {
+            &mut self.quick
+        } else {
+            &mut self.module
+        };
+        let module = module
             .as_mut()
             .expect("the module lives as long as the backend");
         let name = format!("code{}", self.compiled);
@@ -403,8 +436,24 @@ impl Backend {
             .map_err(|e| cl(e.to_string()))?;
         self.code_bytes += bytes.len();
         let ptr = module.get_finalized_function(id);
+        if let Some(map) = &mut self.perf_map {
+            // perf's format for code it cannot find in a file: start, size (hex), name.
+            // A failed write loses only the profile's names.
+            let _ = writeln!(map, "{:x} {:x} flowjit {label}", ptr as usize, bytes.len());
+            let _ = map.flush();
+        }
         Ok(Defined { bytes, ptr, blocks })
     }
+}
+
+/// The perf map to write, when the environment asks for one (`FLOWJIT_PERF_MAP`, any
+/// value): `perf record` then `perf report` name each tree's and bridge's code.
+fn perf_map() -> Option<std::io::BufWriter<std::fs::File>> {
+    std::env::var_os("FLOWJIT_PERF_MAP")?;
+    let path = format!("/tmp/perf-{}.map", std::process::id());
+    std::fs::File::create(path)
+        .ok()
+        .map(std::io::BufWriter::new)
 }
 
 /// A function compiled into the module.
@@ -450,7 +499,10 @@ pub fn run_program(code: &CompiledProgram, frame: &mut Frame) -> Option<cfg::Pro
 
 impl Drop for Backend {
     fn drop(&mut self) {
-        if let Some(module) = self.module.take() {
+        for module in [self.module.take(), self.quick.take()]
+            .into_iter()
+            .flatten()
+        {
             // SAFETY: the backend owns every compiled trace's code; dropping it ends their
             // use (the driver drops its compiled traces with it).
             unsafe { module.free_memory() };

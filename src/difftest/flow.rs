@@ -29,6 +29,11 @@
 //! step3:   i4 = i4 - 1
 //! ```
 //!
+//! A path taken every time may mask a variable (`xa = xa & 255`), keeping it in an interval,
+//! and a rare path may write a large 64-bit constant (2^62) into it: machine code that
+//! proved `xa * 3` cannot overflow, assuming the interval at the loop's header, must not
+//! jump there from the rare path's bridge with such a value.
+//!
 //! A loop may also promote a value at the start of each iteration: `counter // k` (changes
 //! every `k` iterations), `counter % m` (few or many distinct values), or a variable.
 //!
@@ -184,6 +189,33 @@ pub struct Mixed {
     pub promote: bool,
 }
 
+/// A variable `r` of its own (0 at the start) that a loop keeps in an interval on the path
+/// taken every time (`r = r + i`, `r = r & mask`) and sets to a large 64-bit constant on a
+/// rare path (every `every`-th iteration). Each iteration first computes `y = r * k` and
+/// adds `y < 0` to `x{acc}`: from the large value, `y` leaves 64 bits (and is not negative).
+/// Machine code that proved `r * k` cannot overflow, assuming `r` in the interval at the
+/// loop's header, must not jump there from the rare path's bridge with the large value.
+///
+/// ```text
+/// rng7:   y7 = r7 * 3      t7 = y7 < 0      x2 = x2 + t7
+///         w7 = i4 % 9      if w7 goto hot7 else goto rare7
+/// hot7:   r7 = r7 + i4     r7 = r7 & 255
+/// rare7:  r7 = 4611686018427387904
+/// ```
+#[derive(Clone, Debug)]
+pub struct Ranged {
+    /// The mask of the path taken every time.
+    pub mask: i64,
+    /// The large constant of the rare path.
+    pub large: i64,
+    /// The factor of `y = r * k`.
+    pub k: i64,
+    /// The rare path is taken every `every`-th iteration.
+    pub every: i64,
+    /// The variable `y < 0` is added to.
+    pub acc: usize,
+}
+
 /// A piece of a generated program.
 #[derive(Clone, Debug)]
 pub enum Seg {
@@ -203,6 +235,8 @@ pub enum Seg {
     },
     /// A variable whose type changes between iterations (only in loop bodies).
     Mixed(Mixed),
+    /// A variable kept in an interval but on a rare path (only in loop bodies).
+    Ranged(Ranged),
     /// Statements on the array, calls, and input and output.
     Heap(Vec<HeapOp>),
 }
@@ -309,6 +343,27 @@ fn copy(dst: usize, from: usize) -> GenOp {
     }
 }
 
+/// `xa = xa & k`: the variable stays in `0..=k` on the path that masks it, so machine code
+/// may prove what it computes from it cannot overflow, assuming so at the loop's header.
+fn mask() -> impl Strategy<Value = GenOp> {
+    (0..VARS, prop::sample::select(vec![1i64, 7, 255, 1023])).prop_map(|(a, k)| GenOp {
+        dst: a,
+        op: Op::And,
+        args: [GenArg::Var(a), GenArg::Int(k)],
+    })
+}
+
+/// A large 64-bit constant into a variable (for a rare path): outside any interval a hot
+/// path keeps it in, and what is computed from it (`x * 3`) leaves 64 bits.
+fn large_constant() -> impl Strategy<Value = GenOp> {
+    let values = vec![1i64 << 62, -(1i64 << 62), i64::MAX, (1i64 << 40) + 7];
+    (0..VARS, prop::sample::select(values)).prop_map(|(dst, n)| GenOp {
+        dst,
+        op: Op::Same,
+        args: [GenArg::Int(n), GenArg::Int(0)],
+    })
+}
+
 fn constant() -> impl Strategy<Value = GenOp> {
     (0..VARS, -3i64..10).prop_map(|(dst, n)| GenOp {
         dst,
@@ -361,13 +416,14 @@ fn then_way() -> impl Strategy<Value = (Vec<GenOp>, (usize, usize))> {
 
 /// Statements for a path taken every time: copies between variables, one expression
 /// assigned to two variables, constants, sums that read variables before they are
-/// written again, integer operations and, less often, any operation.
+/// written again, integer operations, masks and, less often, any operation.
 pub(super) fn hot_ops() -> impl Strategy<Value = Vec<GenOp>> {
     let chunk = prop_oneof![
         5 => alias(),
         2 => constant().prop_map(|c| vec![c]),
         3 => accumulate().prop_map(|o| vec![o]),
         3 => int_op().prop_map(|o| vec![o]),
+        1 => mask().prop_map(|o| vec![o]),
         1 => op().prop_map(|o| vec![o]),
     ];
     prop::collection::vec(chunk, 0..4).prop_map(|chunks| chunks.concat())
@@ -397,8 +453,8 @@ fn accumulate() -> impl Strategy<Value = GenOp> {
         })
 }
 
-/// Statements for a rare path: constants and the counter into variables, integer
-/// operations and, less often, any operation.
+/// Statements for a rare path: constants (some large) and the counter into variables,
+/// integer operations and, less often, any operation.
 fn rare_ops() -> impl Strategy<Value = Vec<GenOp>> {
     let counter = (0..VARS).prop_map(|dst| GenOp {
         dst,
@@ -407,6 +463,7 @@ fn rare_ops() -> impl Strategy<Value = Vec<GenOp>> {
     });
     let one = prop_oneof![
         2 => constant(),
+        1 => large_constant(),
         2 => counter,
         2 => int_op(),
         1 => op(),
@@ -500,20 +557,43 @@ fn mixed() -> impl Strategy<Value = Mixed> {
 /// The iterations a piece runs, its inner loops' included.
 fn iterations(seg: &Seg) -> i64 {
     match seg {
-        Seg::Ops(_) | Seg::Mixed(_) | Seg::Heap(_) => 0,
+        Seg::Ops(_) | Seg::Mixed(_) | Seg::Ranged(_) | Seg::Heap(_) => 0,
         Seg::Loop { count, body, .. } => {
             count.saturating_mul(1 + body.iter().map(iterations).sum::<i64>())
         }
     }
 }
 
+fn ranged() -> impl Strategy<Value = Ranged> {
+    (
+        prop::sample::select(vec![7i64, 255, 1023]),
+        prop::sample::select(vec![
+            1i64 << 62,
+            (1i64 << 62) + 5,
+            i64::MAX - 1,
+            -(1i64 << 62),
+        ]),
+        2i64..6,
+        prop_oneof![1 => 2i64..8, 1 => 8i64..40],
+        0..VARS,
+    )
+        .prop_map(|(mask, large, k, every, acc)| Ranged {
+            mask,
+            large,
+            k,
+            every,
+            acc,
+        })
+}
+
 fn seg(depth: u32) -> BoxedStrategy<Seg> {
     let straight = prop_oneof![1 => ops(), 2 => hot_ops()].prop_map(Seg::Ops);
     // Depths 0 and 1 are loop bodies (a program's pieces are of depth 2).
     let mixed = mixed().prop_map(Seg::Mixed);
+    let ranged = ranged().prop_map(Seg::Ranged);
     let heap = heap_ops().prop_map(Seg::Heap);
     if depth == 0 {
-        return prop_oneof![5 => straight, 1 => mixed, 5 => heap].boxed();
+        return prop_oneof![5 => straight, 1 => mixed, 1 => ranged, 5 => heap].boxed();
     }
     // Only outermost loops run long: a trace from an outer loop unrolls its inner loops,
     // and one of thousands of instructions is slow to compile (again for each bridge).
@@ -539,7 +619,7 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
     // An outer loop's body holds straight-line pieces more often than loops, so that long
     // loops with rare paths are common.
     match depth {
-        1 => prop_oneof![3 => straight, 2 => looped, 1 => mixed, 3 => heap].boxed(),
+        1 => prop_oneof![3 => straight, 2 => looped, 1 => mixed, 1 => ranged, 3 => heap].boxed(),
         _ => prop_oneof![2 => straight, 4 => looped, 2 => heap].boxed(),
     }
 }
@@ -626,6 +706,27 @@ impl Emitter {
     /// Emits the mixed piece `m`, continuing at `next`; returns the label it starts at.
     /// Its variables and labels are numbered `n`; the variables start as 0 (the list as
     /// itself), in [`Emitter::inits`].
+    fn ranged(&mut self, g: &Ranged, next: &str, counter: &str) -> String {
+        self.labels += 1;
+        let n = self.labels;
+        let (r, acc) = (format!("r{n}"), format!("x{}", g.acc));
+        let _ = writeln!(self.inits, "    {r} = 0");
+        let _ = writeln!(
+            self.out,
+            "rng{n}:\n    y{n} = {r} * {k}\n    t{n} = y{n} < 0\n    {acc} = {acc} + t{n}\n    \
+             w{n} = {counter} % {every}\n    if w{n} goto hot{n} else goto rare{n}",
+            k = g.k,
+            every = g.every,
+        );
+        let _ = writeln!(
+            self.out,
+            "hot{n}:\n    {r} = {r} + {counter}\n    {r} = {r} & {mask}\n    goto {next}",
+            mask = g.mask,
+        );
+        let _ = writeln!(self.out, "rare{n}:\n    {r} = {}\n    goto {next}", g.large);
+        format!("rng{n}")
+    }
+
     fn mixed(&mut self, m: &Mixed, next: &str, counter: &str) -> String {
         self.labels += 1;
         let n = self.labels;
@@ -738,6 +839,7 @@ impl Emitter {
                 l
             }
             Seg::Mixed(m) => self.mixed(m, next, counter),
+            Seg::Ranged(r) => self.ranged(r, next, counter),
             Seg::Heap(ops) => {
                 let l = self.label("h");
                 let _ = writeln!(self.out, "{l}:");

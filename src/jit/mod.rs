@@ -342,6 +342,7 @@ impl<'p> Jit<'p> {
                     code: None,
                     failures: HashMap::new(),
                     incoming: Vec::new(),
+                    assume_ints: true,
                 });
                 self.compile(index);
                 Ok(Recording::Tree(index))
@@ -516,8 +517,26 @@ impl<'p> Jit<'p> {
             let Some((eseg, einst)) = at else {
                 return Ok(Next::Resume(pos));
             };
-            *self.stats.exits.entry((t, eseg, einst)).or_default() += 1;
+            let exits = self.stats.exits.entry((t, eseg, einst)).or_default();
+            *exits += 1;
             let inst = &self.trees[t].segment(eseg).insts[einst];
+            // A read that exits again and again: its array may have stopped holding only
+            // integers (an atom stored in it), which the code assumed (`Segment::ints`).
+            // Compile the tree's code again (its function and its bridges on their own),
+            // checking tags instead.
+            if inst.kind == Kind::GetItem
+                && *exits > self.config.bridge_threshold
+                && self.trees[t].assume_ints
+            {
+                self.trees[t].assume_ints = false;
+                self.compile(t);
+                for seg in 1..=self.trees[t].bridges.len() {
+                    if self.trees[t].bridges[seg - 1].separate {
+                        self.compile_bridge(t, seg);
+                    }
+                }
+                return Ok(Next::Resume(pos));
+            }
             match inst.kind {
                 Kind::Loop if eseg > 0 => {
                     // A bridge ended at an anchor: enter the tree there.
@@ -863,8 +882,11 @@ impl<'p> Jit<'p> {
                 self.stats.aborts.push((label, reason));
                 Ok(Next::Resume(at))
             }
-            Recorded::Loop(trace) => {
+            Recorded::Loop(mut trace) => {
                 let end = Position::start(trace.anchor);
+                // What the tree knew at the guard of the values its snapshot gives holds
+                // where the bridge starts.
+                trace.known = opt::bounds::known_at_guard(self.trees[t].segment(from.0), from.1);
                 let passes: Vec<&str> = self
                     .config
                     .passes

@@ -41,6 +41,9 @@ pub struct Tree {
     /// The exits of machine code that go on in this tree's: (tree, unit, global instruction
     /// index), to go on in its new code when it is compiled again.
     pub(super) incoming: Vec<(usize, usize, usize)>,
+    /// Whether its code assumes that arrays which say they hold only integers still do
+    /// (`Segment::ints`); off once its reads exit too often, and its code compiled again.
+    pub(super) assume_ints: bool,
 }
 
 impl Tree {
@@ -61,6 +64,7 @@ impl Tree {
             returns: false,
             cost: 0,
             separate: false,
+            ints: self.assume_ints,
         }];
         // A bridge's parent comes before it: its path's cost is known.
         for b in &self.bridges {
@@ -75,6 +79,7 @@ impl Tree {
                 returns: b.returns,
                 cost,
                 separate: b.separate,
+                ints: self.assume_ints,
             });
         }
         segments

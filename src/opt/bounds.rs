@@ -20,12 +20,14 @@
 //! v5 = add v0, 1  @m:1 #2 []               v5 = add v0, 1        (0..=99 + 1 cannot overflow)
 //! ```
 
+use std::collections::HashMap;
+
 use flowjit_runtime::{Op, Value};
 
 use super::forward::{Optimizer, Pending, Stage, Verdict};
 use super::interval::{is_comparison, Facts, Range};
 use super::Rejected;
-use crate::trace::{Kind, Opnd, Ref, Trace};
+use crate::trace::{Kind, KnownRange, Opnd, Ref, Trace};
 
 fn add(a: Option<i128>, b: Option<i128>) -> Option<i128> {
     a?.checked_add(b?)
@@ -127,6 +129,14 @@ impl Stage for Bounds {
                 if let Some(out) = result(op, args, &opt.intervals) {
                     opt.intervals.narrow(r, out);
                 }
+                if op == Op::Readlist {
+                    let out = &opt.out;
+                    opt.intervals.learn_index(&args[1], |x| out.def(x));
+                }
+            }
+            (Kind::GetItem | Kind::SetItem, [_, index, ..]) => {
+                let out = &opt.out;
+                opt.intervals.learn_index(index, |x| out.def(x));
             }
             // Learnt by `guards` too when it runs: learning a fact twice changes nothing.
             (Kind::GuardTrue | Kind::GuardFalse, [Opnd::Ref(c)]) => {
@@ -138,26 +148,174 @@ impl Stage for Bounds {
     }
 }
 
-/// Which operations of a peeled trace cannot overflow in machine code, where every integer
-/// is 64-bit; `is_int(r)` says whether value `r` is an integer there. Integer `input`s hold
-/// any `i64`; guards on comparisons with constants narrow values; a loop parameter holds the
-/// hull of what enters the loop and what comes back (the latter computed with the
-/// parameters taken as any `i64`, which makes the hull sound). An addition, subtraction,
-/// multiplication or negation whose result interval fits in 64 bits needs no overflow exit.
-/// (The optimizer proper cannot know this: in the trace interpreter an integer may be a big
-/// one, so only the backend, which knows its integers are `i64`, asks.)
-pub fn machine_no_overflow(trace: &Trace, is_int: impl Fn(Ref) -> bool) -> Vec<bool> {
-    let start = trace.loop_start().expect("a peeled trace");
+/// The intervals the optimizer knows of the values of the optimized trace `trace` just
+/// before its instruction `at`: those its `input`s are known to lie in ([`Trace::known`]),
+/// then what operations, guards and accesses teach, as the `bounds` stage learns them. In
+/// the loop of a peeled trace, a parameter holds the hull of what enters the loop and what
+/// comes back (the latter computed knowing nothing of the parameters, which makes the hull
+/// sound). A bridge from a guard at `at` starts knowing these of the values the guard's
+/// snapshot gives.
+pub fn facts_before(trace: &Trace, at: usize) -> Facts {
+    let start = trace.loop_start();
+    let pass = |params: &[Option<Range>], stop: usize| {
+        let mut facts = Facts::default();
+        let mut ends: Vec<Vec<Option<Range>>> = Vec::new();
+        for (i, inst) in trace.insts.iter().enumerate().take(stop) {
+            let r = Ref(i as u32);
+            match inst.kind {
+                Kind::Input(slot) => {
+                    if let Some((_, k)) = trace.known.iter().find(|(s, _)| *s == slot) {
+                        facts.narrow(r, Range::from_known(*k));
+                    }
+                }
+                Kind::Param(_) | Kind::ParamItem => {
+                    let k = i - start.expect("params follow loop_start") - 1;
+                    if let Some(Some(p)) = params.get(k) {
+                        facts.narrow(r, *p);
+                    }
+                }
+                Kind::Op(op) => {
+                    if let Some(out) = result(op, &inst.args, &facts) {
+                        facts.narrow(r, out);
+                    }
+                }
+                Kind::GuardTrue | Kind::GuardFalse => {
+                    if let Opnd::Ref(c) = inst.args[0] {
+                        facts.learn(&trace.insts[c.index()], inst.kind == Kind::GuardTrue);
+                    }
+                }
+                Kind::LoopStart | Kind::Loop => {
+                    ends.push(inst.args.iter().map(|a| facts.of(a)).collect())
+                }
+                _ => {}
+            }
+            if let Some(index) = Facts::index_of(inst) {
+                facts.learn_index(index, |x| &trace.insts[x.index()]);
+            }
+        }
+        (facts, ends)
+    };
+    let Some(start) = start.filter(|s| at > *s) else {
+        return pass(&[], at).0;
+    };
     let params = trace.insts[start].args.len();
-    let pass = |param_ranges: &[Range]| {
+    let (_, ends) = pass(&vec![None; params], trace.insts.len());
+    let hull: Vec<Option<Range>> = (0..params)
+        .map(|k| {
+            ends.iter()
+                .map(|e| e[k])
+                .reduce(|a, b| Some(a?.hull(b?)))
+                .flatten()
+        })
+        .collect();
+    pass(&hull, at).0
+}
+
+/// What a bridge from guard `at` of the optimized trace `trace` knows of the variables the
+/// guard's snapshot gives: the intervals of their values there ([`facts_before`]), and, as
+/// the guard failed, the opposite of what it tests.
+pub fn known_at_guard(trace: &Trace, at: usize) -> Vec<(crate::lang::Slot, KnownRange)> {
+    let mut facts = facts_before(trace, at);
+    let guard = &trace.insts[at];
+    if let (Kind::GuardTrue | Kind::GuardFalse, [Opnd::Ref(c)]) = (guard.kind, &guard.args[..]) {
+        facts.learn(&trace.insts[c.index()], guard.kind != Kind::GuardTrue);
+    }
+    let Some(snap) = trace.snap_of(guard) else {
+        return Vec::new();
+    };
+    snap.entries
+        .iter()
+        .filter_map(|(slot, o)| match o {
+            Opnd::Ref(_) => facts.of(o).map(|r| (*slot, r.known())),
+            Opnd::Const(_) => None,
+        })
+        .collect()
+}
+
+/// What the backend knows of a peeled trace's integer arithmetic in machine code
+/// ([`machine_no_overflow`]).
+pub struct MachineBounds {
+    /// Per instruction: an addition, subtraction, multiplication or negation that cannot
+    /// overflow, and needs no overflow exit.
+    pub safe: Vec<bool>,
+    /// Per instruction: `x + c` (or `x - c`) whose overflow check is widened to the whole run
+    /// of constant offsets `lo..=hi` that the trace adds to `x`: it exits (before itself)
+    /// unless `x + lo` and `x + hi` fit in 64 bits, and is then itself safe, and so is every
+    /// other offset of `x` in the run. One check instead of one per `>` of a Brainfuck run
+    /// `>>>>>>>>>`. Exiting earlier than needed is always correct: the interpreter goes on
+    /// from there.
+    pub widen: Vec<Option<(i64, i64)>>,
+    /// Per parameter of the loop: the interval the proofs assume it in at the header.
+    pub hull: Vec<Range>,
+}
+
+impl MachineBounds {
+    /// Nothing known: every check stays (a segment not lowered here).
+    pub fn none(trace: &Trace) -> MachineBounds {
+        MachineBounds {
+            safe: vec![false; trace.insts.len()],
+            widen: vec![None; trace.insts.len()],
+            hull: Vec::new(),
+        }
+    }
+}
+
+/// The largest offset whose checks are widened: far from the ends of 64 bits, so that a
+/// widened check fails only for values that are themselves near them.
+const MAX_WIDENED_OFFSET: i64 = 1 << 32;
+
+/// `x + c` as (x, c), for an addition or subtraction of a constant.
+fn offset_of(inst: &crate::trace::Inst) -> Option<(Ref, i64)> {
+    let c = match (inst.kind, inst.args.as_slice()) {
+        (Kind::Op(Op::Add), [Opnd::Ref(x), Opnd::Const(Value::Int(c))])
+        | (Kind::Op(Op::Add), [Opnd::Const(Value::Int(c)), Opnd::Ref(x)]) => (*x, *c),
+        (Kind::Op(Op::Sub), [Opnd::Ref(x), Opnd::Const(Value::Int(c))]) => (*x, c.checked_neg()?),
+        _ => return None,
+    };
+    (c.1.abs() <= MAX_WIDENED_OFFSET).then_some(c)
+}
+
+/// Which operations of a trace (a peeled root, or a bridge) cannot overflow in machine code, where every integer
+/// is 64-bit; `is_int(r)` says whether value `r` is an integer there. Integer `input`s hold
+/// any `i64` (or what the trace knows of them); guards on comparisons with constants,
+/// accesses and overflow checks that passed narrow values; a loop parameter holds the hull
+/// of what enters the loop and what comes back (the latter computed with the parameters
+/// taken as any `i64`, which makes the hull sound), and a bridge that jumps into the loop
+/// must bring values in it (`backend::lower`), or the loop's proofs do not hold. An
+/// addition, subtraction, multiplication or negation whose result interval fits in 64 bits
+/// needs no overflow exit, and runs of constant offsets share one check
+/// ([`MachineBounds::widen`]). (The optimizer proper cannot know this: in the trace
+/// interpreter an integer may be a big one, so only the backend, which knows its integers
+/// are `i64`, asks.)
+pub fn machine_no_overflow(trace: &Trace, is_int: impl Fn(Ref) -> bool) -> MachineBounds {
+    // A bridge has no loop of its own: no parameters.
+    let start = trace.loop_start().unwrap_or(0);
+    let params = trace.loop_start().map_or(0, |s| trace.insts[s].args.len());
+    // Per value, the least and greatest constant the trace adds to it.
+    let mut offsets: HashMap<Ref, (i64, i64)> = HashMap::new();
+    for (i, inst) in trace.insts.iter().enumerate() {
+        if let Some((x, c)) = offset_of(inst).filter(|(x, _)| is_int(*x) && is_int(Ref(i as u32))) {
+            let e = offsets.entry(x).or_insert((c, c));
+            *e = (e.0.min(c), e.1.max(c));
+        }
+    }
+    let def = |x: Ref| &trace.insts[x.index()];
+    // The second pass widens (at least) where the first did: the hull it is given was
+    // computed knowing what those checks teach.
+    let pass = |param_ranges: &[Range], force: &[Option<(i64, i64)>]| {
         let mut facts = Facts::default();
         let mut safe = vec![false; trace.insts.len()];
+        let mut widen = vec![None; trace.insts.len()];
         let mut ends: Vec<Vec<Range>> = Vec::new();
         for (i, inst) in trace.insts.iter().enumerate() {
             let r = Ref(i as u32);
             let int = is_int(r);
             match inst.kind {
-                Kind::Input(_) if int => facts.narrow(r, Range::i64()),
+                Kind::Input(slot) if int => {
+                    let known = trace.known.iter().find(|(s, _)| *s == slot);
+                    let range = known.map_or(Range::ANY, |(_, k)| Range::from_known(*k));
+                    facts.narrow(r, range.meet(Range::i64()))
+                }
                 Kind::Param(_) | Kind::ParamItem if int => {
                     facts.narrow(r, param_ranges[i - start - 1])
                 }
@@ -166,16 +324,31 @@ pub fn machine_no_overflow(trace: &Trace, is_int: impl Fn(Ref) -> bool) -> Vec<b
                         Opnd::Ref(x) => is_int(*x),
                         Opnd::Const(v) => matches!(v, Value::Int(_)),
                     });
-                    let out = if all_int {
-                        result(op, &inst.args, &facts)
-                    } else {
-                        None
+                    let out = |facts: &Facts| {
+                        if all_int {
+                            result(op, &inst.args, facts)
+                        } else {
+                            None
+                        }
                     };
                     let arith = matches!(op, Op::Add | Op::Sub | Op::Mul | Op::Neg);
-                    safe[i] = arith && out.is_some_and(Range::fits_i64);
+                    safe[i] = arith && out(&facts).is_some_and(Range::fits_i64);
+                    let run = offset_of(inst)
+                        .and_then(|(x, c)| offsets.get(&x).map(|o| (x, c, *o)))
+                        .filter(|(_, c, o)| all_int && *o != (*c, *c));
+                    let wanted = force[i].is_some() || (!safe[i] && inst.snap.is_some());
+                    if let Some((x, _, (lo, hi))) = run.filter(|_| wanted) {
+                        let (lo, hi) = force[i].unwrap_or((lo, hi));
+                        let at_least = (i64::MIN as i128 - lo as i128).max(i64::MIN as i128);
+                        let at_most = (i64::MAX as i128 - hi as i128).min(i64::MAX as i128);
+                        facts.narrow(x, Range::new(at_least, at_most));
+                        widen[i] = Some((lo, hi));
+                        safe[i] = true;
+                    }
                     // Whatever it computes, a value in machine code is an i64 (an overflow
-                    // exits).
-                    facts.narrow(r, out.map_or(Range::i64(), |o| o.meet(Range::i64())));
+                    // exits), and so are the values it was computed from by an offset.
+                    let now = out(&facts).map_or(Range::i64(), |o| o.meet(Range::i64()));
+                    facts.narrow_back(r, now, def);
                 }
                 Kind::GuardTrue | Kind::GuardFalse => {
                     if let Opnd::Ref(c) = inst.args[0] {
@@ -190,10 +363,13 @@ pub fn machine_no_overflow(trace: &Trace, is_int: impl Fn(Ref) -> bool) -> Vec<b
                 ),
                 _ => {}
             }
+            if let Some(index) = Facts::index_of(inst) {
+                facts.learn_index(index, def);
+            }
         }
-        (safe, ends)
+        (safe, widen, ends)
     };
-    let (_, ends) = pass(&vec![Range::i64(); params]);
+    let (_, first, ends) = pass(&vec![Range::i64(); params], &vec![None; trace.insts.len()]);
     let hull: Vec<Range> = (0..params)
         .map(|k| {
             ends.iter()
@@ -202,5 +378,6 @@ pub fn machine_no_overflow(trace: &Trace, is_int: impl Fn(Ref) -> bool) -> Vec<b
                 .unwrap_or(Range::i64())
         })
         .collect();
-    pass(&hull).0
+    let (safe, widen, _) = pass(&hull, &first);
+    MachineBounds { safe, widen, hull }
 }

@@ -18,6 +18,8 @@
 //! v3 = add v2, 1  @b2:1 #2 [x2=v2]         (gone: 11)
 //! ```
 
+use std::collections::HashMap;
+
 use flowjit_runtime::{ops, Op, Value};
 
 use super::forward::{Optimizer, Pending, Stage, Verdict};
@@ -95,7 +97,12 @@ impl Stage for Fold {
                     Some(Ok(v)) => Verdict::Becomes(Opnd::Const(v)),
                     // Fails every time: keep it, so that it exits and the interpreter raises.
                     Some(Err(_)) => Verdict::Pass,
-                    None => reassociate(opt, op, &mut inst.args),
+                    None => {
+                        if matches!(op, Op::Add | Op::Sub) {
+                            merge_wrapping(opt, inst);
+                        }
+                        reassociate(opt, op, &mut inst.args)
+                    }
                 }
             }
             Kind::GuardTrue | Kind::GuardFalse => {
@@ -185,5 +192,89 @@ impl Stage for Fold {
             }
             _ => {}
         }
+    }
+}
+
+/// `and(x, M)` as `(x, M)`, for a mask `M` of the form `2^k - 1`.
+fn mask_of(inst: &Inst) -> Option<(Ref, i64)> {
+    match (inst.kind, inst.args.as_slice()) {
+        (Kind::Op(Op::And), [Opnd::Ref(x), Opnd::Const(Value::Int(m))])
+            if *m > 0 && (*m & (*m + 1)) == 0 =>
+        {
+            Some((*x, *m))
+        }
+        _ => None,
+    }
+}
+
+/// The values of `trace` that only a mask reads (`and(_, M)`, with `M` of the form
+/// `2^k - 1`: as its operand, or in its own snapshot), with that mask: where a run of
+/// wrapping additions can be merged (`merge_wrapping`).
+pub fn masked_only(trace: &crate::trace::Trace) -> HashMap<Ref, i64> {
+    // Per value: the mask of every use so far, or `None` once another use is seen.
+    let mut uses: HashMap<Ref, Option<i64>> = HashMap::new();
+    let mut seen = |r: Ref, by: Option<i64>| {
+        let e = uses.entry(r).or_insert(by);
+        if *e != by {
+            *e = None;
+        }
+    };
+    for inst in &trace.insts {
+        let mask = mask_of(inst);
+        let by = |r: &Ref| mask.filter(|(x, _)| x == r).map(|(_, m)| m);
+        let snap = trace.snap_of(inst).into_iter().flat_map(|s| s.operands());
+        for o in inst.args.iter().chain(snap) {
+            if let Opnd::Ref(r) = o {
+                seen(*r, by(r));
+            }
+        }
+    }
+    uses.into_iter()
+        .filter_map(|(r, m)| m.map(|m| (r, m)))
+        .collect()
+}
+
+/// Runs of wrapping arithmetic: `v = v + 1; v = v & 255`, again and again (a Brainfuck
+/// `+++` on an 8-bit cell), become one addition and one mask. An addition of a constant to
+/// `and(a, M)`, where `a` is itself an addition of a constant and `M` is `2^k - 1`, whose
+/// result only that mask reads ([`masked_only`]), adds to `a` instead: `((y + 1) & M) +
+/// 1) & M` is `((y + 1) + 1) & M`, and `reassociate` then makes `y + 2` of it. The addition
+/// keeps its snapshot (one without is left alone): where it overflows 64 bits and the old
+/// one did not, it exits there,
+/// and the interpreter goes on exactly (in machine code one check serves the whole run of
+/// offsets of `y`, `MachineBounds::widen`).
+///
+/// ```text
+/// v1 = add v0, 1  @inc:1 #1 []             v1 = add v0, 1  @inc:1 #1 []
+/// v2 = and v1, 255                         v2 = and v1, 255
+/// v3 = add v2, 1  @inc:1 #3 [v=v2]   =>    v3 = add v0, 2  @inc:1 #3 [v=v2]
+/// v4 = and v3, 255  @inc:2 #4 [v=v3]       v4 = and v3, 255  @inc:2 #4 [v=v3]
+/// ```
+///
+/// (The mask's snapshot then holds the unmasked sum, which it never gives: a mask of two
+/// integers cannot fail.)
+fn merge_wrapping(opt: &Optimizer, inst: &mut Pending) {
+    // Without its snapshot (a later walk, after `bounds` proved the old addition safe),
+    // nothing would check the new one.
+    let Some(&m) = opt
+        .masked
+        .get(&Ref(inst.at as u32))
+        .filter(|_| inst.snapshot)
+    else {
+        return;
+    };
+    let Opnd::Ref(x) = inst.args[0] else { return };
+    let Some((a, m2)) = mask_of(opt.out.def(x)) else {
+        return;
+    };
+    let offset = matches!(
+        (opt.out.def(a).kind, opt.out.def(a).args.as_slice()),
+        (
+            Kind::Op(Op::Add | Op::Sub),
+            [Opnd::Ref(_), Opnd::Const(Value::Int(_))]
+        )
+    );
+    if m2 == m && offset {
+        inst.args[0] = Opnd::Ref(a);
     }
 }

@@ -26,9 +26,11 @@
 //! guard_true v3  @e:0 #2 []                 so guard_true 1 holds)
 //! ```
 
+use std::collections::HashMap;
+
 use flowjit_runtime::Value;
 
-use super::interval::Facts;
+use super::interval::{Facts, Range};
 use super::rewrite::Rewriter;
 use super::{bounds, cse, fold, guards, heap, Rejected};
 use crate::trace::{Kind, Opnd, Ref, Trace};
@@ -40,6 +42,9 @@ pub struct Optimizer<'t> {
     pub out: Rewriter<'t>,
     /// The interval known for each value of the new trace.
     pub intervals: Facts,
+    /// The values of the trace walked (its refs) that only a mask reads, with the mask
+    /// (`fold::masked_only`).
+    pub masked: HashMap<Ref, i64>,
     /// Whether the code counts operations (`--max-steps`): then every elidable call is
     /// made, so that the operations it takes are counted (see [`super::optimize_counted`]).
     pub counted: bool,
@@ -58,6 +63,8 @@ pub struct Pending {
     /// A value that its snapshot reads as a constant: what a guard's failure tells of the
     /// value it tested.
     pub failing: Option<(Ref, Value)>,
+    /// Its index in the trace walked.
+    pub at: usize,
 }
 
 /// What a stage decides for an instruction.
@@ -123,6 +130,11 @@ fn walk(
     let mut opt = Optimizer {
         out: Rewriter::new(trace),
         intervals: Facts::default(),
+        masked: if enabled.contains(&"fold") {
+            fold::masked_only(trace)
+        } else {
+            HashMap::new()
+        },
         counted,
         carries: Vec::new(),
     };
@@ -132,6 +144,7 @@ fn walk(
             args: opt.out.args(old),
             snapshot: old.snap.is_some(),
             failing: None,
+            at: i,
         };
         for stage in &mut stages {
             match stage.visit(&opt, &mut inst)? {
@@ -145,6 +158,11 @@ fn walk(
         }
         let failing = inst.failing.as_ref().map(|(r, v)| (*r, v));
         let r = opt.out.emit(i, inst.args, inst.snapshot, failing);
+        if let Kind::Input(slot) = old.kind {
+            if let Some((_, k)) = trace.known.iter().find(|(s, _)| *s == slot) {
+                opt.intervals.narrow(r, Range::from_known(*k));
+            }
+        }
         for stage in &mut stages {
             stage.learn(&mut opt, r);
         }

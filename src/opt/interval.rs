@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use flowjit_runtime::{Op, Value};
 
-use crate::trace::{Inst, Kind, Opnd, Ref};
+use crate::trace::{Inst, Kind, KnownRange, Opnd, Ref};
 
 /// An interval of integers, `lo..=hi`; `None` is unbounded on that side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +56,39 @@ impl Range {
             _ => None,
         };
         Range { lo, hi }
+    }
+
+    /// Whether every value of `self` lies in `other`.
+    pub fn within(self, other: Range) -> bool {
+        let below = match (other.lo, self.lo) {
+            (None, _) => true,
+            (Some(a), Some(b)) => a <= b,
+            (Some(_), None) => false,
+        };
+        let above = match (other.hi, self.hi) {
+            (None, _) => true,
+            (Some(a), Some(b)) => b <= a,
+            (Some(_), None) => false,
+        };
+        below && above
+    }
+
+    /// The interval a trace records as known of a variable ([`KnownRange`]): bounds past
+    /// 64 bits are dropped (`None`), which only widens it.
+    pub fn known(self) -> KnownRange {
+        let fit = |b: Option<i128>| b.and_then(|b| i64::try_from(b).ok());
+        KnownRange {
+            lo: fit(self.lo),
+            hi: fit(self.hi),
+        }
+    }
+
+    /// The interval of a [`KnownRange`].
+    pub fn from_known(k: KnownRange) -> Range {
+        Range {
+            lo: k.lo.map(i128::from),
+            hi: k.hi.map(i128::from),
+        }
     }
 
     /// Every 64-bit integer.
@@ -131,6 +164,53 @@ impl Facts {
     pub fn narrow(&mut self, r: Ref, range: Range) {
         let now = self.ranges.get(&r).map_or(range, |old| old.meet(range));
         self.ranges.insert(r, now);
+    }
+
+    /// Records that `r` lies in `range`, and what follows for the values `r` was computed
+    /// from by adding or subtracting a constant (`r = x + 3` in `0..10`: `x` in `-3..7`),
+    /// through a few such steps. `def` gives a value's defining instruction. Sound for the
+    /// rest of a trace, which is one straight path: from here on, `r` did lie in `range`.
+    pub fn narrow_back<'t>(&mut self, r: Ref, range: Range, def: impl Fn(Ref) -> &'t Inst) {
+        let (mut r, mut range) = (r, range);
+        for _ in 0..8 {
+            self.narrow(r, range);
+            let inst = def(r);
+            let (x, shift) = match (inst.kind, inst.args.as_slice()) {
+                (Kind::Op(Op::Add), [Opnd::Ref(x), Opnd::Const(Value::Int(c))])
+                | (Kind::Op(Op::Add), [Opnd::Const(Value::Int(c)), Opnd::Ref(x)]) => {
+                    (*x, -(*c as i128))
+                }
+                (Kind::Op(Op::Sub), [Opnd::Ref(x), Opnd::Const(Value::Int(c))]) => (*x, *c as i128),
+                _ => return,
+            };
+            let moved = |b: Option<i128>| b.map(|b| b + shift);
+            (r, range) = (
+                x,
+                Range {
+                    lo: moved(range.lo),
+                    hi: moved(range.hi),
+                },
+            );
+        }
+    }
+
+    /// Learns that `index` was accepted by a `readlist`, `getitem` or `setitem`: it lies in
+    /// `0..MAX_INDEX`, and so do the values it was computed from, shifted
+    /// ([`Facts::narrow_back`]).
+    pub fn learn_index<'t>(&mut self, index: &Opnd, def: impl Fn(Ref) -> &'t Inst) {
+        if let Opnd::Ref(i) = index {
+            let range = Range::new(0, flowjit_runtime::value::MAX_INDEX as i128 - 1);
+            self.narrow_back(*i, range, def);
+        }
+    }
+
+    /// The index operand of an instruction that indexes a list or an array, if `inst`
+    /// is one.
+    pub fn index_of(inst: &Inst) -> Option<&Opnd> {
+        match (inst.kind, inst.args.as_slice()) {
+            (Kind::GetItem | Kind::SetItem | Kind::Op(Op::Readlist), [_, i, ..]) => Some(i),
+            _ => None,
+        }
     }
 
     /// Learns from a guard that comparison `cond` came out `holds`.

@@ -14,7 +14,7 @@
 //!
 //! | pass | does |
 //! | --- | --- |
-//! | `fold` | constant folding, guard removal, constants learnt from guards |
+//! | `fold` | constant folding, guard removal, constants learnt from guards, runs of wrapping additions merged |
 //! | `cse` | common-subexpression elimination (loop-invariant code motion after `peel`) |
 //! | `heap` | array elements stored and read back, or read twice, are read once |
 //! | `guards` | redundant and implied guards |

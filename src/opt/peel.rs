@@ -322,5 +322,6 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
         insts,
         snaps,
         calls: trace.calls,
+        known: trace.known.clone(),
     }
 }

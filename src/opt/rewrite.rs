@@ -181,6 +181,7 @@ impl<'t> Rewriter<'t> {
             insts: self.insts,
             snaps: self.snaps,
             calls: self.old.calls,
+            known: self.old.known.clone(),
         }
     }
 }

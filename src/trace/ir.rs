@@ -502,6 +502,20 @@ pub struct Trace {
     /// How deep the calls it inlined nest (0 for none): a trace is entered only where that
     /// many more calls fit under the depth limit, as the interpreter's calls would.
     pub calls: usize,
+    /// What is known of variables where the trace starts: each holds an integer in its
+    /// interval. A bridge learns it from its guard (the intervals the parent trace knew
+    /// there for the values the guard's snapshot gives); a root trace knows nothing.
+    pub known: Vec<(Slot, KnownRange)>,
+}
+
+/// An interval of integers, `lo..=hi` (`None`: unbounded on that side), that a variable is
+/// known to lie in where a trace starts ([`Trace::known`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownRange {
+    /// The least value, if bounded below.
+    pub lo: Option<i64>,
+    /// The greatest value, if bounded above.
+    pub hi: Option<i64>,
 }
 
 impl Trace {

@@ -403,6 +403,7 @@ pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
         insts,
         snaps,
         calls,
+        known: Vec::new(),
     };
     super::verify::verify(&trace)?;
     Ok((trace, p.text))

@@ -701,6 +701,7 @@ fn record_from(
                 insts: r.insts,
                 snaps: r.snaps,
                 calls: r.deepest,
+                known: Vec::new(),
             }));
         }
         if r.callers.is_empty() && traced(next, &state.frame) {
