@@ -1431,8 +1431,25 @@ pub fn lower(
             b.set_cold_block(plain);
             b.ins().brif(target, linked, &[], plain, &[]);
             b.switch_to_block(linked);
-            b.seal_block(linked);
             let snap = &trace.snaps[own.index()];
+            // The stores the exit makes: an integer into an array that holds only integers
+            // is one plain store; where an array no longer does, the exit returns instead,
+            // and the runtime makes them. (No call here: calls are what cost Cranelift most.)
+            let mut ints: Vec<ClifValue> = Vec::new();
+            for st in &snap.stores {
+                let (a, ka) = l.opnd(&mut b, seg, &st.array);
+                let (_, kv) = l.opnd(&mut b, seg, &st.value);
+                if ka == MKind::Array && kv == MKind::Int && !ints.contains(&a) {
+                    let flag = b.ins().load(I64, mf, a, abi::ARRAY_INTS_OFFSET as i32);
+                    let next = b.create_block();
+                    b.set_cold_block(next);
+                    b.ins().brif(flag, next, &[], plain, &[]);
+                    b.seal_block(next);
+                    b.switch_to_block(next);
+                    ints.push(a);
+                }
+            }
+            b.seal_block(linked);
             for (slot, o) in &snap.entries {
                 let (v, kind) = l.opnd(&mut b, seg, o);
                 let at = 2 * slot.index();
@@ -1448,7 +1465,7 @@ pub fn lower(
                 let (a, _) = l.opnd(&mut b, seg, &st.array);
                 let (index, _) = l.opnd(&mut b, seg, &st.index);
                 let (v, kv) = l.opnd(&mut b, seg, &st.value);
-                l.store(&mut b, a, index, v, kv, false);
+                l.store(&mut b, a, index, v, kv, ints.contains(&a));
             }
             // What the path to the exit did counts against the budget the next tree finds.
             if let Some(counter) = l.counter {
