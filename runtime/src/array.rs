@@ -150,4 +150,21 @@ mod tests {
             vec![Value::Int(0), Value::Int(7), Value::Int(0)]
         );
     }
+
+    #[test]
+    fn an_array_knows_whether_it_holds_only_integers() {
+        let a = Array::new(vec![Value::Int(1), Value::Int(2)]);
+        assert!(a.only_ints());
+        assert!(a.set(0, Value::Int(7)));
+        assert!(a.only_ints(), "an integer stored keeps it");
+        assert!(!a.set(2, Value::atom("a")), "out of range: nothing stored");
+        assert!(a.only_ints());
+        assert!(a.set(1, Value::atom("a")));
+        assert!(!a.only_ints(), "an atom stored clears it");
+        assert!(a.set(1, Value::Int(3)));
+        assert!(!a.only_ints(), "and it stays clear");
+        let big = Value::from_bigint(num_bigint::BigInt::from(1) << 70);
+        assert!(!Array::new(vec![Value::Int(1), big]).only_ints());
+        assert!(Array::new(Vec::new()).only_ints());
+    }
 }
