@@ -162,7 +162,7 @@ fn bridges_show_in_the_dumps() {
     assert!(err.contains("# trace 0: loop at loop\n"), "{err}");
     let bridge = err
         .lines()
-        .find(|l| l.starts_with("# bridge 0 from trace 0 guard 0:v"))
+        .find(|l| l.starts_with("# bridge 0 from trace 0 g"))
         .unwrap_or_else(|| panic!("{err}"));
     assert!(bridge.ends_with(" to loop"), "{bridge}");
 }

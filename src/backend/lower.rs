@@ -42,8 +42,8 @@ use std::collections::HashMap;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
 use cranelift_codegen::ir::{
-    AbiParam, Block, BlockArg, Function, InstBuilder, MemFlagsData, Signature, StackSlotData,
-    StackSlotKind, UserFuncName, Value as ClifValue,
+    AbiParam, Block, BlockArg, Function, InstBuilder, MemFlagsData, Signature, SourceLoc,
+    StackSlotData, StackSlotKind, UserFuncName, Value as ClifValue,
 };
 use cranelift_codegen::isa::{CallConv, TargetIsa};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variable};
@@ -517,6 +517,47 @@ pub fn signature(isa: &dyn TargetIsa) -> Signature {
     sig
 }
 
+/// Where a piece of machine code (or Cranelift IR) comes from: an instruction of a trace of
+/// the tree, or the exit block of a guard. Cranelift carries it as the instructions'
+/// source location (`SourceLoc`), through to the ranges of the machine code
+/// (`MachSrcLoc`): listings annotate the code with it, and `flowjit report` links each
+/// trace operation to its IR and its instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Origin {
+    /// The segment in its tree: 0 for the root trace, B + 1 for bridge B.
+    pub segment: usize,
+    /// The instruction's index in the segment.
+    pub inst: usize,
+    /// Whether this is the code of the instruction's exit (writing back its snapshot)
+    /// rather than the instruction itself.
+    pub exit: bool,
+}
+
+impl Origin {
+    const EXIT: u32 = 1 << 31;
+
+    /// As a source location: the exit flag, the segment in bits 16-30, the instruction in
+    /// bits 0-15 (a trace is shorter than `BRIDGE_LENGTH_FACTOR` times the longest root,
+    /// under 2^16 instructions).
+    pub fn srcloc(self) -> SourceLoc {
+        let exit = if self.exit { Origin::EXIT } else { 0 };
+        SourceLoc::new(exit | ((self.segment as u32) << 16) | (self.inst as u32 & 0xffff))
+    }
+
+    /// The origin a source location stands for, if it stands for one.
+    pub fn of(loc: SourceLoc) -> Option<Origin> {
+        if loc.is_default() {
+            return None;
+        }
+        let bits = loc.bits();
+        Some(Origin {
+            segment: ((bits & !Origin::EXIT) >> 16) as usize,
+            inst: (bits & 0xffff) as usize,
+            exit: bits & Origin::EXIT != 0,
+        })
+    }
+}
+
 /// Per guard (segment, instruction): the bridges leaving from it, as (segment, value).
 type Attachments<'a> = HashMap<(usize, usize), Vec<(usize, Option<&'a Value>)>>;
 
@@ -554,6 +595,15 @@ struct Lower<'a> {
 }
 
 impl Lower<'_> {
+    /// The number in its tree of segment `seg` of those being lowered.
+    fn tree_segment(&self, seg: usize) -> usize {
+        if self.an.unit == 0 {
+            seg
+        } else {
+            self.an.unit
+        }
+    }
+
     fn kind(&self, seg: usize, i: usize) -> MKind {
         self.an.kinds[seg][i].expect("a value has a kind")
     }
@@ -818,8 +868,17 @@ impl Lower<'_> {
         self.ints.clear();
         let s = self.segments[seg];
         let trace = s.trace;
+        let segment = self.tree_segment(seg);
         for (i, inst) in trace.insts.iter().enumerate() {
             let snap = inst.snap.is_some();
+            b.set_srcloc(
+                Origin {
+                    segment,
+                    inst: i,
+                    exit: false,
+                }
+                .srcloc(),
+            );
             match inst.kind {
                 Kind::Input(slot) => {
                     let v = match &self.an.sources[seg][&slot] {
@@ -1413,6 +1472,12 @@ pub fn lower(
     for (block, seg, i) in exits {
         b.switch_to_block(block);
         b.seal_block(block);
+        let origin = Origin {
+            segment: l.tree_segment(seg),
+            inst: i,
+            exit: true,
+        };
+        b.set_srcloc(origin.srcloc());
         let trace = segments[seg].trace;
         let own = trace.insts[i]
             .snap

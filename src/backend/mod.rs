@@ -25,6 +25,7 @@ use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::{self, OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
+use cranelift_codegen::{Final, MachSrcLoc};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module};
@@ -189,6 +190,11 @@ pub struct Compiled {
     pub ir: Option<String>,
     /// The disassembly with addresses, when asked for.
     pub asm: Option<String>,
+    /// With the disassembly: where each trace instruction's code is, as (start, end,
+    /// origin), offsets from `base`, sorted.
+    pub origins: Vec<(u32, u32, lower::Origin)>,
+    /// The address the disassembly starts at.
+    pub base: u64,
     /// The machine code's size in bytes.
     pub size: usize,
 }
@@ -303,6 +309,8 @@ impl Backend {
         let cl = Unsupported::Cranelift;
         let mut ir = None;
         let mut asm = None;
+        let mut origins = Vec::new();
+        let mut base = 0;
         if let Some((target, disp)) = &self.display {
             // Emitted for another ISA: listings only, from a compilation of their own.
             let dfunc = lower::lower(
@@ -324,6 +332,7 @@ impl Backend {
                     .map_err(|e| cl(format!("{e:?}")))?;
                 let (bytes, blocks) = (code.code_buffer(), &code.bb_starts);
                 asm = Some(disassemble(&**disp, *target, bytes, 0, blocks)?);
+                origins = origins_of(code.buffer.get_srclocs_sorted());
             }
         } else if listings.ir {
             ir = Some(func.display().to_string());
@@ -332,11 +341,18 @@ impl Backend {
             0 => format!("tree {tree}"),
             k => format!("tree {tree} bridge {k}"),
         };
-        let Defined { bytes, ptr, blocks } = self.define(func, &label, unit != 0)?;
+        let Defined {
+            bytes,
+            ptr,
+            blocks,
+            locs,
+        } = self.define(func, &label, unit != 0)?;
         if listings.asm && self.display.is_none() {
             asm = Some(disassemble(
                 &*self.isa, self.host, &bytes, ptr as u64, &blocks,
             )?);
+            origins = locs;
+            base = ptr as u64;
         }
         if self.regs.len() < an.layout.size {
             self.regs.resize(an.layout.size, 0);
@@ -349,9 +365,18 @@ impl Backend {
             analysis: an,
             ir,
             asm,
+            origins,
+            base,
             size: bytes.len(),
         })
     }
+}
+
+/// The origins of the ranges of machine code Cranelift reports (`Compiled::origins`).
+fn origins_of(locs: &[MachSrcLoc<Final>]) -> Vec<(u32, u32, lower::Origin)> {
+    locs.iter()
+        .filter_map(|l| lower::Origin::of(l.loc).map(|o| (l.start, l.end, o)))
+        .collect()
 }
 
 /// A whole program as machine code.
@@ -379,7 +404,9 @@ impl Backend {
         let mut an = cfg::analyze(program, entry, frame)?;
         let func = cfg::lower(program, entry, &mut an, &*self.isa, &mut self.fctx);
         let ir = listings.ir.then(|| func.display().to_string());
-        let Defined { bytes, ptr, blocks } = self.define(func, "program", false)?;
+        let Defined {
+            bytes, ptr, blocks, ..
+        } = self.define(func, "program", false)?;
         // SAFETY: a residual program is compiled with `lower::signature`, which is this type.
         let f = unsafe { std::mem::transmute::<*const u8, TraceFn>(ptr) };
         let asm = if listings.asm {
@@ -427,9 +454,12 @@ impl Backend {
         module
             .define_function(id, &mut ctx)
             .map_err(|e| cl(format!("{e:?}")))?;
-        let (bytes, blocks) = ctx
+        let (bytes, blocks, locs) = ctx
             .compiled_code()
-            .map(|c| (c.code_buffer().to_vec(), c.bb_starts.clone()))
+            .map(|c| {
+                let locs = origins_of(c.buffer.get_srclocs_sorted());
+                (c.code_buffer().to_vec(), c.bb_starts.clone(), locs)
+            })
             .unwrap_or_default();
         module
             .finalize_definitions()
@@ -442,7 +472,12 @@ impl Backend {
             let _ = writeln!(map, "{:x} {:x} flowjit {label}", ptr as usize, bytes.len());
             let _ = map.flush();
         }
-        Ok(Defined { bytes, ptr, blocks })
+        Ok(Defined {
+            bytes,
+            ptr,
+            blocks,
+            locs,
+        })
     }
 }
 
@@ -464,6 +499,8 @@ struct Defined {
     ptr: *const u8,
     /// Where its blocks start in the code.
     blocks: Vec<u32>,
+    /// Where each trace instruction's code is ([`Compiled::origins`]).
+    locs: Vec<(u32, u32, lower::Origin)>,
 }
 
 /// Runs a compiled program on `frame` (at its entry) until it stops or deoptimizes.

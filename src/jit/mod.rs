@@ -26,6 +26,8 @@
 //! The modules: `profile` (hot counting, the trace cache), `tree` ([`Tree`] and [`Bridge`]),
 //! `stats` ([`Stats`] and the `--stats` report); this one holds the run loop.
 
+pub mod events;
+pub mod listing;
 mod profile;
 mod stats;
 mod tree;
@@ -36,12 +38,14 @@ use std::time::Instant;
 
 use flowjit_runtime::Value;
 
+use crate::backend::lower::Origin;
 use crate::backend::{self, Backend, Listings};
 use crate::interp::{self, Exit, NoMonitor, RuntimeError};
 use crate::lang::{BlockId, Inst as Stmt, Program, Slot, Terminator};
 use crate::opt;
 use crate::state::{Frame, Position, State, Steps, MAX_CALL_DEPTH};
 use crate::trace::{self, print, Kind, Recorded};
+pub use events::{Event, EventKind, GuardRef};
 use profile::Profile;
 pub use profile::{Key, MAX_ABORTS};
 pub use stats::Stats;
@@ -118,6 +122,9 @@ pub struct Config {
     pub native: bool,
     /// The ISA of the `ir` and `asm` listings, when not the host's.
     pub target: Option<backend::Target>,
+    /// Keep each trace as recorded and each function's listings for `flowjit report`
+    /// ([`Jit::kept`]); listings are made as for `--dump ir,asm`.
+    pub keep: bool,
 }
 
 impl Default for Config {
@@ -131,6 +138,7 @@ impl Default for Config {
             passes: opt::PIPELINE.to_vec(),
             native: false,
             target: None,
+            keep: false,
         }
     }
 }
@@ -147,6 +155,34 @@ pub struct Jit<'p> {
     pub stats: Stats,
     dump: String,
     started: Instant,
+    /// The event log so far (`events`).
+    log: Vec<Event>,
+    /// What `flowjit report` shows, kept when `Config::keep` is set.
+    kept: Kept,
+}
+
+/// What a run keeps for `flowjit report` ([`Config::keep`]).
+#[derive(Clone, Debug, Default)]
+pub struct Kept {
+    /// Each trace as recorded, by (tree, bridge): `None` for the root.
+    pub recorded: HashMap<(usize, Option<usize>), trace::Trace>,
+    /// The newest code of each tree's function and of each bridge compiled on its own.
+    pub code: Vec<KeptCode>,
+}
+
+/// The listings of one function of machine code.
+#[derive(Clone, Debug)]
+pub struct KeptCode {
+    /// The tree.
+    pub tree: usize,
+    /// The bridge compiled on its own, or `None` for the tree's function.
+    pub bridge: Option<usize>,
+    /// The Cranelift IR.
+    pub ir: Vec<listing::Line>,
+    /// The machine code.
+    pub asm: Vec<listing::Line>,
+    /// Its size, in bytes.
+    pub size: usize,
 }
 
 /// How an attempt to record ended.
@@ -191,12 +227,90 @@ impl<'p> Jit<'p> {
             stats: Stats::default(),
             dump: String::new(),
             started: Instant::now(),
+            log: Vec::new(),
+            kept: Kept::default(),
         })
     }
 
     /// The trees recorded so far, in order.
     pub fn trees(&self) -> &[Tree] {
         &self.trees
+    }
+
+    /// Logs `kind` now.
+    fn event(&mut self, kind: EventKind) {
+        self.log.push(Event {
+            at: self.started.elapsed(),
+            kind,
+        });
+    }
+
+    /// Notes that recording at `key` failed; logs when the key is blacklisted for it.
+    fn failed(&mut self, key: &Key) {
+        if self.profile.failed(key) {
+            let anchor = describe(self.program, key);
+            self.event(EventKind::Blacklisted { anchor });
+        }
+    }
+
+    /// Notes that a limit was reached (once each, in `--stats` and the log).
+    fn limit(&mut self, what: String) {
+        if !self.stats.limits.contains(&what) {
+            self.event(EventKind::Limit { what: what.clone() });
+            self.stats.limit(what);
+        }
+    }
+
+    /// The run's events so far, in order, then, as of now, each guard's exits and the
+    /// totals (`--log`, `flowjit report`).
+    pub fn events(&self) -> Vec<Event> {
+        let mut log = self.log.clone();
+        let at = self.started.elapsed();
+        for (&(tree, segment, inst), &count) in &self.stats.exits {
+            let guard = GuardRef {
+                tree,
+                segment,
+                inst,
+            };
+            log.push(Event {
+                at,
+                kind: EventKind::GuardExits { guard, count },
+            });
+        }
+        let s = &self.stats;
+        let micros = [
+            s.interp_time,
+            s.record_time,
+            s.opt_time,
+            s.compile_time,
+            s.trace_time,
+            s.native_time,
+        ]
+        .map(events::micros);
+        log.push(Event {
+            at,
+            kind: EventKind::RunEnded {
+                traces: self.trees.len(),
+                bridges: self.trees.iter().map(|t| t.bridges.len()).sum(),
+                aborts: s.aborts.len(),
+                entries: s.entries,
+                native_entries: s.native_entries,
+                exits: s.exits.values().sum(),
+                links: s.links,
+                micros,
+            },
+        });
+        log
+    }
+
+    /// What the run kept for the report (empty unless [`Config::keep`]).
+    pub fn kept(&self) -> &Kept {
+        &self.kept
+    }
+
+    /// The program the driver runs.
+    pub fn program(&self) -> &Program {
+        self.program
     }
 
     /// Takes what the dumps have printed so far.
@@ -266,12 +380,17 @@ impl<'p> Jit<'p> {
 
     fn record(&mut self, state: &mut State, key: Key) -> Result<Recording, RuntimeError> {
         if self.trees.len() >= MAX_TREES {
-            self.stats.limit(format!(
+            self.limit(format!(
                 "trace limit reached ({MAX_TREES} traces): no more are recorded"
             ));
-            self.profile.failed(&key);
+            self.failed(&key);
             return Ok(Recording::Resume(Position::start(key.anchor)));
         }
+        let label = describe(self.program, &key);
+        self.event(EventKind::TraceStarted {
+            anchor: label.clone(),
+            from: None,
+        });
         let start = Instant::now();
         let anchor = key.anchor;
         let greens: Vec<Slot> = if key.greens.is_empty() {
@@ -295,36 +414,47 @@ impl<'p> Jit<'p> {
             self.config.max_trace_len,
         );
         self.stats.record_time += start.elapsed();
-        let label = describe(self.program, &key);
         match recorded? {
             Recorded::Stopped(v) => Ok(Recording::Stopped(v)),
             Recorded::Aborted { reason, at } => {
-                self.profile.failed(&key);
                 if self.config.dumps.trace {
                     let _ = writeln!(self.dump, "# trace aborted at {label}: {reason}");
                 }
+                self.event(EventKind::TraceAborted {
+                    at: label.clone(),
+                    reason: reason.to_string(),
+                });
+                self.failed(&key);
                 self.stats.aborts.push((label, reason));
                 Ok(Recording::Resume(at))
             }
             Recorded::Loop(trace) => {
                 debug_assert_eq!(trace::verify::verify(&trace), Ok(()));
                 let index = self.trees.len();
+                if self.config.keep {
+                    self.kept.recorded.insert((index, None), trace.clone());
+                }
                 if self.config.dumps.trace {
                     let _ = writeln!(self.dump, "# trace {index}: loop at {label}");
                     self.dump.push_str(&print::articles(self.program, &trace));
                 }
                 let start = Instant::now();
                 let optimized = self.optimize(&trace, &self.config.passes);
-                self.stats.opt_time += start.elapsed();
+                let took = start.elapsed();
+                self.stats.opt_time += took;
                 let root = match optimized {
                     Ok(t) => t,
                     Err(rejected) => {
                         // The loop closed, so the frame is at the anchor: interpret on, and
                         // treat the key as a failed recording.
-                        self.profile.failed(&key);
                         if self.config.dumps.opt {
                             let _ = writeln!(self.dump, "# opt {index}: {rejected}");
                         }
+                        self.event(EventKind::Rejected {
+                            at: label.clone(),
+                            reason: rejected.reason().to_string(),
+                        });
+                        self.failed(&key);
                         self.stats.rejected.push((label, rejected));
                         return Ok(Recording::Resume(Position::start(anchor)));
                     }
@@ -333,6 +463,13 @@ impl<'p> Jit<'p> {
                     let _ = writeln!(self.dump, "# opt {index}: loop at {label}");
                     self.dump.push_str(&print::ssa(self.program, &root));
                 }
+                self.event(EventKind::Optimized {
+                    tree: index,
+                    bridge: None,
+                    recorded: trace.insts.len(),
+                    optimized: root.insts.len(),
+                    micros: events::micros(took),
+                });
                 self.stats.count_heap(&trace, &root);
                 self.profile.set_trace(&key, index);
                 self.trees.push(Tree {
@@ -344,7 +481,7 @@ impl<'p> Jit<'p> {
                     incoming: Vec::new(),
                     assume_ints: true,
                 });
-                self.compile(index);
+                self.compile(index, None);
                 Ok(Recording::Tree(index))
             }
         }
@@ -352,13 +489,15 @@ impl<'p> Jit<'p> {
 
     /// Compiles tree `t` (again) to machine code, if the backend is on and can; on failure
     /// the tree keeps the code it had (its new bridges then run on the trace interpreter).
-    fn compile(&mut self, t: usize) {
+    /// `new` is the segment of the bridge it is compiled again for, whose code alone the
+    /// `ir` and `asm` dumps show.
+    fn compile(&mut self, t: usize, new: Option<usize>) {
         let Some(backend) = self.backend.as_mut() else {
             return;
         };
         let listings = Listings {
-            ir: self.config.dumps.ir,
-            asm: self.config.dumps.asm,
+            ir: self.config.dumps.ir || self.config.keep,
+            asm: self.config.dumps.asm || self.config.keep,
         };
         let counting = self.config.max_steps.is_some();
         let tree = &self.trees[t];
@@ -366,24 +505,25 @@ impl<'p> Jit<'p> {
         let start = Instant::now();
         let frame_size = self.program.frame_size();
         let compiled = backend.compile(&tree.segments(), listings, counting, (t, 0), frame_size);
-        self.stats.compile_time += start.elapsed();
-        let bridges = tree.bridges.len();
-        let what = if bridges == 0 {
-            format!("{t}: loop at {label}")
-        } else {
-            format!("{t}: loop at {label}, with {bridges} bridge(s)")
+        let took = start.elapsed();
+        self.stats.compile_time += took;
+        let inside = tree.bridges.iter().filter(|b| !b.separate).count();
+        let target = backend.listing_target();
+        let what = match new {
+            None if inside == 0 => format!("{t}: loop at {label}"),
+            None => format!("{t}: loop at {label}, with {inside} bridge(s), compiled again"),
+            Some(seg) => format!("{t}: bridge {} at {label}, in the tree's function", seg - 1),
         };
         match compiled {
             Ok(code) => {
-                let target = backend.listing_target();
-                if let Some(ir) = &code.ir {
-                    let _ = writeln!(self.dump, "# ir {what} ({target})");
-                    self.dump.push_str(ir);
-                }
-                if let Some(asm) = &code.asm {
-                    let _ = writeln!(self.dump, "# asm {what} ({target})");
-                    self.dump.push_str(asm);
-                }
+                self.show_code(t, 0, new, &code, &what, target);
+                self.event(EventKind::Compiled {
+                    tree: t,
+                    bridge: None,
+                    bridges: inside,
+                    bytes: code.size,
+                    micros: events::micros(took),
+                });
                 // The exits that went on in this tree's old code go on in the new; those
                 // of its old code are forgotten (its new code returns until linked again).
                 let old = (t, 0);
@@ -422,6 +562,10 @@ impl<'p> Jit<'p> {
                         "# tree {what} stays on the trace interpreter: {why}"
                     );
                 }
+                self.event(EventKind::NotCompiled {
+                    what: format!("trace {what}"),
+                    reason: why.to_string(),
+                });
                 self.stats.not_compiled.push((label, why));
             }
         }
@@ -435,8 +579,8 @@ impl<'p> Jit<'p> {
             return;
         };
         let listings = Listings {
-            ir: self.config.dumps.ir,
-            asm: self.config.dumps.asm,
+            ir: self.config.dumps.ir || self.config.keep,
+            asm: self.config.dumps.asm || self.config.keep,
         };
         let tree = &self.trees[t];
         // Alone in its function: no parent guard to read from, and its end, even at its
@@ -454,23 +598,19 @@ impl<'p> Jit<'p> {
         let frame_size = self.program.frame_size();
         let counting = self.config.max_steps.is_some();
         let compiled = backend.compile(&[segment], listings, counting, (t, seg), frame_size);
-        self.stats.compile_time += start.elapsed();
+        let took = start.elapsed();
+        self.stats.compile_time += took;
         let what = format!(
             "{t}: bridge {} at {}",
             seg - 1,
             describe(self.program, &tree.key)
         );
+        let target = backend.listing_target();
         match compiled {
             Ok(code) => {
-                let target = backend.listing_target();
-                if let Some(ir) = &code.ir {
-                    let _ = writeln!(self.dump, "# ir {what} ({target})");
-                    self.dump.push_str(ir);
-                }
-                if let Some(asm) = &code.asm {
-                    let _ = writeln!(self.dump, "# asm {what} ({target})");
-                    self.dump.push_str(asm);
-                }
+                self.show_code(t, seg, None, &code, &what, target);
+                let tree = &self.trees[t];
+                let size = code.size;
                 let bridge = &tree.bridges[seg - 1];
                 let (ps, pi) = bridge.from;
                 if bridge.value.is_none() {
@@ -481,14 +621,106 @@ impl<'p> Jit<'p> {
                     }
                 }
                 self.trees[t].bridges[seg - 1].code = Some(code);
+                self.event(EventKind::Compiled {
+                    tree: t,
+                    bridge: Some(seg - 1),
+                    bridges: 0,
+                    bytes: size,
+                    micros: events::micros(took),
+                });
             }
             Err(why) => {
                 if self.config.dumps.ir || self.config.dumps.asm {
                     let _ = writeln!(self.dump, "# {what} stays on the trace interpreter: {why}");
                 }
+                self.event(EventKind::NotCompiled {
+                    what: format!("trace {what}"),
+                    reason: why.to_string(),
+                });
                 self.stats.not_compiled.push((what, why));
             }
         }
+    }
+
+    /// Prints the listings of `code`, unit `unit` of tree `t` (0 for the tree's function,
+    /// else the bridge segment compiled on its own), under the headers `# ir {what}` and
+    /// `# asm {what}`; with `new`, only that segment's code. Keeps them for the report.
+    fn show_code(
+        &mut self,
+        t: usize,
+        unit: usize,
+        new: Option<usize>,
+        code: &backend::Compiled,
+        what: &str,
+        target: &str,
+    ) {
+        let ir = code.ir.as_deref().map(listing::ir_lines);
+        let asm = code.asm.as_deref().map(|a| listing::asm_lines(a, code));
+        let describe = |o: Origin| self.describe_origin(t, o);
+        let dumps = self.config.dumps;
+        let ir_text = ir
+            .as_ref()
+            .filter(|_| dumps.ir)
+            .map(|ir| listing::render(ir, "    ", new, &describe));
+        let asm_text = asm
+            .as_ref()
+            .filter(|_| dumps.asm)
+            .map(|asm| listing::render(asm, "  ", new, &describe));
+        if let Some(text) = ir_text {
+            let _ = writeln!(self.dump, "# ir {what} ({target})");
+            self.dump.push_str(&text);
+        }
+        if let Some(text) = asm_text {
+            let _ = writeln!(self.dump, "# asm {what} ({target})");
+            self.dump.push_str(&text);
+        }
+        if self.config.keep {
+            let bridge = unit.checked_sub(1);
+            self.kept.code.retain(|c| (c.tree, c.bridge) != (t, bridge));
+            self.kept.code.push(KeptCode {
+                tree: t,
+                bridge,
+                ir: ir.unwrap_or_default(),
+                asm: asm.unwrap_or_default(),
+                size: code.size,
+            });
+        }
+    }
+
+    /// What an origin of compiled code is, as listings name it: the instruction
+    /// (`v10:int = sub v8, 1`, `g12: guard_false v11`), or the exit of one, and where it
+    /// resumes.
+    fn describe_origin(&self, t: usize, o: Origin) -> String {
+        let tree = &self.trees[t];
+        let place = match o.segment {
+            0 => String::new(),
+            s => format!("bridge {}: ", s - 1),
+        };
+        let Some(trace) = (o.segment <= tree.bridges.len()).then(|| tree.segment(o.segment)) else {
+            return format!("segment {} #{}", o.segment, o.inst);
+        };
+        let Some(inst) = trace.insts.get(o.inst) else {
+            return format!("{place}#{}", o.inst);
+        };
+        if o.exit {
+            let name = if inst.kind.has_result() {
+                format!("v{}", o.inst)
+            } else {
+                format!("g{}", o.inst)
+            };
+            let resume = trace.snap_of(inst).map_or(String::new(), |s| {
+                format!(
+                    ", resume at @{}:{}",
+                    self.program.label(s.pos.block),
+                    s.pos.inst
+                )
+            });
+            return format!("{place}exit of {name}{resume}");
+        }
+        let text = print::ssa_inst(self.program, trace, o.inst);
+        // The snapshot shows in the trace's dump; here, the operation.
+        let op = text.split("  @").next().unwrap_or(&text);
+        format!("{place}{op}")
     }
 
     /// The tree anchored at the start of `block`, for the frame's greens.
@@ -529,7 +761,7 @@ impl<'p> Jit<'p> {
                 && self.trees[t].assume_ints
             {
                 self.trees[t].assume_ints = false;
-                self.compile(t);
+                self.compile(t, None);
                 for seg in 1..=self.trees[t].bridges.len() {
                     if self.trees[t].bridges[seg - 1].separate {
                         self.compile_bridge(t, seg);
@@ -648,6 +880,12 @@ impl<'p> Jit<'p> {
         let unit = from.unit_of(at.0);
         self.trees[next].incoming.push((t, unit, g));
         self.stats.links += 1;
+        let from = GuardRef {
+            tree: t,
+            segment: at.0,
+            inst: at.1,
+        };
+        self.event(EventKind::Linked { from, to: next });
     }
 
     /// Runs segment `seg` of tree `t` from `here` (machine code runs the whole tree from the
@@ -851,6 +1089,15 @@ impl<'p> Jit<'p> {
             .iter()
             .filter_map(|(slot, o)| o.as_const().map(|v| (*slot, v.clone())))
             .collect();
+        let guard_ref = GuardRef {
+            tree: t,
+            segment: from.0,
+            inst: from.1,
+        };
+        self.event(EventKind::TraceStarted {
+            anchor: self.program.label(pos.block).to_string(),
+            from: Some(guard_ref),
+        });
         let start = Instant::now();
         let profile = &self.profile;
         let ends = |target: BlockId, frame: &Frame| {
@@ -873,12 +1120,16 @@ impl<'p> Jit<'p> {
             self.config.max_trace_len * BRIDGE_LENGTH_FACTOR,
         );
         self.stats.record_time += start.elapsed();
-        let label = format!("a bridge from trace {t} guard {}:v{}", from.0, from.1);
+        let label = format!("a bridge from {guard_ref}");
         let failed = |jit: &mut Jit| *jit.trees[t].failures.entry(from).or_default() += 1;
         match recorded? {
             Recorded::Stopped(v) => Ok(Next::Stopped(v)),
             Recorded::Aborted { reason, at } => {
                 failed(self);
+                self.event(EventKind::TraceAborted {
+                    at: label.clone(),
+                    reason: reason.to_string(),
+                });
                 self.stats.aborts.push((label, reason));
                 Ok(Next::Resume(at))
             }
@@ -896,12 +1147,17 @@ impl<'p> Jit<'p> {
                     .collect();
                 let start = Instant::now();
                 let optimized = self.optimize(&opt::specialize_inputs(&trace, &known), &passes);
-                self.stats.opt_time += start.elapsed();
+                let took = start.elapsed();
+                self.stats.opt_time += took;
                 let recorded = trace;
                 let trace = match optimized {
                     Ok(t) => t,
                     Err(rejected) => {
                         failed(self);
+                        self.event(EventKind::Rejected {
+                            at: label.clone(),
+                            reason: rejected.reason().to_string(),
+                        });
                         self.stats.rejected.push((label, rejected));
                         return Ok(Next::Resume(end));
                     }
@@ -910,10 +1166,20 @@ impl<'p> Jit<'p> {
                 let returns = self.profile.key_at(trace.anchor, &state.frame).as_ref()
                     == Some(&self.trees[t].key);
                 let number = self.trees[t].bridges.len();
+                if self.config.keep {
+                    self.kept
+                        .recorded
+                        .insert((t, Some(number)), recorded.clone());
+                }
+                self.event(EventKind::Optimized {
+                    tree: t,
+                    bridge: Some(number),
+                    recorded: recorded.insts.len(),
+                    optimized: trace.insts.len(),
+                    micros: events::micros(took),
+                });
                 let header = format!(
-                    "# bridge {number} from trace {t} guard {}:v{} to {}{}",
-                    from.0,
-                    from.1,
+                    "# bridge {number} from {guard_ref} to {}{}",
                     self.program.label(trace.anchor),
                     match &value {
                         Some(v) => format!(", for {v}"),
@@ -949,6 +1215,13 @@ impl<'p> Jit<'p> {
                                 || tree.bridges.iter().filter(|b| !b.separate).count()
                                     >= MAX_TREE_BRIDGES)
                             && backend::lower::linkable(tree.segment(from.0), from.1)));
+                self.event(EventKind::BridgeAttached {
+                    bridge: number,
+                    from: guard_ref,
+                    value: value.as_ref().map(|v| v.to_string()),
+                    to: self.program.label(trace.anchor).to_string(),
+                    separate,
+                });
                 self.trees[t].bridges.push(Bridge {
                     from,
                     value,
@@ -958,10 +1231,14 @@ impl<'p> Jit<'p> {
                     code: None,
                 });
                 let seg = self.trees[t].bridges.len();
+                if seg == MAX_BRIDGES {
+                    let what = format!("bridge limit reached at trace {t} ({MAX_BRIDGES} bridges)");
+                    self.event(EventKind::Limit { what });
+                }
                 if separate {
                     self.compile_bridge(t, seg);
                 } else {
-                    self.compile(t);
+                    self.compile(t, Some(seg));
                 }
                 Ok(Next::Resume(end))
             }

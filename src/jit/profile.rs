@@ -171,11 +171,13 @@ impl Profile {
         self.counter(key).trace = Some(index);
     }
 
-    /// Records that a recording at `key` was abandoned or rejected.
-    pub fn failed(&mut self, key: &Key) {
+    /// Records that a recording at `key` was abandoned or rejected; whether the key is now
+    /// never traced again (it failed [`MAX_ABORTS`] times).
+    pub fn failed(&mut self, key: &Key) -> bool {
         let c = self.counter(key);
         c.count = 0;
         c.aborts += 1;
+        c.aborts == MAX_ABORTS
     }
 }
 
