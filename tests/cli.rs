@@ -417,7 +417,7 @@ fn stats_show_traces_and_guard_exits() {
     );
     // The exit writes back only `s`: `sum_done` reads nothing else (`lang::liveness`).
     assert!(
-        err.contains("exits: 1\n  trace 0 guard_true v12  @sum_done:0 #4 [s=v10]: 1\n"),
+        err.contains("exits: 1\n  trace 0 g13: guard_true v12  @sum_done:0 #4 [s=v10]: 1\n"),
         "{err}"
     );
 }

@@ -155,7 +155,7 @@ fn the_register_machine_loop_body_has_no_dispatch_left() {
             "v14:int = sub v12, 1",
             "v15:int = add v13, v7",
             "v16:int = eq v14, 0",
-            "guard_false v16",
+            "g17: guard_false v16",
             "loop v14, v15",
         ]
     );
@@ -176,7 +176,7 @@ fn the_promotion_loop_body_is_a_subtraction_a_comparison_and_a_guard() {
         [
             "v8:int = sub v7, 11",
             "v9:int = ge v8, 0",
-            "guard_true v9",
+            "g10: guard_true v9",
             "loop v8"
         ]
     );

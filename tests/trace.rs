@@ -11,12 +11,25 @@ use flowjit::trace::{self, parse::parse_ssa, print, Recorded, Trace};
 
 const SQUARE: &str = "bytecode=[mov_a_r0,mov_a_r1,mov_r0_a,decr_a,mov_a_r0,mov_r2_a,add_r1_to_a,mov_a_r2,mov_r0_a,jump_if_a,2,mov_r2_a,return_a]";
 
+fn golden_path(name: &str) -> String {
+    format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
 fn golden(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/golden/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("golden file")
+    std::fs::read_to_string(golden_path(name)).expect("golden file")
+}
+
+/// Compares `got` with the golden file `name`; with `FLOWJIT_BLESS=1`, rewrites the file
+/// with `got` instead (review the diff before committing it).
+fn assert_golden(got: &str, name: &str) {
+    if std::env::var_os("FLOWJIT_BLESS").is_some() && got != golden(name) {
+        std::fs::write(golden_path(name), got).expect("a writable golden file");
+    }
+    assert_eq!(
+        got,
+        golden(name),
+        "tests/golden/{name} (FLOWJIT_BLESS=1 rewrites it)"
+    );
 }
 
 #[test]
@@ -41,7 +54,7 @@ fn power_traces_as_in_the_articles() {
          guard_true(y,[],power_done)\n\
          loop\n"
     );
-    assert_eq!(err, golden("power_rec.trace"));
+    assert_golden(&err, "power_rec.trace");
 }
 
 #[test]
@@ -57,6 +70,7 @@ fn promotion_traces_as_in_the_articles() {
         "trace",
     ]);
     assert_eq!(out, "-10\n");
+    assert_golden(&err, "promotion_b.trace");
     assert_eq!(
         err,
         "# trace 0: loop at b\n\
@@ -88,16 +102,18 @@ fn the_register_machine_meta_traces_as_in_the_articles() {
         "trace",
     ]);
     assert_eq!(out, "256\n");
-    assert_eq!(err, golden("regmachine_square.trace"));
-    // The beginning and the end as the article prints them.
+    assert_golden(&err, "regmachine_square.trace");
+    // The beginning and the end as the article prints them, the bytecode list (too long to
+    // print at each guard) once, before the operations, as `k0`.
     let lines: Vec<&str> = err.lines().collect();
     let list = &SQUARE["bytecode=".len()..];
     assert_eq!(
-        lines[1..9],
+        lines[1..10],
         [
+            format!("% k0 = {list}"),
             "op1(pc,same,var(target))".to_string(),
-            format!("guard_value(bytecode,{list},[],bytecode_loop)"),
-            format!("guard_value(bytecode,{list},[],bytecode_loop_promote_bytecode)"),
+            "guard_value(bytecode,k0,[],bytecode_loop)".to_string(),
+            "guard_value(bytecode,k0,[],bytecode_loop_promote_bytecode)".to_string(),
             "guard_value(pc,2,[],bytecode_loop_promote_pc)".to_string(),
             "op2(opcode,readlist,var(bytecode),var(pc))".to_string(),
             "op2(pc,add,var(pc),const(1))".to_string(),
@@ -120,6 +136,128 @@ fn the_register_machine_meta_traces_as_in_the_articles() {
         ]
     );
     assert_eq!(lines.last(), Some(&"loop"));
+}
+
+#[test]
+fn the_articles_notation_quotes_atoms_and_names_as_prolog_does() {
+    let path = std::env::temp_dir().join(format!("flowjit-quoted-{}.fg", std::process::id()));
+    let program = "start:\n    goto Loop\nLoop:\n    N = N - 1\n    t = 'x y'\n    \
+                   u = 'jump_if_a'\n    if N goto Loop else goto done\ndone:\n    \
+                   print(u)\n    print_and_stop(t)\n";
+    std::fs::write(&path, program).expect("a writable temporary file");
+    let file = path.to_string_lossy().to_string();
+    let (out, err) = flowjit(&[
+        "trace",
+        &file,
+        "--from",
+        "Loop",
+        "N=10",
+        "--dump",
+        "trace,opt",
+    ]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(out, "jump_if_a\n'x y'\n");
+    let trace = err.split("# opt").next().expect("the trace dump");
+    assert_eq!(
+        trace,
+        "# trace 0: loop at Loop\n\
+         op2('N',sub,var('N'),const(1))\n\
+         op1(t,same,const('x y'))\n\
+         op1(u,same,const(jump_if_a))\n\
+         guard_true('N',[],done)\n\
+         loop\n"
+    );
+    // The SSA form names variables as the program does, and prints atoms as above.
+    assert!(err.contains("[t='x y', u=jump_if_a]"), "{err}");
+}
+
+/// The dumps of `flowjit bytecode examples/square.bc` with the optimizer off, so that the
+/// `opt` dump keeps the dispatch: each dump's sections (a header line starting with `#`,
+/// then what follows up to the next one).
+fn square_dumps() -> Vec<(String, String)> {
+    let (out, err) = flowjit(&[
+        "bytecode",
+        "examples/square.bc",
+        "a=100",
+        "--no-opt",
+        "--dump",
+        "trace,opt",
+        "--stats",
+    ]);
+    assert_eq!(out, "10000\n");
+    let mut sections: Vec<(String, String)> = Vec::new();
+    for line in err.lines() {
+        match sections.last_mut() {
+            Some((_, body)) if !line.starts_with('#') => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            _ => sections.push((line.to_string(), String::new())),
+        }
+    }
+    sections
+}
+
+#[test]
+fn the_bytecode_list_prints_once_in_each_dump_and_atoms_print_bare_in_all() {
+    let list = &SQUARE["bytecode=".len()..];
+    let sections = square_dumps();
+    let section = |prefix: &str| -> &str {
+        sections
+            .iter()
+            .find(|(h, _)| h.starts_with(prefix))
+            .map(|(_, body)| body.as_str())
+            .unwrap_or_else(|| panic!("no `{prefix}` section in {sections:?}"))
+    };
+    let greens = "loop at bytecode_loop with greens ([mov_a_r0,mov_a_r1,mo..., 2)";
+    assert_eq!(sections[0].0, format!("# trace 0: {greens}"));
+    assert_eq!(sections[1].0, format!("# opt 0: {greens}"));
+    // The articles' notation: the list as a comment line before the operations, then `k0`.
+    let trace = section("# trace 0");
+    assert!(trace.starts_with(&format!("% k0 = {list}\nguard_value(bytecode,k0,[],")));
+    assert_eq!(trace.matches(list).count(), 1, "{trace}");
+    assert!(trace.contains("\nop2(c,eq,var(opcode),const(jump_if_a))\n"));
+    // The SSA form: the list after the inputs, then `k0`; the atom bare, as above.
+    let opt = section("# opt 0");
+    let mut lines = opt.lines();
+    assert!(lines.next().is_some_and(|l| l.starts_with('[')), "{opt}");
+    assert_eq!(lines.next(), Some(format!("k0 = {list}").as_str()));
+    assert!(lines
+        .next()
+        .is_some_and(|l| l.starts_with("g0: guard_value k0, k0  @")));
+    assert_eq!(opt.matches(list).count(), 1, "{opt}");
+    assert!(
+        opt.contains(":int = eq v2, jump_if_a\ng5: guard_false v4  @"),
+        "{opt}"
+    );
+    // It reads back as it is.
+    let (parsed, names) = parse_ssa(opt).unwrap_or_else(|e| panic!("{e}\n{opt}"));
+    assert_eq!(print::ssa(&names, &parsed), opt);
+    // The statistics name each exit's guard as the dump does, its constants shortened.
+    let stats = section("# stats");
+    let exits = stats
+        .lines()
+        .skip_while(|l| !l.starts_with("exits: "))
+        .skip(1)
+        .take_while(|l| l.starts_with("  trace "))
+        .collect::<Vec<_>>();
+    assert!(!exits.is_empty(), "{stats}");
+    for exit in exits {
+        let inst = exit["  trace 0 ".len()..]
+            .rsplit_once(": ")
+            .expect("a count")
+            .0;
+        let name = inst.split(':').next().expect("a name");
+        assert!(name.starts_with('g'), "{exit}");
+        let printed = opt
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no {name} in the dump"));
+        assert_eq!(printed, inst.replace("[mov_a_r0,mov_a_r1,mo...", "k0"));
+    }
+    for (header, body) in &sections {
+        assert!(!header.contains("'jump_if_a'") && !body.contains("'jump_if_a'"));
+    }
 }
 
 /// A trace as the only segment of a tree.

@@ -8,14 +8,19 @@
 //! states its type (`v2:int = add v0, 1`), which must be the one its kind gives.
 //!
 //! Value names (`v0`, `v7`, ...) need not be the instruction indices: each `vN:ty = ...`
-//! line defines the name, later uses refer to it, and the parsed trace renumbers. Lines
-//! starting with `#` and blank lines are skipped. The anchor is the label the `loop`
-//! resumes at.
+//! line defines the name, later uses refer to it, and the parsed trace renumbers. A guard
+//! may be named, `g6: guard_false v5 ...`, and then by its own index only (as the printer
+//! names it): the line must be the trace's instruction 6. Lines `k0 = CONSTANT` (after the
+//! inputs, before their use) name the trace's long constants, and an operand `k0` is that
+//! constant; an atom of the form `vN` or `kN` is quoted, `'k0'`. Lines starting with `#`
+//! and blank lines are skipped. The anchor is the label the `loop` resumes at.
 
 use std::collections::HashMap;
 
+use flowjit_runtime::Value;
+
 use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
-use super::print::Names;
+use super::print::{named_guard, Names};
 use crate::lang::parse_fg::parse_fg_const;
 use crate::lang::{BlockId, FuncId, Slot};
 use crate::resume::{Inlined, Store, Virtual};
@@ -96,6 +101,15 @@ fn split_top(s: &str, sep: char) -> Vec<&str> {
 struct Parser {
     text: TextNames,
     names: HashMap<String, Ref>,
+    /// The table of long constants: `k0 = [...]`.
+    consts: HashMap<String, Value>,
+}
+
+/// Whether `text` is a name of the SSA form made of `prefix` (`v` a value, `k` a constant
+/// of the table, `g` a guard) and decimal digits.
+pub(super) fn is_numbered(text: &str, prefix: char) -> bool {
+    text.strip_prefix(prefix)
+        .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A variable or label name: letters, digits and `_`, not starting with a digit.
@@ -109,19 +123,42 @@ fn is_name(text: &str) -> bool {
 impl Parser {
     fn opnd(&self, text: &str) -> Result<Opnd, String> {
         let text = text.trim();
-        let is_name = text.len() > 1
-            && text.starts_with('v')
-            && text[1..].chars().all(|c| c.is_ascii_digit());
-        if is_name {
+        if is_numbered(text, 'v') {
             return self
                 .names
                 .get(text)
                 .map(|r| Opnd::Ref(*r))
                 .ok_or_else(|| format!("`{text}` is used before it is defined"));
         }
+        if is_numbered(text, 'k') {
+            return self
+                .consts
+                .get(text)
+                .map(|v| Opnd::Const(v.clone()))
+                .ok_or_else(|| {
+                    format!("`{text}` is used before its line `{text} = CONSTANT` defines it")
+                });
+        }
         parse_fg_const(text)
             .map(Opnd::Const)
             .map_err(|d| format!("bad operand `{text}`: {}", d.message))
+    }
+
+    /// `kN = CONSTANT`: an entry of the table of long constants.
+    fn constant(&mut self, name: &str, text: &str) -> Result<(), String> {
+        let text = text.trim();
+        if is_numbered(text, 'v') || is_numbered(text, 'k') {
+            return Err(format!(
+                "`{name}` must be a constant, not `{text}` (an atom of this form is quoted: \
+                 `'{text}'`)"
+            ));
+        }
+        let value = parse_fg_const(text)
+            .map_err(|d| format!("bad constant `{text}` for `{name}`: {}", d.message))?;
+        if self.consts.insert(name.to_string(), value).is_some() {
+            return Err(format!("`{name}` is defined twice"));
+        }
+        Ok(())
     }
 
     fn slot(&mut self, name: &str) -> Result<Slot, String> {
@@ -291,6 +328,7 @@ pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
     let mut p = Parser {
         text: TextNames::default(),
         names: HashMap::new(),
+        consts: HashMap::new(),
     };
     let mut insts = Vec::new();
     let mut snaps = Vec::new();
@@ -306,11 +344,23 @@ pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
             continue;
         };
         let declared = declared.clone();
+        if let Some((name, value)) = line.split_once('=') {
+            let name = name.trim();
+            if is_numbered(name, 'k') {
+                p.constant(name, value).map_err(at)?;
+                continue;
+            }
+        }
         let parts = split_top(line, '@');
         let (body, snap) = match parts.as_slice() {
             [body] => (*body, None),
             [body, snap] => (*body, Some(p.snapshot(snap.trim()).map_err(at)?)),
             _ => return Err(at("more than one `@`".to_string())),
+        };
+        // `gN: `: a guard's name, its own index.
+        let (guard, body) = match body.split_once(':') {
+            Some((name, rest)) if is_numbered(name.trim(), 'g') => (Some(name.trim()), rest.trim()),
+            _ => (None, body),
         };
         let (name, body) = match body.split_once(" = ") {
             Some((name, body)) => (Some(name.trim()), body.trim()),
@@ -362,6 +412,20 @@ pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
             (false, Some(_)) => return Err(at(format!("`{mnemonic}` defines no value"))),
             (false, None) => Ty::None,
         };
+        if let Some(guard) = guard {
+            if !named_guard(kind) {
+                return Err(at(format!(
+                    "`{guard}:` names a guard, and `{mnemonic}` is not one"
+                )));
+            }
+            let index = insts.len();
+            if guard != format!("g{index}") {
+                return Err(at(format!(
+                    "guard `{guard}` is instruction {index} of the trace: a guard is named \
+                     by its index, `g{index}`"
+                )));
+            }
+        }
         if let Kind::Input(slot) = kind {
             match declared.iter().find(|(s, _)| *s == slot) {
                 Some((_, t)) if *t == ty => {}
@@ -404,6 +468,7 @@ pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
         snaps,
         calls,
         known: Vec::new(),
+        merges: Vec::new(),
     };
     super::verify::verify(&trace)?;
     Ok((trace, p.text))
