@@ -118,6 +118,26 @@ pub enum Command {
         #[command(flatten)]
         opts: RunOpts,
     },
+    /// Run a program under the JIT and write one self-contained HTML page of what it did:
+    /// the source with its hot loops, each trace and bridge as recorded, optimized, as
+    /// Cranelift IR and as machine code, side by side and linked, the time per phase and a
+    /// timeline of the compile events. Accepts the run flags (--mode jit or trace).
+    Report {
+        /// The program (.fg, .pl; .bc: register-machine bytecode, .b: Brainfuck, each run on
+        /// its bundled interpreter).
+        program: PathBuf,
+        /// Inputs, NAME=VALUE (registers for a .bc file).
+        inputs: Vec<String>,
+        /// The label to start at.
+        #[arg(long)]
+        entry: Option<String>,
+        /// The HTML file to write.
+        #[arg(short = 'o', long = "output", value_name = "FILE.html")]
+        output: PathBuf,
+        /// Run options.
+        #[command(flatten)]
+        opts: RunOpts,
+    },
     /// Differential testing at length: random programs under every executor, compared with
     /// the interpreter; a difference is shrunk and printed (exit status 3).
     Difftest {
@@ -199,7 +219,11 @@ pub struct RunOpts {
     /// Run no optimizer pass.
     #[arg(long)]
     pub no_opt: bool,
-    /// Print to stderr: trace, opt, ir, asm (comma-separated).
+    /// Print to stderr: trace, opt, ir, asm (comma-separated). In `opt`, an operation that
+    /// may exit ends in its snapshot, `@label:i #n [x=v1, ...] | a[i]=v {v3=[...]}`: the
+    /// interpreter resumes at statement i of block label, having counted n operations for
+    /// --max-steps, with x holding v1, the pending stores made and the virtual arrays built;
+    /// a guard is named gN by its index N, as bridges and --stats name it.
     #[arg(long, value_delimiter = ',')]
     pub dump: Vec<String>,
     /// ISA for ir/asm dumps: x86_64 or aarch64.
@@ -208,6 +232,11 @@ pub struct RunOpts {
     /// Print statistics to stderr.
     #[arg(long)]
     pub stats: bool,
+    /// Write the JIT's events to FILE as JSON lines (trace started, aborted, optimized,
+    /// compiled, bridge attached, blacklisted, guard exits, the run's totals); the schema
+    /// is in docs/ARCHITECTURE.md.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
     /// Stop with an error after N interpreted operations.
     #[arg(long)]
     pub max_steps: Option<u64>,
@@ -319,6 +348,13 @@ fn dispatch(command: Command) -> CliResult<()> {
             Ok(())
         }
         Command::Difftest { seed, count } => difftest(seed, count),
+        Command::Report {
+            program,
+            inputs,
+            entry,
+            output,
+            opts,
+        } => report_command(&program, &inputs, entry.as_deref(), &output, &opts),
         Command::Trace {
             program,
             inputs,
@@ -710,9 +746,115 @@ fn execute(
     inputs: &[(Slot, Value)],
     opts: &RunOpts,
 ) -> CliResult<()> {
+    execute_with(loaded, start, inputs, opts, None)
+}
+
+/// What `flowjit report` writes its page about, and where.
+struct ReportTo {
+    /// The page's file.
+    output: PathBuf,
+    /// The command, for the title.
+    command: String,
+    /// The flowgraph program's file name and text, as parsed.
+    source_name: String,
+    source_text: String,
+    syntax: Syntax,
+    /// The interpreted program, for a `.bc` or `.b` file.
+    guest: Option<(String, String)>,
+}
+
+/// `flowjit report`: runs the program as `run`, `bytecode` or `bf` would (by its
+/// extension), keeping what the page shows, and writes the page.
+fn report_command(
+    path: &PathBuf,
+    inputs: &[String],
+    entry: Option<&str>,
+    output: &std::path::Path,
+    opts: &RunOpts,
+) -> CliResult<()> {
+    let name = path.display().to_string();
+    let mut command = format!("flowjit report {name}");
+    for word in inputs {
+        command.push(' ');
+        command.push_str(word);
+    }
+    let guest_text = || -> CliResult<String> {
+        let bytes =
+            std::fs::read(path).map_err(|e| usage_error(format!("cannot read {name}: {e}")))?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    let (loaded, entry, inputs, to) = if name.ends_with(".bc") || name.ends_with(".b") {
+        let bc = name.ends_with(".bc");
+        if entry.is_some() {
+            return Err(usage_error(
+                "--entry is for flowgraph programs, not .bc or .b files",
+            ));
+        }
+        let (loaded, entry, inputs) = if bc {
+            bytecode_setup(path, inputs)?
+        } else {
+            if !inputs.is_empty() {
+                return Err(usage_error(
+                    "a Brainfuck program takes no inputs (it reads standard input)",
+                ));
+            }
+            brainfuck_setup(path)?
+        };
+        let (source_name, source_text) = if bc {
+            (bytecode::REGMACHINE_NAME, bytecode::REGMACHINE_SOURCE)
+        } else {
+            (brainfuck::BF_NAME, brainfuck::BF_SOURCE)
+        };
+        let to = ReportTo {
+            output: output.to_path_buf(),
+            command,
+            source_name: source_name.to_string(),
+            source_text: source_text.to_string(),
+            syntax: Syntax::Fg,
+            guest: Some((name.clone(), guest_text()?)),
+        };
+        (loaded, entry, inputs, to)
+    } else {
+        let (loaded, entry, inputs) = open(path, opts.syntax, entry, inputs)?;
+        let to = ReportTo {
+            output: output.to_path_buf(),
+            command,
+            source_name: name.clone(),
+            source_text: read_file(path)?,
+            syntax: opts.syntax.unwrap_or_else(|| Syntax::from_path(&name)),
+            guest: None,
+        };
+        (loaded, entry, inputs, to)
+    };
+    let opts = RunOpts {
+        final_line: !name.ends_with(".b"),
+        ..opts.clone()
+    };
+    if opts.mode == Some(Mode::Interp) {
+        return Err(usage_error(
+            "flowjit report needs --mode jit or --mode trace",
+        ));
+    }
+    execute_with(&loaded, Start::Run(entry), &inputs, &opts, Some(&to))
+}
+
+/// Writes `text` to `path`, or says why it cannot.
+fn write_file(path: &std::path::Path, text: &str) -> CliResult<()> {
+    std::fs::write(path, text)
+        .map_err(|e| usage_error(format!("cannot write {}: {e}", path.display())))
+}
+
+fn execute_with(
+    loaded: &Loaded,
+    start: Start,
+    inputs: &[(Slot, Value)],
+    opts: &RunOpts,
+    report: Option<&ReportTo>,
+) -> CliResult<()> {
     let mode = opts.mode.unwrap_or(Mode::Jit);
     let mut config = jit_config(opts)?;
     config.native = mode == Mode::Jit;
+    config.keep = report.is_some();
     if !config.native && (config.dumps.ir || config.dumps.asm || config.target.is_some()) {
         return Err(usage_error(
             "--dump ir, --dump asm and --target need --mode jit",
@@ -720,9 +862,9 @@ fn execute(
     }
     if mode == Mode::Interp {
         if let Start::Run(entry) = start {
-            if opts.stats || !opts.dump.is_empty() {
+            if opts.stats || !opts.dump.is_empty() || opts.log.is_some() {
                 return Err(usage_error(
-                    "--stats and --dump need --mode jit or --mode trace",
+                    "--stats, --dump and --log need --mode jit or --mode trace",
                 ));
             }
             let mut state = State::new(&loaded.program, inputs, Io::stdio());
@@ -744,7 +886,33 @@ fn execute(
     if opts.stats {
         eprint!("{}", driver.stats_report());
     }
-    finish(result, &mut state.io, opts.final_line)
+    let events = driver.events();
+    // What the program wrote is out; the log and the page are written even after its
+    // error, which `finish` reports last.
+    let mut written = Ok(());
+    if let Some(path) = &opts.log {
+        written = written.and(write_file(path, &crate::report::json_lines(&events)));
+    }
+    if let Some(to) = report {
+        let page = match lang::load(&to.source_text, to.syntax) {
+            Ok((ast, _)) => {
+                let subject = crate::report::Subject {
+                    command: &to.command,
+                    source: crate::report::SourceText {
+                        name: &to.source_name,
+                        text: &to.source_text,
+                        ast: &ast,
+                    },
+                    guest: to.guest.as_ref().map(|(n, t)| (n.as_str(), t.as_str())),
+                };
+                crate::report::html(&subject, &driver, &events)
+            }
+            Err(_) => unreachable!("the program was loaded from this text"),
+        };
+        written = written.and(write_file(&to.output, &page));
+    }
+    let finished = finish(result, &mut state.io, opts.final_line);
+    finished.and(written)
 }
 
 /// `pe --compile --run`: the residual program as one function of machine code; the

@@ -38,6 +38,8 @@ pub mod jit;
 pub mod lang;
 pub mod opt;
 pub mod peval;
+#[cfg(feature = "cli")]
+pub mod report;
 pub mod resume;
 pub mod state;
 pub mod trace;

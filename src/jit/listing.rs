@@ -93,19 +93,18 @@ fn origin_at(ranges: &[(u32, u32, Origin)], offset: u64) -> Option<Origin> {
 pub fn render(
     lines: &[Line],
     indent: &str,
-    only: Option<usize>,
+    only: Option<Only>,
     describe: &dyn Fn(Origin) -> String,
 ) -> String {
     let keep = keep_lines(lines, only);
     let mut out = String::new();
     let mut last = None;
     for (line, _) in lines.iter().zip(&keep).filter(|(_, k)| **k) {
-        if line.origin.is_some() && line.origin != last {
-            let o = line.origin.expect("checked");
-            let _ = writeln!(out, "{indent}; {}", describe(o));
-        }
-        if line.origin.is_some() {
-            last = line.origin;
+        if let Some(o) = line.origin {
+            if Some(o) != last {
+                let _ = writeln!(out, "{indent}; {}", describe(o));
+            }
+            last = Some(o);
         }
         out.push_str(&line.text);
         out.push('\n');
@@ -113,25 +112,46 @@ pub fn render(
     out
 }
 
-/// Which of `lines` a listing of segment `only` shows: its lines, and in IR the lines of
-/// the blocks that hold them (a block starts at an unindented `blockN` line).
-pub fn keep_lines(lines: &[Line], only: Option<usize>) -> Vec<bool> {
-    let Some(seg) = only else {
+/// The part of a tree's function that shows a bridge compiled into it: the bridge's code,
+/// and the guard it hangs from (where its dispatch on a promoted value is, a jump table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Only {
+    /// The bridge's segment.
+    pub segment: usize,
+    /// The guard it hangs from: (segment, instruction).
+    pub parent: (usize, usize),
+}
+
+impl Only {
+    fn holds(&self, o: Option<Origin>) -> bool {
+        o.is_some_and(|o| {
+            o.segment == self.segment || (!o.exit && (o.segment, o.inst) == self.parent)
+        })
+    }
+}
+
+/// Which of `lines` a listing of `only` shows: its lines and the data right after them (a
+/// jump table), and in IR the lines of the blocks that hold them (a block starts at an
+/// unindented `blockN` line).
+pub fn keep_lines(lines: &[Line], only: Option<Only>) -> Vec<bool> {
+    let Some(only) = only else {
         return vec![true; lines.len()];
     };
     let ir = lines.iter().any(|l| l.text.starts_with("block"));
     if !ir {
-        return lines
-            .iter()
-            .map(|l| l.origin.is_some_and(|o| o.segment == seg))
-            .collect();
+        let mut keep = Vec::with_capacity(lines.len());
+        let mut after_kept = false;
+        for l in lines {
+            let k = only.holds(l.origin) || (l.origin.is_none() && after_kept);
+            after_kept = k;
+            keep.push(k);
+        }
+        return keep;
     }
     let mut keep = vec![false; lines.len()];
     let mut start = 0;
     let flush = |from: usize, to: usize, keep: &mut Vec<bool>| {
-        let mine = lines[from..to]
-            .iter()
-            .any(|l| l.origin.is_some_and(|o| o.segment == seg));
+        let mine = lines[from..to].iter().any(|l| only.holds(l.origin));
         if mine {
             keep[from..to].iter_mut().for_each(|k| *k = true);
         }
@@ -175,12 +195,18 @@ mod tests {
         assert_eq!(lines[3].origin, Some(at(1, 2, false)));
         assert_eq!(lines[1].origin, None);
         // Only bridge 0's (segment 1's) block, and a comment where its instruction starts.
-        let shown = render(&lines, "    ", Some(1), &|o| format!("inst {}", o.inst));
+        let only = |segment| {
+            Some(Only {
+                segment,
+                parent: (0, 7),
+            })
+        };
+        let shown = render(&lines, "    ", only(1), &|o| format!("inst {}", o.inst));
         assert_eq!(
             shown,
             "block0(v0: i64):\n    ; inst 1\n    v1 = iconst.i64 1\n    ; inst 2\n    return v1\n"
         );
-        let none = render(&lines, "", Some(2), &|_| String::new());
+        let none = render(&lines, "", only(2), &|_| String::new());
         assert_eq!(none, "");
     }
 

@@ -308,6 +308,11 @@ impl<'p> Jit<'p> {
         &self.kept
     }
 
+    /// Tree `t`'s anchor as dumps and statistics show it: the label, and the green values.
+    pub fn label(&self, t: usize) -> String {
+        describe(self.program, &self.trees[t].key)
+    }
+
     /// The program the driver runs.
     pub fn program(&self) -> &Program {
         self.program
@@ -655,6 +660,10 @@ impl<'p> Jit<'p> {
         target: &str,
     ) {
         let ir = code.ir.as_deref().map(listing::ir_lines);
+        let new = new.map(|segment| listing::Only {
+            segment,
+            parent: self.trees[t].bridges[segment - 1].from,
+        });
         let asm = code.asm.as_deref().map(|a| listing::asm_lines(a, code));
         let describe = |o: Origin| self.describe_origin(t, o);
         let dumps = self.config.dumps;
@@ -690,7 +699,7 @@ impl<'p> Jit<'p> {
     /// What an origin of compiled code is, as listings name it: the instruction
     /// (`v10:int = sub v8, 1`, `g12: guard_false v11`), or the exit of one, and where it
     /// resumes.
-    fn describe_origin(&self, t: usize, o: Origin) -> String {
+    pub fn describe_origin(&self, t: usize, o: Origin) -> String {
         let tree = &self.trees[t];
         let place = match o.segment {
             0 => String::new(),
@@ -907,7 +916,10 @@ impl<'p> Jit<'p> {
         if depth + tree.calls() > MAX_CALL_DEPTH {
             return None;
         }
-        self.stats.entries += (seg == 0) as u64;
+        if seg == 0 {
+            self.stats.entries += 1;
+            *self.stats.tree_entries.entry(t).or_default() += 1;
+        }
         let unit = tree.unit_of(seg);
         if seg == unit {
             if let (Some(_), Some(backend)) = (tree.code_of(seg), self.backend.as_mut()) {

@@ -21,6 +21,9 @@ pub struct Stats {
     pub not_compiled: Vec<(String, backend::Unsupported)>,
     /// Times a tree was entered.
     pub entries: u64,
+    /// Entries into each tree from the driver, by tree (those machine code makes from
+    /// tree to tree are not counted).
+    pub tree_entries: BTreeMap<usize, u64>,
     /// Entries into machine code.
     pub native_entries: u64,
     /// Exits of machine code made to go on in another tree's machine code directly.

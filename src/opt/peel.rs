@@ -323,5 +323,6 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
         snaps,
         calls: trace.calls,
         known: trace.known.clone(),
+        merges: Vec::new(),
     }
 }

@@ -182,6 +182,7 @@ impl<'t> Rewriter<'t> {
             snaps: self.snaps,
             calls: self.old.calls,
             known: self.old.known.clone(),
+            merges: Vec::new(),
         }
     }
 }

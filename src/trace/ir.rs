@@ -506,6 +506,20 @@ pub struct Trace {
     /// interval. A bridge learns it from its guard (the intervals the parent trace knew
     /// there for the values the guard's snapshot gives); a root trace knows nothing.
     pub known: Vec<(Slot, KnownRange)>,
+    /// The merge points (`jit_merge_point`) the recording passed, with the greens' values
+    /// there: where each instruction of the interpreted program begins (PyPy's
+    /// `debug_merge_point`), which `flowjit report` marks. Only a recording has them: the
+    /// optimizer's traces have none.
+    pub merges: Vec<Merge>,
+}
+
+/// A merge point a recording passed ([`Trace::merges`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Merge {
+    /// The index of the first instruction recorded after it.
+    pub at: usize,
+    /// The green variables' values there, in the order `jit_merge_point` names them.
+    pub greens: Vec<flowjit_runtime::Value>,
 }
 
 /// An interval of integers, `lo..=hi` (`None`: unbounded on that side), that a variable is

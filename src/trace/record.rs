@@ -22,7 +22,7 @@
 
 use flowjit_runtime::{Op, Value};
 
-use super::ir::{Inst, Kind, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
+use super::ir::{Inst, Kind, Merge, Opnd, Ref, SnapId, Snapshot, Trace, Ty};
 use crate::interp::{self, branch, step, ErrorKind, Flow, Interrupt, RuntimeError};
 use crate::lang::{BlockId, FuncId, Inst as Stmt, Operand, Program, Slot, Terminator};
 use crate::resume::Inlined;
@@ -117,6 +117,8 @@ struct Recorder<'p> {
     arrays: Vec<(Opnd, Value)>,
     /// The pairs of those that a guard has told apart.
     apart: Vec<(Opnd, Opnd)>,
+    /// The merge points passed ([`Trace::merges`]).
+    merges: Vec<Merge>,
 }
 
 /// How many arrays a trace tells apart by guards: a store into one then leaves what the
@@ -392,6 +394,7 @@ fn record_from(
         cost: 0,
         arrays: Vec::new(),
         apart: Vec::new(),
+        merges: Vec::new(),
     };
     for slot in inherited {
         let v = r.var(&state.frame, *slot, start);
@@ -575,7 +578,17 @@ fn record_from(
                         );
                     }
                 }
-                Stmt::MergePoint(_) | Stmt::CanEnterJit => {}
+                Stmt::MergePoint(greens) => {
+                    if r.callers.is_empty() {
+                        let greens = greens
+                            .iter()
+                            .map(|g| state.frame[g.index()].clone().unwrap_or(Value::Int(0)))
+                            .collect();
+                        let at = r.insts.len();
+                        r.merges.push(Merge { at, greens });
+                    }
+                }
+                Stmt::CanEnterJit => {}
             }
             if r.insts.len() > max_len {
                 return Ok(Recorded::Aborted {
@@ -702,6 +715,7 @@ fn record_from(
                 snaps: r.snaps,
                 calls: r.deepest,
                 known: Vec::new(),
+                merges: r.merges,
             }));
         }
         if r.callers.is_empty() && traced(next, &state.frame) {
