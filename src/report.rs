@@ -235,7 +235,7 @@ impl<'a> Page<'a> {
     }
 
     fn summary(&self, out: &mut String) {
-        out.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n<table class=\"facts\">\n");
+        out.push_str("<section id=\"summary\">\n<div class=\"box\"><h2>Summary</h2>\n<table class=\"facts\">\n");
         let trees = self.jit.trees();
         let bridges: usize = trees.iter().map(|t| t.bridges.len()).sum();
         let kept = self.jit.kept();
@@ -268,7 +268,7 @@ impl<'a> Page<'a> {
             "exits linked to other trees",
             self.jit.stats.links.to_string(),
         );
-        out.push_str("</table>\n");
+        out.push_str("</table></div>\n");
         if let Some((EventKind::RunEnded { micros, .. }, _)) = self.run_ended() {
             let names = [
                 "interpreting",
@@ -279,7 +279,9 @@ impl<'a> Page<'a> {
                 "machine code",
             ];
             let total: u64 = micros.iter().sum::<u64>().max(1);
-            out.push_str("<h3>Time per phase</h3>\n<div id=\"phases\" class=\"bar\">");
+            out.push_str(
+                "<div class=\"box\"><h2>Time per phase</h2>\n<div id=\"phases\" class=\"bar\">",
+            );
             for (k, (name, us)) in names.iter().zip(micros).enumerate() {
                 let pct = *us as f64 * 100.0 / total as f64;
                 if pct > 0.0 {
@@ -298,11 +300,11 @@ impl<'a> Page<'a> {
                     ms(*us)
                 );
             }
-            out.push_str("</table>\n");
+            out.push_str("</table></div>\n");
         }
         let aborts = &self.jit.stats.aborts;
         if !aborts.is_empty() || !self.jit.stats.rejected.is_empty() {
-            out.push_str("<h3>Aborts</h3>\n<ul id=\"aborts\">\n");
+            out.push_str("<div class=\"box\"><h2>Aborts</h2>\n<ul id=\"aborts\">\n");
             for (label, reason) in aborts {
                 let _ = writeln!(
                     out,
@@ -319,7 +321,7 @@ impl<'a> Page<'a> {
                     esc(&why.reason().to_string())
                 );
             }
-            out.push_str("</ul>\n");
+            out.push_str("</ul></div>\n");
         }
         out.push_str("</section>\n");
     }
@@ -474,11 +476,40 @@ impl<'a> Page<'a> {
             "<article class=\"trace\" id=\"{id}\">\n<h3>{}</h3>",
             esc(&title)
         );
+        let entries = match bridge {
+            None => match self.jit.stats.tree_entries.get(&t).copied().unwrap_or(0) {
+                1 => "1 entry from the interpreter, ".to_string(),
+                n => format!("{n} entries from the interpreter, "),
+            },
+            Some(_) => String::new(),
+        };
+        let size = self
+            .jit
+            .kept()
+            .code
+            .iter()
+            .find(|c| c.tree == t && c.bridge == bridge.filter(|b| tree.bridges[*b].separate))
+            .map_or("no machine code".to_string(), |c| {
+                match (bridge, c.bridge) {
+                    (Some(_), None) => format!("its tree's function: {} bytes", c.size),
+                    _ => format!("machine code: {} bytes", c.size),
+                }
+            });
+        let _ = writeln!(
+            out,
+            "<p class=\"meta\">{entries}{} instructions as recorded, {} optimized; {size}</p>",
+            self.jit
+                .kept()
+                .recorded
+                .get(&(t, bridge))
+                .map_or(0, |r| r.insts.len()),
+            trace.insts.len()
+        );
         out.push_str("<div class=\"cols\">\n");
         // As recorded.
         out.push_str("<div class=\"col rec\"><h4>recorded</h4><pre>");
         match self.jit.kept().recorded.get(&(t, bridge)) {
-            Some(rec) => self.recorded_lines(out, rec, trace, t, seg),
+            Some(rec) => self.recorded_lines(out, rec, t, seg),
             None => out.push_str("(not kept)"),
         }
         out.push_str("</pre></div>\n");
@@ -535,73 +566,101 @@ impl<'a> Page<'a> {
         out
     }
 
-    fn recorded_lines(&self, out: &mut String, rec: &Trace, opt: &Trace, t: usize, seg: usize) {
+    fn recorded_lines(&self, out: &mut String, rec: &Trace, t: usize, seg: usize) {
         let marks = self.merge_points(rec);
+        // The articles' notation, long constants declared first (`% k0 = ...`): a line for
+        // each instruction it shows, in order.
+        let text = print::articles(self.program, rec);
+        let mut lines = text.lines().peekable();
+        while let Some(table) = lines.next_if(|l| l.starts_with("% ")) {
+            let _ = writeln!(out, "<span class=\"hd\">{}</span>", esc(table));
+        }
+        let shown: Vec<usize> = (0..rec.insts.len())
+            .filter(|&i| {
+                let inst = &rec.insts[i];
+                inst.kind == Kind::Loop || print::article_inst(self.program, rec, inst).is_some()
+            })
+            .collect();
+        let body: Vec<&str> = lines.collect();
         let mut last: Option<&String> = None;
-        let _ = opt;
-        for (i, inst) in rec.insts.iter().enumerate() {
+        for (k, &i) in shown.iter().enumerate() {
+            let inst = &rec.insts[i];
             if let Some(m) = &marks[i] {
                 if last != Some(m) {
                     let _ = writeln!(out, "<span class=\"mp\"># {}</span>", esc(m));
                     last = Some(m);
                 }
             }
-            let Some(text) = print::article_inst(self.program, rec, inst) else {
-                continue;
+            let line = match body.get(k).filter(|_| body.len() == shown.len()) {
+                Some(l) => l.to_string(),
+                None => print::article_inst(self.program, rec, inst).unwrap_or_default(),
             };
             let _ = writeln!(
                 out,
-                "<span class=\"l\" data-r=\"{}\"{}>{}</span>",
-                data_o(t, seg, i),
+                "<span class=\"l\" data-r=\"{t}.{seg}.r{i}\"{}>{}</span>",
                 self.src_attr(inst.origin),
-                esc(&text)
+                esc(&line)
             );
         }
+    }
+
+    /// For each instruction of `trace`, the instruction of its recording `rec` it comes
+    /// from, as far as statements tell: each matched, in order, with the next recorded
+    /// instruction from the same statement (from the start again after `loop_start`, where
+    /// a peeled trace's loop begins its second copy of the recording).
+    fn recorded_of(trace: &Trace, rec: &Trace) -> Vec<Option<usize>> {
+        let mut at = 0;
+        trace
+            .insts
+            .iter()
+            .map(|inst| {
+                if inst.kind == Kind::LoopStart {
+                    at = 0;
+                    return None;
+                }
+                let origin = inst.origin?;
+                let k = (at..rec.insts.len()).find(|&k| rec.insts[k].origin == Some(origin))?;
+                at = k + 1;
+                Some(k)
+            })
+            .collect()
     }
 
     fn optimized_lines(&self, out: &mut String, trace: &Trace, t: usize, seg: usize) {
         let tree = &self.jit.trees()[t];
         let stats = &self.jit.stats;
-        // Merge-point markers: each optimized instruction matched, in order, with the next
-        // recorded one from the same statement (from the start again after loop_start).
-        let marks = self
-            .jit
-            .kept()
-            .recorded
-            .get(&(t, seg.checked_sub(1)))
-            .map(|rec| {
-                let greens = self.merge_points(rec);
-                let mut at = 0;
-                trace
-                    .insts
-                    .iter()
-                    .map(|inst| {
-                        if inst.kind == Kind::LoopStart {
-                            at = 0;
-                            return None;
-                        }
-                        let origin = inst.origin?;
-                        let k =
-                            (at..rec.insts.len()).find(|&k| rec.insts[k].origin == Some(origin))?;
-                        at = k + 1;
-                        greens[k].clone()
-                    })
-                    .collect::<Vec<_>>()
-            });
-        let _ = writeln!(
-            out,
-            "<span class=\"hd\">{}</span>",
-            esc(&print::header(self.program, trace))
-        );
+        let rec = self.jit.kept().recorded.get(&(t, seg.checked_sub(1)));
+        let from = rec.map_or(vec![None; trace.insts.len()], |r| {
+            Self::recorded_of(trace, r)
+        });
+        let marks = rec.map(|r| self.merge_points(r));
+        // The SSA form: the inputs, long constants declared once, then a line for each
+        // instruction.
+        let text = print::ssa(self.program, trace);
+        let mut lines = text.lines();
+        if let Some(header) = lines.next() {
+            let _ = writeln!(out, "<span class=\"hd\">{}</span>", esc(header));
+        }
+        let mut lines = lines.peekable();
+        while let Some(table) = lines.next_if(|l| l.starts_with('k') && l.contains(" = ")) {
+            let _ = writeln!(out, "<span class=\"hd\">{}</span>", esc(table));
+        }
+        let body: Vec<&str> = lines.collect();
         let mut last: Option<String> = None;
         for (i, inst) in trace.insts.iter().enumerate() {
-            if let Some(Some(m)) = marks.as_ref().map(|m| &m[i]) {
-                if last.as_ref() != Some(m) {
-                    let _ = writeln!(out, "<span class=\"mp\"># {}</span>", esc(m));
-                    last = Some(m.clone());
+            let mark = from[i].and_then(|k| marks.as_ref()?[k].clone());
+            if let Some(m) = mark {
+                if last.as_ref() != Some(&m) {
+                    let _ = writeln!(out, "<span class=\"mp\"># {}</span>", esc(&m));
+                    last = Some(m);
                 }
             }
-            let text = print::ssa_inst(self.program, trace, i);
+            let rec_attr =
+                from[i].map_or(String::new(), |k| format!(" data-rec=\"{t}.{seg}.r{k}\""));
+            let text = match body.get(i).filter(|_| body.len() == trace.insts.len()) {
+                Some(l) => l.to_string(),
+                None => print::ssa_inst(self.program, trace, i),
+            };
             let mut extra = String::new();
             if let Some(n) = stats.exits.get(&(t, seg, i)) {
                 let _ = write!(extra, " <span class=\"exits\">{n} exits</span>");
@@ -621,7 +680,7 @@ impl<'a> Page<'a> {
             };
             let _ = writeln!(
                 out,
-                "<span class=\"{class}\" data-o=\"{}\"{}>{}</span>{extra}",
+                "<span class=\"{class}\" data-o=\"{}\"{rec_attr}{}>{}</span>{extra}",
                 data_o(t, seg, i),
                 self.src_attr(inst.origin),
                 esc(&text)
@@ -752,6 +811,8 @@ h1 { font-size:18px; margin:0; } h2 { font-size:16px; margin:14px 0 6px; } h3 { 
 h4 { font-size:12px; margin:0 0 4px; text-transform:uppercase; letter-spacing:.05em; color:var(--mute); }
 small { color:var(--mute); font-weight:normal; }
 main { padding:0 18px 30px; }
+#summary { display:flex; flex-wrap:wrap; gap:12px 48px; align-items:flex-start; }
+#summary .box { min-width:260px; } #phases { width:360px; } #aborts { max-height:9em; overflow:auto; margin:0; padding-left:18px; font-size:12px; }
 #errors:empty { display:none; } #errors { color:#b00020; }
 table.facts { border-collapse:collapse; } .facts th { text-align:left; font-weight:normal; color:var(--mute); padding:1px 14px 1px 0; } .facts td { font-variant-numeric:tabular-nums; }
 .bar { display:flex; height:14px; width:100%; max-width:700px; border-radius:3px; overflow:hidden; background:var(--line); }
@@ -759,11 +820,12 @@ table.facts { border-collapse:collapse; } .facts th { text-align:left; font-weig
 .key { display:inline-block; width:10px; height:10px; margin-right:6px; border-radius:2px; }
 #panes { display:grid; grid-template-columns: minmax(320px, 45%) 1fr; gap:14px; align-items:start; }
 .hint { color:var(--mute); font-size:12px; max-width:60em; }
+.meta { color:var(--mute); font-size:12px; margin:0 0 6px; }
 #traces nav { max-height:60vh; overflow:auto; }
 .pane { min-width:0; }
 pre { margin:0; font:12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; }
-pre.src, pre.guest { background:#fff; border:1px solid var(--line); padding:6px 0; max-height:50vh; overflow:auto; }
-pre.guest { padding:6px; max-height:30vh; white-space:pre-wrap; word-break:break-all; }
+pre.src, pre.guest { background:#fff; border:1px solid var(--line); padding:6px 0; max-height:36vh; overflow:auto; }
+pre.guest { padding:6px; max-height:14vh; white-space:pre-wrap; word-break:break-all; }
 .sl { display:block; padding:0 8px 0 0; } .ln { display:inline-block; width:3.2em; color:var(--mute); text-align:right; margin-right:10px; user-select:none; }
 .hot { background:#2a62c9; color:#fff; border-radius:8px; padding:0 6px; font-size:11px; text-decoration:none; }
 nav ul { list-style:none; padding-left:14px; margin:2px 0; } nav > ul { padding-left:0; }
@@ -771,7 +833,7 @@ nav a { color:var(--acc); text-decoration:none; } nav a.cur { font-weight:bold; 
 article.trace { display:none; border-top:1px solid var(--line); margin-top:10px; }
 article.trace.shown { display:block; }
 .cols { display:grid; grid-template-columns: repeat(4, minmax(0, 1fr)); gap:8px; }
-.col { background:#fff; border:1px solid var(--line); padding:6px; max-height:75vh; overflow:auto; }
+.col { background:#fff; border:1px solid var(--line); padding:6px; max-height:70vh; overflow:auto; }
 .col pre { white-space:pre; }
 .l, .cm, .mp, .hd { display:inline-block; min-width:100%; cursor:pointer; }
 .cm { color:#3a7d44; } .mp { color:#8a5a00; font-weight:bold; } .hd { color:var(--mute); }
@@ -797,17 +859,26 @@ const SCRIPT: &str = r#"
     document.querySelectorAll('nav a').forEach(function (a) { a.classList.toggle('cur', a.dataset.show === id); });
     return found;
   }
+  function mark(selector) {
+    var found = [];
+    document.querySelectorAll(selector).forEach(function (x) { x.classList.add('hl'); found.push(x); });
+    return found;
+  }
+  // An optimized instruction, its IR and its machine code share data-o; it came from the
+  // recorded instruction data-rec names (data-r); a recorded one lights up what it became.
   function select(el) {
     document.querySelectorAll('.hl').forEach(function (x) { x.classList.remove('hl'); });
-    var o = el.dataset.o || el.dataset.r;
-    if (o) {
-      document.querySelectorAll('[data-o="' + o + '"],[data-r="' + o + '"]').forEach(function (x) { x.classList.add('hl'); });
+    var ops = [];
+    if (el.dataset.o) ops = mark('[data-o="' + el.dataset.o + '"]');
+    var r = el.dataset.r || el.dataset.rec;
+    if (r) {
+      mark('[data-r="' + r + '"]');
+      mark('[data-rec="' + r + '"]').forEach(function (x) {
+        if (x.dataset.o && x.dataset.o !== el.dataset.o) ops = ops.concat(mark('[data-o="' + x.dataset.o + '"]'));
+      });
     }
     var src = el.dataset.src;
-    if (!src && o) {
-      var op = document.querySelector('[data-o="' + o + '"][data-src]');
-      if (op) src = op.dataset.src;
-    }
+    for (var k = 0; !src && k < ops.length; k++) src = ops[k].dataset.src;
     if (src) {
       var line = document.getElementById(src);
       if (line) { line.classList.add('hl'); scrollInto(line, line.closest('pre')); }
@@ -827,8 +898,14 @@ const SCRIPT: &str = r#"
     var el = e.target.closest('[data-o],[data-r]');
     if (el) select(el);
   });
+  // #t0 shows trace 0; #t0/0.0.12 also selects its instruction 12 (a link to share).
   var first = document.querySelector('article.trace');
-  if (!(location.hash && show(location.hash.slice(1))) && first) show(first.id);
+  var hash = location.hash.slice(1).split('/');
+  if (!(hash[0] && show(hash[0])) && first) show(first.id);
+  if (hash[1]) {
+    var op = document.querySelector('article.trace.shown [data-o="' + hash[1] + '"]');
+    if (op) select(op);
+  }
   document.body.dataset.ready = 'yes';
 })();
 "#;

@@ -224,7 +224,10 @@ fn asm_listings_show_jump_tables_as_data_and_go_on_to_the_end() {
                 to_bridge += addresses.contains(&dest) as usize;
             }
         }
-        assert!(to_bridge > 0, "{target}: no entry leads to the bridge\n{listing}");
+        assert!(
+            to_bridge > 0,
+            "{target}: no entry leads to the bridge\n{listing}"
+        );
         // A whole function's listing goes on to its end.
         for (_, lines) in listings.iter().filter(|(h, _)| !h.contains(" bridge ")) {
             let end = lines.last().expect("a line");

@@ -257,6 +257,12 @@ fn chromium() -> Option<PathBuf> {
 /// The page's DOM after its scripts ran, as the browser serializes it; `None` without a
 /// browser (outside CI).
 fn rendered(page: &Path) -> Option<String> {
+    rendered_at(page, "")
+}
+
+/// The same, for the page opened at `#fragment` (`t0/0.0.12`: trace 0 shown, its
+/// instruction 12 selected).
+fn rendered_at(page: &Path, fragment: &str) -> Option<String> {
     let Some(browser) = chromium() else {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -277,7 +283,7 @@ fn rendered(page: &Path) -> Option<String> {
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg("--dump-dom")
-        .arg(format!("file://{}", page.display()))
+        .arg(format!("file://{}{fragment}", page.display()))
         .output()
         .expect("chromium runs");
     let dom = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -370,8 +376,39 @@ fn the_report_of_the_register_machine_renders_with_its_bytecode_markers() {
         html.contains("<span class=\"mp\"># pc=2: mov_r0_a</span>"),
         "merge points"
     );
+    // The recorded instruction each optimized one comes from.
+    assert!(html.contains(" data-r=\"0.0.r") && html.contains(" data-rec=\"0.0.r"));
     if let Some(dom) = rendered(&page) {
         rendered_well(&dom);
+    }
+    // Selecting an optimized instruction (the link `#t0/0.0.N` selects it) lights up its
+    // IR, its machine code, the recorded instruction it came from and its source line.
+    let opt = html.split("<h4>optimized</h4>").nth(1).unwrap();
+    let op = opt
+        .split("<span class=\"l\" data-o=\"0.0.")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap())
+        .find(|n| {
+            let attr = format!("data-o=\"0.0.{n}\"");
+            html.split("<h4>machine code</h4>")
+                .nth(1)
+                .unwrap()
+                .contains(&attr)
+                && opt.contains(&format!("{attr} data-rec="))
+        })
+        .expect("an optimized instruction with machine code");
+    if let Some(dom) = rendered_at(&page, &format!("#t0/0.0.{op}")) {
+        rendered_well(&dom);
+        let lit = |what: &str| dom.matches(what).count();
+        assert_eq!(lit("class=\"sl hl\""), 1, "its source line");
+        assert!(
+            lit(&format!("class=\"l hl\" data-o=\"0.0.{op}\"")) >= 3,
+            "its IR and code"
+        );
+        assert!(
+            lit("class=\"l hl\" data-r=") >= 1,
+            "the recorded instruction"
+        );
     }
 }
 

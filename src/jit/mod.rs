@@ -1194,7 +1194,9 @@ impl<'p> Jit<'p> {
                     "# bridge {number} from {guard_ref} to {}{}",
                     self.program.label(trace.anchor),
                     match &value {
-                        Some(v) => format!(", for {v}"),
+                        Some(v) => {
+                            format!(", for {}", flowjit_runtime::ops::shown_within(v, 24))
+                        }
                         None if promotion => ", unspecialized".to_string(),
                         None => String::new(),
                     },

@@ -35,7 +35,7 @@
 //! v2:int = mul v0, v1  @power_rec:0 #0 []
 //! v3:int = input y  @power_rec:1 #1 [res=v2]
 //! v4:int = sub v3, 1  @power_rec:1 #1 [res=v2]
-//! guard_true v4  @power_done:0 #3 [res=v2, y=v4]
+//! g5: guard_true v4  @power_done:0 #3 [res=v2, y=v4]
 //! loop  @power_rec:0 #3 [res=v2, y=v4]
 //! ```
 //!
