@@ -119,9 +119,10 @@ pub struct Subject<'a> {
     pub guest: Option<(&'a str, &'a str)>,
 }
 
-/// The most traces and bridges whose listings the page holds in full; past it, their
-/// optimized traces only (a page of tens of megabytes no browser shows well).
-pub const MAX_LISTED: usize = 400;
+/// The most traces and bridges whose recordings and listings the page holds, in the order
+/// they were made; past it, their optimized traces only (Brainfuck's mandelbrot makes about
+/// a thousand, whose page would be 68 MB, which no browser shows well).
+pub const MAX_LISTED: usize = 120;
 
 /// The report of a run of `jit` (made with [`crate::jit::Config::keep`]), whose events
 /// are `events`, as one HTML page.
@@ -509,7 +510,8 @@ impl<'a> Page<'a> {
         // As recorded.
         out.push_str("<div class=\"col rec\"><h4>recorded</h4><pre>");
         match self.jit.kept().recorded.get(&(t, bridge)) {
-            Some(rec) => self.recorded_lines(out, rec, t, seg),
+            Some(rec) if listed => self.recorded_lines(out, rec, t, seg),
+            Some(_) => out.push_str("(not listed: too many traces)"),
             None => out.push_str("(not kept)"),
         }
         out.push_str("</pre></div>\n");
