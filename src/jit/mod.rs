@@ -78,8 +78,16 @@ pub const BRIDGE_LENGTH_FACTOR: usize = 4;
 /// The default number of exits from a guard before a bridge is recorded from it.
 pub const DEFAULT_BRIDGE_THRESHOLD: u64 = 20;
 
-/// The most bridges a tree gets.
-pub const MAX_BRIDGES: usize = 32;
+/// The most bridges a tree gets: LuaJIT's `maxside` (100 side traces per root trace).
+/// With bridges compiled on their own, each costs one small compilation, not the tree's
+/// again; 32 left half of a 64-way dispatch to the interpreter, every time
+/// (`benches/cliffs/dispatch64.fg`: 1.27x slower than the interpreter at n = 2*10^6, 14x
+/// faster with 100).
+pub const MAX_BRIDGES: usize = 100;
+
+// A bridge's segment number is its unit in an exit code (`backend::lower::exit_code`),
+// eight bits wide.
+const _: () = assert!(MAX_BRIDGES < 256);
 
 /// The most values a `guard_value` gets a specialized bridge for.
 pub const MAX_SPECIALIZATIONS: usize = 8;
