@@ -825,3 +825,31 @@ fn boxed_integers_allocate_nothing_in_machine_code() {
         .expect("a line of allocations");
     assert!(made > 20_000, "{stats}");
 }
+
+/// In --mode jit a trace runs as machine code or not at all: a loop whose accumulator is
+/// past 64 bits (which machine code does not hold) is left to the interpreter after a few
+/// refused entries, rather than run on the trace interpreter.
+#[test]
+fn a_big_integer_loop_is_left_to_the_interpreter_not_the_trace_interpreter() {
+    for (file, n, want) in [
+        (
+            "benches/cliffs/big_acc.fg",
+            "n=100000",
+            "100000000000004999950000\n",
+        ),
+        // Crosses 64 bits halfway: machine code until then.
+        (
+            "benches/cliffs/cross64.fg",
+            "n=100000",
+            "9223372036854825807\n",
+        ),
+    ] {
+        let (out, err) = common::flowjit_ok(&["run", file, n, "--stats"]);
+        assert_eq!(out, want, "{file}");
+        assert!(
+            err.contains("limit: machine code refused 16 entries"),
+            "{file}: {err}"
+        );
+        assert!(err.contains("trace interpreter 0.000 ms"), "{file}: {err}");
+    }
+}

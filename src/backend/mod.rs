@@ -603,6 +603,18 @@ impl Compiled {
         }
     }
 
+    /// Whether the code accepts `frame` as it is: each of its inputs of the kind it was
+    /// compiled for (an integer that left 64 bits is not).
+    pub fn accepts(&self, frame: &Frame) -> bool {
+        let an = &self.analysis;
+        an.layout.inputs.iter().enumerate().all(|(k, (slot, _))| {
+            frame[slot.index()]
+                .as_ref()
+                .and_then(|v| abi::unbox(v, an.input_kinds[k]))
+                .is_some()
+        })
+    }
+
     /// The global instruction index of segment `seg`'s instruction `i` (for a bridge unit,
     /// of its only segment, `unit`), if the code holds the segment (a bridge that could not
     /// be compiled runs on the trace interpreter).

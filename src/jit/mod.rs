@@ -95,6 +95,10 @@ pub const MAX_SPECIALIZATIONS: usize = 8;
 /// After this many failed recordings of a bridge from a guard, it gets no more attempts.
 pub const MAX_BRIDGE_FAILURES: u32 = 2;
 
+/// Entries a tree's machine code refuses (its inputs not of the kinds it was compiled
+/// for, such as an integer that left 64 bits) before its loop is left to the interpreter.
+pub const MAX_REFUSALS: u32 = 16;
+
 /// The most trees (root traces) a run records.
 pub const MAX_TREES: usize = 1000;
 
@@ -493,6 +497,7 @@ impl<'p> Jit<'p> {
                     failures: HashMap::new(),
                     incoming: Vec::new(),
                     assume_ints: true,
+                    refusals: 0,
                 });
                 self.compile(index, None);
                 Ok(Recording::Tree(index))
@@ -580,6 +585,12 @@ impl<'p> Jit<'p> {
                     reason: why.to_string(),
                 });
                 self.stats.not_compiled.push((label, why));
+                // A tree without machine code is not run (the trace interpreter is slower
+                // than the interpreter): its loop is left to the interpreter.
+                if self.trees[t].code.is_none() {
+                    let key = self.trees[t].key.clone();
+                    self.profile.forget(&key);
+                }
             }
         }
     }
@@ -930,6 +941,15 @@ impl<'p> Jit<'p> {
         }
         let unit = tree.unit_of(seg);
         if seg == unit {
+            // In --mode jit a trace runs as machine code or not at all: where its code does
+            // not accept the frame (an integer that left 64 bits), the interpreter goes on,
+            // and after `MAX_REFUSALS` such entries the tree's loop is left to it for good.
+            if let (Some(code), true) = (tree.code_of(seg), self.backend.is_some()) {
+                if !code.accepts(&state.frame) {
+                    self.refused(t);
+                    return None;
+                }
+            }
             if let (Some(_), Some(backend)) = (tree.code_of(seg), self.backend.as_mut()) {
                 let start = Instant::now();
                 let trees = &self.trees;
@@ -999,6 +1019,22 @@ impl<'p> Jit<'p> {
         let exit = trace::run_bridge(bridge, &mut env);
         self.stats.trace_time += start.elapsed();
         Some((t, exit.pos, exit.inst.map(|i| (seg, i))))
+    }
+
+    /// Counts an entry into tree `t` that its machine code refused; at `MAX_REFUSALS`, the
+    /// tree's key is never entered or traced again (its loop is left to the interpreter).
+    fn refused(&mut self, t: usize) {
+        let tree = &mut self.trees[t];
+        tree.refusals += 1;
+        if tree.refusals == MAX_REFUSALS {
+            let key = tree.key.clone();
+            self.profile.forget(&key);
+            let anchor = describe(self.program, &key);
+            self.event(EventKind::Blacklisted { anchor });
+            self.limit(format!(
+                "machine code refused {MAX_REFUSALS} entries (values it was not compiled for, such as big integers): loops left to the interpreter"
+            ));
+        }
     }
 
     /// Optimizes `trace` with `passes`, counting operations exactly under `--max-steps`.

@@ -171,6 +171,14 @@ impl Profile {
         self.counter(key).trace = Some(index);
     }
 
+    /// Forgets the trace at `key` and never traces there again.
+    pub fn forget(&mut self, key: &Key) {
+        let c = self.counter(key);
+        c.trace = None;
+        c.count = 0;
+        c.aborts = MAX_ABORTS;
+    }
+
     /// Records that a recording at `key` was abandoned or rejected; whether the key is now
     /// never traced again (it failed [`MAX_ABORTS`] times).
     pub fn failed(&mut self, key: &Key) -> bool {

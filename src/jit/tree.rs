@@ -44,6 +44,8 @@ pub struct Tree {
     /// Whether its code assumes that arrays which say they hold only integers still do
     /// (`Segment::ints`); off once its reads exit too often, and its code compiled again.
     pub(super) assume_ints: bool,
+    /// Entries its machine code refused (`Jit::refused`).
+    pub(super) refusals: u32,
 }
 
 impl Tree {
