@@ -229,6 +229,8 @@ pub struct Backend {
     /// The ISA of `--target` when it is not the host's: code emitted for display only.
     display: Option<(Target, OwnedTargetIsa)>,
     fctx: FunctionBuilderContext,
+    /// The Cranelift context every function is compiled in, reused.
+    ctx: Context,
     compiled: u32,
     /// `/tmp/perf-PID.map`, when `FLOWJIT_PERF_MAP` is set: where each function's code
     /// is, for `perf report`.
@@ -260,6 +262,7 @@ impl Backend {
             host,
             display,
             fctx: FunctionBuilderContext::new(),
+            ctx: Context::new(),
             compiled: 0,
             perf_map: perf_map(),
         };
@@ -450,9 +453,13 @@ impl Backend {
         let id = module
             .declare_function(&name, Linkage::Local, &func.signature)
             .map_err(|e| cl(e.to_string()))?;
-        let mut ctx = Context::for_function(func);
+        // One context for every compilation: Cranelift keeps its allocations (the register
+        // allocator's above all) from one function to the next.
+        let ctx = &mut self.ctx;
+        ctx.clear();
+        ctx.func = func;
         module
-            .define_function(id, &mut ctx)
+            .define_function(id, ctx)
             .map_err(|e| cl(format!("{e:?}")))?;
         let (bytes, blocks, locs) = ctx
             .compiled_code()
