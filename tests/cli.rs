@@ -853,3 +853,55 @@ fn a_big_integer_loop_is_left_to_the_interpreter_not_the_trace_interpreter() {
         assert!(err.contains("trace interpreter 0.000 ms"), "{file}: {err}");
     }
 }
+
+/// The number after `prefix` on the line of `text` that starts with it.
+fn number_after(text: &str, prefix: &str) -> usize {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` in\n{text}"));
+    line[prefix.len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .expect("a number")
+}
+
+/// Code nothing reaches any more is freed: a tree's function compiled again with each new
+/// bridge leaves its old versions, which give their memory back, so what is live is the
+/// code the trees hold now (and the trampoline that enters them), whatever was made before.
+#[test]
+fn machine_code_compiled_again_frees_the_old_code() {
+    for (file, n) in [
+        ("tests/programs/branchy.fg", "n=1000"),
+        ("tests/programs/promote_cycles.fg", "n=2000"),
+    ] {
+        let (_, err) = common::flowjit_ok(&["run", file, n, "--bridge-threshold", "5", "--stats"]);
+        let made = number_after(&err, "machine code: ");
+        let live_line = err
+            .lines()
+            .find(|l| l.starts_with("machine code: "))
+            .expect("the code line");
+        let live: usize = live_line
+            .split(", ")
+            .nth(1)
+            .and_then(|p| p.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .expect("live bytes");
+        let trees = number_after(&err, "traces compiled to machine code: 1 (");
+        let bridges = err
+            .lines()
+            .find(|l| l.starts_with("bridges compiled on their own: "))
+            .map_or(0, |l| {
+                let inside = l.split('(').nth(1).unwrap();
+                inside.split(' ').next().unwrap().parse::<usize>().unwrap()
+            });
+        assert!(live < made, "{file}: old versions freed: {live_line}");
+        let trampoline = live - (trees + bridges);
+        assert!(
+            trampoline > 0 && trampoline < 512,
+            "{file}: {live_line}\n{err}"
+        );
+    }
+}

@@ -1,14 +1,15 @@
 //! Native code: optimized traces become machine code through Cranelift.
 //!
-//! [`Backend`] owns one `JITModule`, and with it the code memory of every trace it compiled;
-//! dropping the backend frees that memory. [`Backend::compile`] lowers a trace
+//! Each function is compiled into a `JITModule` of its own ([`CodeMemory`]), owned by its
+//! [`Compiled`]: dropping the code (a tree's function compiled again, a bridge's) unmaps
+//! it, so code memory holds what can still run. [`Backend::compile`] lowers a trace
 //! ([`lower`]), compiles it for the host, and can also emit it for another ISA for display
 //! (`--target`). [`run_compiled`] marshals the trace's inputs from the frame into unboxed
 //! registers, calls the machine code, and on exit writes the snapshot's resume variables
 //! back into the frame.
 //!
-//! A trace the backend cannot lower (it is not peeled, it uses `readlist`, a big integer
-//! constant, ...) is not an error: it stays on the trace interpreter, and `--stats` says why.
+//! A trace the backend cannot lower is not an error: `--stats` says why, and the driver
+//! leaves the loop to the interpreter (a bridge to the trace interpreter).
 
 pub mod cfg;
 pub mod helpers;
@@ -20,6 +21,7 @@ pub use lower::Segment;
 
 use std::cell::Cell;
 use std::io::Write;
+use std::rc::Rc;
 
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::{self, OwnedTargetIsa, TargetIsa};
@@ -74,7 +76,7 @@ pub enum Unsupported {
     /// A residual program's variable read where it may not be written yet.
     #[error("`{0}` may be read before it is written")]
     ReadBeforeWrite(String),
-    /// [`MAX_CODE_BYTES`] of machine code are made.
+    /// [`MAX_CODE_BYTES`] of machine code are alive.
     #[error("the code memory limit ({} MiB) is reached", MAX_CODE_BYTES >> 20)]
     CodeMemory,
     /// Cranelift refused the function.
@@ -172,9 +174,31 @@ type TraceFn = unsafe extern "C" fn(*mut i64, *mut helpers::Ctx) -> u32;
 /// the context.
 type Trampoline = unsafe extern "C" fn(*const u8, *mut i64, *mut helpers::Ctx) -> i64;
 
-/// The most machine code a backend makes, in bytes; past it, traces stay on the trace
-/// interpreter.
+/// The most machine code alive at once, in bytes (code that nothing reaches any more is
+/// freed, and does not count); past it, nothing more is compiled.
 pub const MAX_CODE_BYTES: usize = 64 << 20;
+
+/// The memory of one compiled function: a JIT module of its own, freed when dropped, so
+/// that code nothing can reach any more (a tree's function compiled again, a bridge's)
+/// gives its memory back.
+pub struct CodeMemory {
+    module: Option<JITModule>,
+    bytes: usize,
+    /// The backend's count of live bytes.
+    live: Rc<Cell<usize>>,
+}
+
+impl Drop for CodeMemory {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            // SAFETY: the driver drops a function's code only when nothing runs it or jumps
+            // to it any more: machine code is not running (the driver compiles between
+            // runs), and the exits linked to it were made to go to its successor first.
+            unsafe { module.free_memory() };
+        }
+        self.live.set(self.live.get() - self.bytes);
+    }
+}
 
 /// A trace tree as machine code.
 pub struct Compiled {
@@ -197,6 +221,8 @@ pub struct Compiled {
     pub base: u64,
     /// The machine code's size in bytes.
     pub size: usize,
+    /// Where the code lives; freed with it.
+    _memory: CodeMemory,
 }
 
 /// What to produce besides the machine code.
@@ -210,20 +236,20 @@ pub struct Listings {
 
 /// The native-code backend.
 pub struct Backend {
-    module: Option<JITModule>,
-    /// The module bridges compiled on their own go to: compiled without Cranelift's
+    /// The ISA bridges compiled on their own are compiled for: without Cranelift's
     /// optimizations (a third less compile time, and on Brainfuck's mandelbrot, with its
     /// 641 such bridges, code as fast), while trees keep them (the square loop of the
     /// register machine runs a fifth slower without).
-    quick: Option<JITModule>,
-    /// The trampoline that enters trees (`lower::trampoline`).
-    trampoline: Option<Trampoline>,
+    quick_isa: OwnedTargetIsa,
+    /// The trampoline that enters trees (`lower::trampoline`), and its memory.
+    trampoline: Option<(Trampoline, CodeMemory)>,
     /// The register buffer trees run on, as large as the largest tree compiled needs: an
     /// exit may go on in any of them.
     regs: Vec<i64>,
-    /// Bytes of machine code made so far (the code of every compilation stays until the
-    /// backend is dropped).
+    /// Bytes of machine code made so far, all compilations together.
     code_bytes: usize,
+    /// Bytes of machine code alive now (each function's memory is freed with it).
+    live: Rc<Cell<usize>>,
     isa: OwnedTargetIsa,
     host: Target,
     /// The ISA of `--target` when it is not the host's: code emitted for display only.
@@ -247,17 +273,12 @@ impl Backend {
             Some(t) if t != host => Some((t, isa_for(t, false)?)),
             _ => None,
         };
-        let module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
-        let quick = JITModule::new(JITBuilder::with_isa(
-            isa_for(host, true)?,
-            default_libcall_names(),
-        ));
         let mut backend = Backend {
-            module: Some(module),
-            quick: Some(quick),
+            quick_isa: isa_for(host, true)?,
             trampoline: None,
             regs: Vec::new(),
             code_bytes: 0,
+            live: Rc::new(Cell::new(0)),
             isa,
             host,
             display,
@@ -271,8 +292,8 @@ impl Backend {
             .define(func, "trampoline", false)
             .map_err(|e| e.to_string())?;
         // SAFETY: the function was compiled with `lower::trampoline_signature`, this type.
-        backend.trampoline =
-            Some(unsafe { std::mem::transmute::<*const u8, Trampoline>(tramp.ptr) });
+        let enter = unsafe { std::mem::transmute::<*const u8, Trampoline>(tramp.ptr) };
+        backend.trampoline = Some((enter, tramp.memory));
         Ok(backend)
     }
 
@@ -349,6 +370,7 @@ impl Backend {
             ptr,
             blocks,
             locs,
+            memory,
         } = self.define(func, &label, unit != 0)?;
         if listings.asm && self.display.is_none() {
             asm = Some(disassemble(
@@ -371,6 +393,7 @@ impl Backend {
             origins,
             base,
             size: bytes.len(),
+            _memory: memory,
         })
     }
 }
@@ -392,6 +415,8 @@ pub struct CompiledProgram {
     pub asm: Option<String>,
     /// The machine code's size in bytes.
     pub size: usize,
+    /// Where the code lives; freed with it.
+    _memory: CodeMemory,
 }
 
 impl Backend {
@@ -408,7 +433,11 @@ impl Backend {
         let func = cfg::lower(program, entry, &mut an, &*self.isa, &mut self.fctx);
         let ir = listings.ir.then(|| func.display().to_string());
         let Defined {
-            bytes, ptr, blocks, ..
+            bytes,
+            ptr,
+            blocks,
+            memory,
+            ..
         } = self.define(func, "program", false)?;
         // SAFETY: a residual program is compiled with `lower::signature`, which is this type.
         let f = unsafe { std::mem::transmute::<*const u8, TraceFn>(ptr) };
@@ -425,29 +454,37 @@ impl Backend {
             ir,
             asm,
             size: bytes.len(),
+            _memory: memory,
         })
     }
 
-    /// Compiles `func` into the module (the quick one with `quick`); `label` names it in
-    /// the perf map.
+    /// Bytes of machine code made so far, and of those, alive now.
+    pub fn code_bytes(&self) -> (usize, usize) {
+        (self.code_bytes, self.live.get())
+    }
+
+    /// Compiles `func` into a module of its own (for the quick ISA with `quick`); `label`
+    /// names it in the perf map.
     fn define(
         &mut self,
         func: cranelift_codegen::ir::Function,
         label: &str,
         quick: bool,
     ) -> Result<Defined, Unsupported> {
-        if self.code_bytes >= MAX_CODE_BYTES {
+        if self.live.get() >= MAX_CODE_BYTES {
             return Err(Unsupported::CodeMemory);
         }
         let cl = Unsupported::Cranelift;
-        let module = if quick {
-            &mut self.quick
-        } else {
-            &mut self.module
+        let isa = if quick { &self.quick_isa } else { &self.isa };
+        let mut memory = CodeMemory {
+            module: Some(JITModule::new(JITBuilder::with_isa(
+                isa.clone(),
+                default_libcall_names(),
+            ))),
+            bytes: 0,
+            live: Rc::clone(&self.live),
         };
-        let module = module
-            .as_mut()
-            .expect("the module lives as long as the backend");
+        let module = memory.module.as_mut().expect("just made");
         let name = format!("code{}", self.compiled);
         self.compiled += 1;
         let id = module
@@ -471,8 +508,10 @@ impl Backend {
         module
             .finalize_definitions()
             .map_err(|e| cl(e.to_string()))?;
-        self.code_bytes += bytes.len();
         let ptr = module.get_finalized_function(id);
+        self.code_bytes += bytes.len();
+        memory.bytes = bytes.len();
+        self.live.set(self.live.get() + bytes.len());
         if let Some(map) = &mut self.perf_map {
             // perf's format for code it cannot find in a file: start, size (hex), name.
             // A failed write loses only the profile's names.
@@ -484,6 +523,7 @@ impl Backend {
             ptr,
             blocks,
             locs,
+            memory,
         })
     }
 }
@@ -508,6 +548,8 @@ struct Defined {
     blocks: Vec<u32>,
     /// Where each trace instruction's code is ([`Compiled::origins`]).
     locs: Vec<(u32, u32, lower::Origin)>,
+    /// Its memory.
+    memory: CodeMemory,
 }
 
 /// Runs a compiled program on `frame` (at its entry) until it stops or deoptimizes.
@@ -539,19 +581,6 @@ pub fn run_program(code: &CompiledProgram, frame: &mut Frame) -> Option<cfg::Pro
     };
     resume::restore_frame(point, read, frame);
     Some(cfg::ProgramExit::Resume(point.pos))
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        for module in [self.module.take(), self.quick.take()]
-            .into_iter()
-            .flatten()
-        {
-            // SAFETY: the backend owns every compiled trace's code; dropping it ends their
-            // use (the driver drops its compiled traces with it).
-            unsafe { module.free_memory() };
-        }
-    }
 }
 
 /// The listing of `bytes`, compiled for `target` by `isa`, loaded at `base`, its blocks
@@ -689,7 +718,7 @@ impl Backend {
             owned: Vec::new(),
             allocated: 0,
         };
-        let enter = self.trampoline.expect("made with the backend");
+        let enter = self.trampoline.as_ref().expect("made with the backend").0;
         // SAFETY: `regs` has every slot the code of any compiled tree reads and writes (it
         // grows with each tree compiled), the mirror holds the frame with each value's kind,
         // and every input slot of the tree holds a value of the kind it was compiled for;

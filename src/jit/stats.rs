@@ -153,6 +153,14 @@ impl Jit<'_> {
                     separate.iter().sum::<usize>()
                 );
             }
+            if let Some(backend) = &self.backend {
+                // Code nothing reaches any more (a tree's function compiled again) is freed.
+                let (made, live) = backend.code_bytes();
+                let _ = writeln!(
+                    out,
+                    "machine code: {made} bytes made in all, {live} bytes live"
+                );
+            }
             for (label, why) in &s.not_compiled {
                 let _ = writeln!(out, "  not compiled, at {label}: {why}");
             }
