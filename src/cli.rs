@@ -221,8 +221,9 @@ pub struct RunOpts {
     pub no_opt: bool,
     /// Print to stderr: trace, opt, ir, asm (comma-separated). In `opt`, an operation that
     /// may exit ends in its snapshot, `@label:i #n [x=v1, ...] | a[i]=v {v3=[...]}`: the
-    /// interpreter resumes at statement i of block label, having counted n operations for
-    /// --max-steps, with x holding v1, the pending stores made and the virtual arrays built;
+    /// interpreter resumes at statement i of block label, the exit counting n operations of
+    /// the iteration as done (for --max-steps), with x holding v1, the pending stores made
+    /// and the virtual arrays built;
     /// a guard is named gN by its index N, as bridges and --stats name it.
     #[arg(long, value_delimiter = ',')]
     pub dump: Vec<String>,
