@@ -579,7 +579,7 @@ fn the_verifier_rejects_broken_traces() {
     let no_snapshot = good.replace("loop  @", "guard_true v2\nloop  @");
     assert_eq!(
         parse_ssa(&no_snapshot).unwrap_err(),
-        "v3: guard_true needs a snapshot"
+        "g3: guard_true needs a snapshot"
     );
     let no_loop = good.lines().take(4).collect::<Vec<_>>().join("\n");
     assert!(parse_ssa(&no_loop).is_err());

@@ -17,8 +17,32 @@
 
 use super::ir::{Kind, Opnd, Res, Trace, Ty};
 
-/// Checks `trace`'s invariants; the error says which instruction breaks which.
+/// Checks `trace`'s invariants; the error says which instruction breaks which, named as the
+/// SSA form names it (`v3`, or `g3` for a guard).
 pub fn verify(trace: &Trace) -> Result<(), String> {
+    check(trace).map_err(|e| named(trace, e))
+}
+
+/// `e` (which starts `vN: ` for the instruction at fault) with a guard named `gN`.
+fn named(trace: &Trace, e: String) -> String {
+    let Some(rest) = e.strip_prefix('v') else {
+        return e;
+    };
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    let guard = rest[digits..].starts_with(':')
+        && rest[..digits]
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| trace.insts.get(i))
+            .is_some_and(|inst| super::print::named_guard(inst.kind));
+    if guard {
+        format!("g{rest}")
+    } else {
+        e
+    }
+}
+
+fn check(trace: &Trace) -> Result<(), String> {
     let n = trace.insts.len();
     let check_ref = |o: &Opnd, at: usize, what: &str| -> Result<(), String> {
         if let Opnd::Ref(r) = o {
