@@ -222,6 +222,19 @@ fn a_bridge_brings_a_value_outside_what_the_loop_assumes() {
     assert_eq!(check(text), Ok(true));
 }
 
+/// A hot loop that adds `i64::MIN` to a variable: the analysis of the offsets machine code
+/// may check together took the constant's absolute value, which overflows (a panic in a
+/// debug build; in a release build a negative offset that passed for a small one).
+#[test]
+fn an_offset_of_i64_min_in_a_hot_loop() {
+    let text = "start: x0 = 0 x1 = 0 i4 = 70 goto head2 \
+                body: x1 = x0 + -9223372036854775808 x0 = x0 - 1 goto step3 \
+                head2: c5 = i4 > 0 if c5 goto body else goto end \
+                step3: i4 = i4 - 1 goto head2 \
+                end: print(x1) print_and_stop(x0)";
+    assert_eq!(check(text), Ok(true));
+}
+
 /// An empty array made from the previous one in each iteration (`x2 = array(x3, x2)` with
 /// `x3` 0): the optimizer removes both, and the initial element of the virtual array is
 /// another virtual array, which is no value of machine code (compiling it panicked).

@@ -310,10 +310,15 @@ fn int_op() -> impl Strategy<Value = GenOp> {
         Op::Div,
         Op::Mul,
     ];
+    // Constants at the ends of 64 bits too: an addition or subtraction of one is checked
+    // against the bound it leaves its operand (`backend::ops`), and its offset is far from
+    // any that `opt::bounds` widens (`x + i64::MIN` once took its absolute value).
     let operand = prop_oneof![
         4 => (0..VARS).prop_map(GenArg::Var),
         3 => Just(GenArg::Counter),
         2 => (-3i64..10).prop_map(GenArg::Int),
+        1 => prop::sample::select(vec![i64::MIN, i64::MIN + 1, i64::MAX, i64::MAX - 1])
+            .prop_map(GenArg::Int),
     ];
     (
         0..VARS,

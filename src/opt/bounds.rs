@@ -272,7 +272,7 @@ fn offset_of(inst: &crate::trace::Inst) -> Option<(Ref, i64)> {
         (Kind::Op(Op::Sub), [Opnd::Ref(x), Opnd::Const(Value::Int(c))]) => (*x, c.checked_neg()?),
         _ => return None,
     };
-    (c.1.abs() <= MAX_WIDENED_OFFSET).then_some(c)
+    (c.1.unsigned_abs() <= MAX_WIDENED_OFFSET as u64).then_some(c)
 }
 
 /// Which operations of a trace (a peeled root, or a bridge) cannot overflow in machine code, where every integer
