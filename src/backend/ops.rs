@@ -7,7 +7,9 @@
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::I64;
-use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Value as ClifValue};
+use cranelift_codegen::ir::{
+    InstBuilder, InstructionData, MemFlagsData, Opcode, Value as ClifValue,
+};
 use cranelift_frontend::FunctionBuilder;
 use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::Op;
@@ -39,6 +41,54 @@ pub fn supported(op: Op, kinds: &[MKind]) -> Result<(), super::Unsupported> {
 
 fn bool_to_int(b: &mut FunctionBuilder, flag: ClifValue) -> ClifValue {
     b.ins().uextend(I64, flag)
+}
+
+/// The value of `v` when an `iconst` defines it.
+fn constant(b: &FunctionBuilder, v: ClifValue) -> Option<i64> {
+    let inst = b.func.dfg.value_def(v).inst()?;
+    match b.func.dfg.insts[inst] {
+        InstructionData::UnaryImm {
+            opcode: Opcode::Iconst,
+            imm,
+        } => Some(imm.bits()),
+        _ => None,
+    }
+}
+
+/// `x + c` or `x - c` for a constant `c`, exiting where it would leave 64 bits: a
+/// comparison of `x` with the bound the constant leaves it (`x - 1` overflows only where
+/// `x == i64::MIN`), which x86-64 and aarch64 branch on directly, rather than the
+/// overflow flag, which Cranelift turns into a byte and a test (`seto`, `test`, `jne`).
+fn checked_by_constant(
+    b: &mut FunctionBuilder,
+    op: Op,
+    x: ClifValue,
+    c: i64,
+    exits: &mut dyn Exits,
+) -> ClifValue {
+    // x + d, with d = c or -c: overflows where x > MAX - d (d > 0) or x < MIN - d (d < 0).
+    let d = match op {
+        Op::Add => Some(c),
+        _ => c.checked_neg(),
+    };
+    let fails = match d {
+        Some(0) => None,
+        Some(d) if d > 0 => Some(
+            b.ins()
+                .icmp_imm_s(IntCC::SignedGreaterThan, x, i64::MAX - d),
+        ),
+        Some(d) => Some(b.ins().icmp_imm_s(IntCC::SignedLessThan, x, i64::MIN - d)),
+        // x - MIN overflows where x >= 0.
+        None => Some(b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, x, 0)),
+    };
+    if let Some(f) = fails {
+        exits.exit_if(b, f);
+    }
+    let k = b.ins().iconst(I64, c);
+    match op {
+        Op::Add => b.ins().iadd(x, k),
+        _ => b.ins().isub(x, k),
+    }
 }
 
 /// Lowers `op` on `args`. With `checked`, arithmetic checks overflow (without, the
@@ -106,6 +156,14 @@ pub fn lower_op(
     let x = args[0].0;
     let y = args.get(1).map(|a| a.0);
     Lowered::Value(match (op, y) {
+        (Op::Add | Op::Sub, Some(y)) if checked && constant(b, y).is_some() => {
+            let c = constant(b, y).expect("checked");
+            checked_by_constant(b, op, x, c, exits)
+        }
+        (Op::Add, Some(y)) if checked && constant(b, x).is_some() => {
+            let c = constant(b, x).expect("checked");
+            checked_by_constant(b, op, y, c, exits)
+        }
         (Op::Add | Op::Sub | Op::Mul, Some(y)) if checked => {
             let (r, of) = match op {
                 Op::Add => b.ins().sadd_overflow(x, y),
