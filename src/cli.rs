@@ -403,6 +403,7 @@ fn dispatch(command: Command) -> CliResult<()> {
             opts.mode = Some(opts.mode.unwrap_or(Mode::Interp));
             let residual_loaded = Loaded {
                 program: runnable.program,
+                ast: None,
             };
             execute(
                 &residual_loaded,
@@ -607,6 +608,8 @@ type Inputs = Vec<(Slot, Value)>;
 /// A checked program with the source it came from.
 struct Loaded {
     program: Program,
+    /// Its syntax tree, for a program read from text (not a residual one).
+    ast: Option<lang::ast::Ast>,
 }
 
 fn read_file(path: &PathBuf) -> CliResult<String> {
@@ -621,8 +624,11 @@ fn report(name: &str, text: &str, diags: &[Diagnostic]) -> Failure {
 }
 
 fn load_program(name: &str, text: &str, syntax: Syntax) -> CliResult<Loaded> {
-    let (_, program) = lang::load(text, syntax).map_err(|d| report(name, text, &d))?;
-    Ok(Loaded { program })
+    let (ast, program) = lang::load(text, syntax).map_err(|d| report(name, text, &d))?;
+    Ok(Loaded {
+        program,
+        ast: Some(ast),
+    })
 }
 
 fn resolve_entry(loaded: &Loaded, entry: Option<&str>) -> CliResult<lang::BlockId> {
@@ -756,10 +762,10 @@ struct ReportTo {
     output: PathBuf,
     /// The command, for the title.
     command: String,
-    /// The flowgraph program's file name and text, as parsed.
+    /// The flowgraph program's file name, text and syntax tree.
     source_name: String,
     source_text: String,
-    syntax: Syntax,
+    ast: lang::ast::Ast,
     /// The interpreted program, for a `.bc` or `.b` file.
     guest: Option<(String, String)>,
 }
@@ -811,7 +817,7 @@ fn report_command(
             command,
             source_name: source_name.to_string(),
             source_text: source_text.to_string(),
-            syntax: Syntax::Fg,
+            ast: loaded.ast.clone().expect("read from text"),
             guest: Some((name.clone(), guest_text()?)),
         };
         (loaded, entry, inputs, to)
@@ -822,7 +828,7 @@ fn report_command(
             command,
             source_name: name.clone(),
             source_text: read_file(path)?,
-            syntax: opts.syntax.unwrap_or_else(|| Syntax::from_path(&name)),
+            ast: loaded.ast.clone().expect("read from text"),
             guest: None,
         };
         (loaded, entry, inputs, to)
@@ -895,21 +901,16 @@ fn execute_with(
         written = written.and(write_file(path, &crate::report::json_lines(&events)));
     }
     if let Some(to) = report {
-        let page = match lang::load(&to.source_text, to.syntax) {
-            Ok((ast, _)) => {
-                let subject = crate::report::Subject {
-                    command: &to.command,
-                    source: crate::report::SourceText {
-                        name: &to.source_name,
-                        text: &to.source_text,
-                        ast: &ast,
-                    },
-                    guest: to.guest.as_ref().map(|(n, t)| (n.as_str(), t.as_str())),
-                };
-                crate::report::html(&subject, &driver, &events)
-            }
-            Err(_) => unreachable!("the program was loaded from this text"),
+        let subject = crate::report::Subject {
+            command: &to.command,
+            source: crate::report::SourceText {
+                name: &to.source_name,
+                text: &to.source_text,
+                ast: &to.ast,
+            },
+            guest: to.guest.as_ref().map(|(n, t)| (n.as_str(), t.as_str())),
         };
+        let page = crate::report::html(&subject, &driver, &events);
         written = written.and(write_file(&to.output, &page));
     }
     let finished = finish(result, &mut state.io, opts.final_line);

@@ -384,7 +384,7 @@ impl<'a> Page<'a> {
         out.push_str(
             "<section id=\"traces\" class=\"pane\">\n<h2>Traces</h2>\n<nav id=\"tree\">\n<ul>\n",
         );
-        for (t, tree) in trees.iter().enumerate() {
+        for t in 0..trees.len() {
             let _ = write!(
                 out,
                 "<li><a href=\"#t{t}\" data-show=\"t{t}\">trace {t}: loop at {}</a>",
@@ -392,7 +392,6 @@ impl<'a> Page<'a> {
             );
             self.bridge_list(out, t, 0);
             out.push_str("</li>\n");
-            let _ = tree;
         }
         out.push_str("</ul>\n</nav>\n");
         if trees.is_empty() {
