@@ -78,6 +78,11 @@ pub fn describe(n: &BigInt, prefix: &str) -> String {
 /// The number that the decimal `digits` (ASCII `0-9`) write, in `O(M(n) log n)` time for
 /// `n` digits and `M` the cost of a multiplication.
 pub fn parse(digits: &[u8]) -> BigUint {
+    if digits.len() <= BLOCK {
+        // Every literal of an ordinary program: no power of ten to compute (10^2048 took
+        // a twentieth of loading a program of 300 loops).
+        return BigUint::parse_bytes(digits, 10).unwrap_or_default();
+    }
     // powers[i] = 10^(BLOCK * 2^i), for every split of `digits`.
     let mut powers = vec![BigUint::from(10u32).pow(BLOCK as u32)];
     while BLOCK << (powers.len() + 1) <= digits.len() {
