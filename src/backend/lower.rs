@@ -578,7 +578,7 @@ struct Lower<'a> {
     /// The root loop's header, once lowered.
     header: Option<Block>,
     /// Exit blocks to fill at the end: (block, segment, instruction).
-    exits: Vec<(Block, usize, usize)>,
+    exits: Vec<Exit>,
     /// Bridges: (segment, guard) → [(bridge segment, value)].
     bridges: Attachments<'a>,
     /// Bridge blocks to fill: (block, bridge segment).
@@ -625,7 +625,7 @@ impl Lower<'_> {
     fn exit_block(&mut self, b: &mut FunctionBuilder, i: usize) -> Block {
         let exit = b.create_block();
         b.set_cold_block(exit);
-        self.exits.push((exit, self.seg, i));
+        self.exits.push((exit, self.seg, i, None));
         exit
     }
 
@@ -684,6 +684,40 @@ impl Lower<'_> {
             self.exit_if(b, failed, i);
         }
         self.vals[seg][i] = Some(made);
+    }
+
+    /// For a guard `i` on `eq x, 0` or `ne x, 0` of an integer `x` (either way round):
+    /// `x`'s value, and whether the comparison holds where `x` is zero.
+    fn zero_test(&self, i: usize) -> Option<(ClifValue, bool)> {
+        let seg = self.seg;
+        let trace = self.segments[seg].trace;
+        let Opnd::Ref(c) = &trace.insts[i].args[0] else {
+            return None;
+        };
+        let cond = &trace.insts[c.index()];
+        let Kind::Op(op @ (Op::Eq | Op::Ne)) = cond.kind else {
+            return None;
+        };
+        let x = match cond.args.as_slice() {
+            [Opnd::Ref(x), Opnd::Const(Value::Int(0))] | [Opnd::Const(Value::Int(0)), Opnd::Ref(x)] => x,
+            _ => return None,
+        };
+        if self.an.kinds[seg][x.index()] != Some(MKind::Int) {
+            return None;
+        }
+        Some((self.vals[seg][x.index()]?, op == Op::Eq))
+    }
+
+    /// Whether instruction `i` of the current segment comes just before the root's back
+    /// edge, with nothing to do between them (not counting steps or made values, which
+    /// `charge` checks there).
+    fn closes_loop(&self, i: usize) -> bool {
+        let trace = self.segments[self.seg].trace;
+        self.seg == 0
+            && self.an.unit == 0
+            && !self.an.owns
+            && self.counter.is_none()
+            && trace.insts.get(i + 1).is_some_and(|n| n.kind == Kind::Loop)
     }
 
     /// When counting, exits at instruction `i` unless the budget holds the costliest
@@ -893,6 +927,31 @@ impl Lower<'_> {
                 // Never allocated: an exit whose snapshot holds it builds it.
                 Kind::Param(_) | Kind::ParamItem | Kind::Virtual => {}
                 Kind::LoopStart => {
+                    // The loop's proofs may assume a parameter in an interval the
+                    // preamble's value is not known to lie in (a counter moving towards
+                    // the bound it is compared with, `bounds::induction`): checked here.
+                    let entry = self.an.bounds[seg].entry.clone();
+                    for (k, range) in entry.iter().enumerate() {
+                        let Some(range) = range else { continue };
+                        let (v, kind) = self.opnd(b, seg, &inst.args[k]);
+                        debug_assert_eq!(kind, MKind::Int, "only integers are assumed");
+                        let bounds = [
+                            (IntCC::SignedLessThan, range.lo),
+                            (IntCC::SignedGreaterThan, range.hi),
+                        ];
+                        for (cc, bound) in bounds {
+                            let Some(bound) = bound.and_then(|n| i64::try_from(n).ok()) else {
+                                continue;
+                            };
+                            if (cc == IntCC::SignedLessThan && bound == i64::MIN)
+                                || (cc == IntCC::SignedGreaterThan && bound == i64::MAX)
+                            {
+                                continue;
+                            }
+                            let out = b.ins().icmp_imm_s(cc, v, bound);
+                            self.exit_if(b, out, i);
+                        }
+                    }
                     let h = b.create_block();
                     for (k, _) in inst.args.iter().enumerate() {
                         let p = b.append_block_param(h, I64);
@@ -964,14 +1023,53 @@ impl Lower<'_> {
                         }
                         continue;
                     }
-                    let cc = if want_true {
-                        IntCC::Equal
-                    } else {
-                        IntCC::NotEqual
+                    // The value the guard branches on, and whether it fails where that
+                    // is not zero. A test of an integer against 0 branches on the integer
+                    // itself (`test`, `jne`), which keeps Cranelift from comparing the
+                    // value it was computed from instead (`x - 1 == 0` as `x == 1`, which
+                    // keeps both alive).
+                    let (fail, on_nonzero) = match self.zero_test(i) {
+                        Some((x, holds_on_zero)) => (x, holds_on_zero == want_true),
+                        None => {
+                            let cc = if want_true {
+                                IntCC::Equal
+                            } else {
+                                IntCC::NotEqual
+                            };
+                            (b.ins().icmp_imm_s(cc, c, 0), true)
+                        }
                     };
-                    let fail = b.ins().icmp_imm_s(cc, c, 0);
                     let target = self.guard_target(b, i);
-                    self.branch_if(b, fail, target);
+                    let back_edge = *header;
+                    if let Some(h) = back_edge.filter(|_| self.closes_loop(i)) {
+                        // The guard just before the root's back edge: the loop goes on
+                        // where it holds, one conditional branch per iteration (the block
+                        // `over` comes next: Cranelift branches back, and falls through to
+                        // the way out).
+                        let args: Vec<BlockArg> = trace.insts[i + 1]
+                            .args
+                            .iter()
+                            .map(|a| BlockArg::Value(self.opnd(b, seg, a).0))
+                            .collect();
+                        let over = b.create_block();
+                        if on_nonzero {
+                            b.ins().brif(fail, over, &[], h, &args);
+                        } else {
+                            b.ins().brif(fail, h, &args, over, &[]);
+                        }
+                        b.seal_block(over);
+                        b.switch_to_block(over);
+                        b.ins().jump(target, &[]);
+                        return;
+                    }
+                    let cont = b.create_block();
+                    if on_nonzero {
+                        b.ins().brif(fail, target, &[], cont, &[]);
+                    } else {
+                        b.ins().brif(fail, cont, &[], target, &[]);
+                    }
+                    b.seal_block(cont);
+                    b.switch_to_block(cont);
                 }
                 Kind::GetItem => {
                     if let Some(v) = self.getitem_int(b, i) {
@@ -1276,6 +1374,7 @@ impl Lower<'_> {
                 exits: &mut self.exits,
                 seg,
                 i,
+                undo: None,
             };
             if hi > 0 {
                 let over = b
@@ -1288,10 +1387,27 @@ impl Lower<'_> {
                 ops::Exits::exit_if(&mut exits, b, under);
             }
         }
+        // The operand of an addition or subtraction that nothing after it reads (but
+        // snapshots): its overflow exit computes it back, so that it dies here.
+        let trace = self.segments[seg].trace;
+        let dies = |o: &Opnd| match o {
+            Opnd::Ref(r) => !trace.insts[i + 1..]
+                .iter()
+                .any(|later| later.args.contains(o))
+                && inst.args.iter().filter(|a| *a == o).count() == 1
+                && self.vals[seg][r.index()].is_some(),
+            Opnd::Const(_) => false,
+        };
+        let undo = match inst.args.as_slice() {
+            [x, _] if dies(x) => x.as_ref().map(|r| (r, true)),
+            [_, y] if dies(y) => y.as_ref().map(|r| (r, false)),
+            _ => None,
+        };
         let mut exits = TreeExits {
             exits: &mut self.exits,
             seg,
             i,
+            undo,
         };
         let checked = snap && !self.an.bounds[seg].safe[i];
         match ops::lower_op(b, op, &args, checked, self.an.kinds[seg][i], &mut exits) {
@@ -1304,9 +1420,16 @@ impl Lower<'_> {
     }
 }
 
+/// An exit to fill: its block, the segment and instruction it exits at, and the operand it
+/// computes back ([`ops::Undo`]), if any.
+type Exit = (Block, usize, usize, Option<(Ref, bool, ops::Undo)>);
+
 /// Exits of a trace tree: a cold block per exiting instruction, filled at the end.
 struct TreeExits<'a> {
-    exits: &'a mut Vec<(Block, usize, usize)>,
+    exits: &'a mut Vec<Exit>,
+    /// The operand of a checked addition or subtraction an exit computes back, if any:
+    /// its ref and whether it is the first.
+    undo: Option<(Ref, bool)>,
     seg: usize,
     i: usize,
 }
@@ -1315,7 +1438,7 @@ impl ops::Exits for TreeExits<'_> {
     fn exit_if(&mut self, b: &mut FunctionBuilder, fail: ClifValue) {
         let exit = b.create_block();
         b.set_cold_block(exit);
-        self.exits.push((exit, self.seg, self.i));
+        self.exits.push((exit, self.seg, self.i, None));
         let cont = b.create_block();
         b.ins().brif(fail, exit, &[], cont, &[]);
         b.seal_block(cont);
@@ -1325,8 +1448,19 @@ impl ops::Exits for TreeExits<'_> {
     fn exit_now(&mut self, b: &mut FunctionBuilder) {
         let exit = b.create_block();
         b.set_cold_block(exit);
-        self.exits.push((exit, self.seg, self.i));
+        self.exits.push((exit, self.seg, self.i, None));
         b.ins().jump(exit, &[]);
+    }
+
+    fn exit_on_overflow(&mut self, b: &mut FunctionBuilder, fail: ClifValue, undo: ops::Undo) {
+        let exit = b.create_block();
+        b.set_cold_block(exit);
+        let recompute = self.undo.map(|(r, first)| (r, first, undo));
+        self.exits.push((exit, self.seg, self.i, recompute));
+        let cont = b.create_block();
+        b.ins().brif(fail, exit, &[], cont, &[]);
+        b.seal_block(cont);
+        b.switch_to_block(cont);
     }
 }
 
@@ -1469,9 +1603,14 @@ pub fn lower(
     b.seal_block(start);
     // The exit blocks: store what the snapshot needs; return the index.
     let exits = std::mem::take(&mut l.exits);
-    for (block, seg, i) in exits {
+    for (block, seg, i, recompute) in exits {
         b.switch_to_block(block);
         b.seal_block(block);
+        // The operand the exit computes back stands for itself while the exit is filled.
+        let saved = recompute.map(|(r, first, undo)| {
+            let v = undo.operand(&mut b, first);
+            (r, l.vals[seg][r.index()].replace(v))
+        });
         let origin = Origin {
             segment: l.tree_segment(seg),
             inst: i,
@@ -1559,6 +1698,9 @@ pub fn lower(
         }
         let code = b.ins().iconst(I64, exit_code(tree, an.unit, g as u32));
         b.ins().return_(&[code]);
+        if let Some((r, old)) = saved {
+            l.vals[seg][r.index()] = old;
+        }
     }
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());

@@ -30,7 +30,7 @@ use cranelift_codegen::Context;
 use cranelift_codegen::{Final, MachSrcLoc};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, Linkage, Module};
+use cranelift_module::{default_libcall_names, Linkage, Module, ModuleReloc, ModuleRelocTarget};
 use flowjit_runtime::abi;
 
 use crate::resume;
@@ -289,7 +289,7 @@ impl Backend {
         };
         let func = lower::trampoline(&*backend.isa, &mut backend.fctx);
         let tramp = backend
-            .define(func, "trampoline", false)
+            .define(func, "trampoline", false, None)
             .map_err(|e| e.to_string())?;
         // SAFETY: the function was compiled with `lower::trampoline_signature`, this type.
         let enter = unsafe { std::mem::transmute::<*const u8, Trampoline>(tramp.ptr) };
@@ -371,7 +371,11 @@ impl Backend {
             blocks,
             locs,
             memory,
-        } = self.define(func, &label, unit != 0)?;
+        } = {
+            // The loop of the root, when this function holds it: its header is aligned.
+            let header = segments[0].trace.loop_start().filter(|_| unit == 0);
+            self.define(func, &label, unit != 0, header)?
+        };
         if listings.asm && self.display.is_none() {
             asm = Some(disassemble(
                 &*self.isa, self.host, &bytes, ptr as u64, &blocks,
@@ -438,7 +442,7 @@ impl Backend {
             blocks,
             memory,
             ..
-        } = self.define(func, "program", false)?;
+        } = self.define(func, "program", false, None)?;
         // SAFETY: a residual program is compiled with `lower::signature`, which is this type.
         let f = unsafe { std::mem::transmute::<*const u8, TraceFn>(ptr) };
         let asm = if listings.asm {
@@ -464,12 +468,15 @@ impl Backend {
     }
 
     /// Compiles `func` into a module of its own (for the quick ISA with `quick`); `label`
-    /// names it in the perf map.
+    /// names it in the perf map. With `header`, the index of the root's `loop_start`, the
+    /// code is placed so that the loop's header starts near a 64-byte boundary
+    /// ([`LOOP_ALIGN`]).
     fn define(
         &mut self,
         func: cranelift_codegen::ir::Function,
         label: &str,
         quick: bool,
+        header: Option<usize>,
     ) -> Result<Defined, Unsupported> {
         if self.live.get() >= MAX_CODE_BYTES {
             return Err(Unsupported::CodeMemory);
@@ -495,23 +502,54 @@ impl Backend {
         let ctx = &mut self.ctx;
         ctx.clear();
         ctx.func = func;
-        module
-            .define_function(id, ctx)
+        ctx.compile(&**isa, &mut ControlPlane::default())
             .map_err(|e| cl(format!("{e:?}")))?;
-        let (bytes, blocks, locs) = ctx
-            .compiled_code()
-            .map(|c| {
-                let locs = origins_of(c.buffer.get_srclocs_sorted());
-                (c.code_buffer().to_vec(), c.bb_starts.clone(), locs)
+        let code = ctx.compiled_code().expect("just compiled");
+        let locs = origins_of(code.buffer.get_srclocs_sorted());
+        let (bytes, blocks) = (code.code_buffer().to_vec(), code.bb_starts.clone());
+        // The code goes `pad` bytes into memory aligned to LOOP_ALIGN: a multiple of the
+        // alignment the code itself asks for (its constants'), chosen so that the block
+        // where the loop's first instruction is starts at most `align - 1` bytes past a
+        // boundary. A loop that straddles a boundary fetches two windows per iteration:
+        // the square loop of the register machine ran half again as long.
+        let align = u32::from(code.buffer.alignment).max(16);
+        let pad = header
+            .and_then(|h| {
+                let first = locs
+                    .iter()
+                    .find(|(_, _, o)| o.segment == 0 && !o.exit && o.inst > h)?
+                    .0;
+                let start = blocks.iter().rev().find(|b| **b <= first)?;
+                let past = start % LOOP_ALIGN;
+                Some((LOOP_ALIGN - past).div_ceil(align) * align % LOOP_ALIGN)
             })
-            .unwrap_or_default();
+            .unwrap_or(0);
+        let relocs: Vec<ModuleReloc> = code
+            .buffer
+            .relocs()
+            .iter()
+            .map(|r| {
+                let mut m = ModuleReloc::from_mach_reloc(r, &ctx.func, id);
+                m.offset += pad;
+                if let ModuleRelocTarget::FunctionOffset(f, at) = m.name {
+                    m.name = ModuleRelocTarget::FunctionOffset(f, at + pad);
+                }
+                m
+            })
+            .collect();
+        let mut placed = vec![isa_pad_byte(&**isa); pad as usize];
+        placed.extend_from_slice(&bytes);
+        module
+            .define_function_bytes(id, u64::from(LOOP_ALIGN), &placed, &relocs)
+            .map_err(|e| cl(format!("{e:?}")))?;
         module
             .finalize_definitions()
             .map_err(|e| cl(e.to_string()))?;
-        let ptr = module.get_finalized_function(id);
-        self.code_bytes += bytes.len();
-        memory.bytes = bytes.len();
-        self.live.set(self.live.get() + bytes.len());
+        // SAFETY: `pad` bytes into the function's memory, which holds `placed`.
+        let ptr = unsafe { module.get_finalized_function(id).add(pad as usize) };
+        self.code_bytes += placed.len();
+        memory.bytes = placed.len();
+        self.live.set(self.live.get() + placed.len());
         if let Some(map) = &mut self.perf_map {
             // perf's format for code it cannot find in a file: start, size (hex), name.
             // A failed write loses only the profile's names.
@@ -525,6 +563,18 @@ impl Backend {
             locs,
             memory,
         })
+    }
+}
+
+/// The boundary a loop's header is placed near, in bytes: the instruction fetch windows
+/// of current x86-64 and aarch64 cores.
+const LOOP_ALIGN: u32 = 64;
+
+/// What fills the bytes before a function placed off its boundary (never run): a trap.
+fn isa_pad_byte(isa: &dyn TargetIsa) -> u8 {
+    match isa.triple().architecture {
+        target_lexicon::Architecture::X86_64 => 0xcc,
+        _ => 0,
     }
 }
 

@@ -20,6 +20,39 @@ pub trait Exits {
     fn exit_if(&mut self, b: &mut FunctionBuilder, fail: ClifValue);
     /// Leaves unconditionally (the current block is then filled).
     fn exit_now(&mut self, b: &mut FunctionBuilder);
+    /// Leaves when `fail`, the overflow flag of the wrapped sum or difference `undo`
+    /// describes, is set. An exit may compute an operand back from the result and the other
+    /// operand instead of keeping it alive past the operation (`add` overwrites one on
+    /// x86-64).
+    fn exit_on_overflow(&mut self, b: &mut FunctionBuilder, fail: ClifValue, undo: Undo) {
+        let _ = undo;
+        self.exit_if(b, fail);
+    }
+}
+
+/// A wrapped `result = x + y` (or `x - y`), whose operands an exit can compute back.
+#[derive(Clone, Copy, Debug)]
+pub struct Undo {
+    /// The wrapped result.
+    pub result: ClifValue,
+    /// The first operand.
+    pub x: ClifValue,
+    /// The second operand.
+    pub y: ClifValue,
+    /// An addition (else a subtraction).
+    pub add: bool,
+}
+
+impl Undo {
+    /// The first operand (`first`) or the second, computed from the result and the other.
+    pub fn operand(self, b: &mut FunctionBuilder, first: bool) -> ClifValue {
+        match (self.add, first) {
+            (true, true) => b.ins().isub(self.result, self.y),
+            (true, false) => b.ins().isub(self.result, self.x),
+            (false, true) => b.ins().iadd(self.result, self.y),
+            (false, false) => b.ins().isub(self.x, self.result),
+        }
+    }
 }
 
 /// What lowering an operation gave.
@@ -170,7 +203,17 @@ pub fn lower_op(
                 Op::Sub => b.ins().ssub_overflow(x, y),
                 _ => b.ins().smul_overflow(x, y),
             };
-            exits.exit_if(b, of);
+            if op == Op::Mul {
+                exits.exit_if(b, of);
+            } else {
+                let undo = Undo {
+                    result: r,
+                    x,
+                    y,
+                    add: op == Op::Add,
+                };
+                exits.exit_on_overflow(b, of, undo);
+            }
             r
         }
         (Op::Add, Some(y)) => b.ins().iadd(x, y),

@@ -247,6 +247,10 @@ pub struct MachineBounds {
     pub widen: Vec<Option<(i64, i64)>>,
     /// Per parameter of the loop: the interval the proofs assume it in at the header.
     pub hull: Vec<Range>,
+    /// Per parameter of the loop: the interval its value from the preamble is checked to lie
+    /// in as the loop is entered (an exit at `loop_start` otherwise), when the proofs assume
+    /// one that the preamble's value is not known to lie in ([`induction`]).
+    pub entry: Vec<Option<Range>>,
 }
 
 impl MachineBounds {
@@ -256,6 +260,7 @@ impl MachineBounds {
             safe: vec![false; trace.insts.len()],
             widen: vec![None; trace.insts.len()],
             hull: Vec::new(),
+            entry: Vec::new(),
         }
     }
 }
@@ -378,6 +383,123 @@ pub fn machine_no_overflow(trace: &Trace, is_int: impl Fn(Ref) -> bool) -> Machi
                 .unwrap_or(Range::i64())
         })
         .collect();
-    let (safe, widen, _) = pass(&hull, &first);
-    MachineBounds { safe, widen, hull }
+    let hull = match trace.loop_start() {
+        Some(start) => induction(trace, start, hull, |h| pass(h, &first).2),
+        None => hull,
+    };
+    let (safe, widen, ends) = pass(&hull, &first);
+    // What enters the loop from the preamble (the first end) and does not lie in the
+    // interval the proofs assume is checked there.
+    let entry = match ends.first() {
+        Some(e) if trace.loop_start().is_some() => e
+            .iter()
+            .zip(&hull)
+            .map(|(e, h)| (!e.within(*h)).then_some(*h))
+            .collect(),
+        _ => Vec::new(),
+    };
+    MachineBounds {
+        safe,
+        widen,
+        hull,
+        entry,
+    }
+}
+
+/// Tighter intervals for the loop's parameters than the hull of what enters and what comes
+/// back computed knowing nothing of them, where an induction proves one: a counter moving
+/// towards a bound that a guard compares it with. For a parameter whose value at the back
+/// edge is itself plus a constant `c`, and each constant `K` a guard of the loop compares
+/// it (or its next value) with, the candidates are `K..=MAX` (and `K+1..=MAX`) for `c < 0`,
+/// `MIN..=K` (and `MIN..=K-1`) for `c > 0`. A candidate holds when the loop, assuming every
+/// parameter in its interval, brings each back in it (`run` gives the ends of the loop
+/// computed under such assumptions). The preamble's values need not lie in it: the
+/// backend checks them as the loop is entered ([`MachineBounds::entry`]).
+///
+/// ```text
+/// v8 = param a                  a in 1..=MAX (assumed)
+/// v10 = sub v8, 1               0..=MAX-1: cannot overflow
+/// v12 = eq v10, 0
+/// guard_false v12               1..=MAX-1 (not 0)
+/// loop v10                      within 1..=MAX: the assumption holds
+/// ```
+fn induction(
+    trace: &Trace,
+    start: usize,
+    hull: Vec<Range>,
+    run: impl Fn(&[Range]) -> Vec<Vec<Range>>,
+) -> Vec<Range> {
+    let def = |x: Ref| &trace.insts[x.index()];
+    let Some(back) = trace.insts[start..]
+        .iter()
+        .rev()
+        .find(|i| i.kind == Kind::Loop)
+    else {
+        return hull;
+    };
+    // Whether the loop (its ends after the first, the preamble's) keeps every parameter
+    // in `h`.
+    let holds = |h: &[Range]| {
+        run(h)
+            .iter()
+            .skip(1)
+            .all(|e| e.iter().zip(h).all(|(v, h)| v.within(*h)))
+    };
+    let mut best = hull.clone();
+    for (k, next) in back.args.iter().enumerate() {
+        let p = Ref((start + 1 + k) as u32);
+        let Opnd::Ref(next) = next else { continue };
+        let Some((x, c)) = offset_of(def(*next)) else {
+            continue;
+        };
+        if x != p || c == 0 {
+            continue;
+        }
+        let mut bounds = Vec::new();
+        for inst in &trace.insts[start..] {
+            let (Kind::GuardTrue | Kind::GuardFalse, [Opnd::Ref(cond)]) =
+                (inst.kind, inst.args.as_slice())
+            else {
+                continue;
+            };
+            let cond = def(*cond);
+            let (Kind::Op(op), [a, b]) = (cond.kind, cond.args.as_slice()) else {
+                continue;
+            };
+            if !is_comparison(op) {
+                continue;
+            }
+            let compared = |o: &Opnd| matches!(o, Opnd::Ref(r) if *r == p || r == next);
+            match (a, b) {
+                (o, Opnd::Const(Value::Int(n))) | (Opnd::Const(Value::Int(n)), o)
+                    if compared(o) =>
+                {
+                    bounds.push(*n as i128)
+                }
+                _ => {}
+            }
+        }
+        let (min, max) = (i64::MIN as i128, i64::MAX as i128);
+        let candidates = bounds.iter().flat_map(|&n| {
+            let (near, far) = if c < 0 {
+                (Range::new(n + 1, max), Range::new(n, max))
+            } else {
+                (Range::new(min, n - 1), Range::new(min, n))
+            };
+            [near, far]
+        });
+        for candidate in candidates {
+            let candidate = candidate.meet(Range::i64());
+            if candidate.lo > candidate.hi || best[k].within(candidate) {
+                continue;
+            }
+            let mut h = best.clone();
+            h[k] = candidate;
+            if holds(&h) {
+                best = h;
+                break;
+            }
+        }
+    }
+    best
 }

@@ -243,6 +243,19 @@ impl Facts {
                 hi: None,
             },
             Op::Eq => Range::exactly(k),
+            // `x != k` narrows an interval only at its ends (an integer known in `0..=9`
+            // and not 0 is in `1..=9`); a value not known to be an integer learns nothing.
+            Op::Ne => match self.ranges.get(&x) {
+                Some(now) if now.lo == Some(k) && now.hi != Some(k) => Range {
+                    lo: Some(k + 1),
+                    hi: None,
+                },
+                Some(now) if now.hi == Some(k) && now.lo != Some(k) => Range {
+                    lo: None,
+                    hi: Some(k - 1),
+                },
+                _ => Range::ANY,
+            },
             _ => Range::ANY,
         };
         self.narrow(x, range);
