@@ -69,6 +69,7 @@ fn bench(c: &mut Criterion) {
                     cost: 0,
                     separate: false,
                     ints: true,
+                    induction: true,
                 };
                 backend
                     .compile(&[root], Listings::default(), false, (0, 0), frame_size)

@@ -270,6 +270,7 @@ fn root(trace: &Trace) -> flowjit::backend::Segment<'_> {
         cost: 0,
         separate: false,
         ints: true,
+        induction: true,
     }
 }
 

@@ -82,6 +82,10 @@ pub struct Segment<'a> {
     /// the array no longer does; otherwise every read checks its element's tag. The driver
     /// turns it off for a tree whose reads exit too often.
     pub ints: bool,
+    /// For the root: whether its loop's proofs may assume a parameter in an interval that
+    /// the value the loop is entered with is checked against (`opt::bounds::induction`).
+    /// The driver turns it off for a tree whose entries fail that check too often.
+    pub induction: bool,
 }
 
 /// Where the values of a tree live in the register buffer.
@@ -148,7 +152,7 @@ pub struct Analysis {
     /// Per segment, what is known of its arithmetic: which operations cannot overflow,
     /// which check a whole run of offsets, and (for the root) the intervals the loop assumes
     /// at its header.
-    bounds: Vec<MachineBounds>,
+    pub(super) bounds: Vec<MachineBounds>,
     /// What the root loop assumes at its header.
     state: Option<LoopState>,
     /// The elidable calls, by (segment, instruction): the code holds their addresses.
@@ -424,7 +428,7 @@ pub fn analyze(
             if s.separate {
                 MachineBounds::none(s.trace)
             } else {
-                crate::opt::bounds::machine_no_overflow(s.trace, is_int)
+                crate::opt::bounds::machine_no_overflow(s.trace, is_int, s.induction)
             }
         })
         .collect();

@@ -689,6 +689,19 @@ impl Compiled {
         }
     }
 
+    /// Whether the loop's entry checks the values it is entered with against what the
+    /// loop's proofs assume (`Segment::induction`): an exit at its `loop_start` is then
+    /// such a check failing, unless the code counts steps or made values.
+    pub fn checks_entry(&self) -> bool {
+        !self.counting
+            && !self.analysis.owns
+            && self
+                .analysis
+                .bounds
+                .first()
+                .is_some_and(|b| b.entry.iter().any(Option::is_some))
+    }
+
     /// Whether the code accepts `frame` as it is: each of its inputs of the kind it was
     /// compiled for (an integer that left 64 bits is not).
     pub fn accepts(&self, frame: &Frame) -> bool {

@@ -2,14 +2,14 @@
 //! with bounded counters and variables that change type in them, printed in the readable
 //! syntax.
 //!
-//! A loop counts its counter down to zero. Its body is straight-line pieces and inner loops,
-//! then (often) a branch whose two ways write variables: either `counter < at`, which
-//! changes direction once, or `counter % m`, whose else-way is a rare path taken every
-//! `m`-th iteration, again and again, so that a guard fails often enough to get a bridge and
-//! the bridge goes back into the loop. Loops run up to 80 times; an outermost loop, often
-//! up to 1,500 (fewer when its inner loops would make it more than 4,000 iterations in
-//! all), enough for the default thresholds (a trace after 50 back edges, a bridge after 20
-//! exits) to be passed.
+//! A loop counts its counter down to zero (its head tests `i > 0` or `i != 0`). Its body
+//! is straight-line pieces and inner loops, then (often) a branch whose two ways write
+//! variables: either `counter < at`, which changes direction once, or `counter % m`, whose
+//! else-way is a rare path taken every `m`-th iteration, again and again, so that a guard
+//! fails often enough to get a bridge and the bridge goes back into the loop. Loops run up
+//! to 80 times; an outermost loop, often up to 1,500 (fewer when its inner loops would make
+//! it more than 4,000 iterations in all), enough for the default thresholds (a trace after
+//! 50 back edges, a bridge after 20 exits) to be passed.
 //!
 //! Statements come as single operations of every kind and, more often, as integer
 //! operations that cannot fail, in chunks that make loop-carried variables copies of each
@@ -232,6 +232,11 @@ pub enum Seg {
         /// A value promoted at the start of the body; `Some((value, n))` adds a derived
         /// value to `x{n}` (`promote(p)`, `x{n} = x{n} + p`).
         promote: Option<(Promoted, usize)>,
+        /// The head tests `counter != 0` rather than `counter > 0`: a counter moving
+        /// towards the value an equality leaves the loop at, whose overflow check machine
+        /// code drops once it proves the counter at least 0 at the header, checking the
+        /// value the loop is entered with (`opt::bounds::induction`).
+        until_zero: bool,
     },
     /// A variable whose type changes between iterations (only in loop bodies).
     Mixed(Mixed),
@@ -611,14 +616,16 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
         prop::collection::vec(seg(depth - 1), 0..3),
         prop_oneof![1 => Just(None), 3 => branch().prop_map(Some)],
         promotion(),
+        any::<bool>(),
     )
-        .prop_map(|(count, body, branch, promote)| {
+        .prop_map(|(count, body, branch, promote, until_zero)| {
             let inner: i64 = body.iter().map(iterations).sum();
             Seg::Loop {
                 count: count.min(NEST_ITERATIONS / (1 + inner)),
                 body,
                 branch,
                 promote,
+                until_zero,
             }
         });
     // An outer loop's body holds straight-line pieces more often than loops, so that long
@@ -858,6 +865,7 @@ impl Emitter {
                 body,
                 branch,
                 promote,
+                until_zero,
             } => {
                 let setup = self.label("loop");
                 let head = self.label("head");
@@ -923,9 +931,10 @@ impl Emitter {
                     }
                 };
                 let _ = writeln!(self.out, "{setup}:\n    {i} = {count}\n    goto {head}");
+                let test = if *until_zero { "!=" } else { ">" };
                 let _ = writeln!(
                     self.out,
-                    "{head}:\n    {c} = {i} > 0\n    if {c} goto {first} else goto {next}"
+                    "{head}:\n    {c} = {i} {test} 0\n    if {c} goto {first} else goto {next}"
                 );
                 let _ = writeln!(self.out, "{step}:\n    {i} = {i} - 1\n    goto {head}");
                 setup

@@ -497,6 +497,8 @@ impl<'p> Jit<'p> {
                     failures: HashMap::new(),
                     incoming: Vec::new(),
                     assume_ints: true,
+                    assume_induction: true,
+                    entry_failures: 0,
                     refusals: 0,
                 });
                 self.compile(index, None);
@@ -986,9 +988,17 @@ impl<'p> Jit<'p> {
                     }
                     let at = exit.at.filter(|&(s, i)| {
                         let inst = &self.trees[exit.tree].segment(s).insts[i];
-                        // A stop at the budget.
+                        // A stop at the budget, or the loop's entry check failing.
                         !(matches!(inst.kind, Kind::Loop | Kind::LoopStart) && s == 0)
                     });
+                    if let Some((0, i)) = exit.at {
+                        let tree = &self.trees[exit.tree];
+                        let entry_check = tree.root.insts[i].kind == Kind::LoopStart
+                            && tree.code.as_ref().is_some_and(|c| c.checks_entry());
+                        if entry_check {
+                            self.entry_failed(exit.tree);
+                        }
+                    }
                     return Some((exit.tree, exit.pos, at));
                 }
             }
@@ -1023,6 +1033,19 @@ impl<'p> Jit<'p> {
 
     /// Counts an entry into tree `t` that its machine code refused; at `MAX_REFUSALS`, the
     /// tree's key is never entered or traced again (its loop is left to the interpreter).
+    /// Counts an entry into tree `t`'s loop that failed the check of what its proofs
+    /// assume (`backend::Segment::induction`). Past the bridge threshold, the tree's code
+    /// is compiled again without those assumptions: the loop is entered with values
+    /// outside them too often.
+    fn entry_failed(&mut self, t: usize) {
+        let tree = &mut self.trees[t];
+        tree.entry_failures += 1;
+        if tree.entry_failures > self.config.bridge_threshold && tree.assume_induction {
+            tree.assume_induction = false;
+            self.compile(t, None);
+        }
+    }
+
     fn refused(&mut self, t: usize) {
         let tree = &mut self.trees[t];
         tree.refusals += 1;

@@ -44,6 +44,12 @@ pub struct Tree {
     /// Whether its code assumes that arrays which say they hold only integers still do
     /// (`Segment::ints`); off once its reads exit too often, and its code compiled again.
     pub(super) assume_ints: bool,
+    /// Whether its loop's code may assume what an induction proves, checking the values
+    /// the loop is entered with (`Segment::induction`); off once those checks fail too
+    /// often, and its code compiled again.
+    pub(super) assume_induction: bool,
+    /// Entries into its loop that failed that check.
+    pub(super) entry_failures: u64,
     /// Entries its machine code refused (`Jit::refused`).
     pub(super) refusals: u32,
 }
@@ -67,6 +73,7 @@ impl Tree {
             cost: 0,
             separate: false,
             ints: self.assume_ints,
+            induction: self.assume_induction,
         }];
         // A bridge's parent comes before it: its path's cost is known.
         for b in &self.bridges {
@@ -82,6 +89,7 @@ impl Tree {
                 cost,
                 separate: b.separate,
                 ints: self.assume_ints,
+                induction: false,
             });
         }
         segments

@@ -292,7 +292,14 @@ fn offset_of(inst: &crate::trace::Inst) -> Option<(Ref, i64)> {
 /// ([`MachineBounds::widen`]). (The optimizer proper cannot know this: in the trace
 /// interpreter an integer may be a big one, so only the backend, which knows its integers
 /// are `i64`, asks.)
-pub fn machine_no_overflow(trace: &Trace, is_int: impl Fn(Ref) -> bool) -> MachineBounds {
+///
+/// With `induction`, a loop parameter may be assumed in a tighter interval that an
+/// induction proves ([`induction`]), which the loop's entry then checks.
+pub fn machine_no_overflow(
+    trace: &Trace,
+    is_int: impl Fn(Ref) -> bool,
+    induction: bool,
+) -> MachineBounds {
     // A bridge has no loop of its own: no parameters.
     let start = trace.loop_start().unwrap_or(0);
     let params = trace.loop_start().map_or(0, |s| trace.insts[s].args.len());
@@ -383,8 +390,8 @@ pub fn machine_no_overflow(trace: &Trace, is_int: impl Fn(Ref) -> bool) -> Machi
                 .unwrap_or(Range::i64())
         })
         .collect();
-    let hull = match trace.loop_start() {
-        Some(start) => induction(trace, start, hull, |h| pass(h, &first).2),
+    let hull = match trace.loop_start().filter(|_| induction) {
+        Some(start) => self::induction(trace, start, hull, |h| pass(h, &first).2),
         None => hull,
     };
     let (safe, widen, ends) = pass(&hull, &first);
