@@ -690,6 +690,23 @@ impl Lower<'_> {
         self.vals[seg][i] = Some(made);
     }
 
+    /// Whether the loop after `loop_start` `i` of the current segment may make an array
+    /// hold something other than integers: it stores a value of another kind, or calls a
+    /// function (which may store anything).
+    fn loop_may_mix(&self, i: usize) -> bool {
+        let seg = self.seg;
+        self.segments[seg].trace.insts[i + 1..]
+            .iter()
+            .any(|inst| match inst.kind {
+                Kind::CallPure(_) => true,
+                Kind::SetItem => match &inst.args[2] {
+                    Opnd::Ref(r) => self.an.kinds[seg][r.index()] != Some(MKind::Int),
+                    Opnd::Const(v) => MKind::of(v) != Some(MKind::Int),
+                },
+                _ => false,
+            })
+    }
+
     /// For a guard `i` on `eq x, 0` or `ne x, 0` of an integer `x` (either way round):
     /// `x`'s value, and whether the comparison holds where `x` is zero.
     fn zero_test(&self, i: usize) -> Option<(ClifValue, bool)> {
@@ -836,13 +853,15 @@ impl Lower<'_> {
                 return None;
             }
             // The loop may hold what it loaded from arrays before the bridge (a load the
-            // optimizer moved out of the loop): a bridge on the way that stores goes back
-            // through the preamble, which loads again.
+            // optimizer moved out of the loop), and count on arrays the preamble found
+            // holding only integers still doing so (`ints`): a bridge on the way that stores
+            // (or calls a function, which may) goes back through the preamble, which loads
+            // and checks again.
             let stores = self.segments[s]
                 .trace
                 .insts
                 .iter()
-                .any(|i| i.kind == Kind::SetItem);
+                .any(|i| matches!(i.kind, Kind::SetItem | Kind::CallPure(_)));
             if stores {
                 return None;
             }
@@ -971,8 +990,13 @@ impl Lower<'_> {
                     b.switch_to_block(h);
                     *header = Some(h);
                     self.header = Some(h);
-                    // The back edge and bridges come here too.
-                    self.ints.clear();
+                    // The back edge and bridges come here too. Bridges that store do not
+                    // (`header_args`); where the loop itself stores only integers and calls
+                    // nothing, an array the preamble found holding only integers still
+                    // does at the header, and is not checked again in each iteration.
+                    if self.loop_may_mix(i) {
+                        self.ints.clear();
+                    }
                 }
                 Kind::Loop if seg == 0 && self.an.unit == 0 => {
                     let h = header.expect("a peeled trace has a loop_start before its loop");

@@ -394,7 +394,22 @@ pub fn machine_no_overflow(
         Some(start) => self::induction(trace, start, hull, |h| pass(h, &first).2),
         None => hull,
     };
-    let (safe, widen, ends) = pass(&hull, &first);
+    // The checks the first pass widened were needed to compute the hull knowing nothing
+    // of the parameters; knowing the hull, they may not be: where the loop keeps its
+    // parameters in the hull without them, they go (a Brainfuck loop `[<<<<<<<<<]`, whose
+    // pointer every read proves an index, needs no check of `p - 9`).
+    let none = vec![None; trace.insts.len()];
+    let unforced = pass(&hull, &none);
+    let keeps = |ends: &[Vec<Range>]| {
+        ends.iter()
+            .skip(1)
+            .all(|e| e.iter().zip(&hull).all(|(v, h)| v.within(*h)))
+    };
+    let (safe, widen, ends) = if keeps(&unforced.2) {
+        unforced
+    } else {
+        pass(&hull, &first)
+    };
     // What enters the loop from the preamble (the first end) and does not lie in the
     // interval the proofs assume is checked there.
     let entry = match ends.first() {
