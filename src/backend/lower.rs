@@ -1634,17 +1634,17 @@ pub fn lower(
     for (block, seg, i, recompute) in exits {
         b.switch_to_block(block);
         b.seal_block(block);
-        // The operand the exit computes back stands for itself while the exit is filled.
-        let saved = recompute.map(|(r, first, undo)| {
-            let v = undo.operand(&mut b, first);
-            (r, l.vals[seg][r.index()].replace(v))
-        });
         let origin = Origin {
             segment: l.tree_segment(seg),
             inst: i,
             exit: true,
         };
         b.set_srcloc(origin.srcloc());
+        // The operand the exit computes back stands for itself while the exit is filled.
+        let saved = recompute.map(|(r, first, undo)| {
+            let v = undo.operand(&mut b, first);
+            (r, l.vals[seg][r.index()].replace(v))
+        });
         let trace = segments[seg].trace;
         let own = trace.insts[i]
             .snap

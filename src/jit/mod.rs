@@ -735,8 +735,11 @@ impl<'p> Jit<'p> {
         if o.exit {
             let name = if inst.kind.has_result() {
                 format!("v{}", o.inst)
-            } else {
+            } else if print::named_guard(inst.kind) {
                 format!("g{}", o.inst)
+            } else {
+                // A `loop_start` whose entry check failed, a `setitem`, a `print`...
+                format!("{} #{}", inst.kind.name(), o.inst)
             };
             let resume = trace.snap_of(inst).map_or(String::new(), |s| {
                 format!(

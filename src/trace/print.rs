@@ -366,7 +366,7 @@ pub fn guard_name(index: usize) -> String {
 }
 
 /// Whether instructions of `kind` are guards, which the SSA form names.
-pub(super) fn named_guard(kind: Kind) -> bool {
+pub(crate) fn named_guard(kind: Kind) -> bool {
     kind.is_guard() || kind.name().starts_with("guard_")
 }
 
