@@ -720,7 +720,8 @@ impl Lower<'_> {
             return None;
         };
         let x = match cond.args.as_slice() {
-            [Opnd::Ref(x), Opnd::Const(Value::Int(0))] | [Opnd::Const(Value::Int(0)), Opnd::Ref(x)] => x,
+            [Opnd::Ref(x), Opnd::Const(Value::Int(0))]
+            | [Opnd::Const(Value::Int(0)), Opnd::Ref(x)] => x,
             _ => return None,
         };
         if self.an.kinds[seg][x.index()] != Some(MKind::Int) {
@@ -1419,11 +1420,13 @@ impl Lower<'_> {
         // snapshots): its overflow exit computes it back, so that it dies here.
         let trace = self.segments[seg].trace;
         let dies = |o: &Opnd| match o {
-            Opnd::Ref(r) => !trace.insts[i + 1..]
-                .iter()
-                .any(|later| later.args.contains(o))
-                && inst.args.iter().filter(|a| *a == o).count() == 1
-                && self.vals[seg][r.index()].is_some(),
+            Opnd::Ref(r) => {
+                !trace.insts[i + 1..]
+                    .iter()
+                    .any(|later| later.args.contains(o))
+                    && inst.args.iter().filter(|a| *a == o).count() == 1
+                    && self.vals[seg][r.index()].is_some()
+            }
             Opnd::Const(_) => false,
         };
         let undo = match inst.args.as_slice() {

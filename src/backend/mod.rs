@@ -512,7 +512,7 @@ impl Backend {
         // where the loop's first instruction is starts at most `align - 1` bytes past a
         // boundary. A loop that straddles a boundary fetches two windows per iteration:
         // the square loop of the register machine ran half again as long.
-        let align = u32::from(code.buffer.alignment).max(16);
+        let align = code.buffer.alignment.max(16);
         let pad = header
             .and_then(|h| {
                 let first = locs
