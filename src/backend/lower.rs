@@ -730,6 +730,42 @@ impl Lower<'_> {
         Some((self.vals[seg][x.index()]?, op == Op::Eq))
     }
 
+    /// For a guard `i` on a comparison of two integers: the comparison, emitted again as
+    /// a flag to branch on.
+    fn compared(&self, b: &mut FunctionBuilder, i: usize) -> Option<ClifValue> {
+        let seg = self.seg;
+        let trace = self.segments[seg].trace;
+        let Opnd::Ref(c) = &trace.insts[i].args[0] else {
+            return None;
+        };
+        let cond = &trace.insts[c.index()];
+        let Kind::Op(op) = cond.kind else {
+            return None;
+        };
+        let cc = match op {
+            Op::Lt => IntCC::SignedLessThan,
+            Op::Le => IntCC::SignedLessThanOrEqual,
+            Op::Gt => IntCC::SignedGreaterThan,
+            Op::Ge => IntCC::SignedGreaterThanOrEqual,
+            Op::Eq => IntCC::Equal,
+            Op::Ne => IntCC::NotEqual,
+            _ => return None,
+        };
+        let [x, y] = cond.args.as_slice() else {
+            return None;
+        };
+        let int = |o: &Opnd| match o {
+            Opnd::Ref(r) => self.an.kinds[seg][r.index()] == Some(MKind::Int),
+            Opnd::Const(v) => matches!(v, Value::Int(_)),
+        };
+        if !int(x) || !int(y) {
+            return None;
+        }
+        let (x, _) = self.opnd(b, seg, x);
+        let (y, _) = self.opnd(b, seg, y);
+        Some(b.ins().icmp(cc, x, y))
+    }
+
     /// Whether instruction `i` of the current segment comes just before the root's back
     /// edge, with nothing to do between them (not counting steps or made values, which
     /// `charge` checks there).
@@ -1057,16 +1093,21 @@ impl Lower<'_> {
                     // itself (`test`, `jne`), which keeps Cranelift from comparing the
                     // value it was computed from instead (`x - 1 == 0` as `x == 1`, which
                     // keeps both alive).
-                    let (fail, on_nonzero) = match self.zero_test(i) {
-                        Some((x, holds_on_zero)) => (x, holds_on_zero == want_true),
-                        None => {
-                            let cc = if want_true {
-                                IntCC::Equal
-                            } else {
-                                IntCC::NotEqual
-                            };
-                            (b.ins().icmp_imm_s(cc, c, 0), true)
-                        }
+                    let zero = self.zero_test(i);
+                    let (fail, on_nonzero) = if let Some((x, holds_on_zero)) = zero {
+                        (x, holds_on_zero == want_true)
+                    } else if let Some(flag) = self.compared(b, i) {
+                        // A comparison of integers branches on its flags, not on the 0 or
+                        // 1 it makes (which Cranelift's e-graph would see through, but
+                        // bridges compiled without it would not).
+                        (flag, !want_true)
+                    } else {
+                        let cc = if want_true {
+                            IntCC::Equal
+                        } else {
+                            IntCC::NotEqual
+                        };
+                        (b.ins().icmp_imm_s(cc, c, 0), true)
                     };
                     let target = self.guard_target(b, i);
                     let back_edge = *header;
