@@ -65,8 +65,11 @@ pub const DEFAULT_MAX_TRACE_LEN: usize = 4000;
 pub const MAX_TREE_SIZE: usize = 150;
 
 /// The most bridges compiled in a tree's function (each compiles the whole tree again):
-/// later ones are compiled on their own.
-pub const MAX_TREE_BRIDGES: usize = 4;
+/// later ones are compiled on their own. One keeps a loop whose two ways alternate in one
+/// function (`tests/programs/branchy.fg`); with four, a loop of 32 ways
+/// (`benches/cliffs/branchy400.fg`) compiled its tree five times, and ran a quarter longer
+/// (4.06 s against 3.08 s at m=1000), while mandel.b and the other benchmarks did not move.
+pub const MAX_TREE_BRIDGES: usize = 1;
 
 /// How many times longer than a root trace a bridge may grow. A bridge runs only what
 /// follows its guard, once, up to the next anchor: in an interpreter written in the
