@@ -583,6 +583,9 @@ struct Lower<'a> {
     header: Option<Block>,
     /// Exit blocks to fill at the end: (block, segment, instruction).
     exits: Vec<Exit>,
+    /// Per instruction of the segment being lowered: the last instruction that reads it
+    /// as an operand (snapshots aside).
+    last_use: Vec<usize>,
     /// Bridges: (segment, guard) → [(bridge segment, value)].
     bridges: Attachments<'a>,
     /// Bridge blocks to fill: (block, bridge segment).
@@ -707,63 +710,51 @@ impl Lower<'_> {
             })
     }
 
-    /// For a guard `i` on `eq x, 0` or `ne x, 0` of an integer `x` (either way round):
-    /// `x`'s value, and whether the comparison holds where `x` is zero.
-    fn zero_test(&self, i: usize) -> Option<(ClifValue, bool)> {
+    /// What guard `i` on `c` branches on, and whether `c` holds where that is not zero. A
+    /// test of an integer against 0 branches on the integer itself (`test`, `jne`), which
+    /// keeps Cranelift from comparing the value it was computed from instead (`x - 1 == 0`
+    /// as `x == 1`, which keeps both alive); another comparison of integers on its flags,
+    /// not on the 0 or 1 it makes (which Cranelift's e-graph would see through, but
+    /// bridges compiled without it would not); anything else on `c` itself.
+    fn branch_value(&self, b: &mut FunctionBuilder, i: usize, c: ClifValue) -> (ClifValue, bool) {
         let seg = self.seg;
         let trace = self.segments[seg].trace;
-        let Opnd::Ref(c) = &trace.insts[i].args[0] else {
-            return None;
+        let Opnd::Ref(cr) = &trace.insts[i].args[0] else {
+            return (c, true);
         };
-        let cond = &trace.insts[c.index()];
-        let Kind::Op(op @ (Op::Eq | Op::Ne)) = cond.kind else {
-            return None;
-        };
-        let x = match cond.args.as_slice() {
-            [Opnd::Ref(x), Opnd::Const(Value::Int(0))]
-            | [Opnd::Const(Value::Int(0)), Opnd::Ref(x)] => x,
-            _ => return None,
-        };
-        if self.an.kinds[seg][x.index()] != Some(MKind::Int) {
-            return None;
-        }
-        Some((self.vals[seg][x.index()]?, op == Op::Eq))
-    }
-
-    /// For a guard `i` on a comparison of two integers: the comparison, emitted again as
-    /// a flag to branch on.
-    fn compared(&self, b: &mut FunctionBuilder, i: usize) -> Option<ClifValue> {
-        let seg = self.seg;
-        let trace = self.segments[seg].trace;
-        let Opnd::Ref(c) = &trace.insts[i].args[0] else {
-            return None;
-        };
-        let cond = &trace.insts[c.index()];
-        let Kind::Op(op) = cond.kind else {
-            return None;
-        };
-        let cc = match op {
-            Op::Lt => IntCC::SignedLessThan,
-            Op::Le => IntCC::SignedLessThanOrEqual,
-            Op::Gt => IntCC::SignedGreaterThan,
-            Op::Ge => IntCC::SignedGreaterThanOrEqual,
-            Op::Eq => IntCC::Equal,
-            Op::Ne => IntCC::NotEqual,
-            _ => return None,
-        };
-        let [x, y] = cond.args.as_slice() else {
-            return None;
+        let cond = &trace.insts[cr.index()];
+        let cc = match cond.kind {
+            Kind::Op(Op::Lt) => IntCC::SignedLessThan,
+            Kind::Op(Op::Le) => IntCC::SignedLessThanOrEqual,
+            Kind::Op(Op::Gt) => IntCC::SignedGreaterThan,
+            Kind::Op(Op::Ge) => IntCC::SignedGreaterThanOrEqual,
+            Kind::Op(Op::Eq) => IntCC::Equal,
+            Kind::Op(Op::Ne) => IntCC::NotEqual,
+            _ => return (c, true),
         };
         let int = |o: &Opnd| match o {
             Opnd::Ref(r) => self.an.kinds[seg][r.index()] == Some(MKind::Int),
             Opnd::Const(v) => matches!(v, Value::Int(_)),
         };
+        let [x, y] = cond.args.as_slice() else {
+            return (c, true);
+        };
         if !int(x) || !int(y) {
-            return None;
+            return (c, true);
         }
-        let (x, _) = self.opnd(b, seg, x);
-        let (y, _) = self.opnd(b, seg, y);
-        Some(b.ins().icmp(cc, x, y))
+        match (x, y) {
+            (o @ Opnd::Ref(_), Opnd::Const(Value::Int(0)))
+            | (Opnd::Const(Value::Int(0)), o @ Opnd::Ref(_))
+                if matches!(cc, IntCC::Equal | IntCC::NotEqual) =>
+            {
+                (self.opnd(b, seg, o).0, cc == IntCC::NotEqual)
+            }
+            _ => {
+                let (x, _) = self.opnd(b, seg, x);
+                let (y, _) = self.opnd(b, seg, y);
+                (b.ins().icmp(cc, x, y), true)
+            }
+        }
     }
 
     /// Whether instruction `i` of the current segment comes just before the root's back
@@ -962,6 +953,12 @@ impl Lower<'_> {
         self.ints.clear();
         let s = self.segments[seg];
         let trace = s.trace;
+        self.last_use = (0..trace.insts.len()).collect();
+        for (j, inst) in trace.insts.iter().enumerate() {
+            for r in inst.args.iter().filter_map(Opnd::as_ref) {
+                self.last_use[r.index()] = j;
+            }
+        }
         let segment = self.tree_segment(seg);
         for (i, inst) in trace.insts.iter().enumerate() {
             let snap = inst.snap.is_some();
@@ -995,19 +992,16 @@ impl Lower<'_> {
                         let Some(range) = range else { continue };
                         let (v, kind) = self.opnd(b, seg, &inst.args[k]);
                         debug_assert_eq!(kind, MKind::Int, "only integers are assumed");
+                        // A bound at the end of 64 bits needs no check.
                         let bounds = [
-                            (IntCC::SignedLessThan, range.lo),
-                            (IntCC::SignedGreaterThan, range.hi),
+                            (IntCC::SignedLessThan, range.lo, i64::MIN),
+                            (IntCC::SignedGreaterThan, range.hi, i64::MAX),
                         ];
-                        for (cc, bound) in bounds {
-                            let Some(bound) = bound.and_then(|n| i64::try_from(n).ok()) else {
+                        for (cc, bound, end) in bounds {
+                            let bound = bound.and_then(|n| i64::try_from(n).ok());
+                            let Some(bound) = bound.filter(|n| *n != end) else {
                                 continue;
                             };
-                            if (cc == IntCC::SignedLessThan && bound == i64::MIN)
-                                || (cc == IntCC::SignedGreaterThan && bound == i64::MAX)
-                            {
-                                continue;
-                            }
                             let out = b.ins().icmp_imm_s(cc, v, bound);
                             self.exit_if(b, out, i);
                         }
@@ -1089,26 +1083,9 @@ impl Lower<'_> {
                         continue;
                     }
                     // The value the guard branches on, and whether it fails where that
-                    // is not zero. A test of an integer against 0 branches on the integer
-                    // itself (`test`, `jne`), which keeps Cranelift from comparing the
-                    // value it was computed from instead (`x - 1 == 0` as `x == 1`, which
-                    // keeps both alive).
-                    let zero = self.zero_test(i);
-                    let (fail, on_nonzero) = if let Some((x, holds_on_zero)) = zero {
-                        (x, holds_on_zero == want_true)
-                    } else if let Some(flag) = self.compared(b, i) {
-                        // A comparison of integers branches on its flags, not on the 0 or
-                        // 1 it makes (which Cranelift's e-graph would see through, but
-                        // bridges compiled without it would not).
-                        (flag, !want_true)
-                    } else {
-                        let cc = if want_true {
-                            IntCC::Equal
-                        } else {
-                            IntCC::NotEqual
-                        };
-                        (b.ins().icmp_imm_s(cc, c, 0), true)
-                    };
+                    // is not zero.
+                    let (fail, holds_on_nonzero) = self.branch_value(b, i, c);
+                    let on_nonzero = holds_on_nonzero != want_true;
                     let target = self.guard_target(b, i);
                     let back_edge = *header;
                     if let Some(h) = back_edge.filter(|_| self.closes_loop(i)) {
@@ -1459,18 +1436,12 @@ impl Lower<'_> {
         }
         // The operand of an addition or subtraction that nothing after it reads (but
         // snapshots): its overflow exit computes it back, so that it dies here.
-        let trace = self.segments[seg].trace;
         let dies = |o: &Opnd| match o {
-            Opnd::Ref(r) => {
-                !trace.insts[i + 1..]
-                    .iter()
-                    .any(|later| later.args.contains(o))
-                    && inst.args.iter().filter(|a| *a == o).count() == 1
-                    && self.vals[seg][r.index()].is_some()
-            }
+            Opnd::Ref(r) => self.last_use[r.index()] == i && self.vals[seg][r.index()].is_some(),
             Opnd::Const(_) => false,
         };
         let undo = match inst.args.as_slice() {
+            [x, y] if x == y => None,
             [x, _] if dies(x) => x.as_ref().map(|r| (r, true)),
             [_, y] if dies(y) => y.as_ref().map(|r| (r, false)),
             _ => None,
@@ -1508,13 +1479,7 @@ struct TreeExits<'a> {
 
 impl ops::Exits for TreeExits<'_> {
     fn exit_if(&mut self, b: &mut FunctionBuilder, fail: ClifValue) {
-        let exit = b.create_block();
-        b.set_cold_block(exit);
-        self.exits.push((exit, self.seg, self.i, None));
-        let cont = b.create_block();
-        b.ins().brif(fail, exit, &[], cont, &[]);
-        b.seal_block(cont);
-        b.switch_to_block(cont);
+        self.exit_computing(b, fail, None);
     }
 
     fn exit_now(&mut self, b: &mut FunctionBuilder) {
@@ -1525,9 +1490,22 @@ impl ops::Exits for TreeExits<'_> {
     }
 
     fn exit_on_overflow(&mut self, b: &mut FunctionBuilder, fail: ClifValue, undo: ops::Undo) {
+        let recompute = self.undo.map(|(r, first)| (r, first, undo));
+        self.exit_computing(b, fail, recompute);
+    }
+}
+
+impl TreeExits<'_> {
+    /// Exits when `fail` is not zero, the exit computing back the operand `recompute`
+    /// names, if any; goes on in a new block otherwise.
+    fn exit_computing(
+        &mut self,
+        b: &mut FunctionBuilder,
+        fail: ClifValue,
+        recompute: Option<(Ref, bool, ops::Undo)>,
+    ) {
         let exit = b.create_block();
         b.set_cold_block(exit);
-        let recompute = self.undo.map(|(r, first)| (r, first, undo));
         self.exits.push((exit, self.seg, self.i, recompute));
         let cont = b.create_block();
         b.ins().brif(fail, exit, &[], cont, &[]);
@@ -1655,6 +1633,7 @@ pub fn lower(
         start,
         header: None,
         exits: Vec::new(),
+        last_use: Vec::new(),
         bridges,
         pending: Vec::new(),
         seg: 0,

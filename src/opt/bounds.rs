@@ -400,12 +400,7 @@ pub fn machine_no_overflow(
     // pointer every read proves an index, needs no check of `p - 9`).
     let none = vec![None; trace.insts.len()];
     let unforced = pass(&hull, &none);
-    let keeps = |ends: &[Vec<Range>]| {
-        ends.iter()
-            .skip(1)
-            .all(|e| e.iter().zip(&hull).all(|(v, h)| v.within(*h)))
-    };
-    let (safe, widen, ends) = if keeps(&unforced.2) {
+    let (safe, widen, ends) = if keeps(&unforced.2, &hull) {
         unforced
     } else {
         pass(&hull, &first)
@@ -426,6 +421,14 @@ pub fn machine_no_overflow(
         hull,
         entry,
     }
+}
+
+/// Whether a loop whose ends (`loop_start`'s first, the preamble's, then the back edges')
+/// are `ends` brings every parameter back in the interval `hull` gives it at the header.
+fn keeps(ends: &[Vec<Range>], hull: &[Range]) -> bool {
+    ends.iter()
+        .skip(1)
+        .all(|e| e.iter().zip(hull).all(|(v, h)| v.within(*h)))
 }
 
 /// Tighter intervals for the loop's parameters than the hull of what enters and what comes
@@ -458,14 +461,6 @@ fn induction(
         .find(|i| i.kind == Kind::Loop)
     else {
         return hull;
-    };
-    // Whether the loop (its ends after the first, the preamble's) keeps every parameter
-    // in `h`.
-    let holds = |h: &[Range]| {
-        run(h)
-            .iter()
-            .skip(1)
-            .all(|e| e.iter().zip(h).all(|(v, h)| v.within(*h)))
     };
     let mut best = hull.clone();
     for (k, next) in back.args.iter().enumerate() {
@@ -517,7 +512,7 @@ fn induction(
             }
             let mut h = best.clone();
             h[k] = candidate;
-            if holds(&h) {
+            if keeps(&run(&h), &h) {
                 best = h;
                 break;
             }
