@@ -109,12 +109,13 @@ fn bench(c: &mut Criterion) {
                         .iter()
                         .filter_map(|(s, v)| residual.slot(program.var(*s)).map(|r| (r, v.clone())))
                         .collect();
-                    let mut frame = flowjit::state::frame_with(&residual, &dynamic);
+                    let mut state =
+                        flowjit::state::State::new(&residual, &dynamic, Default::default());
                     let mut backend = Backend::new(None).expect("supported host");
                     let code = backend
-                        .compile_program(&residual, BlockId(0), &frame, Listings::default())
+                        .compile_program(&residual, BlockId(0), &state.frame, Listings::default())
                         .expect("compiles");
-                    match backend::run_program(&code, &mut frame) {
+                    match backend::run_program(&code, &residual, &mut state) {
                         Some(backend::cfg::ProgramExit::Stop(v)) => v,
                         _ => unreachable!("square of 10^6 stays within 64 bits"),
                     }

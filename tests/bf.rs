@@ -115,3 +115,57 @@ fn a_file_that_is_not_there_is_bad_usage() {
     assert_eq!(status, Some(2));
     assert!(err.contains("cannot read no/such/file.b"), "{err}");
 }
+
+/// The first Futamura projection: the interpreter specialized to each program (`program`
+/// static, its `pc` green and so kept static), then compiled whole to machine code, prints
+/// what the interpreter prints, byte for byte, and fails with the same error.
+#[test]
+fn every_brainfuck_program_specialized_and_compiled_whole_prints_the_same() {
+    for file in programs() {
+        let text = std::fs::read_to_string(&file).expect("the program");
+        let commands: Vec<String> = text
+            .chars()
+            .filter(|c| "<>+-.,[]".contains(*c))
+            .map(|c| format!("'{c}'"))
+            .collect();
+        let mut child = common::flowjit_command()
+            .args(["pe", "examples/bf.fg", "--entry", "start"])
+            .arg(format!("program=[{}]", commands.join(",")))
+            .args(["--compile", "--stats", "--run"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("flowjit starts");
+        let stdin = std::fs::read(file.with_extension("in")).unwrap_or_default();
+        let mut input = child.stdin.take().expect("piped");
+        let _ = input.write_all(&stdin);
+        drop(input);
+        let out = child.wait_with_output().expect("flowjit runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("# stats\nresidual program compiled: "),
+            "{}: {err}",
+            file.display()
+        );
+        let mut want = std::fs::read(file.with_extension("out")).expect("the .out file");
+        match std::fs::read_to_string(file.with_extension("err")) {
+            Ok(want_err) => {
+                assert_eq!(out.status.code(), Some(1), "{}", file.display());
+                assert!(err.ends_with(&want_err), "{}: {err}", file.display());
+            }
+            Err(_) => {
+                assert_eq!(out.status.code(), Some(0), "{}: {err}", file.display());
+                // What `print_and_stop` prints after the program's own output.
+                want.extend_from_slice(b"0\n");
+            }
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&want),
+            "{}",
+            file.display()
+        );
+    }
+}

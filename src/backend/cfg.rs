@@ -12,12 +12,20 @@
 //! and one more slot the printed value. The return value is a deoptimization point's number,
 //! or [`STOP`] minus the kind of the printed value.
 //!
+//! Arrays, input and output are compiled as in traces: `array` and `toarray` call the
+//! runtime, which keeps what they make alive in the context until the code returns
+//! (registers only borrow), `getitem` and `setitem` check their index and deoptimize
+//! outside the array, and an element read out of an array is expected to be an integer
+//! (another kind deoptimizes). A program that has made [`helpers::MAX_OWNED`] elements'
+//! worth deoptimizes before its next allocation, and the interpreter runs the rest.
+//!
 //! What it cannot lower it declines ([`Unsupported`]): a variable that holds values of two
-//! kinds, a read that may come before the variable is written on some path, `readlist`
-//! (whose element kind nothing recorded), big integer constants.
+//! kinds, a read that may come before the variable is written on some path, `readlist` of
+//! a list whose element kind is not known, big integer constants, calls.
 
 use std::collections::HashSet;
 
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
 use cranelift_codegen::ir::{
     Block, Function, InstBuilder, MemFlagsData, UserFuncName, Value as ClifValue,
@@ -27,6 +35,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::{Op, Value};
 
+use super::helpers::{self, Ctx};
 use super::ops::{self, Exits, Lowered};
 use super::Unsupported;
 use crate::lang::{BlockId, Inst, Operand, Program, Slot, Terminator};
@@ -34,8 +43,8 @@ use crate::resume::Snapshot;
 use crate::state::{Frame, Position};
 use crate::trace::{Opnd, Ref};
 
-/// What of a residual program machine code does not hold yet: arrays, input and output,
-/// calls. Such a program runs on the interpreter.
+/// What of a residual program machine code does not hold yet: calls. Such a program runs
+/// on the interpreter.
 fn declined(program: &Program) -> Result<(), Unsupported> {
     for block in &program.blocks {
         if let Some(what) = block.insts.iter().find_map(Inst::not_compiled) {
@@ -78,6 +87,10 @@ pub struct Analysis {
     pub kinds: Vec<Option<MKind>>,
     /// Per block: the slots certainly written when the block starts.
     defined: Vec<HashSet<Slot>>,
+    /// Whether every array the program reads holds only integers: those of the frame do,
+    /// it makes arrays only with `array(n, v)` of an integer `v`, and it stores only
+    /// integers. Elements are then read and written without their tags.
+    ints: bool,
     /// The deoptimization points: where the interpreter resumes, and the variables written
     /// there, each in the register of its slot (entry `Ref(k)` is register `k`).
     pub points: Vec<Snapshot>,
@@ -130,16 +143,20 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         .collect();
     for s in &at_entry {
         let v = frame[s.index()].as_ref().expect("written");
-        kinds[s.index()] = Some(match v {
-            Value::Array(_) => return Err(Unsupported::Array),
-            _ => MKind::of(v).ok_or(Unsupported::BigInput)?,
-        });
+        kinds[s.index()] = Some(MKind::of(v).ok_or(Unsupported::BigInput)?);
     }
     // Kinds, to a fixpoint: an assignment gives its variable the kind of its result.
     loop {
         let mut changed = false;
         for block in &program.blocks {
             for inst in &block.insts {
+                if let Inst::Getchar(dst) = inst {
+                    changed |= kinds[dst.index()].is_none();
+                    match kinds[dst.index()].get_or_insert(MKind::Int) {
+                        MKind::Int => continue,
+                        _ => return Err(Unsupported::TwoKinds(program.var(*dst).to_string())),
+                    }
+                }
                 let Some((dst, op, args)) = inst.operation() else {
                     continue;
                 };
@@ -152,7 +169,11 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
                         Some(k) => k,
                         None => continue,
                     },
+                    // An element of an array is expected to be an integer (the code checks).
+                    Op::Readlist if arg_kinds[0] == Some(MKind::Array) => MKind::Int,
                     Op::Readlist => element_kind(program, frame, args[0])?,
+                    Op::Array | Op::ToArray => MKind::Array,
+                    Op::ToList => MKind::List,
                     _ => MKind::Int,
                 };
                 match kinds[dst.index()] {
@@ -171,6 +192,24 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
             break;
         }
     }
+    let kind_of = |o: &Operand| operand_kind(&kinds, o).ok().flatten();
+    let ints = frame.iter().all(|v| match v {
+        Some(Value::Array(a)) => a.only_ints(),
+        _ => true,
+    }) && program
+        .blocks
+        .iter()
+        .flat_map(|b| &b.insts)
+        .all(|inst| match inst {
+            Inst::SetItem { value, .. } => kind_of(value) == Some(MKind::Int),
+            Inst::Op2 {
+                op: Op::Array, b, ..
+            } => kind_of(b) == Some(MKind::Int),
+            Inst::Op1 {
+                op: Op::ToArray, ..
+            } => false,
+            _ => true,
+        });
     // Variables certainly written at the start of each block (a must-analysis).
     let all: HashSet<Slot> = (0..n).map(|s| Slot(s as u32)).collect();
     let mut defined: Vec<HashSet<Slot>> = vec![all; program.blocks.len()];
@@ -179,11 +218,7 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         let mut changed = false;
         for (b, block) in program.blocks.iter().enumerate() {
             let mut out = defined[b].clone();
-            for inst in &block.insts {
-                if let Some((dst, _, _)) = inst.operation() {
-                    out.insert(dst);
-                }
-            }
+            out.extend(block.insts.iter().filter_map(written));
             for j in block.term.jumps() {
                 let t = j.target.index();
                 let meet: HashSet<Slot> = defined[t].intersection(&out).copied().collect();
@@ -207,12 +242,12 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
             _ => Ok(()),
         };
         for inst in &block.insts {
-            if let Some((dst, _, args)) = inst.operation() {
-                for a in args {
-                    check(&now, a)?;
-                }
-                now.insert(dst);
+            for a in &inst.operands() {
+                check(&now, a)?;
+                // A constant must be one machine code can hold.
+                operand_kind(&kinds, a)?;
             }
+            now.extend(written(inst));
         }
         match &block.term {
             Terminator::If { cond, .. } => check(&now, &Operand::Var(*cond))?,
@@ -227,8 +262,17 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
     Ok(Analysis {
         kinds,
         defined,
+        ints,
         points: Vec::new(),
     })
+}
+
+/// The variable a statement assigns, if it assigns one.
+fn written(inst: &Inst) -> Option<Slot> {
+    match inst {
+        Inst::Getchar(dst) => Some(*dst),
+        _ => inst.operation().map(|(dst, _, _)| dst),
+    }
 }
 
 struct Deopts<'a> {
@@ -288,6 +332,7 @@ pub fn lower(
     b.switch_to_block(start);
     b.seal_block(start);
     let regs = b.block_params(start)[0];
+    let ctx = b.block_params(start)[1];
     let vars: Vec<Variable> = (0..n).map(|_| b.declare_var(I64)).collect();
     for s in &an.defined[entry.index()] {
         let v = b.ins().load(I64, mf, regs, (8 * s.index()) as i32);
@@ -318,11 +363,6 @@ pub fn lower(
         };
         let mut dead = false;
         for (k, inst) in block.insts.iter().enumerate() {
-            let Some((dst, op, args)) = inst.operation() else {
-                continue;
-            };
-            let args: Vec<(ClifValue, MKind)> =
-                args.into_iter().map(|a| value(&mut b, a)).collect();
             let mut exits = Deopts {
                 pending: &mut pending,
                 points: &mut an.points,
@@ -332,21 +372,86 @@ pub fn lower(
                 },
                 written: written.clone(),
             };
-            let result = match op {
-                Op::Readlist => an.kinds[dst.index()],
-                _ => None,
-            };
-            match ops::lower_op(&mut b, op, &args, true, result, &mut exits) {
-                Lowered::Value(v) => {
-                    b.def_var(vars[dst.index()], v);
-                    if let Err(at) = written.binary_search(&dst) {
-                        written.insert(at, dst);
+            let assigned = match inst {
+                Inst::Op1 { dst, op, .. } | Inst::Op2 { dst, op, .. } => {
+                    let (dst, op) = (*dst, *op);
+                    let args: Vec<(ClifValue, MKind)> =
+                        inst.operands().iter().map(|a| value(&mut b, a)).collect();
+                    if op.allocates() || op == Op::ToList {
+                        (dst, alloc(&mut b, isa, ctx, op, &args, &mut exits))
+                    } else if let (Op::Readlist, true, [(a, MKind::Array), (i, MKind::Int)]) =
+                        (op, an.ints, args.as_slice())
+                    {
+                        (dst, int_item(&mut b, *a, *i, &mut exits))
+                    } else {
+                        let result = match op {
+                            Op::Readlist => an.kinds[dst.index()],
+                            _ => None,
+                        };
+                        match ops::lower_op(&mut b, op, &args, true, result, &mut exits) {
+                            Lowered::Value(v) => (dst, v),
+                            Lowered::AlwaysExits => {
+                                dead = true;
+                                break;
+                            }
+                        }
                     }
                 }
-                Lowered::AlwaysExits => {
-                    dead = true;
-                    break;
+                Inst::SetItem {
+                    array,
+                    index,
+                    value: item,
+                } => {
+                    let (a, ka) = value(&mut b, &Operand::Var(*array));
+                    let (i, ki) = value(&mut b, index);
+                    let (v, kv) = value(&mut b, item);
+                    if ka != MKind::Array || ki != MKind::Int {
+                        // Fails every time (a type error): the interpreter raises it.
+                        exits.exit_now(&mut b);
+                        dead = true;
+                        break;
+                    }
+                    let len = b
+                        .ins()
+                        .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
+                    let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
+                    exits.exit_if(&mut b, outside);
+                    ops::store_item(&mut b, isa, (a, i, v, kv), an.ints);
+                    continue;
                 }
+                Inst::Print(a) => {
+                    let (v, kind) = value(&mut b, a);
+                    let kind = b.ins().iconst(I64, helpers::kind_code(kind));
+                    let f = helpers::print as *const u8;
+                    ops::call_helper(&mut b, isa, f, &[ctx, v, kind], false);
+                    continue;
+                }
+                Inst::Putchar(a) => {
+                    let (v, kind) = value(&mut b, a);
+                    if kind != MKind::Int {
+                        exits.exit_now(&mut b);
+                        dead = true;
+                        break;
+                    }
+                    // Not a byte (a negative one is a huge unsigned number): deoptimize.
+                    let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, v, 255);
+                    exits.exit_if(&mut b, wide);
+                    let f = helpers::putchar as *const u8;
+                    ops::call_helper(&mut b, isa, f, &[ctx, v], false);
+                    continue;
+                }
+                Inst::Getchar(dst) => {
+                    let f = helpers::getchar as *const u8;
+                    let v = ops::call_helper(&mut b, isa, f, &[ctx], true).expect("a result");
+                    (*dst, v)
+                }
+                Inst::Call { .. } => unreachable!("`declined` refuses programs that call"),
+                Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => continue,
+            };
+            let (dst, v) = assigned;
+            b.def_var(vars[dst.index()], v);
+            if let Err(at) = written.binary_search(&dst) {
+                written.insert(at, dst);
             }
         }
         if dead {
@@ -392,6 +497,64 @@ pub fn lower(
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());
     func
+}
+
+/// The element at `index` of array `a`, which holds only integers: the index is checked,
+/// the tag is not.
+fn int_item(
+    b: &mut FunctionBuilder,
+    a: ClifValue,
+    index: ClifValue,
+    exits: &mut Deopts,
+) -> ClifValue {
+    let len = b
+        .ins()
+        .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
+    let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
+    exits.exit_if(b, outside);
+    let items = b
+        .ins()
+        .load(I64, ops::HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
+    let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
+    let addr = b.ins().iadd(items, offset);
+    let at = abi::VALUE_PAYLOAD_OFFSET as i32;
+    b.ins().load(I64, MemFlagsData::trusted(), addr, at)
+}
+
+/// Lowers `op` (one that makes a list or an array) on `args`: the runtime makes it and
+/// keeps it alive in the context. The code deoptimizes before it when it fails, and when
+/// what the context keeps has reached [`helpers::MAX_OWNED`] elements (the interpreter,
+/// which lets go of what it no longer uses, then runs the rest of the program).
+fn alloc(
+    b: &mut FunctionBuilder,
+    isa: &dyn TargetIsa,
+    ctx: ClifValue,
+    op: Op,
+    args: &[(ClifValue, MKind)],
+    exits: &mut Deopts,
+) -> ClifValue {
+    let at = std::mem::offset_of!(Ctx, made) as i32;
+    let made = b.ins().load(I64, MemFlagsData::trusted(), ctx, at);
+    let full = b.ins().icmp_imm_u(
+        IntCC::UnsignedGreaterThanOrEqual,
+        made,
+        helpers::MAX_OWNED as i64,
+    );
+    exits.exit_if(b, full);
+    let mut words = vec![ctx, b.ins().iconst(I64, helpers::op_code(op))];
+    for k in 0..2 {
+        let (v, kind) = match args.get(k) {
+            Some(a) => *a,
+            None => (b.ins().iconst(I64, 0), MKind::Int),
+        };
+        words.push(v);
+        words.push(b.ins().iconst(I64, helpers::kind_code(kind)));
+    }
+    let f = helpers::alloc as *const u8;
+    let made = ops::call_helper(b, isa, f, &words, true).expect("a result");
+    let failed = b.ins().icmp_imm_s(IntCC::Equal, made, 0);
+    exits.exit_if(b, failed);
+    made
 }
 
 /// How a run of a compiled program ended.

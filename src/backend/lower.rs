@@ -1231,10 +1231,7 @@ impl Lower<'_> {
         args: &[ClifValue],
         ret: bool,
     ) -> Option<ClifValue> {
-        let sig = b.import_signature(helpers::signature(self.isa, args.len(), ret));
-        let callee = b.ins().iconst(I64, f as i64);
-        let call = b.ins().call_indirect(sig, callee, args);
-        b.inst_results(call).first().copied()
+        ops::call_helper(b, self.isa, f, args, ret)
     }
 
     /// Lowers `setitem` `i`; false when it always exits. The element's words are written
@@ -1243,7 +1240,6 @@ impl Lower<'_> {
     fn setitem(&mut self, b: &mut FunctionBuilder, i: usize) -> bool {
         let (seg, segments) = (self.seg, self.segments);
         let inst = &segments[seg].trace.insts[i];
-        let mf = MemFlagsData::trusted();
         let (a, ka) = self.opnd(b, seg, &inst.args[0]);
         let (index, ki) = self.opnd(b, seg, &inst.args[1]);
         let (v, kv) = self.opnd(b, seg, &inst.args[2]);
@@ -1255,7 +1251,9 @@ impl Lower<'_> {
         }
         // Without a snapshot it cannot fail: the index was checked before (`opt::heap`).
         if inst.snap.is_some() {
-            let len = b.ins().load(I64, mf, a, abi::LIST_LEN_OFFSET as i32);
+            let len = b
+                .ins()
+                .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
             let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
             self.exit_if(b, outside, i);
         }
@@ -1290,10 +1288,14 @@ impl Lower<'_> {
             self.exit_if(b, mixed, i);
             self.ints.push(a);
         }
-        let len = b.ins().load(I64, mf, a, abi::LIST_LEN_OFFSET as i32);
+        let len = b
+            .ins()
+            .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
         let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
         self.exit_if(b, outside, i);
-        let items = b.ins().load(I64, mf, a, abi::LIST_ITEMS_OFFSET as i32);
+        let items = b
+            .ins()
+            .load(I64, ops::HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
         let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
         let addr = b.ins().iadd(items, offset);
         Some(
@@ -1302,10 +1304,7 @@ impl Lower<'_> {
         )
     }
 
-    /// Stores `v` (of kind `kv`) into element `index` of array `a`, an index known to be
-    /// in bounds: in place when neither the old element nor `v` owns a reference, through
-    /// the runtime otherwise. With `ints` (the array is known to hold only integers) an
-    /// integer is stored without looking at the old element, and without writing a tag.
+    /// Stores `v` (of kind `kv`) at `index` of the array `a` ([`ops::store_item`]).
     fn store(
         &mut self,
         b: &mut FunctionBuilder,
@@ -1315,48 +1314,7 @@ impl Lower<'_> {
         kv: MKind,
         ints: bool,
     ) {
-        let mf = MemFlagsData::trusted();
-        if ints && kv == MKind::Int {
-            let items = b.ins().load(I64, mf, a, abi::LIST_ITEMS_OFFSET as i32);
-            let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
-            let addr = b.ins().iadd(items, offset);
-            b.ins().store(mf, v, addr, abi::VALUE_PAYLOAD_OFFSET as i32);
-            return;
-        }
-        let kind = b.ins().iconst(I64, helpers::kind_code(kv));
-        let slow = &[a, index, v, kind];
-        if !matches!(kv, MKind::Int | MKind::Atom) {
-            self.call(b, helpers::setitem as *const u8, slow, false);
-            return;
-        }
-        let items = b.ins().load(I64, mf, a, abi::LIST_ITEMS_OFFSET as i32);
-        let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
-        let addr = b.ins().iadd(items, offset);
-        let tag = b.ins().load(I64, mf, addr, abi::VALUE_TAG_OFFSET as i32);
-        // Integers (tag 0) and atoms (tag 2) own nothing: any other tag has bits outside 2.
-        const _: () = assert!(abi::TAG_INT == 0 && abi::TAG_ATOM == 2);
-        let owns = b.ins().band_imm_s(tag, !2);
-        let (fast, by_runtime, join) = (b.create_block(), b.create_block(), b.create_block());
-        b.set_cold_block(by_runtime);
-        b.ins().brif(owns, by_runtime, &[], fast, &[]);
-        b.seal_block(fast);
-        b.seal_block(by_runtime);
-        b.switch_to_block(fast);
-        let new_tag = b.ins().iconst(I64, kv.tag() as i64);
-        b.ins()
-            .store(mf, new_tag, addr, abi::VALUE_TAG_OFFSET as i32);
-        b.ins().store(mf, v, addr, abi::VALUE_PAYLOAD_OFFSET as i32);
-        if kv != MKind::Int {
-            // The array no longer holds only integers (the runtime's stores say so too).
-            let no = b.ins().iconst(I64, 0);
-            b.ins().store(mf, no, a, abi::ARRAY_INTS_OFFSET as i32);
-        }
-        b.ins().jump(join, &[]);
-        b.switch_to_block(by_runtime);
-        self.call(b, helpers::setitem as *const u8, slow, false);
-        b.ins().jump(join, &[]);
-        b.seal_block(join);
-        b.switch_to_block(join);
+        ops::store_item(b, self.isa, (a, index, v, kv), ints);
     }
 
     /// Lowers `call_pure` `i`: the arguments go to a stack slot, the helper makes the call

@@ -602,24 +602,39 @@ struct Defined {
     memory: CodeMemory,
 }
 
-/// Runs a compiled program on `frame` (at its entry) until it stops or deoptimizes.
-/// Returns `None`, having done nothing, when an input is not of the kind the code was
-/// compiled for.
-pub fn run_program(code: &CompiledProgram, frame: &mut Frame) -> Option<cfg::ProgramExit> {
+/// Runs a compiled residual program on `state` (`program` is the residual program, whose
+/// functions the context names): from its entry with the variables of the frame, until it
+/// stops or deoptimizes. `None` when a variable holds a value of another kind than the code
+/// was compiled for (the interpreter then runs it all).
+pub fn run_program(
+    code: &CompiledProgram,
+    program: &crate::lang::Program,
+    state: &mut crate::state::State,
+) -> Option<cfg::ProgramExit> {
     let an = &code.analysis;
     let n = an.kinds.len();
     let mut regs = vec![0i64; n + 1];
     for (slot, kind) in an.kinds.iter().enumerate() {
-        if let (Some(v), Some(kind)) = (&frame[slot], kind) {
+        if let (Some(v), Some(kind)) = (&state.frame[slot], kind) {
             regs[slot] = abi::unbox(v, *kind)?;
         }
     }
+    let mut ctx = helpers::Ctx {
+        program,
+        state,
+        limit: None,
+        made: 0,
+        owned: Vec::new(),
+        allocated: 0,
+    };
     // SAFETY: `regs` has a slot per variable and one for the printed value; every variable
-    // written in the frame is of the kind the code was compiled for.
-    // A residual program does no input, output or call: its code uses no context.
-    let code_returned = unsafe { (code.f)(regs.as_mut_ptr(), std::ptr::null_mut()) };
-    // SAFETY (for every `rebox`): a slot was stored from a value of the kind recorded for it;
-    // a list comes from the frame or from the program's constants, alive in an Rc.
+    // written in the frame is of the kind the code was compiled for; `ctx` is the context
+    // the helpers expect.
+    let code_returned = unsafe { (code.f)(regs.as_mut_ptr(), &mut ctx) };
+    // What the code made stays alive until the values the interpreter keeps are copied.
+    let _made = std::mem::take(&mut ctx.owned);
+    // SAFETY (for every `rebox`): a slot was stored from a value of the kind recorded for it,
+    // alive in the frame, in the program's constants or in `_made`.
     if let Some(kind) = cfg::stopped(code_returned) {
         return Some(cfg::ProgramExit::Stop(unsafe { abi::rebox(regs[n], kind) }));
     }
@@ -629,7 +644,7 @@ pub fn run_program(code: &CompiledProgram, frame: &mut Frame) -> Option<cfg::Pro
         let kind = an.kinds[r.index()].expect("a written variable has a kind");
         unsafe { abi::rebox(regs[r.index()], kind) }
     };
-    resume::restore_frame(point, read, frame);
+    resume::restore_frame(point, read, &mut state.frame);
     Some(cfg::ProgramExit::Resume(point.pos))
 }
 

@@ -10,9 +10,17 @@ use cranelift_codegen::ir::types::I64;
 use cranelift_codegen::ir::{
     InstBuilder, InstructionData, MemFlagsData, Opcode, Value as ClifValue,
 };
+use cranelift_codegen::isa::TargetIsa;
 use cranelift_frontend::FunctionBuilder;
 use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::Op;
+
+use super::helpers;
+
+/// The flags of a load of a list's or an array's length or elements' address: neither ever
+/// changes (arrays have a fixed length), so Cranelift may merge two such loads and let
+/// stores to elements pass them, and then forwards a stored element to a load of it.
+pub const HEADER: MemFlagsData = MemFlagsData::trusted().with_readonly();
 
 /// How the code leaves when a check fails.
 pub trait Exits {
@@ -156,10 +164,14 @@ pub fn lower_op(
         // Bounds-checked: an index outside the list (a negative one is a huge unsigned
         // number) exits, and so does an element of another kind than expected. An array has
         // a list's layout: this is also `getitem`.
-        let len = b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32);
+        let len = b
+            .ins()
+            .load(I64, HEADER, *list, abi::LIST_LEN_OFFSET as i32);
         let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, *index, len);
         exits.exit_if(b, outside);
-        let items = b.ins().load(I64, mf, *list, abi::LIST_ITEMS_OFFSET as i32);
+        let items = b
+            .ins()
+            .load(I64, HEADER, *list, abi::LIST_ITEMS_OFFSET as i32);
         let offset = b.ins().imul_imm_s(*index, abi::VALUE_SIZE as i64);
         let addr = b.ins().iadd(items, offset);
         let tag = b.ins().load(I64, mf, addr, abi::VALUE_TAG_OFFSET as i32);
@@ -178,7 +190,10 @@ pub fn lower_op(
         });
     }
     if let (Op::Len, [(list, MKind::List | MKind::Array)]) = (op, args) {
-        return Lowered::Value(b.ins().load(I64, mf, *list, abi::LIST_LEN_OFFSET as i32));
+        return Lowered::Value(
+            b.ins()
+                .load(I64, HEADER, *list, abi::LIST_LEN_OFFSET as i32),
+        );
     }
     // `len` and `readlist` need a list or an array, which they did not get; the others need integers
     // only. Either way the operation fails every time: exit before it.
@@ -290,4 +305,74 @@ pub fn lower_op(
         }
         _ => unreachable!("every operation on integers is lowered above ({op})"),
     })
+}
+
+/// Calls the runtime helper at `f` on `args` (one word each); its result, if it has one.
+pub fn call_helper(
+    b: &mut FunctionBuilder,
+    isa: &dyn TargetIsa,
+    f: *const u8,
+    args: &[ClifValue],
+    ret: bool,
+) -> Option<ClifValue> {
+    let sig = b.import_signature(helpers::signature(isa, args.len(), ret));
+    let callee = b.ins().iconst(I64, f as i64);
+    let call = b.ins().call_indirect(sig, callee, args);
+    b.inst_results(call).first().copied()
+}
+
+/// Stores `v` (of kind `kv`) into element `index` of array `a`, an index known to be in
+/// bounds: in place when neither the old element nor `v` owns a reference, through the
+/// runtime otherwise ([`helpers::setitem`]). With `ints` (the array is known to hold only
+/// integers) an integer is stored without looking at the old element, and without writing a
+/// tag.
+pub fn store_item(
+    b: &mut FunctionBuilder,
+    isa: &dyn TargetIsa,
+    (a, index, v, kv): (ClifValue, ClifValue, ClifValue, MKind),
+    ints: bool,
+) {
+    let mf = MemFlagsData::trusted();
+    if ints && kv == MKind::Int {
+        let items = b.ins().load(I64, HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
+        let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
+        let addr = b.ins().iadd(items, offset);
+        b.ins().store(mf, v, addr, abi::VALUE_PAYLOAD_OFFSET as i32);
+        return;
+    }
+    let kind = b.ins().iconst(I64, helpers::kind_code(kv));
+    let slow = &[a, index, v, kind];
+    let setitem = helpers::setitem as *const u8;
+    if !matches!(kv, MKind::Int | MKind::Atom) {
+        call_helper(b, isa, setitem, slow, false);
+        return;
+    }
+    let items = b.ins().load(I64, HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
+    let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
+    let addr = b.ins().iadd(items, offset);
+    let tag = b.ins().load(I64, mf, addr, abi::VALUE_TAG_OFFSET as i32);
+    // Integers (tag 0) and atoms (tag 2) own nothing: any other tag has bits outside 2.
+    const _: () = assert!(abi::TAG_INT == 0 && abi::TAG_ATOM == 2);
+    let owns = b.ins().band_imm_s(tag, !2);
+    let (fast, by_runtime, join) = (b.create_block(), b.create_block(), b.create_block());
+    b.set_cold_block(by_runtime);
+    b.ins().brif(owns, by_runtime, &[], fast, &[]);
+    b.seal_block(fast);
+    b.seal_block(by_runtime);
+    b.switch_to_block(fast);
+    let new_tag = b.ins().iconst(I64, kv.tag() as i64);
+    b.ins()
+        .store(mf, new_tag, addr, abi::VALUE_TAG_OFFSET as i32);
+    b.ins().store(mf, v, addr, abi::VALUE_PAYLOAD_OFFSET as i32);
+    if kv != MKind::Int {
+        // The array no longer holds only integers (the runtime's stores say so too).
+        let no = b.ins().iconst(I64, 0);
+        b.ins().store(mf, no, a, abi::ARRAY_INTS_OFFSET as i32);
+    }
+    b.ins().jump(join, &[]);
+    b.switch_to_block(by_runtime);
+    call_helper(b, isa, setitem, slow, false);
+    b.ins().jump(join, &[]);
+    b.seal_block(join);
+    b.switch_to_block(join);
 }

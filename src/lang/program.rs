@@ -218,22 +218,13 @@ impl Inst {
         matches!(self, Inst::Print(_) | Inst::Putchar(_) | Inst::Getchar(_))
     }
 
-    /// What in the statement compiled code (traces, machine code, whole residual
-    /// programs) does not hold yet, named for a message: calls, input and output, and the
-    /// operations on arrays. The recorder stops before such a statement, and the
-    /// whole-program compiler declines a program with one.
+    /// What in the statement the whole-program compiler does not hold yet, named for a
+    /// message: calls. It declines a residual program with one.
     pub fn not_compiled(&self) -> Option<&'static str> {
-        Some(match self {
-            Inst::SetItem { .. } => "`setitem`",
-            Inst::Print(_) => "`print`",
-            Inst::Putchar(_) => "`putchar`",
-            Inst::Getchar(_) => "`getchar`",
-            Inst::Call { .. } => "`call`",
-            Inst::Op1 { op, .. } | Inst::Op2 { op, .. } if op.allocates() || *op == Op::ToList => {
-                "an operation on arrays"
-            }
-            _ => return None,
-        })
+        match self {
+            Inst::Call { .. } => Some("`call`"),
+            _ => None,
+        }
     }
 
     /// The operands the statement reads, in order.

@@ -199,7 +199,7 @@ impl Stage for Fold {
 fn mask_of(inst: &Inst) -> Option<(Ref, i64)> {
     match (inst.kind, inst.args.as_slice()) {
         (Kind::Op(Op::And), [Opnd::Ref(x), Opnd::Const(Value::Int(m))])
-            if *m > 0 && (*m & (*m + 1)) == 0 =>
+            if *m > 0 && (*m & m.wrapping_add(1)) == 0 =>
         {
             Some((*x, *m))
         }

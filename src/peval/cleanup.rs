@@ -52,17 +52,19 @@ fn retarget(term: &mut RTerm, f: impl Fn(usize) -> usize) {
 /// Where a jump to `b` ends up, following blocks that only jump (stopping at a cycle).
 fn final_target(blocks: &[Option<RBlock>], b: usize) -> usize {
     let mut at = b;
-    let mut seen = vec![false; blocks.len()];
+    // The blocks of this chain so far: chains are short, and a cycle of jumps (a program
+    // that loops doing nothing) ends it.
+    let mut seen = Vec::new();
     while let Some(RBlock {
         stmts,
         term: RTerm::Goto(next),
         ..
     }) = &blocks[at]
     {
-        if !stmts.is_empty() || seen[at] {
+        if !stmts.is_empty() || seen.contains(&at) {
             break;
         }
-        seen[at] = true;
+        seen.push(at);
         at = *next;
     }
     at
@@ -98,28 +100,30 @@ pub fn clean(raw: &Residual) -> Residual {
     }
     r.entry = finals[r.entry];
     drop_unreachable(&mut r);
-    // 2. Merge straight-line chains.
-    loop {
-        let mut preds = vec![0usize; r.blocks.len()];
-        preds[r.entry] += 1;
-        for block in r.blocks.iter().flatten() {
-            for t in successors(block) {
-                preds[t] += 1;
-            }
+    // 2. Merge straight-line chains. Merging `b` into `a` moves `b`'s edges to `a` and
+    // leaves the counts of predecessors as they were, so they are counted once.
+    let mut preds = vec![0usize; r.blocks.len()];
+    preds[r.entry] += 1;
+    for block in r.blocks.iter().flatten() {
+        for t in successors(block) {
+            preds[t] += 1;
         }
-        let merge = (0..r.blocks.len()).find_map(|a| match &r.blocks[a] {
-            Some(RBlock {
-                term: RTerm::Goto(b),
-                ..
-            }) if *b != a && preds[*b] == 1 => Some((a, *b)),
-            _ => None,
-        });
-        let Some((a, b)) = merge else { break };
-        let next = r.blocks[b].take().expect("a live block");
-        let first = r.blocks[a].as_mut().expect("a live block");
-        first.stmts.extend(next.stmts);
-        first.term = next.term;
-        first.term_origin = next.term_origin;
+    }
+    for a in 0..r.blocks.len() {
+        while let Some(RBlock {
+            term: RTerm::Goto(b),
+            ..
+        }) = r.blocks[a]
+        {
+            if b == a || preds[b] != 1 {
+                break;
+            }
+            let next = r.blocks[b].take().expect("a live block");
+            let first = r.blocks[a].as_mut().expect("a live block");
+            first.stmts.extend(next.stmts);
+            first.term = next.term;
+            first.term_origin = next.term_origin;
+        }
     }
     // 3. Drop what cannot be reached.
     drop_unreachable(&mut r);

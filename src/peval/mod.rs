@@ -25,6 +25,17 @@
 //! finitely many; a residual program beyond [`MAX_BLOCKS`] blocks (a program that builds
 //! ever new static values in ever new places) stops with [`PeError::Budget`].
 //!
+//! **Greens.** In a program with the meta-tracing hints, the merge point's green variables
+//! say what the partial evaluator should keep static: the position in the interpreted
+//! program (the first Futamura projection, as RPython's hints tell its JIT). Generalization
+//! never forgets a green, and the specializations of a label are counted per values of
+//! the greens, [`MAX_GREEN_VERSIONS`] for each: so an interpreter specialized to its program
+//! leaves one block (or a few) per position of that program, with the dispatch folded away,
+//! instead of generalizing the position itself after a few dozen and leaving the whole
+//! interpreter in the residual program. The Brainfuck interpreter specialized to a program
+//! is then that program translated: `tape[ptr] = ...` per command, the pointer a constant
+//! where the loops keep it one (`flowjit bench FILE.b`, pe+compile).
+//!
 //! Runtime errors of the residual program name the blocks of the original program (each
 //! residual statement remembers the label it comes from), so a residual program fails with
 //! the interpreter's message.
@@ -57,8 +68,15 @@ use crate::state::Steps;
 /// How many specializations a label gets before its partial environments are generalized.
 pub const MAX_VERSIONS: usize = 32;
 
+/// How many specializations a label gets for the same values of the merge point's green
+/// variables, in a program with the meta-tracing hints, before the other variables that
+/// differ are generalized: two (a loop entered with one set of static values comes back
+/// with another), then the general one. The greens themselves are never
+/// generalized (see [`specialize`]).
+pub const MAX_GREEN_VERSIONS: usize = 2;
+
 /// The most blocks a residual program may have.
-pub const MAX_BLOCKS: usize = 20_000;
+pub const MAX_BLOCKS: usize = 200_000;
 
 /// The most operations the evaluation of one `@elidable` call with static arguments may
 /// take; past that the call stays in the residual program.
@@ -152,8 +170,15 @@ pub enum PeError {
 
 struct Pe<'p> {
     program: &'p Program,
+    /// Per slot: whether it is a green variable of the merge point, which generalization
+    /// keeps (see [`specialize`]).
+    green: Vec<bool>,
+    /// How many specializations a label gets, for the same greens, before generalizing.
+    max_versions: usize,
     cache: HashMap<(BlockId, PEnv), usize>,
-    versions: Vec<Vec<PEnv>>,
+    /// The partial environments each label was specialized for, by the label and the
+    /// values of the green variables in them.
+    versions: HashMap<(BlockId, PEnv), Vec<PEnv>>,
     counters: HashMap<String, u32>,
     names: HashSet<String>,
     blocks: Vec<Option<RBlock>>,
@@ -188,16 +213,28 @@ impl Pe<'_> {
         Ok(self.blocks.len() - 1)
     }
 
+    /// The green part of `penv`: the values of the green variables.
+    fn greens_of(&self, penv: &PEnv) -> PEnv {
+        penv.iter()
+            .zip(&self.green)
+            .filter(|(_, green)| **green)
+            .map(|(v, _)| v.clone())
+            .collect()
+    }
+
     /// The partial environment a new specialization of `label` gets from `penv`.
     fn generalize(&self, label: BlockId, penv: &PEnv) -> PEnv {
-        let versions = &self.versions[label.index()];
-        if versions.len() < MAX_VERSIONS {
+        let Some(versions) = self
+            .versions
+            .get(&(label, self.greens_of(penv)))
+            .filter(|v| v.len() >= self.max_versions)
+        else {
             return penv.clone();
-        }
+        };
         let mut general = penv.clone();
         for v in versions {
-            for (g, old) in general.iter_mut().zip(v) {
-                if g.is_some() && g != old {
+            for ((g, old), green) in general.iter_mut().zip(v).zip(&self.green) {
+                if g.is_some() && g != old && !green {
                     *g = None;
                 }
             }
@@ -230,7 +267,11 @@ impl Pe<'_> {
             None => {
                 let b = self.new_block(label)?;
                 self.cache.insert(key, b);
-                self.versions[label.index()].push(general.clone());
+                let greens = self.greens_of(&general);
+                self.versions
+                    .entry((label, greens))
+                    .or_default()
+                    .push(general.clone());
                 self.queue.push_back((b, label, general));
                 b
             }
@@ -409,10 +450,22 @@ pub fn specialize(
     for (slot, v) in statics {
         penv[slot.index()] = Some(v.clone());
     }
+    let mut green = vec![false; program.frame_size()];
+    if let Some((_, greens)) = program.merge_point().filter(|_| program.has_jit_hints()) {
+        for g in greens {
+            green[g.index()] = true;
+        }
+    }
     let mut pe = Pe {
         program,
+        max_versions: if green.iter().any(|g| *g) {
+            MAX_GREEN_VERSIONS
+        } else {
+            MAX_VERSIONS
+        },
+        green,
         cache: HashMap::new(),
-        versions: vec![Vec::new(); program.blocks.len()],
+        versions: HashMap::new(),
         counters: HashMap::new(),
         names: HashSet::new(),
         blocks: Vec::new(),

@@ -105,7 +105,7 @@ impl Runnable {
             let code = backend.compile_program(&self.program, ENTRY, &state.frame, how.listings);
             compiled(code.as_ref());
             if let Ok(code) = code {
-                match backend::run_program(&code, &mut state.frame) {
+                match backend::run_program(&code, &self.program, state) {
                     Some(ProgramExit::Stop(v)) => return Ok(v),
                     Some(ProgramExit::Resume(at)) => pos = at,
                     None => {}
