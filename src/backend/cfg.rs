@@ -242,10 +242,17 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
             _ => Ok(()),
         };
         for inst in &block.insts {
+            let mut arg_kinds = Vec::new();
             for a in &inst.operands() {
                 check(&now, a)?;
                 // A constant must be one machine code can hold.
-                operand_kind(&kinds, a)?;
+                arg_kinds.extend(operand_kind(&kinds, a)?);
+            }
+            if let Some((_, op, args)) = inst.operation() {
+                if arg_kinds.len() == args.len() {
+                    // Lists compared by their elements, which machine code does not do.
+                    ops::supported(op, &arg_kinds)?;
+                }
             }
             now.extend(written(inst));
         }
@@ -370,11 +377,25 @@ pub fn lower(
                     block: BlockId(bi as u32),
                     inst: k,
                 },
-                written: written.clone(),
+                // What the interpreter reads after resuming here: a variable that is not
+                // live is overwritten before it is read again, and its exit need not store it.
+                written: {
+                    let live = program.live_at(BlockId(bi as u32), k);
+                    written
+                        .iter()
+                        .copied()
+                        .filter(|s| live.contains(*s))
+                        .collect()
+                },
             };
             let assigned = match inst {
                 Inst::Op1 { dst, op, .. } | Inst::Op2 { dst, op, .. } => {
                     let (dst, op) = (*dst, *op);
+                    if op == Op::Same && !program.live_at(BlockId(bi as u32), k + 1).contains(dst) {
+                        // A copy nothing reads (the partial evaluator assigns what it
+                        // generalized before a jump, read or not): it cannot fail.
+                        continue;
+                    }
                     let args: Vec<(ClifValue, MKind)> =
                         inst.operands().iter().map(|a| value(&mut b, a)).collect();
                     if op.allocates() || op == Op::ToList {

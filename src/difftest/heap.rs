@@ -83,6 +83,9 @@ pub enum HeapOp {
     Identity(usize),
     /// `x{dst} = len(tolist(ali))`, or `len(ali)`.
     Length(usize, bool),
+    /// `x{dst} = tolist(arr) == tolist(ali)`: two lists compared by their elements, equal
+    /// when the arrays hold the same, whether or not they are the same array.
+    SameElements(usize),
     /// `print(x{n})`, or `print(arr)` for `None`.
     Print(Option<usize>),
     /// `t = x{n} & mask`, `putchar(t)`: not a byte when `mask` lets more through.
@@ -205,6 +208,7 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         1 => index().prop_map(HeapOp::SelfStore),
         1 => (0..VARS).prop_map(HeapOp::Identity),
         1 => (0..VARS, any::<bool>()).prop_map(|(d, l)| HeapOp::Length(d, l)),
+        1 => (0..VARS).prop_map(HeapOp::SameElements),
         3 => prop_oneof![4 => (0..VARS).prop_map(Some), 1 => Just(None)].prop_map(HeapOp::Print),
         2 => (0..VARS, prop_oneof![4 => Just(127i64), 1 => Just(511)])
             .prop_map(|(v, m)| HeapOp::Putchar(v, m)),
@@ -312,6 +316,13 @@ impl Emitter {
                     } else {
                         let _ = writeln!(self.out, "    x{dst} = len(ali)");
                     }
+                }
+                HeapOp::SameElements(dst) => {
+                    let (l, m) = (self.label("l"), self.label("l"));
+                    let _ = writeln!(
+                        self.out,
+                        "    {l} = tolist(arr)\n    {m} = tolist(ali)\n    x{dst} = {l} == {m}"
+                    );
                 }
                 HeapOp::Print(Some(v)) => {
                     let _ = writeln!(self.out, "    print(x{v})");

@@ -6,7 +6,9 @@
 //! 1. threads jumps through blocks that only jump (and the entry, if it is one);
 //! 2. merges a block into the one before it when that is its only predecessor and ends in a
 //!    jump to it (a straight-line chain becomes one block);
-//! 3. drops blocks that cannot be reached from the entry (or a call).
+//! 3. drops blocks that cannot be reached from the entry (or a call);
+//! 4. folds, inside each block, what an interpreter specialized to its program repeats
+//!    statement by statement ([`fold`]): `ptr = ptr + 1` three times is `ptr = ptr + 3`.
 //!
 //! A residual function's entry is where its calls go, so it is never merged away; a jump
 //! to it may still be threaded past it.
@@ -19,7 +21,10 @@
 //! power_done1: print_and_stop(res)                print_and_stop(res)
 //! ```
 
-use super::{RBlock, RKind, RTerm, Residual};
+use flowjit_runtime::{Op, Value};
+
+use super::{RBlock, RKind, RStmt, RTerm, Residual};
+use crate::lang::{Operand, Slot};
 
 fn targets(term: &RTerm) -> Vec<usize> {
     match term {
@@ -127,5 +132,137 @@ pub fn clean(raw: &Residual) -> Residual {
     }
     // 3. Drop what cannot be reached.
     drop_unreachable(&mut r);
+    // 4. Fold what repeats.
+    for block in r.blocks.iter_mut().flatten() {
+        fold(&mut block.stmts);
+    }
     r
+}
+
+/// `x = x + c` (or `x - c`) as `(x, c)`.
+fn step_of(s: &RStmt) -> Option<(Slot, i64)> {
+    let (RKind::Op(op @ (Op::Add | Op::Sub)), Some(dst)) = (&s.kind, s.dst) else {
+        return None;
+    };
+    match s.args.as_slice() {
+        [Operand::Var(x), Operand::Const(Value::Int(c))] if *x == dst => match op {
+            Op::Add => Some((dst, *c)),
+            _ => c.checked_neg().map(|c| (dst, c)),
+        },
+        _ => None,
+    }
+}
+
+/// `x = x & M` as `(x, M)`, for `M` of the form `2^k - 1`.
+fn mask_of(s: &RStmt) -> Option<(Slot, i64)> {
+    match (&s.kind, s.dst, s.args.as_slice()) {
+        (RKind::Op(Op::And), Some(dst), [Operand::Var(x), Operand::Const(Value::Int(m))])
+            if *x == dst && *m > 0 && m & m.wrapping_add(1) == 0 =>
+        {
+            Some((dst, *m))
+        }
+        _ => None,
+    }
+}
+
+/// `x = x + c`, written as the residual program writes it.
+fn step(x: Slot, c: i64, like: &RStmt) -> RStmt {
+    RStmt {
+        dst: Some(x),
+        kind: RKind::Op(Op::Add),
+        args: vec![Operand::Var(x), Operand::Const(Value::Int(c))],
+        origin: like.origin,
+    }
+}
+
+/// Whether `s` leaves every array as it is and reads none: an operation on values, which
+/// may fail (then the run stops, and no array is seen again).
+fn blind_to_arrays(s: &RStmt) -> bool {
+    matches!(&s.kind, RKind::Op(op) if !matches!(op, Op::Readlist | Op::Len | Op::ToList | Op::ToArray | Op::Same))
+}
+
+/// Folds, inside one block, the statements an interpreter specialized to its program repeats
+/// (a Brainfuck interpreter's residual program has one group per command), each rewrite
+/// exact for the language's integers of any size:
+/// - `x = x + a; x = x + b` is `x = x + (a + b)`, and nothing when that is 0;
+/// - `x = x + a; x = x & M; x = x + b; x = x & M`, with `M = 2^k - 1`, is
+///   `x = x + (a + b); x = x & M` (masking is arithmetic modulo `2^k`);
+/// - `a[i] = v; y = a[i]` reads back `v`: `y = v` (nothing when `y` is `v`);
+/// - `a[i] = v`, then statements that neither read nor change an array, `i` or `a`, then
+///   `a[i] = w`: the first store is never seen.
+///
+/// A statement folded may now leave 64 bits where the ones it replaces did not: machine code
+/// then deoptimizes before it, and the interpreter computes it with big integers.
+pub fn fold(stmts: &mut Vec<RStmt>) {
+    let mut changed = true;
+    while changed {
+        changed = false;
+        let mut k = 0;
+        while k < stmts.len() {
+            if let (Some((x, a)), Some((y, b))) =
+                (step_of(&stmts[k]), stmts.get(k + 1).and_then(step_of))
+            {
+                if x == y {
+                    if let Some(sum) = a.checked_add(b) {
+                        let folded = step(x, sum, &stmts[k]);
+                        stmts.splice(k..k + 2, (sum != 0).then_some(folded));
+                        changed = true;
+                        continue;
+                    }
+                }
+            }
+            if let (Some((x, a)), Some((x2, m)), Some((x3, b)), Some((x4, m2))) = (
+                step_of(&stmts[k]),
+                stmts.get(k + 1).and_then(mask_of),
+                stmts.get(k + 2).and_then(step_of),
+                stmts.get(k + 3).and_then(mask_of),
+            ) {
+                if [x2, x3, x4] == [x; 3] && m == m2 {
+                    if let Some(sum) = a.checked_add(b) {
+                        let folded = step(x, sum, &stmts[k]);
+                        stmts.splice(k..k + 3, [folded]);
+                        changed = true;
+                        continue;
+                    }
+                }
+            }
+            if let RKind::SetItem = stmts[k].kind {
+                let [Operand::Var(arr), index, value] = stmts[k].args.as_slice() else {
+                    unreachable!("a store names its array")
+                };
+                let (arr, index, value) = (*arr, index.clone(), value.clone());
+                let same_place = |s: &RStmt| {
+                    s.args.first() == Some(&Operand::Var(arr)) && s.args.get(1) == Some(&index)
+                };
+                // Read back right after the store.
+                if let Some(next) = stmts.get(k + 1) {
+                    if next.kind == RKind::Op(Op::Readlist) && same_place(next) {
+                        let dst = next.dst.expect("a read assigns");
+                        if value == Operand::Var(dst) {
+                            stmts.remove(k + 1);
+                        } else {
+                            stmts[k + 1].kind = RKind::Op(Op::Same);
+                            stmts[k + 1].args = vec![value];
+                        }
+                        changed = true;
+                        continue;
+                    }
+                }
+                // Stored over before anything sees it.
+                let untouched = |s: &RStmt| {
+                    let writes = |v: &Operand| matches!(v, Operand::Var(x) if Some(*x) == s.dst);
+                    blind_to_arrays(s) && !writes(&Operand::Var(arr)) && !writes(&index)
+                };
+                let later = stmts[k + 1..].iter().position(|s| !untouched(s));
+                if let Some(j) = later.map(|j| k + 1 + j) {
+                    if stmts[j].kind == RKind::SetItem && same_place(&stmts[j]) {
+                        stmts.remove(k);
+                        changed = true;
+                        continue;
+                    }
+                }
+            }
+            k += 1;
+        }
+    }
 }

@@ -173,12 +173,10 @@ struct Pe<'p> {
     /// Per slot: whether it is a green variable of the merge point, which generalization
     /// keeps (see [`specialize`]).
     green: Vec<bool>,
-    /// How many specializations a label gets, for the same greens, before generalizing.
-    max_versions: usize,
     cache: HashMap<(BlockId, PEnv), usize>,
     /// The partial environments each label was specialized for, by the label and the
     /// values of the green variables in them.
-    versions: HashMap<(BlockId, PEnv), Vec<PEnv>>,
+    versions: HashMap<(BlockId, Option<PEnv>), Vec<PEnv>>,
     counters: HashMap<String, u32>,
     names: HashSet<String>,
     blocks: Vec<Option<RBlock>>,
@@ -213,28 +211,39 @@ impl Pe<'_> {
         Ok(self.blocks.len() - 1)
     }
 
-    /// The green part of `penv`: the values of the green variables.
-    fn greens_of(&self, penv: &PEnv) -> PEnv {
+    /// The values of the green variables in `penv`, when all are known (the program
+    /// interpreted is): a label's specializations are counted per these, and
+    /// generalization keeps them. `None` otherwise (a program without hints too): with the
+    /// interpreted program unknown, its position would take ever new values.
+    fn greens_of(&self, penv: &PEnv) -> Option<PEnv> {
         penv.iter()
             .zip(&self.green)
             .filter(|(_, green)| **green)
             .map(|(v, _)| v.clone())
-            .collect()
+            .collect::<Option<Vec<Value>>>()
+            .filter(|g| !g.is_empty())
+            .map(|g| g.into_iter().map(Some).collect())
     }
 
     /// The partial environment a new specialization of `label` gets from `penv`.
     fn generalize(&self, label: BlockId, penv: &PEnv) -> PEnv {
+        let greens = self.greens_of(penv);
+        let max = match greens {
+            Some(_) => MAX_GREEN_VERSIONS,
+            None => MAX_VERSIONS,
+        };
+        let keep_greens = greens.is_some();
         let Some(versions) = self
             .versions
-            .get(&(label, self.greens_of(penv)))
-            .filter(|v| v.len() >= self.max_versions)
+            .get(&(label, greens))
+            .filter(|v| v.len() >= max)
         else {
             return penv.clone();
         };
         let mut general = penv.clone();
         for v in versions {
             for ((g, old), green) in general.iter_mut().zip(v).zip(&self.green) {
-                if g.is_some() && g != old && !green {
+                if g.is_some() && g != old && !(*green && keep_greens) {
                     *g = None;
                 }
             }
@@ -458,11 +467,6 @@ pub fn specialize(
     }
     let mut pe = Pe {
         program,
-        max_versions: if green.iter().any(|g| *g) {
-            MAX_GREEN_VERSIONS
-        } else {
-            MAX_VERSIONS
-        },
         green,
         cache: HashMap::new(),
         versions: HashMap::new(),
