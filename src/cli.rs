@@ -941,7 +941,11 @@ fn run_compiled_program(runnable: &Runnable, opts: &RunOpts) -> CliResult<()> {
                 eprint!("# asm: residual program\n{asm}");
             }
             if opts.stats {
-                eprintln!("# stats\nresidual program compiled: {} bytes", code.size);
+                eprintln!(
+                    "# stats\nresidual program compiled: {} bytes in {:.1} ms",
+                    code.size,
+                    code.time.as_secs_f64() * 1e3
+                );
             }
         }
         Err(why) => {

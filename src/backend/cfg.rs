@@ -23,7 +23,7 @@
 //! kinds, a read that may come before the variable is written on some path, `readlist` of
 //! a list whose element kind is not known, big integer constants, calls.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
@@ -86,11 +86,15 @@ pub struct Analysis {
     /// Per slot: the kind of its values, if it ever holds one.
     pub kinds: Vec<Option<MKind>>,
     /// Per block: the slots certainly written when the block starts.
-    defined: Vec<HashSet<Slot>>,
+    defined: Vec<Slots>,
     /// Whether every array the program reads holds only integers: those of the frame do,
     /// it makes arrays only with `array(n, v)` of an integer `v`, and it stores only
     /// integers. Elements are then read and written without their tags.
     ints: bool,
+    /// With `ints`, the interval every element lies in, when the program's stores keep
+    /// them in one ([`element_range`]): a sum of an element and a small constant then needs
+    /// no overflow check.
+    elements: Option<Range>,
     /// The deoptimization points: where the interpreter resumes, and the variables written
     /// there, each in the register of its slot (entry `Ref(k)` is register `k`).
     pub points: Vec<Snapshot>,
@@ -137,11 +141,11 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
     declined(program)?;
     let n = program.frame_size();
     let mut kinds: Vec<Option<MKind>> = vec![None; n];
-    let at_entry: HashSet<Slot> = (0..n)
-        .filter(|&s| frame[s].is_some())
-        .map(|s| Slot(s as u32))
-        .collect();
-    for s in &at_entry {
+    let mut at_entry = Slots::none(n);
+    for s in (0..n).filter(|&s| frame[s].is_some()) {
+        at_entry.insert(Slot(s as u32));
+    }
+    for s in at_entry.iter() {
         let v = frame[s.index()].as_ref().expect("written");
         kinds[s.index()] = Some(MKind::of(v).ok_or(Unsupported::BigInput)?);
     }
@@ -211,32 +215,31 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
             _ => true,
         });
     // Variables certainly written at the start of each block (a must-analysis).
-    let all: HashSet<Slot> = (0..n).map(|s| Slot(s as u32)).collect();
-    let mut defined: Vec<HashSet<Slot>> = vec![all; program.blocks.len()];
-    defined[entry.index()] = at_entry;
-    loop {
-        let mut changed = false;
-        for (b, block) in program.blocks.iter().enumerate() {
-            let mut out = defined[b].clone();
-            out.extend(block.insts.iter().filter_map(written));
-            for j in block.term.jumps() {
-                let t = j.target.index();
-                let meet: HashSet<Slot> = defined[t].intersection(&out).copied().collect();
-                if meet.len() != defined[t].len() {
-                    defined[t] = meet;
-                    changed = true;
-                }
-            }
+    let mut defined: Vec<Slots> = vec![Slots::all(n); program.blocks.len()];
+    defined[entry.index()] = at_entry.clone();
+    // A worklist: a block goes back on it when what is certainly written at its start
+    // shrank.
+    let mut work: Vec<usize> = (0..program.blocks.len()).rev().collect();
+    let mut queued = vec![true; program.blocks.len()];
+    while let Some(b) = work.pop() {
+        queued[b] = false;
+        let block = &program.blocks[b];
+        let mut out = defined[b].clone();
+        for s in block.insts.iter().filter_map(written) {
+            out.insert(s);
         }
-        if !changed {
-            break;
+        for j in block.term.jumps() {
+            let t = j.target.index();
+            if defined[t].meet(&out) && !std::mem::replace(&mut queued[t], true) {
+                work.push(t);
+            }
         }
     }
     // Every read must be of a variable certainly written by then.
     for (b, block) in program.blocks.iter().enumerate() {
         let mut now = defined[b].clone();
-        let check = |now: &HashSet<Slot>, o: &Operand| match o {
-            Operand::Var(s) if !now.contains(s) => {
+        let check = |now: &Slots, o: &Operand| match o {
+            Operand::Var(s) if !now.contains(*s) => {
                 Err(Unsupported::ReadBeforeWrite(program.var(*s).to_string()))
             }
             _ => Ok(()),
@@ -254,7 +257,9 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
                     ops::supported(op, &arg_kinds)?;
                 }
             }
-            now.extend(written(inst));
+            if let Some(s) = written(inst) {
+                now.insert(s);
+            }
         }
         match &block.term {
             Terminator::If { cond, .. } => check(&now, &Operand::Var(*cond))?,
@@ -266,9 +271,15 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
             _ => {}
         }
     }
+    let elements = if ints {
+        element_range(program, frame, &kinds)
+    } else {
+        None
+    };
     Ok(Analysis {
         kinds,
         defined,
+        elements,
         ints,
         points: Vec::new(),
     })
@@ -280,6 +291,213 @@ fn written(inst: &Inst) -> Option<Slot> {
         Inst::Getchar(dst) => Some(*dst),
         _ => inst.operation().map(|(dst, _, _)| dst),
     }
+}
+
+/// A set of slots, as bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Slots(Vec<u64>);
+
+impl Slots {
+    fn none(n: usize) -> Slots {
+        Slots(vec![0; n.div_ceil(64)])
+    }
+
+    fn all(n: usize) -> Slots {
+        let mut all = Slots::none(n);
+        for s in 0..n {
+            all.insert(Slot(s as u32));
+        }
+        all
+    }
+
+    fn contains(&self, s: Slot) -> bool {
+        self.0[s.index() / 64] >> (s.index() % 64) & 1 == 1
+    }
+
+    fn insert(&mut self, s: Slot) {
+        self.0[s.index() / 64] |= 1 << (s.index() % 64);
+    }
+
+    /// Keeps only the slots `other` has too; whether that removed any.
+    fn meet(&mut self, other: &Slots) -> bool {
+        let mut changed = false;
+        for (w, o) in self.0.iter_mut().zip(&other.0) {
+            changed |= *w & !o != 0;
+            *w &= o;
+        }
+        changed
+    }
+
+    fn iter(&self) -> impl Iterator<Item = Slot> + '_ {
+        (0..self.0.len() * 64)
+            .map(|s| Slot(s as u32))
+            .filter(|s| self.contains(*s))
+    }
+}
+
+/// An interval of integers, both ends included.
+type Range = (i64, i64);
+
+/// What a block knows, statement by statement from its start (nothing is known there): the
+/// interval of each variable that holds an integer of a known one, and the indexes already
+/// used on each array, which are in bounds from then on (arrays do not change length).
+struct Facts {
+    /// Per slot: whether the variable holds arrays (a list's elements are not bounded by
+    /// what arrays hold).
+    arrays: Vec<bool>,
+    ranges: Vec<Option<Range>>,
+    /// Per array variable: the highest constant index used (every one from 0 is in bounds).
+    consts: HashMap<Slot, i64>,
+    /// Array variables and index variables used together.
+    vars: HashSet<(Slot, Slot)>,
+}
+
+impl Facts {
+    fn new(kinds: &[Option<MKind>]) -> Facts {
+        Facts {
+            arrays: kinds.iter().map(|k| *k == Some(MKind::Array)).collect(),
+            ranges: vec![None; kinds.len()],
+            consts: HashMap::new(),
+            vars: HashSet::new(),
+        }
+    }
+
+    fn range(&self, o: &Operand) -> Option<Range> {
+        match o {
+            Operand::Var(s) => self.ranges[s.index()],
+            Operand::Const(Value::Int(c)) => Some((*c, *c)),
+            Operand::Const(_) => None,
+        }
+    }
+
+    /// Whether `array[index]` is known to be in bounds.
+    fn in_bounds(&self, array: &Operand, index: &Operand) -> bool {
+        let Operand::Var(a) = array else { return false };
+        match index {
+            Operand::Const(Value::Int(i)) => {
+                self.consts.get(a).is_some_and(|top| (0..=*top).contains(i))
+            }
+            Operand::Var(i) => self.vars.contains(&(*a, *i)),
+            Operand::Const(_) => false,
+        }
+    }
+
+    /// The interval of `op` on `args`, when known: with `elements` the interval of every
+    /// array element, when known.
+    fn result(&self, op: Op, args: &[Operand], elements: Option<Range>) -> Option<Range> {
+        let fits = |lo: i128, hi: i128| {
+            let (lo, hi) = (i64::try_from(lo).ok()?, i64::try_from(hi).ok()?);
+            Some((lo, hi))
+        };
+        match (op, args) {
+            (Op::Same, [a]) => self.range(a),
+            (Op::Readlist, [Operand::Var(a), _]) if self.arrays[a.index()] => elements,
+            (Op::Add, [a, b]) => {
+                let ((a0, a1), (b0, b1)) = (self.range(a)?, self.range(b)?);
+                fits(a0 as i128 + b0 as i128, a1 as i128 + b1 as i128)
+            }
+            (Op::Sub, [a, b]) => {
+                let ((a0, a1), (b0, b1)) = (self.range(a)?, self.range(b)?);
+                fits(a0 as i128 - b1 as i128, a1 as i128 - b0 as i128)
+            }
+            // A mask by a non-negative integer keeps at most its bits.
+            (Op::And, [a, b]) => {
+                let top = [self.range(a), self.range(b)]
+                    .into_iter()
+                    .flatten()
+                    .filter(|(lo, _)| *lo >= 0)
+                    .map(|(_, hi)| hi)
+                    .min()?;
+                Some((0, top))
+            }
+            _ => None,
+        }
+    }
+
+    /// Goes past `inst`, which ran without leaving: what it assigned and the index it used.
+    fn step(&mut self, inst: &Inst, elements: Option<Range>) {
+        let used = match inst {
+            Inst::SetItem { array, index, .. } => Some((*array, index.clone())),
+            Inst::Op2 {
+                op: Op::Readlist,
+                a: Operand::Var(array),
+                b: index,
+                ..
+            } => Some((*array, index.clone())),
+            _ => None,
+        };
+        let assigned = match inst {
+            Inst::Op1 { dst, op, .. } | Inst::Op2 { dst, op, .. } => {
+                Some((*dst, self.result(*op, &inst.operands(), elements)))
+            }
+            Inst::Getchar(dst) => Some((*dst, None)),
+            _ => None,
+        };
+        if let Some((array, index)) = used {
+            match index {
+                Operand::Const(Value::Int(i)) if i >= 0 => {
+                    let top = self.consts.entry(array).or_insert(i);
+                    *top = (*top).max(i);
+                }
+                Operand::Var(i) => {
+                    self.vars.insert((array, i));
+                }
+                Operand::Const(_) => {}
+            }
+        }
+        if let Some((dst, range)) = assigned {
+            self.ranges[dst.index()] = range;
+            self.consts.remove(&dst);
+            self.vars.retain(|(a, i)| *a != dst && *i != dst);
+        }
+    }
+}
+
+/// The interval of every element of every array `program` can read, when `ints` holds
+/// ([`Analysis::ints`]) and each block's facts bound what it stores: the elements of the
+/// frame's arrays, the values `array(n, v)` fills with, and what `setitem` stores, taken to
+/// a fixpoint (a load gives the interval found so far).
+fn element_range(program: &Program, frame: &Frame, kinds: &[Option<MKind>]) -> Option<Range> {
+    let join = |a: Option<Range>, b: Option<Range>| -> Option<Range> {
+        let ((a0, a1), (b0, b1)) = (a?, b?);
+        Some((a0.min(b0), a1.max(b1)))
+    };
+    let mut initial: Option<Range> = Some((0, 0));
+    for v in frame.iter().flatten() {
+        if let Value::Array(a) = v {
+            for k in 0..a.len() {
+                let x = match a.get(k) {
+                    Some(Value::Int(x)) => x,
+                    _ => return None,
+                };
+                initial = join(initial, Some((x, x)));
+            }
+        }
+    }
+    let mut hull = initial;
+    // Each round can only widen the hull; a few rounds settle what programs store.
+    for _ in 0..4 {
+        let mut found = initial;
+        for block in &program.blocks {
+            let mut facts = Facts::new(kinds);
+            for inst in &block.insts {
+                match inst {
+                    Inst::SetItem { value, .. } => found = join(found, facts.range(value)),
+                    Inst::Op2 {
+                        op: Op::Array, b, ..
+                    } => found = join(found, facts.range(b)),
+                    _ => {}
+                }
+                found?;
+                facts.step(inst, hull);
+            }
+        }
+        if found == hull {
+            return hull;
+        }
+        hull = found;
+    }
+    None
 }
 
 struct Deopts<'a> {
@@ -341,7 +559,7 @@ pub fn lower(
     let regs = b.block_params(start)[0];
     let ctx = b.block_params(start)[1];
     let vars: Vec<Variable> = (0..n).map(|_| b.declare_var(I64)).collect();
-    for s in &an.defined[entry.index()] {
+    for s in an.defined[entry.index()].iter() {
         let v = b.ins().load(I64, mf, regs, (8 * s.index()) as i32);
         b.def_var(vars[s.index()], v);
     }
@@ -350,7 +568,7 @@ pub fn lower(
     let mut pending: Vec<(Block, usize)> = Vec::new();
     for (bi, block) in program.blocks.iter().enumerate() {
         b.switch_to_block(blocks[bi]);
-        let mut written: Vec<Slot> = an.defined[bi].iter().copied().collect();
+        let mut written: Vec<Slot> = an.defined[bi].iter().collect();
         written.sort();
         let value = |b: &mut FunctionBuilder, o: &Operand| -> (ClifValue, MKind) {
             match o {
@@ -369,6 +587,7 @@ pub fn lower(
             }
         };
         let mut dead = false;
+        let mut facts = Facts::new(&an.kinds);
         for (k, inst) in block.insts.iter().enumerate() {
             let mut exits = Deopts {
                 pending: &mut pending,
@@ -391,29 +610,36 @@ pub fn lower(
             let assigned = match inst {
                 Inst::Op1 { dst, op, .. } | Inst::Op2 { dst, op, .. } => {
                     let (dst, op) = (*dst, *op);
+                    let operands = inst.operands();
                     if op == Op::Same && !program.live_at(BlockId(bi as u32), k + 1).contains(dst) {
                         // A copy nothing reads (the partial evaluator assigns what it
                         // generalized before a jump, read or not): it cannot fail.
-                        continue;
-                    }
-                    let args: Vec<(ClifValue, MKind)> =
-                        inst.operands().iter().map(|a| value(&mut b, a)).collect();
-                    if op.allocates() || op == Op::ToList {
-                        (dst, alloc(&mut b, isa, ctx, op, &args, &mut exits))
-                    } else if let (Op::Readlist, true, [(a, MKind::Array), (i, MKind::Int)]) =
-                        (op, an.ints, args.as_slice())
-                    {
-                        (dst, int_item(&mut b, *a, *i, &mut exits))
+                        None
                     } else {
-                        let result = match op {
-                            Op::Readlist => an.kinds[dst.index()],
-                            _ => None,
-                        };
-                        match ops::lower_op(&mut b, op, &args, true, result, &mut exits) {
-                            Lowered::Value(v) => (dst, v),
-                            Lowered::AlwaysExits => {
-                                dead = true;
-                                break;
+                        let args: Vec<(ClifValue, MKind)> =
+                            operands.iter().map(|a| value(&mut b, a)).collect();
+                        if op.allocates() || op == Op::ToList {
+                            Some((dst, alloc(&mut b, isa, ctx, op, &args, &mut exits)))
+                        } else if let (Op::Readlist, true, [(a, MKind::Array), (i, MKind::Int)]) =
+                            (op, an.ints, args.as_slice())
+                        {
+                            let check = !facts.in_bounds(&operands[0], &operands[1]);
+                            Some((dst, int_item(&mut b, *a, *i, check, &mut exits)))
+                        } else {
+                            let result = match op {
+                                Op::Readlist => an.kinds[dst.index()],
+                                _ => None,
+                            };
+                            // A sum or difference of integers whose intervals keep it within
+                            // 64 bits is not checked.
+                            let checked = !matches!(op, Op::Add | Op::Sub)
+                                || facts.result(op, &operands, an.elements).is_none();
+                            match ops::lower_op(&mut b, op, &args, checked, result, &mut exits) {
+                                Lowered::Value(v) => Some((dst, v)),
+                                Lowered::AlwaysExits => {
+                                    dead = true;
+                                    break;
+                                }
                             }
                         }
                     }
@@ -432,20 +658,22 @@ pub fn lower(
                         dead = true;
                         break;
                     }
-                    let len = b
-                        .ins()
-                        .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
-                    let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
-                    exits.exit_if(&mut b, outside);
+                    if !facts.in_bounds(&Operand::Var(*array), index) {
+                        let len = b
+                            .ins()
+                            .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
+                        let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
+                        exits.exit_if(&mut b, outside);
+                    }
                     ops::store_item(&mut b, isa, (a, i, v, kv), an.ints);
-                    continue;
+                    None
                 }
                 Inst::Print(a) => {
                     let (v, kind) = value(&mut b, a);
                     let kind = b.ins().iconst(I64, helpers::kind_code(kind));
                     let f = helpers::print as *const u8;
                     ops::call_helper(&mut b, isa, f, &[ctx, v, kind], false);
-                    continue;
+                    None
                 }
                 Inst::Putchar(a) => {
                     let (v, kind) = value(&mut b, a);
@@ -459,17 +687,18 @@ pub fn lower(
                     exits.exit_if(&mut b, wide);
                     let f = helpers::putchar as *const u8;
                     ops::call_helper(&mut b, isa, f, &[ctx, v], false);
-                    continue;
+                    None
                 }
                 Inst::Getchar(dst) => {
                     let f = helpers::getchar as *const u8;
                     let v = ops::call_helper(&mut b, isa, f, &[ctx], true).expect("a result");
-                    (*dst, v)
+                    Some((*dst, v))
                 }
                 Inst::Call { .. } => unreachable!("`declined` refuses programs that call"),
-                Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => continue,
+                Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => None,
             };
-            let (dst, v) = assigned;
+            facts.step(inst, an.elements);
+            let Some((dst, v)) = assigned else { continue };
             b.def_var(vars[dst.index()], v);
             if let Err(at) = written.binary_search(&dst) {
                 written.insert(at, dst);
@@ -520,19 +749,22 @@ pub fn lower(
     func
 }
 
-/// The element at `index` of array `a`, which holds only integers: the index is checked,
-/// the tag is not.
+/// The element at `index` of array `a`, which holds only integers: the index is checked
+/// (unless `check` is false: the block has used it on `a` already), the tag is not.
 fn int_item(
     b: &mut FunctionBuilder,
     a: ClifValue,
     index: ClifValue,
+    check: bool,
     exits: &mut Deopts,
 ) -> ClifValue {
-    let len = b
-        .ins()
-        .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
-    let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
-    exits.exit_if(b, outside);
+    if check {
+        let len = b
+            .ins()
+            .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
+        let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
+        exits.exit_if(b, outside);
+    }
     let items = b
         .ins()
         .load(I64, ops::HEADER, a, abi::LIST_ITEMS_OFFSET as i32);

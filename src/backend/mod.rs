@@ -419,6 +419,8 @@ pub struct CompiledProgram {
     pub asm: Option<String>,
     /// The machine code's size in bytes.
     pub size: usize,
+    /// How long analyzing, lowering and compiling it took.
+    pub time: std::time::Duration,
     /// Where the code lives; freed with it.
     _memory: CodeMemory,
 }
@@ -433,6 +435,7 @@ impl Backend {
         frame: &Frame,
         listings: Listings,
     ) -> Result<CompiledProgram, Unsupported> {
+        let start = std::time::Instant::now();
         let mut an = cfg::analyze(program, entry, frame)?;
         let func = cfg::lower(program, entry, &mut an, &*self.isa, &mut self.fctx);
         let ir = listings.ir.then(|| func.display().to_string());
@@ -458,6 +461,7 @@ impl Backend {
             ir,
             asm,
             size: bytes.len(),
+            time: start.elapsed(),
             _memory: memory,
         })
     }
