@@ -104,7 +104,7 @@ fn bench(c: &mut Criterion) {
                         .collect();
                     let residual =
                         peval::specialize(&program, entry, &statics).expect("specializes");
-                    let residual = peval::cleanup::clean(&residual).to_program(&program);
+                    let residual = peval::cleanup::clean(residual).to_program(&program);
                     let dynamic: Vec<(Slot, Value)> = inputs
                         .iter()
                         .filter_map(|(s, v)| residual.slot(program.var(*s)).map(|r| (r, v.clone())))

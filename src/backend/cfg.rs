@@ -441,6 +441,10 @@ impl Facts {
                 }
                 Operand::Var(i) => {
                     self.vars.insert((array, i));
+                    // An index used is one of an array's: far from the ends of 64 bits.
+                    let r = &mut self.ranges[i.index()];
+                    let (lo, hi) = r.unwrap_or((0, flowjit_runtime::value::MAX_INDEX));
+                    *r = Some((lo.max(0), hi.min(flowjit_runtime::value::MAX_INDEX)));
                 }
                 Operand::Const(_) => {}
             }
@@ -659,13 +663,18 @@ pub fn lower(
                         break;
                     }
                     if !facts.in_bounds(&Operand::Var(*array), index) {
-                        let len = b
-                            .ins()
-                            .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
+                        let len = b.ins().load(I64, HEADER, a, abi::LIST_LEN_OFFSET as i32);
                         let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
                         exits.exit_if(&mut b, outside);
                     }
-                    ops::store_item(&mut b, isa, (a, i, v, kv), an.ints);
+                    if an.ints {
+                        // Only the payload: the tag stays the integer's.
+                        let addr = element(&mut b, a, i);
+                        let at = abi::VALUE_PAYLOAD_OFFSET as i32;
+                        b.ins().store(MemFlagsData::trusted(), v, addr, at);
+                    } else {
+                        ops::store_item(&mut b, isa, (a, i, v, kv), false);
+                    }
                     None
                 }
                 Inst::Print(a) => {
@@ -759,19 +768,26 @@ fn int_item(
     exits: &mut Deopts,
 ) -> ClifValue {
     if check {
-        let len = b
-            .ins()
-            .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
+        let len = b.ins().load(I64, HEADER, a, abi::LIST_LEN_OFFSET as i32);
         let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
         exits.exit_if(b, outside);
     }
-    let items = b
-        .ins()
-        .load(I64, ops::HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
-    let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
-    let addr = b.ins().iadd(items, offset);
+    let addr = element(b, a, index);
     let at = abi::VALUE_PAYLOAD_OFFSET as i32;
     b.ins().load(I64, MemFlagsData::trusted(), addr, at)
+}
+
+/// The flags of a load of an array's length or elements' address in a whole program: as
+/// [`ops::HEADER`], and free to move, so that Cranelift loads each once where the array is
+/// known. Every array variable holds a live array wherever it is defined: one of the
+/// frame's, or one the code made, kept alive by the context.
+const HEADER: MemFlagsData = ops::HEADER.with_can_move();
+
+/// The address of element `index` of array `a`.
+fn element(b: &mut FunctionBuilder, a: ClifValue, index: ClifValue) -> ClifValue {
+    let items = b.ins().load(I64, HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
+    let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
+    b.ins().iadd(items, offset)
 }
 
 /// Lowers `op` (one that makes a list or an array) on `args`: the runtime makes it and

@@ -94,8 +94,8 @@ fn drop_unreachable(r: &mut Residual) {
 }
 
 /// The residual program cleaned up.
-pub fn clean(raw: &Residual) -> Residual {
-    let mut r = raw.clone();
+pub fn clean(raw: Residual) -> Residual {
+    let mut r = raw;
     // 1. Thread jumps through blocks that only jump.
     let finals: Vec<usize> = (0..r.blocks.len())
         .map(|b| final_target(&r.blocks, b))

@@ -56,9 +56,10 @@
 pub mod cleanup;
 pub mod run;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use flowjit_runtime::{ops, Op, Value};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::interp;
 use crate::lang::ast::{self, Arg, Ast, Name, Span, Stmt, Term};
@@ -173,12 +174,13 @@ struct Pe<'p> {
     /// Per slot: whether it is a green variable of the merge point, which generalization
     /// keeps (see [`specialize`]).
     green: Vec<bool>,
-    cache: HashMap<(BlockId, PEnv), usize>,
+    /// Per label: the residual block of each partial environment it was specialized for.
+    cache: Vec<FxHashMap<PEnv, usize>>,
     /// The partial environments each label was specialized for, by the label and the
     /// values of the green variables in them.
-    versions: HashMap<(BlockId, Option<PEnv>), Vec<PEnv>>,
-    counters: HashMap<String, u32>,
-    names: HashSet<String>,
+    versions: FxHashMap<(BlockId, Option<PEnv>), Vec<PEnv>>,
+    counters: FxHashMap<String, u32>,
+    names: FxHashSet<String>,
     blocks: Vec<Option<RBlock>>,
     queue: VecDeque<(usize, BlockId, PEnv)>,
 }
@@ -254,7 +256,7 @@ impl Pe<'_> {
     /// The articles' `do_pe`: the residual block for `label` under `penv`, and the
     /// assignments that must precede a jump to it (the values generalization forgot).
     fn target(&mut self, label: BlockId, penv: &PEnv) -> Result<(usize, Vec<RStmt>), PeError> {
-        if let Some(&b) = self.cache.get(&(label, penv.clone())) {
+        if let Some(&b) = self.cache[label.index()].get(penv) {
             return Ok((b, Vec::new()));
         }
         let general = self.generalize(label, penv);
@@ -270,12 +272,11 @@ impl Pe<'_> {
                 origin: label,
             })
             .collect();
-        let key = (label, general.clone());
-        let b = match self.cache.get(&key) {
+        let b = match self.cache[label.index()].get(&general) {
             Some(&b) => b,
             None => {
                 let b = self.new_block(label)?;
-                self.cache.insert(key, b);
+                self.cache[label.index()].insert(general.clone(), b);
                 let greens = self.greens_of(&general);
                 self.versions
                     .entry((label, greens))
@@ -468,10 +469,10 @@ pub fn specialize(
     let mut pe = Pe {
         program,
         green,
-        cache: HashMap::new(),
-        versions: HashMap::new(),
-        counters: HashMap::new(),
-        names: HashSet::new(),
+        cache: vec![FxHashMap::default(); program.blocks.len()],
+        versions: FxHashMap::default(),
+        counters: FxHashMap::default(),
+        names: FxHashSet::default(),
         blocks: Vec::new(),
         queue: VecDeque::new(),
     };

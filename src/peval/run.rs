@@ -36,7 +36,7 @@ pub fn residual(
     clean: bool,
 ) -> Result<Residual, PeError> {
     let raw = specialize(program, entry, statics)?;
-    Ok(if clean { cleanup::clean(&raw) } else { raw })
+    Ok(if clean { cleanup::clean(raw) } else { raw })
 }
 
 /// A residual program ready to run from [`ENTRY`], with its inputs.
