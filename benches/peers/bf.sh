@@ -3,11 +3,14 @@
 # Bosman's mandelbrot), all in one run on the same machine: the program translated command
 # by command to C (bf2c.py, gcc -O2: the limit), a plain C switch interpreter (bf.c, gcc
 # -O2), the same plain interpreter in Python under PyPy (bf.py) and in Lua under LuaJIT
-# (bf.lua), and flowjit meta-tracing examples/bf.fg (`flowjit bf`).
+# (bf.lua), flowjit meta-tracing examples/bf.fg (`flowjit bf`), and flowjit's first Futamura
+# projection (`pe`: examples/bf.fg specialized to the program by `flowjit pe`, with
+# `program` static, then compiled whole and run; the time includes specializing and
+# compiling).
 #
 #   benches/peers/bf.sh                      # mandel.b, 1 run each
 #   BF=tests/bf/hello.b RUNS=5 benches/peers/bf.sh
-#   PEERS="c direct flowjit" benches/peers/bf.sh   # leave out PyPy and LuaJIT (minutes)
+#   PEERS="direct c flowjit pe" benches/peers/bf.sh   # leave out PyPy and LuaJIT (minutes)
 #
 # Every time is a whole process, start-up and compilation included, timed by hyperfine; the
 # table gives the median and its ratio to the direct translation. Each run's output is
@@ -40,6 +43,18 @@ gcc -O2 -o "$work/direct" "$work/direct.c"
 gcc -O2 -o "$work/bf" "$here/bf.c"
 (cd "$root" && cargo build --release --quiet)
 flowjit="$root/target/release/flowjit"
+# The program as the list `flowjit bf` gives the interpreter, for `flowjit pe`; the last
+# line `pe --run` prints (the value of `print_and_stop`) is not the program's output.
+python3 - "$BF" > "$work/program.arg" <<'PY'
+import sys
+text = open(sys.argv[1]).read()
+print("program=[" + ",".join(f"'{c}'" for c in text if c in "<>+-.,[]") + "]")
+PY
+cat > "$work/pe.sh" <<SH
+#!/bin/sh
+"$flowjit" pe "$root/examples/bf.fg" "\$(cat "$work/program.arg")" --entry start --compile --run | head -n -1
+SH
+chmod +x "$work/pe.sh"
 
 names=()
 commands=()
@@ -51,6 +66,7 @@ for peer in $PEERS; do
         pypy) names+=("PyPy interpreter"); commands+=("pypy3 $here/bf.py $BF") ;;
         flowjit) names+=("flowjit bf (meta-tracing examples/bf.fg)"); commands+=("$flowjit bf $BF") ;;
         interp) names+=("flowjit bf --mode interp"); commands+=("$flowjit bf $BF --mode interp") ;;
+        pe) names+=("flowjit pe+compile (examples/bf.fg specialized)"); commands+=("$work/pe.sh") ;;
         *) echo "unknown peer $peer" >&2; exit 2 ;;
     esac
 done

@@ -83,6 +83,15 @@ pub enum HeapOp {
     Identity(usize),
     /// `x{dst} = len(tolist(ali))`, or `len(ali)`.
     Length(usize, bool),
+    /// `t = arr[k]`, `t = t + delta`, `t = t & 255`, `arr[k] = t`: a Brainfuck cell's
+    /// step, whose elements stay bytes when every store is one (the whole-program compiler
+    /// then drops the overflow checks it proves needless).
+    Step {
+        /// Where.
+        index: Index,
+        /// By how much.
+        delta: i64,
+    },
     /// `x{dst} = tolist(arr) == tolist(ali)`: two lists compared by their elements, equal
     /// when the arrays hold the same, whether or not they are the same array.
     SameElements(usize),
@@ -209,6 +218,8 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         1 => (0..VARS).prop_map(HeapOp::Identity),
         1 => (0..VARS, any::<bool>()).prop_map(|(d, l)| HeapOp::Length(d, l)),
         1 => (0..VARS).prop_map(HeapOp::SameElements),
+        3 => (index(), prop_oneof![-3i64..4, Just(255), Just(-256)])
+            .prop_map(|(index, delta)| HeapOp::Step { index, delta }),
         3 => prop_oneof![4 => (0..VARS).prop_map(Some), 1 => Just(None)].prop_map(HeapOp::Print),
         2 => (0..VARS, prop_oneof![4 => Just(127i64), 1 => Just(511)])
             .prop_map(|(v, m)| HeapOp::Putchar(v, m)),
@@ -316,6 +327,14 @@ impl Emitter {
                     } else {
                         let _ = writeln!(self.out, "    x{dst} = len(ali)");
                     }
+                }
+                HeapOp::Step { index, delta } => {
+                    let k = self.index(index, counter);
+                    let t = self.label("t");
+                    let _ = writeln!(
+                        self.out,
+                        "    {t} = arr[{k}]\n    {t} = {t} + {delta}\n    {t} = {t} & 255\n    arr[{k}] = {t}"
+                    );
                 }
                 HeapOp::SameElements(dst) => {
                     let (l, m) = (self.label("l"), self.label("l"));
