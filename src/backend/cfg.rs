@@ -95,6 +95,8 @@ pub struct Analysis {
     /// them in one ([`element_range`]): a sum of an element and a small constant then needs
     /// no overflow check.
     elements: Option<Range>,
+    /// Per slot: the length of every array the variable holds, when known ([`lengths`]).
+    lengths: Vec<Option<i64>>,
     /// The deoptimization points: where the interpreter resumes, and the variables written
     /// there, each in the register of its slot (entry `Ref(k)` is register `k`).
     pub points: Vec<Snapshot>,
@@ -271,8 +273,9 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
             _ => {}
         }
     }
+    let lengths = lengths(program, frame);
     let elements = if ints {
-        element_range(program, frame, &kinds)
+        element_range(program, frame, &kinds, &lengths)
     } else {
         None
     };
@@ -280,6 +283,7 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         kinds,
         defined,
         elements,
+        lengths,
         ints,
         points: Vec::new(),
     })
@@ -345,6 +349,9 @@ struct Facts {
     /// Per slot: whether the variable holds arrays (a list's elements are not bounded by
     /// what arrays hold).
     arrays: Vec<bool>,
+    /// Per slot: the length of every array the variable ever holds, when the program
+    /// knows it ([`lengths`]).
+    lengths: Vec<Option<i64>>,
     ranges: Vec<Option<Range>>,
     /// Per array variable: the highest constant index used (every one from 0 is in bounds).
     consts: HashMap<Slot, i64>,
@@ -353,9 +360,10 @@ struct Facts {
 }
 
 impl Facts {
-    fn new(kinds: &[Option<MKind>]) -> Facts {
+    fn new(kinds: &[Option<MKind>], lengths: &[Option<i64>]) -> Facts {
         Facts {
             arrays: kinds.iter().map(|k| *k == Some(MKind::Array)).collect(),
+            lengths: lengths.to_vec(),
             ranges: vec![None; kinds.len()],
             consts: HashMap::new(),
             vars: HashSet::new(),
@@ -375,7 +383,8 @@ impl Facts {
         let Operand::Var(a) = array else { return false };
         match index {
             Operand::Const(Value::Int(i)) => {
-                self.consts.get(a).is_some_and(|top| (0..=*top).contains(i))
+                self.lengths[a.index()].is_some_and(|len| (0..len).contains(i))
+                    || self.consts.get(a).is_some_and(|top| (0..=*top).contains(i))
             }
             Operand::Var(i) => self.vars.contains(&(*a, *i)),
             Operand::Const(_) => false,
@@ -457,11 +466,43 @@ impl Facts {
     }
 }
 
+/// Per slot: the length of every array the variable ever holds, when the program assigns it
+/// only `array(n, v)` with the same constant `n` and the frame does not hold it at the start
+/// (arrays never change length). A constant index is then checked once, here.
+fn lengths(program: &Program, frame: &Frame) -> Vec<Option<i64>> {
+    let mut lengths: Vec<Option<Option<i64>>> = vec![None; program.frame_size()];
+    for inst in program.blocks.iter().flat_map(|b| &b.insts) {
+        let Some(dst) = written(inst) else { continue };
+        let n = match inst {
+            Inst::Op2 {
+                op: Op::Array,
+                a: Operand::Const(Value::Int(n)),
+                ..
+            } => Some(*n),
+            _ => None,
+        };
+        let known = lengths[dst.index()].get_or_insert(n);
+        if *known != n {
+            *known = None;
+        }
+    }
+    lengths
+        .into_iter()
+        .enumerate()
+        .map(|(s, n)| n.flatten().filter(|_| frame[s].is_none()))
+        .collect()
+}
+
 /// The interval of every element of every array `program` can read, when `ints` holds
 /// ([`Analysis::ints`]) and each block's facts bound what it stores: the elements of the
 /// frame's arrays, the values `array(n, v)` fills with, and what `setitem` stores, taken to
 /// a fixpoint (a load gives the interval found so far).
-fn element_range(program: &Program, frame: &Frame, kinds: &[Option<MKind>]) -> Option<Range> {
+fn element_range(
+    program: &Program,
+    frame: &Frame,
+    kinds: &[Option<MKind>],
+    lengths: &[Option<i64>],
+) -> Option<Range> {
     let join = |a: Option<Range>, b: Option<Range>| -> Option<Range> {
         let ((a0, a1), (b0, b1)) = (a?, b?);
         Some((a0.min(b0), a1.max(b1)))
@@ -483,7 +524,7 @@ fn element_range(program: &Program, frame: &Frame, kinds: &[Option<MKind>]) -> O
     for _ in 0..4 {
         let mut found = initial;
         for block in &program.blocks {
-            let mut facts = Facts::new(kinds);
+            let mut facts = Facts::new(kinds, lengths);
             for inst in &block.insts {
                 match inst {
                     Inst::SetItem { value, .. } => found = join(found, facts.range(value)),
@@ -591,7 +632,7 @@ pub fn lower(
             }
         };
         let mut dead = false;
-        let mut facts = Facts::new(&an.kinds);
+        let mut facts = Facts::new(&an.kinds, &an.lengths);
         for (k, inst) in block.insts.iter().enumerate() {
             let mut exits = Deopts {
                 pending: &mut pending,
