@@ -139,7 +139,7 @@ pub fn clean(raw: Residual) -> Residual {
     r
 }
 
-/// `x = x + c` (or `x - c`) as `(x, c)`.
+/// `x = x + c` (or `x - c`) as `(x, c)`: `x` moves by `c`.
 fn step_of(s: &RStmt) -> Option<(Slot, i64)> {
     let (RKind::Op(op @ (Op::Add | Op::Sub)), Some(dst)) = (&s.kind, s.dst) else {
         return None;
@@ -165,14 +165,35 @@ fn mask_of(s: &RStmt) -> Option<(Slot, i64)> {
     }
 }
 
-/// `x = x + c`, written as the residual program writes it.
-fn step(x: Slot, c: i64, like: &RStmt) -> RStmt {
-    RStmt {
+/// `like` (a step of `x`, see [`step_of`]) made a step of `c`: the same operation, so that
+/// on a value that is not an integer it fails with the same message. `None` when `c` cannot
+/// be written so (`x - c` of `i64::MIN`).
+fn step(x: Slot, c: i64, like: &RStmt) -> Option<RStmt> {
+    let (op, k) = match like.kind {
+        RKind::Op(Op::Sub) => (Op::Sub, c.checked_neg()?),
+        _ => (Op::Add, c),
+    };
+    Some(RStmt {
         dst: Some(x),
-        kind: RKind::Op(Op::Add),
-        args: vec![Operand::Var(x), Operand::Const(Value::Int(c))],
+        kind: RKind::Op(op),
+        args: vec![Operand::Var(x), Operand::Const(Value::Int(k))],
         origin: like.origin,
+    })
+}
+
+/// Whether a statement before `k` reads or writes `arr[index]` with neither `arr` nor
+/// `index` assigned since: then `arr[index]` is in bounds at `k` (arrays keep their length).
+fn used_before(stmts: &[RStmt], k: usize, arr: Slot, index: &Operand) -> bool {
+    for s in stmts[..k].iter().rev() {
+        let place = s.args.first() == Some(&Operand::Var(arr)) && s.args.get(1) == Some(index);
+        if place && matches!(s.kind, RKind::SetItem | RKind::Op(Op::Readlist)) {
+            return true;
+        }
+        if s.dst.is_some_and(|d| d == arr || *index == Operand::Var(d)) {
+            return false;
+        }
     }
+    false
 }
 
 /// Whether `s` leaves every array as it is and reads none: an operation on values, which
@@ -184,12 +205,14 @@ fn blind_to_arrays(s: &RStmt) -> bool {
 /// Folds, inside one block, the statements an interpreter specialized to its program repeats
 /// (a Brainfuck interpreter's residual program has one group per command), each rewrite
 /// exact for the language's integers of any size:
-/// - `x = x + a; x = x + b` is `x = x + (a + b)`, and nothing when that is 0;
+/// - `x = x + a; x = x + b` is `x = x + (a + b)` (`x - a; x - b` is `x - (a + b)`: the first
+///   operation stays, so that one on something else than an integer fails as before);
 /// - `x = x + a; x = x & M; x = x + b; x = x & M`, with `M = 2^k - 1`, is
 ///   `x = x + (a + b); x = x & M` (masking is arithmetic modulo `2^k`);
 /// - `a[i] = v; y = a[i]` reads back `v`: `y = v` (nothing when `y` is `v`);
-/// - `a[i] = v`, then statements that neither read nor change an array, `i` or `a`, then
-///   `a[i] = w`: the first store is never seen.
+/// - `a[i] = v`, known to be in bounds (the block used `a[i]` before), then statements that
+///   neither read nor change an array, `i` or `a`, then `a[i] = w`: the first store is never
+///   seen (one that may fail stays, since its error comes first).
 ///
 /// A statement folded may now leave 64 bits where the ones it replaces did not: machine code
 /// then deoptimizes before it, and the interpreter computes it with big integers.
@@ -202,13 +225,14 @@ pub fn fold(stmts: &mut Vec<RStmt>) {
             if let (Some((x, a)), Some((y, b))) =
                 (step_of(&stmts[k]), stmts.get(k + 1).and_then(step_of))
             {
-                if x == y {
-                    if let Some(sum) = a.checked_add(b) {
-                        let folded = step(x, sum, &stmts[k]);
-                        stmts.splice(k..k + 2, (sum != 0).then_some(folded));
-                        changed = true;
-                        continue;
-                    }
+                if let Some(folded) = a
+                    .checked_add(b)
+                    .filter(|_| x == y)
+                    .and_then(|sum| step(x, sum, &stmts[k]))
+                {
+                    stmts.splice(k..k + 2, [folded]);
+                    changed = true;
+                    continue;
                 }
             }
             if let (Some((x, a)), Some((x2, m)), Some((x3, b)), Some((x4, m2))) = (
@@ -217,13 +241,14 @@ pub fn fold(stmts: &mut Vec<RStmt>) {
                 stmts.get(k + 2).and_then(step_of),
                 stmts.get(k + 3).and_then(mask_of),
             ) {
-                if [x2, x3, x4] == [x; 3] && m == m2 {
-                    if let Some(sum) = a.checked_add(b) {
-                        let folded = step(x, sum, &stmts[k]);
-                        stmts.splice(k..k + 3, [folded]);
-                        changed = true;
-                        continue;
-                    }
+                if let Some(folded) = a
+                    .checked_add(b)
+                    .filter(|_| [x2, x3, x4] == [x; 3] && m == m2)
+                    .and_then(|sum| step(x, sum, &stmts[k]))
+                {
+                    stmts.splice(k..k + 3, [folded]);
+                    changed = true;
+                    continue;
                 }
             }
             if let RKind::SetItem = stmts[k].kind {
@@ -255,7 +280,10 @@ pub fn fold(stmts: &mut Vec<RStmt>) {
                 };
                 let later = stmts[k + 1..].iter().position(|s| !untouched(s));
                 if let Some(j) = later.map(|j| k + 1 + j) {
-                    if stmts[j].kind == RKind::SetItem && same_place(&stmts[j]) {
+                    if stmts[j].kind == RKind::SetItem
+                        && same_place(&stmts[j])
+                        && used_before(stmts, k, arr, &index)
+                    {
                         stmts.remove(k);
                         changed = true;
                         continue;
