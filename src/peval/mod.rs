@@ -174,6 +174,8 @@ struct Pe<'p> {
     /// Per slot: whether it is a green variable of the merge point, which generalization
     /// keeps (see [`specialize`]).
     green: Vec<bool>,
+    /// Per label: whether it is a function's entry.
+    entries: Vec<bool>,
     /// Per label: the residual block of each partial environment it was specialized for.
     cache: Vec<FxHashMap<PEnv, usize>>,
     /// The partial environments each label was specialized for, by the label and the
@@ -256,6 +258,21 @@ impl Pe<'_> {
     /// The articles' `do_pe`: the residual block for `label` under `penv`, and the
     /// assignments that must precede a jump to it (the values generalization forgot).
     fn target(&mut self, label: BlockId, penv: &PEnv) -> Result<(usize, Vec<RStmt>), PeError> {
+        // What `label` never reads before writing it is forgotten: specializations that
+        // differ only there are one, and nothing is assigned for it. (Not at a function's
+        // entry, whose specializations are told apart by which parameters are static.)
+        let penv: &PEnv = &if self.entries[label.index()] {
+            penv.clone()
+        } else {
+            let live = self.program.live_at(label, 0);
+            penv.iter()
+                .enumerate()
+                .map(|(s, v)| {
+                    v.clone()
+                        .filter(|_| self.green[s] || live.contains(Slot(s as u32)))
+                })
+                .collect()
+        };
         if let Some(&b) = self.cache[label.index()].get(penv) {
             return Ok((b, Vec::new()));
         }
@@ -469,6 +486,13 @@ pub fn specialize(
     let mut pe = Pe {
         program,
         green,
+        entries: {
+            let mut entries = vec![false; program.blocks.len()];
+            for f in &program.funcs {
+                entries[f.entry.index()] = true;
+            }
+            entries
+        },
         cache: vec![FxHashMap::default(); program.blocks.len()],
         versions: FxHashMap::default(),
         counters: FxHashMap::default(),
