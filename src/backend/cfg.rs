@@ -199,9 +199,12 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         }
     }
     let kind_of = |o: &Operand| operand_kind(&kinds, o).ok().flatten();
+    // An array inside an input list would be read through the list: inputs hold arrays
+    // only at the top, of integers.
     let ints = frame.iter().all(|v| match v {
         Some(Value::Array(a)) => a.only_ints(),
-        _ => true,
+        Some(v) => !v.holds_array(),
+        None => true,
     }) && program
         .blocks
         .iter()
