@@ -348,13 +348,13 @@ type Range = (i64, i64);
 /// What a block knows, statement by statement from its start (nothing is known there): the
 /// interval of each variable that holds an integer of a known one, and the indexes already
 /// used on each array, which are in bounds from then on (arrays do not change length).
-struct Facts {
-    /// Per slot: whether the variable holds arrays (a list's elements are not bounded by
+struct Facts<'a> {
+    /// Per slot: the kind of the variable's values (a list's elements are not bounded by
     /// what arrays hold).
-    arrays: Vec<bool>,
+    kinds: &'a [Option<MKind>],
     /// Per slot: the length of every array the variable ever holds, when the program
     /// knows it ([`lengths`]).
-    lengths: Vec<Option<i64>>,
+    lengths: &'a [Option<i64>],
     ranges: Vec<Option<Range>>,
     /// Per array variable: the highest constant index used (every one from 0 is in bounds).
     consts: HashMap<Slot, i64>,
@@ -362,11 +362,11 @@ struct Facts {
     vars: HashSet<(Slot, Slot)>,
 }
 
-impl Facts {
-    fn new(kinds: &[Option<MKind>], lengths: &[Option<i64>]) -> Facts {
+impl<'a> Facts<'a> {
+    fn new(kinds: &'a [Option<MKind>], lengths: &'a [Option<i64>]) -> Facts<'a> {
         Facts {
-            arrays: kinds.iter().map(|k| *k == Some(MKind::Array)).collect(),
-            lengths: lengths.to_vec(),
+            kinds,
+            lengths,
             ranges: vec![None; kinds.len()],
             consts: HashMap::new(),
             vars: HashSet::new(),
@@ -403,7 +403,9 @@ impl Facts {
         };
         match (op, args) {
             (Op::Same, [a]) => self.range(a),
-            (Op::Readlist, [Operand::Var(a), _]) if self.arrays[a.index()] => elements,
+            (Op::Readlist, [Operand::Var(a), _]) if self.kinds[a.index()] == Some(MKind::Array) => {
+                elements
+            }
             (Op::Add, [a, b]) => {
                 let ((a0, a1), (b0, b1)) = (self.range(a)?, self.range(b)?);
                 fits(a0 as i128 + b0 as i128, a1 as i128 + b1 as i128)

@@ -180,7 +180,7 @@ struct Pe<'p> {
     cache: Vec<FxHashMap<PEnv, usize>>,
     /// The partial environments each label was specialized for, by the label and the
     /// values of the green variables in them.
-    versions: FxHashMap<(BlockId, Option<PEnv>), Vec<PEnv>>,
+    versions: FxHashMap<(BlockId, Option<Vec<Value>>), Vec<PEnv>>,
     counters: FxHashMap<String, u32>,
     names: FxHashSet<String>,
     blocks: Vec<Option<RBlock>>,
@@ -219,14 +219,13 @@ impl Pe<'_> {
     /// interpreted is): a label's specializations are counted per these, and
     /// generalization keeps them. `None` otherwise (a program without hints too): with the
     /// interpreted program unknown, its position would take ever new values.
-    fn greens_of(&self, penv: &PEnv) -> Option<PEnv> {
+    fn greens_of(&self, penv: &PEnv) -> Option<Vec<Value>> {
         penv.iter()
             .zip(&self.green)
             .filter(|(_, green)| **green)
             .map(|(v, _)| v.clone())
             .collect::<Option<Vec<Value>>>()
             .filter(|g| !g.is_empty())
-            .map(|g| g.into_iter().map(Some).collect())
     }
 
     /// The partial environment a new specialization of `label` gets from `penv`.
