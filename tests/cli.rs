@@ -905,3 +905,44 @@ fn machine_code_compiled_again_frees_the_old_code() {
         );
     }
 }
+
+/// A long trace whose exits read values the path does not need (`tests/programs/
+/// long_trace.fg`: 1,844 instructions, 408 guards) compiles to code in proportion to its
+/// length: each value is computed once, where the trace defines it, not again in every
+/// exit that reads it (that made 1.7 MB of code for its two trees, about 900 bytes an
+/// instruction).
+#[test]
+fn a_long_trace_compiles_to_code_in_proportion_to_its_length() {
+    let (out, err) = common::flowjit_ok(&[
+        "run",
+        "tests/programs/long_trace.fg",
+        "--threshold",
+        "1",
+        "--bridge-threshold",
+        "1",
+        "--stats",
+    ]);
+    assert_eq!(out.trim(), "320003841017289034591025963");
+    let bytes = err
+        .lines()
+        .find_map(|l| l.strip_prefix("traces compiled to machine code: 2 ("))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or_else(|| panic!("two trees compiled:\n{err}"));
+    let insts: usize = err
+        .lines()
+        .filter(|l| l.trim_start().starts_with("trace "))
+        .filter_map(|l| {
+            l.split(", ")
+                .nth(1)?
+                .strip_suffix(" instructions")?
+                .parse::<usize>()
+                .ok()
+        })
+        .sum();
+    assert!(insts > 1800, "the long trace is recorded:\n{err}");
+    assert!(
+        bytes < 300 * insts,
+        "{bytes} bytes of code for {insts} instructions:\n{err}"
+    );
+}

@@ -178,6 +178,19 @@ type Trampoline = unsafe extern "C" fn(*const u8, *mut i64, *mut helpers::Ctx) -
 /// freed, and does not count); past it, nothing more is compiled.
 pub const MAX_CODE_BYTES: usize = 64 << 20;
 
+/// The most trace instructions a function compiled with Cranelift's optimizations may
+/// hold; a larger tree is compiled without (as bridges compiled on their own are).
+///
+/// Cranelift's e-graph computes a pure value where it is used, not where the trace
+/// defined it, and an exit is such a use: a value that only exits read (a variable the
+/// loop recomputes but reads only to hand back to the interpreter) is computed again in
+/// every exit that reads it, with whatever it depends on that the path did not compute in
+/// the same form. In a long trace that is quadratic: a loop of 1,844 instructions and 408
+/// guards whose variables formed such a chain made 1.7 MB of code, and one a little longer
+/// took minutes to compile. Without the e-graph each value is computed where it is
+/// defined. Loops this long are rare and run few iterations of their own.
+pub const MAX_OPTIMIZED: usize = 1000;
+
 /// The memory of one compiled function: a JIT module of its own, freed when dropped, so
 /// that code nothing can reach any more (a tree's function compiled again, a bridge's)
 /// gives its memory back.
@@ -374,7 +387,8 @@ impl Backend {
         } = {
             // The loop of the root, when this function holds it: its header is aligned.
             let header = segments[0].trace.loop_start().filter(|_| unit == 0);
-            self.define(func, &label, unit != 0, header)?
+            let size: usize = segments.iter().map(|s| s.trace.insts.len()).sum();
+            self.define(func, &label, unit != 0 || size > MAX_OPTIMIZED, header)?
         };
         if listings.asm && self.display.is_none() {
             asm = Some(disassemble(
