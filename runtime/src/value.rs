@@ -248,6 +248,9 @@ pub(crate) fn drop_items(items: Box<[Value]>) {
 enum Print<'a> {
     Value(&'a Value),
     Text(&'static str),
+    /// The elements of a sequence from this index on: a printer stopped early (a value
+    /// shown within a width) has not gone through the ones it did not print.
+    Items(&'a [Value], usize),
     /// The end of the elements of this array, which is no longer being printed.
     Leave(*const Array),
 }
@@ -299,6 +302,16 @@ impl<'a> Printer<'a> {
                     self.open.remove(&p);
                     continue;
                 }
+                Print::Items(items, i) => {
+                    if let Some(item) = items.get(i) {
+                        self.stack.push(Print::Items(items, i + 1));
+                        if i > 0 {
+                            f.write_str(",")?;
+                        }
+                        self.stack.push(Print::Value(item));
+                    }
+                    continue;
+                }
                 Print::Value(Value::List(l)) => l.items(),
                 Print::Value(Value::Array(a)) => {
                     let p = Rc::as_ptr(a);
@@ -324,12 +337,7 @@ impl<'a> Printer<'a> {
     fn open_sequence(&mut self, items: &'a [Value], f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("[")?;
         self.stack.push(Print::Text("]"));
-        for (i, item) in items.iter().enumerate().rev() {
-            self.stack.push(Print::Value(item));
-            if i > 0 {
-                self.stack.push(Print::Text(","));
-            }
-        }
+        self.stack.push(Print::Items(items, 0));
         Ok(())
     }
 }
