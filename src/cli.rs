@@ -139,7 +139,8 @@ pub enum Command {
         opts: RunOpts,
     },
     /// Differential testing at length: random programs under every executor, compared with
-    /// the interpreter; a difference is shrunk and printed (exit status 3).
+    /// the interpreter; a difference is shrunk and printed (exit status 3), and so is a
+    /// program the executors take more than two minutes on (unshrunk).
     Difftest {
         /// The seed (the same seed generates the same programs).
         #[arg(long, default_value_t = 1)]

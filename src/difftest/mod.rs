@@ -453,6 +453,38 @@ pub fn check_bytecode(text: &str, registers: &[(&str, i64)]) -> Result<bool, Str
     check_subject(&subject, "pe (bytecode and pc static)", turn(text))
 }
 
+/// How long the checks of one program may take before [`run`] gives up on it as stuck.
+/// Each executor's run stops at [`TIME_LIMIT`], but compiling cannot be interrupted: a
+/// program that makes the compiler take minutes (a trace whose code grew quadratically
+/// did) is a defect to report, not a run to wait for.
+pub const STUCK_LIMIT: Duration = Duration::from_secs(120);
+
+/// The program being checked and since when, watched by a thread that ends the process
+/// (exit status 3, as a difference) with the program printed when one takes more than
+/// [`STUCK_LIMIT`].
+fn watchdog() -> std::sync::Arc<std::sync::Mutex<Option<(Instant, String)>>> {
+    let running = std::sync::Arc::new(std::sync::Mutex::new(None::<(Instant, String)>));
+    let watched = std::sync::Arc::clone(&running);
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_secs(1));
+        if std::sync::Arc::strong_count(&watched) == 1 {
+            return; // The run is over.
+        }
+        let guard = watched.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((since, text)) = &*guard {
+            if since.elapsed() > STUCK_LIMIT {
+                eprintln!(
+                    "stuck: the executors took more than {} s on one program (a compilation \
+                     that does not end?):\n{text}",
+                    STUCK_LIMIT.as_secs()
+                );
+                std::process::exit(3);
+            }
+        }
+    });
+    running
+}
+
 /// What a run of [`run`] found.
 #[derive(Debug)]
 pub enum Outcome {
@@ -494,11 +526,16 @@ pub fn run(seed: u64, count: u32) -> Result<Outcome, String> {
     // `FLOWJIT_DIFFTEST_LAST` set to a path, each program is written there before it runs,
     // so that the one that crashed is left.
     let last = std::env::var_os("FLOWJIT_DIFFTEST_LAST");
+    let running = watchdog();
     let result = runner.run(&cases(), |p| {
+        let text = p.text();
         if let Some(path) = &last {
-            let _ = std::fs::write(path, p.text());
+            let _ = std::fs::write(path, &text);
         }
-        match p.check() {
+        *running.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), text));
+        let checked = p.check();
+        *running.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        match checked {
             Ok(true) => Ok(()),
             Ok(false) => {
                 discarded.set(discarded.get() + 1);
