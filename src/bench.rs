@@ -119,6 +119,7 @@ fn run_interp(setup: &Setup) -> Outcome {
 fn run_jit(setup: &Setup, native: bool) -> (Outcome, Option<Duration>) {
     let config = Config {
         native,
+        pay_off: true,
         ..Config::default()
     };
     let mut jit = Jit::new(setup.program, config).expect("the host emits machine code");

@@ -208,7 +208,10 @@ pub struct RunOpts {
     /// interpreter; interp: the plain interpreter.
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
-    /// Hot-loop threshold: back edges (or can_enter_jit arrivals) before tracing [default: 50].
+    /// Hot-loop threshold: back edges (or can_enter_jit arrivals) before tracing [default:
+    /// 50]. With neither threshold given, --mode jit also leaves a counted loop that becomes
+    /// hot too near its end for compiling to pay to the interpreter; a threshold given is
+    /// obeyed as given.
     #[arg(long)]
     pub threshold: Option<u64>,
     /// Guard failures before a bridge is traced [default: 20].
@@ -744,6 +747,9 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
         dumps,
         passes,
         target,
+        // Thresholds given are obeyed as given; the default ones compile only what can
+        // pay for itself.
+        pay_off: opts.threshold.is_none() && opts.bridge_threshold.is_none(),
         ..jit::Config::default()
     })
 }

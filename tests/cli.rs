@@ -454,12 +454,12 @@ fn the_jit_runs_hot_loops_as_machine_code() {
     let out = flowjit(&[
         "run",
         "examples/sum.fg",
-        "n=1000",
+        "n=100000",
         "--stats",
         "--passes",
         "fold,cse",
     ]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "500500\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "5000050000\n");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(
@@ -471,7 +471,7 @@ fn the_jit_runs_hot_loops_as_machine_code() {
 
 #[test]
 fn ir_and_asm_dumps_show_each_compiled_trace() {
-    let out = flowjit(&["run", "examples/sum.fg", "n=1000", "--dump", "ir,asm"]);
+    let out = flowjit(&["run", "examples/sum.fg", "n=100000", "--dump", "ir,asm"]);
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     let host = if cfg!(target_arch = "aarch64") {
@@ -491,13 +491,13 @@ fn ir_and_asm_dumps_show_each_compiled_trace() {
     let out = flowjit(&[
         "run",
         "examples/sum.fg",
-        "n=1000",
+        "n=100000",
         "--dump",
         "asm",
         "--target",
         "aarch64",
     ]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "500500\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "5000050000\n");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with("# asm 0: loop at sum_loop (aarch64)\n"),
@@ -784,8 +784,8 @@ fn a_bridge_back_to_the_start_of_a_loop_that_carries_a_virtual_array() {
 fn a_guard_holding_a_virtual_array_gets_a_bridge_in_machine_code() {
     let path = "tests/programs/virtuals.fg";
     let (out, stats) =
-        common::flowjit_ok(&["run", path, "which=branch", "n=3000", "k=0", "--stats"]);
-    assert_eq!(out, "[2999,5995]\n8994\n");
+        common::flowjit_ok(&["run", path, "which=branch", "n=30000", "k=0", "--stats"]);
+    assert_eq!(out, "[29999,59995]\n89994\n");
     assert!(
         stats.contains("bridge(s), machine code") && !stats.contains(" 0 bridge(s)"),
         "{stats}"
@@ -945,4 +945,32 @@ fn a_long_trace_compiles_to_code_in_proportion_to_its_length() {
         bytes < 300 * insts,
         "{bytes} bytes of code for {insts} instructions:\n{err}"
     );
+}
+
+/// Compiling pays for itself: with the default thresholds, a counted loop that becomes hot
+/// with too few iterations left to repay its compilation stays in the interpreter, and one
+/// with many is compiled; a threshold given is obeyed as given.
+#[test]
+fn a_counted_loop_near_its_end_is_left_to_the_interpreter() {
+    let (out, err) = common::flowjit_ok(&["run", "examples/sum.fg", "n=1000", "--stats"]);
+    assert_eq!(out, "500500\n");
+    assert!(err.contains("traces compiled to machine code: 0 "), "{err}");
+    assert!(
+        err.contains(
+            "hot loops left to the interpreter, too near their end to pay for compiling: "
+        ),
+        "{err}"
+    );
+    let (out, err) = common::flowjit_ok(&["run", "examples/sum.fg", "n=1000000", "--stats"]);
+    assert_eq!(out, "500000500000\n");
+    assert!(err.contains("traces compiled to machine code: 1 "), "{err}");
+    for flag in ["--threshold", "--bridge-threshold"] {
+        let (out, err) =
+            common::flowjit_ok(&["run", "examples/sum.fg", "n=1000", flag, "50", "--stats"]);
+        assert_eq!(out, "500500\n");
+        assert!(
+            err.contains("traces compiled to machine code: 1 "),
+            "{flag}: {err}"
+        );
+    }
 }

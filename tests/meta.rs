@@ -191,13 +191,13 @@ fn asm_listings_show_jump_tables_as_data_and_go_on_to_the_end() {
         let (out, err) = flowjit(&[
             "run",
             "tests/programs/promote_cycles.fg",
-            "n=2000",
+            "n=20000",
             "--dump",
             "asm",
             "--target",
             target,
         ]);
-        assert_eq!(out, "4000\n");
+        assert_eq!(out, "40000\n");
         let listings = asm_listings(&err);
         // The last bridge, compiled into its tree's function, shows its code and the
         // guard it hangs from, whose dispatch on the value is a jump table.

@@ -275,7 +275,7 @@ fn the_articles_purefunction_loop_holds_the_result_and_no_call() {
     // `promote(self)` and `@elidable compute(self)` (seed 003): the loop adds compute's
     // result, a constant; it neither calls nor reads the field, nor stores it (`sink`: the
     // loop carries it in a register, and its exits store it).
-    let body = loop_body(&["run", "examples/purefunction.fg", "n=1000", "x=4"]);
+    let body = loop_body(&["run", "examples/purefunction.fg", "n=100000", "x=4"]);
     assert!(body.iter().any(|l| l.ends_with("= add 9, v10")), "{body:?}");
     assert!(
         !body

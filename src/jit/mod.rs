@@ -28,6 +28,7 @@
 
 pub mod events;
 pub mod listing;
+mod payoff;
 mod profile;
 mod stats;
 mod tree;
@@ -140,6 +141,10 @@ pub struct Config {
     /// Keep each trace as recorded and each function's listings for `flowjit report`
     /// ([`Jit::kept`]); listings are made as for `--dump ir,asm`.
     pub keep: bool,
+    /// Leave a counted loop that becomes hot with too few iterations left for compiling it
+    /// to pay for itself to the interpreter (`payoff`); false compiles every loop at its
+    /// threshold. The command line sets it in `--mode jit` unless `--threshold` is given.
+    pub pay_off: bool,
 }
 
 impl Default for Config {
@@ -154,6 +159,7 @@ impl Default for Config {
             native: false,
             target: None,
             keep: false,
+            pay_off: false,
         }
     }
 }
@@ -163,6 +169,9 @@ pub struct Jit<'p> {
     program: &'p Program,
     config: Config,
     profile: Profile,
+    /// With [`Config::pay_off`] in machine code: the counted loops, to judge whether
+    /// compiling one pays.
+    payoff: Option<payoff::Payoff>,
     trees: Vec<Tree>,
     backend: Option<Backend>,
     steps: Steps,
@@ -232,11 +241,13 @@ impl<'p> Jit<'p> {
             None
         };
         let profile = Profile::new(program, config.threshold);
+        let payoff = (config.pay_off && config.native).then(|| payoff::Payoff::new(program));
         Ok(Jit {
             program,
             steps: Steps::new(config.max_steps),
             config,
             profile,
+            payoff,
             trees: Vec::new(),
             backend,
             stats: Stats::default(),
@@ -357,6 +368,12 @@ impl<'p> Jit<'p> {
             };
             let tree = match self.profile.trace(&key) {
                 Some(index) => index,
+                None if !self.worth_compiling(&key, &state.frame) => {
+                    self.stats.not_worth += 1;
+                    self.profile.postpone(&key);
+                    pos = Position::start(anchor);
+                    continue;
+                }
                 None => match self.record(state, key)? {
                     Recording::Tree(index) => index,
                     Recording::Stopped(v) => return Ok(v),
@@ -370,6 +387,16 @@ impl<'p> Jit<'p> {
                 Next::Resume(at) => pos = at,
                 Next::Stopped(v) => return Ok(v),
             }
+        }
+    }
+
+    /// Whether the loop at `key`, hot with `frame`, is worth recording and compiling now
+    /// (`payoff`): a loop of the program itself (an interpreted program's loops, found by
+    /// their greens, have no counter to read) that is not a counted loop near its end.
+    fn worth_compiling(&mut self, key: &Key, frame: &Frame) -> bool {
+        match &mut self.payoff {
+            Some(p) if key.greens.is_empty() => p.worth_compiling(self.program, key.anchor, frame),
+            _ => true,
         }
     }
 

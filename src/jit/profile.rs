@@ -179,6 +179,12 @@ impl Profile {
         c.aborts = MAX_ABORTS;
     }
 
+    /// Counts `key` from zero again, as if it had not been hot: it was found not worth
+    /// compiling yet.
+    pub fn postpone(&mut self, key: &Key) {
+        self.counter(key).count = 0;
+    }
+
     /// Records that a recording at `key` was abandoned or rejected; whether the key is now
     /// never traced again (it failed [`MAX_ABORTS`] times).
     pub fn failed(&mut self, key: &Key) -> bool {

@@ -53,6 +53,9 @@ pub struct Stats {
     /// Lists and arrays that machine code made (allocation removal made none of the
     /// others).
     pub native_allocations: u64,
+    /// Times a counted loop became hot with too few iterations left for compiling it to pay
+    /// for itself, and was left to the interpreter (`Config::pay_off`).
+    pub not_worth: u64,
 }
 
 /// How many instructions of a kind one pass through a trace has, as recorded and as
@@ -122,6 +125,13 @@ impl Jit<'_> {
                     "limit: bridge limit reached at trace {i} ({MAX_BRIDGES} bridges)"
                 );
             }
+        }
+        if s.not_worth > 0 {
+            let _ = writeln!(
+                out,
+                "hot loops left to the interpreter, too near their end to pay for compiling: {}",
+                s.not_worth
+            );
         }
         let _ = writeln!(out, "trace aborts: {}", s.aborts.len());
         for (label, reason) in &s.aborts {

@@ -1,0 +1,325 @@
+//! Whether compiling a loop can pay for itself, judged when it becomes hot.
+//!
+//! A loop is hot after [`super::DEFAULT_THRESHOLD`] iterations, but what compiling it is
+//! worth depends on the iterations still to come, which a counted loop tells: when its exit
+//! test compares a counter that the loop steps by a constant with a bound it does not
+//! change (`i = i + 1; c = i < m; if c goto body else goto done`), the frame at the hot
+//! back edge gives the iterations left. A loop whose remaining iterations cost less to
+//! interpret than compiling costs is left to the interpreter for now; it is asked again at
+//! its next threshold, so a loop entered again with a larger bound is compiled then.
+//!
+//! The cost model (measured, see docs/ARCHITECTURE.md *Compiling pays for itself*): an
+//! interpreted operation costs about [`INTERP_NS_PER_OP`]; compiling a loop costs about
+//! [`COMPILE_NS`] plus [`COMPILE_NS_PER_OP`] per operation of its body. An iteration is
+//! taken to run the operations of the shortest way around the loop, so that the estimate
+//! of what interpreting costs is low: a loop in doubt is compiled later rather than
+//! sooner. A loop whose shape is not this one (an interpreted program's loop, found by its
+//! greens, or a loop whose exit test is not a counter's) is compiled at its threshold as
+//! before: the iterations left are not known.
+
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashSet;
+
+use flowjit_runtime::{Op, Value};
+
+use crate::lang::{BlockId, Inst, Jump, Operand, Program, Slot, Terminator};
+use crate::state::Frame;
+
+/// What interpreting one operation costs, in nanoseconds.
+pub const INTERP_NS_PER_OP: u64 = 4;
+/// What compiling a loop costs whatever its size, in nanoseconds: Cranelift's fixed cost
+/// per function, with recording and optimizing.
+pub const COMPILE_NS: u64 = 250_000;
+/// What compiling costs per operation of the loop's body, in nanoseconds (a trace has
+/// about two instructions per operation: the peeled iteration, and the guards).
+pub const COMPILE_NS_PER_OP: u64 = 3_000;
+
+/// The exit test of a counted loop.
+#[derive(Clone, Debug)]
+struct Counted {
+    /// The counter.
+    counter: Slot,
+    /// What one iteration adds to it.
+    step: i64,
+    /// The bound: a constant or a variable the loop does not write.
+    bound: Operand,
+    /// The comparison `counter CMP bound` under which the loop goes on.
+    stays: Op,
+    /// Operations on the shortest way around the loop.
+    ops: u64,
+}
+
+/// The counted loops of a program, found when first asked.
+pub struct Payoff {
+    shapes: Vec<Option<Option<Counted>>>,
+    preds: Vec<Vec<BlockId>>,
+}
+
+impl Payoff {
+    /// No loop examined yet.
+    pub fn new(program: &Program) -> Payoff {
+        let mut preds = vec![Vec::new(); program.blocks.len()];
+        for (b, block) in program.blocks.iter().enumerate() {
+            for s in successors(&block.term) {
+                preds[s.index()].push(BlockId(b as u32));
+            }
+        }
+        Payoff {
+            shapes: vec![None; program.blocks.len()],
+            preds,
+        }
+    }
+
+    /// Whether compiling the loop at `anchor` now, with `frame`, can pay for itself: false
+    /// only for a counted loop with too few iterations left.
+    pub fn worth_compiling(&mut self, program: &Program, anchor: BlockId, frame: &Frame) -> bool {
+        let slot = &mut self.shapes[anchor.index()];
+        if slot.is_none() {
+            *slot = Some(counted(program, &self.preds, anchor));
+        }
+        let Some(Some(shape)) = slot else {
+            return true;
+        };
+        let Some(left) = remaining(shape, frame) else {
+            return true;
+        };
+        let interpreting = left
+            .saturating_mul(shape.ops)
+            .saturating_mul(INTERP_NS_PER_OP);
+        interpreting >= COMPILE_NS + COMPILE_NS_PER_OP * shape.ops
+    }
+}
+
+/// Where control goes after `term`.
+fn successors(term: &Terminator) -> Vec<BlockId> {
+    match term {
+        Terminator::Goto(j) => vec![j.target],
+        Terminator::If { then, els, .. } => vec![then.target, els.target],
+        Terminator::Promote { target, .. } => vec![target.target],
+        Terminator::PrintAndStop(_) | Terminator::Return(_) => Vec::new(),
+    }
+}
+
+/// The variable `inst` writes, if any.
+fn written(inst: &Inst) -> Option<Slot> {
+    match inst {
+        Inst::Op1 { dst, .. } | Inst::Op2 { dst, .. } | Inst::Call { dst, .. } => Some(*dst),
+        Inst::Getchar(dst) => Some(*dst),
+        _ => None,
+    }
+}
+
+/// The most blocks a loop examined here may have: a larger one is compiled at its
+/// threshold, unexamined.
+const MAX_LOOP_BLOCKS: usize = 4096;
+
+/// The exit test of the loop at `anchor`, if it is a counted loop.
+fn counted(program: &Program, preds: &[Vec<BlockId>], anchor: BlockId) -> Option<Counted> {
+    let block = |b: BlockId| &program.blocks[b.index()];
+    // The natural loop: the anchor and what reaches a back edge to it without passing
+    // through it.
+    let mut body: FxHashSet<BlockId> = FxHashSet::default();
+    body.insert(anchor);
+    let mut work: Vec<BlockId> = preds[anchor.index()]
+        .iter()
+        .copied()
+        .filter(|p| {
+            let back = |j: &Jump| j.target == anchor && j.back_edge;
+            match &block(*p).term {
+                Terminator::Goto(j) | Terminator::Promote { target: j, .. } => back(j),
+                Terminator::If { then, els, .. } => back(then) || back(els),
+                _ => false,
+            }
+        })
+        .collect();
+    while let Some(b) = work.pop() {
+        if body.insert(b) {
+            if body.len() > MAX_LOOP_BLOCKS {
+                return None;
+            }
+            work.extend(preds[b.index()].iter().copied());
+        }
+    }
+    let inside = |b: BlockId| body.contains(&b);
+    let mut region: Vec<BlockId> = body.iter().copied().collect();
+    region.sort_unstable();
+    // The one test that leaves the loop.
+    let mut exits = region.iter().filter_map(|b| match &block(*b).term {
+        Terminator::If { cond, then, els } if inside(then.target) != inside(els.target) => {
+            Some((*b, *cond, inside(then.target)))
+        }
+        _ => None,
+    });
+    let (at, cond, stays_when_true) = exits.next()?;
+    if exits.next().is_some() {
+        return None;
+    }
+    let writes = |s: Slot| {
+        region
+            .iter()
+            .flat_map(|b| &block(*b).insts)
+            .filter(|i| written(i) == Some(s))
+            .collect::<Vec<_>>()
+    };
+    // `cond = a CMP b`, the last write of `cond` in the testing block.
+    let (op, a, b) = block(at)
+        .insts
+        .iter()
+        .rev()
+        .find(|i| written(i) == Some(cond))
+        .and_then(|i| match i {
+            Inst::Op2 { op, a, b, .. } => Some((*op, a.clone(), b.clone())),
+            _ => None,
+        })?;
+    let step_of = |o: &Operand| -> Option<(Slot, i64)> {
+        let Operand::Var(s) = o else { return None };
+        let [Inst::Op2 { op, a, b, dst }] = writes(*s)[..] else {
+            return None;
+        };
+        let (op, a, b, dst) = (op, a, b, dst);
+        match (op, a, b) {
+            (Op::Add, Operand::Var(x), Operand::Const(Value::Int(k)))
+            | (Op::Add, Operand::Const(Value::Int(k)), Operand::Var(x))
+                if x == dst =>
+            {
+                Some((*dst, *k))
+            }
+            (Op::Sub, Operand::Var(x), Operand::Const(Value::Int(k))) if x == dst => {
+                Some((*dst, k.checked_neg()?))
+            }
+            _ => None,
+        }
+    };
+    let unchanged = |o: &Operand| match o {
+        Operand::Const(Value::Int(_)) => true,
+        Operand::Var(s) => writes(*s).is_empty(),
+        Operand::Const(_) => false,
+    };
+    let ((counter, step), bound, op) = match (step_of(&a), step_of(&b)) {
+        (Some(c), None) if unchanged(&b) => (c, b, op),
+        (None, Some(c)) if unchanged(&a) => (c, a, mirrored(op)?),
+        _ => return None,
+    };
+    let stays = if stays_when_true { op } else { negated(op)? };
+    Some(Counted {
+        counter,
+        step,
+        bound,
+        stays,
+        ops: shortest_round(program, anchor, &inside)?,
+    })
+}
+
+/// `b CMP' a` for `a CMP b`.
+fn mirrored(op: Op) -> Option<Op> {
+    Some(match op {
+        Op::Lt => Op::Gt,
+        Op::Le => Op::Ge,
+        Op::Gt => Op::Lt,
+        Op::Ge => Op::Le,
+        Op::Eq | Op::Ne => op,
+        _ => return None,
+    })
+}
+
+/// The comparison that holds when `op` does not.
+fn negated(op: Op) -> Option<Op> {
+    Some(match op {
+        Op::Lt => Op::Ge,
+        Op::Le => Op::Gt,
+        Op::Gt => Op::Le,
+        Op::Ge => Op::Lt,
+        Op::Eq => Op::Ne,
+        Op::Ne => Op::Eq,
+        _ => return None,
+    })
+}
+
+/// The fewest operations (statements and the jump that ends each block) from `anchor`
+/// around the loop back to it.
+fn shortest_round(
+    program: &Program,
+    anchor: BlockId,
+    inside: &impl Fn(BlockId) -> bool,
+) -> Option<u64> {
+    let cost = |b: BlockId| program.blocks[b.index()].insts.len() as u64 + 1;
+    // Blocks are few and costs small: a breadth-first relaxation is enough.
+    let mut best: rustc_hash::FxHashMap<BlockId, u64> = Default::default();
+    let mut round: Option<u64> = None;
+    let mut work = VecDeque::from([(anchor, cost(anchor))]);
+    while let Some((b, so_far)) = work.pop_front() {
+        for s in successors(&program.blocks[b.index()].term) {
+            if s == anchor {
+                round = Some(round.map_or(so_far, |r| r.min(so_far)));
+            } else if inside(s) && best.get(&s).is_none_or(|c| so_far + cost(s) < *c) {
+                best.insert(s, so_far + cost(s));
+                work.push_back((s, so_far + cost(s)));
+            }
+        }
+    }
+    round
+}
+
+/// The iterations the loop has left, from the counter's and the bound's values in `frame`;
+/// `None` when they are not integers of 64 bits, or the counter never reaches the bound.
+fn remaining(shape: &Counted, frame: &Frame) -> Option<u64> {
+    let int = |v: Option<&Value>| match v {
+        Some(Value::Int(n)) => Some(i128::from(*n)),
+        _ => None,
+    };
+    let x = int(frame[shape.counter.index()].as_ref())?;
+    let y = match &shape.bound {
+        Operand::Const(v) => int(Some(v))?,
+        Operand::Var(s) => int(frame[s.index()].as_ref())?,
+    };
+    let k = i128::from(shape.step);
+    let left = match shape.stays {
+        Op::Lt if k > 0 => (y - x).max(0) / k,
+        Op::Le if k > 0 => (y - x + 1).max(0) / k,
+        Op::Gt if k < 0 => (x - y).max(0) / -k,
+        Op::Ge if k < 0 => (x - y + 1).max(0) / -k,
+        Op::Ne if k != 0 && (y - x) % k == 0 && (y - x) / k >= 0 => (y - x) / k,
+        _ => return None,
+    };
+    u64::try_from(left).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::{self, Syntax};
+
+    fn judge(text: &str, anchor: &str, inputs: &[(&str, i64)]) -> bool {
+        let (_, program) = lang::load(text, Syntax::Fg).expect("a valid program");
+        let mut frame: Frame = vec![None; program.frame_size()];
+        for (name, v) in inputs {
+            frame[program.slot(name).unwrap().index()] = Some(Value::Int(*v));
+        }
+        let anchor = program.block_id(anchor).unwrap();
+        Payoff::new(&program).worth_compiling(&program, anchor, &frame)
+    }
+
+    const COUNTED: &str = "start:\n    i = 0\n    s = 0\n    goto loop\nloop:\n    s = s + i\n    i = i + 1\n    c = i < n\n    if c goto loop else goto done\ndone:\n    print_and_stop(s)\n";
+
+    #[test]
+    fn a_counted_loop_near_its_end_is_not_worth_compiling() {
+        assert!(!judge(COUNTED, "loop", &[("i", 50), ("n", 60)]));
+        assert!(judge(COUNTED, "loop", &[("i", 50), ("n", 10_000_000)]));
+    }
+
+    #[test]
+    fn a_loop_counting_down_or_left_on_a_false_test_is_counted_too() {
+        let down = "start:\n    goto loop\nloop:\n    n = n - 2\n    c = n <= 0\n    if c goto done else goto loop\ndone:\n    print_and_stop(n)\n";
+        assert!(!judge(down, "loop", &[("n", 100)]));
+        assert!(judge(down, "loop", &[("n", 100_000_000)]));
+    }
+
+    #[test]
+    fn a_loop_whose_bound_moves_or_whose_counter_is_not_stepped_is_compiled() {
+        let moving = COUNTED.replace("    s = s + i\n", "    n = n + 1\n");
+        assert!(judge(&moving, "loop", &[("i", 50), ("n", 60)]));
+        let doubling = COUNTED.replace("i = i + 1", "i = i * 2");
+        assert!(judge(&doubling, "loop", &[("i", 50), ("n", 60)]));
+    }
+}
