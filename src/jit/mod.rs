@@ -235,11 +235,10 @@ impl<'p> Jit<'p> {
     /// A driver for `program`. Fails only when machine code is asked for on a host that
     /// flowjit cannot emit it for.
     pub fn new(program: &'p Program, config: Config) -> Result<Jit<'p>, String> {
-        let backend = if config.native {
-            Some(Backend::new(config.target)?)
-        } else {
-            None
-        };
+        if config.native {
+            backend::Target::host()
+                .ok_or("flowjit emits machine code for x86_64 and aarch64 hosts only")?;
+        }
         let profile = Profile::new(program, config.threshold);
         let payoff = (config.pay_off && config.native).then(|| payoff::Payoff::new(program));
         Ok(Jit {
@@ -249,7 +248,7 @@ impl<'p> Jit<'p> {
             profile,
             payoff,
             trees: Vec::new(),
-            backend,
+            backend: None,
             stats: Stats::default(),
             dump: String::new(),
             started: Instant::now(),
@@ -390,12 +389,30 @@ impl<'p> Jit<'p> {
         }
     }
 
+    /// The backend, made when first needed in `--mode jit` (a run that compiles nothing
+    /// does not pay for making it); `None` on the trace interpreter, or when it cannot be
+    /// made (then nothing is compiled, and the error is kept in `--stats`).
+    fn backend(&mut self) -> Option<&mut Backend> {
+        if self.config.native && self.backend.is_none() {
+            match Backend::new(self.config.target) {
+                Ok(b) => self.backend = Some(b),
+                Err(why) => {
+                    self.limit(format!("no machine code: {why}"));
+                    self.config.native = false;
+                }
+            }
+        }
+        self.backend.as_mut()
+    }
+
     /// Whether the loop at `key`, hot with `frame`, is worth recording and compiling now
     /// (`payoff`): a loop of the program itself (an interpreted program's loops, found by
     /// their greens, have no counter to read) that is not a counted loop near its end.
     fn worth_compiling(&mut self, key: &Key, frame: &Frame) -> bool {
         match &mut self.payoff {
-            Some(p) if key.greens.is_empty() => p.worth_compiling(self.program, key.anchor, frame),
+            Some(p) if key.greens.is_empty() => {
+                p.worth_compiling(self.program, key.anchor, frame, self.config.threshold + 1)
+            }
             _ => true,
         }
     }
@@ -542,6 +559,9 @@ impl<'p> Jit<'p> {
     /// `new` is the segment of the bridge it is compiled again for, whose code alone the
     /// `ir` and `asm` dumps show.
     fn compile(&mut self, t: usize, new: Option<usize>) {
+        if self.backend().is_none() {
+            return;
+        }
         let Some(backend) = self.backend.as_mut() else {
             return;
         };
@@ -631,6 +651,9 @@ impl<'p> Jit<'p> {
     /// and makes its guard's exit go there when the bridge is not specialized on a value.
     /// On failure the bridge runs on the trace interpreter.
     fn compile_bridge(&mut self, t: usize, seg: usize) {
+        if self.backend().is_none() {
+            return;
+        }
         let Some(backend) = self.backend.as_mut() else {
             return;
         };
@@ -979,7 +1002,7 @@ impl<'p> Jit<'p> {
             // In --mode jit a trace runs as machine code or not at all: where its code does
             // not accept the frame (an integer that left 64 bits), the interpreter goes on,
             // and after `MAX_REFUSALS` such entries the tree's loop is left to it for good.
-            if let (Some(code), true) = (tree.code_of(seg), self.backend.is_some()) {
+            if let (Some(code), true) = (tree.code_of(seg), self.config.native) {
                 if !code.accepts(&state.frame) {
                     self.refused(t);
                     return None;
@@ -1321,7 +1344,7 @@ impl<'p> Jit<'p> {
                     .filter(|s| !s.separate)
                     .map(|s| s.trace.insts.len())
                     .sum();
-                let separate = self.backend.is_some()
+                let separate = self.config.native
                     && (tree.unit_of(from.0) != 0
                         || (value.is_none()
                             && (!returns

@@ -54,6 +54,9 @@ struct Counted {
 pub struct Payoff {
     shapes: Vec<Option<Option<Counted>>>,
     preds: Vec<Vec<BlockId>>,
+    /// Per loop, what interpreting it has cost since it was first found hot (estimated,
+    /// in nanoseconds).
+    spent: Vec<u64>,
 }
 
 impl Payoff {
@@ -68,12 +71,22 @@ impl Payoff {
         Payoff {
             shapes: vec![None; program.blocks.len()],
             preds,
+            spent: vec![0; program.blocks.len()],
         }
     }
 
-    /// Whether compiling the loop at `anchor` now, with `frame`, can pay for itself: false
-    /// only for a counted loop with too few iterations left.
-    pub fn worth_compiling(&mut self, program: &Program, anchor: BlockId, frame: &Frame) -> bool {
+    /// Whether compiling the loop at `anchor` now, with `frame`, can pay for itself, the
+    /// loop having run `since` iterations since it was last asked: false only for a counted
+    /// loop with too few iterations left, while what it has cost in the interpreter since
+    /// it was first hot is less than compiling it costs (a loop entered again and again,
+    /// each time too near its end, is compiled once its iterations add up: an inner loop).
+    pub fn worth_compiling(
+        &mut self,
+        program: &Program,
+        anchor: BlockId,
+        frame: &Frame,
+        since: u64,
+    ) -> bool {
         let slot = &mut self.shapes[anchor.index()];
         if slot.is_none() {
             *slot = Some(counted(program, &self.preds, anchor));
@@ -84,10 +97,11 @@ impl Payoff {
         let Some(left) = remaining(shape, frame) else {
             return true;
         };
-        let interpreting = left
-            .saturating_mul(shape.ops)
-            .saturating_mul(INTERP_NS_PER_OP);
-        interpreting >= COMPILE_NS + COMPILE_NS_PER_OP * shape.ops
+        let per_iteration = shape.ops * INTERP_NS_PER_OP;
+        let compiling = COMPILE_NS + COMPILE_NS_PER_OP * shape.ops;
+        let spent = &mut self.spent[anchor.index()];
+        *spent = spent.saturating_add(since.saturating_mul(per_iteration));
+        left.saturating_mul(per_iteration) >= compiling || *spent >= compiling
     }
 }
 
@@ -297,7 +311,7 @@ mod tests {
             frame[program.slot(name).unwrap().index()] = Some(Value::Int(*v));
         }
         let anchor = program.block_id(anchor).unwrap();
-        Payoff::new(&program).worth_compiling(&program, anchor, &frame)
+        Payoff::new(&program).worth_compiling(&program, anchor, &frame, 50)
     }
 
     const COUNTED: &str = "start:\n    i = 0\n    s = 0\n    goto loop\nloop:\n    s = s + i\n    i = i + 1\n    c = i < n\n    if c goto loop else goto done\ndone:\n    print_and_stop(s)\n";
@@ -306,6 +320,22 @@ mod tests {
     fn a_counted_loop_near_its_end_is_not_worth_compiling() {
         assert!(!judge(COUNTED, "loop", &[("i", 50), ("n", 60)]));
         assert!(judge(COUNTED, "loop", &[("i", 50), ("n", 10_000_000)]));
+    }
+
+    #[test]
+    fn a_loop_hot_again_and_again_near_its_end_is_compiled_once_it_has_cost_enough() {
+        // An inner loop: each entry runs 60 iterations, hot (with its count carried from
+        // entry to entry) every 50.
+        let (_, program) = lang::load(COUNTED, Syntax::Fg).expect("a valid program");
+        let mut frame: Frame = vec![None; program.frame_size()];
+        frame[program.slot("i").unwrap().index()] = Some(Value::Int(50));
+        frame[program.slot("n").unwrap().index()] = Some(Value::Int(60));
+        let anchor = program.block_id("loop").unwrap();
+        let mut payoff = Payoff::new(&program);
+        let asked = (1..10_000)
+            .find(|_| payoff.worth_compiling(&program, anchor, &frame, 50))
+            .expect("compiled in the end");
+        assert!(asked > 10, "not at once: {asked}");
     }
 
     #[test]

@@ -137,7 +137,7 @@ impl Jit<'_> {
         for (label, reason) in &s.aborts {
             let _ = writeln!(out, "  at {label}: {reason}");
         }
-        if self.backend.is_some() {
+        if self.config.native {
             let compiled = self.trees.iter().filter(|t| t.code.is_some()).count();
             let bytes: usize = self
                 .trees
@@ -163,9 +163,12 @@ impl Jit<'_> {
                     separate.iter().sum::<usize>()
                 );
             }
-            if let Some(backend) = &self.backend {
+            {
                 // Code nothing reaches any more (a tree's function compiled again) is freed.
-                let (made, live) = backend.code_bytes();
+                let (made, live) = self
+                    .backend
+                    .as_ref()
+                    .map_or((0, 0), backend::Backend::code_bytes);
                 let _ = writeln!(
                     out,
                     "machine code: {made} bytes made in all, {live} bytes live"
