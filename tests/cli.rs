@@ -964,6 +964,23 @@ fn a_counted_loop_near_its_end_is_left_to_the_interpreter() {
     let (out, err) = common::flowjit_ok(&["run", "examples/sum.fg", "n=1000000", "--stats"]);
     assert_eq!(out, "500000500000\n");
     assert!(err.contains("traces compiled to machine code: 1 "), "{err}");
+    // An inner loop of 20 iterations is hot near the end of one of its runs again and
+    // again; the program's loops are still compiled.
+    let (out, err) = common::flowjit_ok(&[
+        "run",
+        "tests/programs/nested_counted.fg",
+        "n=100000",
+        "--stats",
+    ]);
+    assert_eq!(out, "19000000\n");
+    assert!(
+        !err.contains("traces compiled to machine code: 0 "),
+        "{err}"
+    );
+    assert!(
+        err.contains("trace entries: 1 (1 in machine code)"),
+        "{err}"
+    );
     for flag in ["--threshold", "--bridge-threshold"] {
         let (out, err) =
             common::flowjit_ok(&["run", "examples/sum.fg", "n=1000", flag, "50", "--stats"]);
