@@ -127,6 +127,31 @@ impl Op {
     pub const fn allocates(self) -> bool {
         matches!(self, Op::Array | Op::ToArray)
     }
+
+    /// For a comparison `a OP b`, the one that says the same of `b` and `a` (`<` for `>`).
+    pub const fn flipped(self) -> Option<Op> {
+        Some(match self {
+            Op::Lt => Op::Gt,
+            Op::Le => Op::Ge,
+            Op::Gt => Op::Lt,
+            Op::Ge => Op::Le,
+            Op::Eq | Op::Ne => self,
+            _ => return None,
+        })
+    }
+
+    /// For a comparison, the one that holds when it does not (`>=` for `<`).
+    pub const fn negated(self) -> Option<Op> {
+        Some(match self {
+            Op::Lt => Op::Ge,
+            Op::Le => Op::Gt,
+            Op::Gt => Op::Le,
+            Op::Ge => Op::Lt,
+            Op::Eq => Op::Ne,
+            Op::Ne => Op::Eq,
+            _ => return None,
+        })
+    }
 }
 
 impl fmt::Display for Op {

@@ -23,7 +23,7 @@ use rustc_hash::FxHashSet;
 
 use flowjit_runtime::{Op, Value};
 
-use crate::lang::{BlockId, Inst, Jump, Operand, Program, Slot, Terminator};
+use crate::lang::{BlockId, Inst, Operand, Program, Slot, Terminator};
 use crate::state::Frame;
 
 /// What interpreting one operation costs, in nanoseconds.
@@ -64,8 +64,8 @@ impl Payoff {
     pub fn new(program: &Program) -> Payoff {
         let mut preds = vec![Vec::new(); program.blocks.len()];
         for (b, block) in program.blocks.iter().enumerate() {
-            for s in successors(&block.term) {
-                preds[s.index()].push(BlockId(b as u32));
+            for j in block.term.jumps() {
+                preds[j.target.index()].push(BlockId(b as u32));
             }
         }
         Payoff {
@@ -105,16 +105,6 @@ impl Payoff {
     }
 }
 
-/// Where control goes after `term`.
-fn successors(term: &Terminator) -> Vec<BlockId> {
-    match term {
-        Terminator::Goto(j) => vec![j.target],
-        Terminator::If { then, els, .. } => vec![then.target, els.target],
-        Terminator::Promote { target, .. } => vec![target.target],
-        Terminator::PrintAndStop(_) | Terminator::Return(_) => Vec::new(),
-    }
-}
-
 /// The variable `inst` writes, if any.
 fn written(inst: &Inst) -> Option<Slot> {
     match inst {
@@ -139,12 +129,10 @@ fn counted(program: &Program, preds: &[Vec<BlockId>], anchor: BlockId) -> Option
         .iter()
         .copied()
         .filter(|p| {
-            let back = |j: &Jump| j.target == anchor && j.back_edge;
-            match &block(*p).term {
-                Terminator::Goto(j) | Terminator::Promote { target: j, .. } => back(j),
-                Terminator::If { then, els, .. } => back(then) || back(els),
-                _ => false,
-            }
+            block(*p)
+                .term
+                .jumps()
+                .any(|j| j.target == anchor && j.back_edge)
         })
         .collect();
     while let Some(b) = work.pop() {
@@ -212,41 +200,16 @@ fn counted(program: &Program, preds: &[Vec<BlockId>], anchor: BlockId) -> Option
     };
     let ((counter, step), bound, op) = match (step_of(&a), step_of(&b)) {
         (Some(c), None) if unchanged(&b) => (c, b, op),
-        (None, Some(c)) if unchanged(&a) => (c, a, mirrored(op)?),
+        (None, Some(c)) if unchanged(&a) => (c, a, op.flipped()?),
         _ => return None,
     };
-    let stays = if stays_when_true { op } else { negated(op)? };
+    let stays = if stays_when_true { op } else { op.negated()? };
     Some(Counted {
         counter,
         step,
         bound,
         stays,
         ops: shortest_round(program, anchor, &inside)?,
-    })
-}
-
-/// `b CMP' a` for `a CMP b`.
-fn mirrored(op: Op) -> Option<Op> {
-    Some(match op {
-        Op::Lt => Op::Gt,
-        Op::Le => Op::Ge,
-        Op::Gt => Op::Lt,
-        Op::Ge => Op::Le,
-        Op::Eq | Op::Ne => op,
-        _ => return None,
-    })
-}
-
-/// The comparison that holds when `op` does not.
-fn negated(op: Op) -> Option<Op> {
-    Some(match op {
-        Op::Lt => Op::Ge,
-        Op::Le => Op::Gt,
-        Op::Gt => Op::Le,
-        Op::Ge => Op::Lt,
-        Op::Eq => Op::Ne,
-        Op::Ne => Op::Eq,
-        _ => return None,
     })
 }
 
@@ -263,7 +226,7 @@ fn shortest_round(
     let mut round: Option<u64> = None;
     let mut work = VecDeque::from([(anchor, cost(anchor))]);
     while let Some((b, so_far)) = work.pop_front() {
-        for s in successors(&program.blocks[b.index()].term) {
+        for s in program.blocks[b.index()].term.jumps().map(|j| j.target) {
             if s == anchor {
                 round = Some(round.map_or(so_far, |r| r.min(so_far)));
             } else if inside(s) && best.get(&s).is_none_or(|c| so_far + cost(s) < *c) {

@@ -121,30 +121,6 @@ pub struct Facts {
     ranges: HashMap<Ref, Range>,
 }
 
-/// `a OP b` for a comparison, with the operands swapped.
-fn flipped(op: Op) -> Op {
-    match op {
-        Op::Lt => Op::Gt,
-        Op::Le => Op::Ge,
-        Op::Gt => Op::Lt,
-        Op::Ge => Op::Le,
-        other => other,
-    }
-}
-
-/// The comparison that holds when `op` does not.
-fn negated(op: Op) -> Op {
-    match op {
-        Op::Lt => Op::Ge,
-        Op::Le => Op::Gt,
-        Op::Gt => Op::Le,
-        Op::Ge => Op::Lt,
-        Op::Eq => Op::Ne,
-        Op::Ne => Op::Eq,
-        other => other,
-    }
-}
-
 /// Whether `op` is a comparison whose result is 0 or 1.
 pub fn is_comparison(op: Op) -> bool {
     matches!(op, Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne)
@@ -219,10 +195,16 @@ impl Facts {
         if !is_comparison(op) {
             return;
         }
-        let op = if holds { op } else { negated(op) };
+        let op = if holds {
+            op
+        } else {
+            op.negated().unwrap_or(op)
+        };
         let (x, op, k) = match cond.args.as_slice() {
             [Opnd::Ref(x), Opnd::Const(Value::Int(k))] => (*x, op, *k as i128),
-            [Opnd::Const(Value::Int(k)), Opnd::Ref(x)] => (*x, flipped(op), *k as i128),
+            [Opnd::Const(Value::Int(k)), Opnd::Ref(x)] => {
+                (*x, op.flipped().unwrap_or(op), *k as i128)
+            }
             _ => return,
         };
         let range = match op {
