@@ -179,7 +179,6 @@ fn counted(program: &Program, preds: &[Vec<BlockId>], anchor: BlockId) -> Option
         let [Inst::Op2 { op, a, b, dst }] = writes(*s)[..] else {
             return None;
         };
-        let (op, a, b, dst) = (op, a, b, dst);
         match (op, a, b) {
             (Op::Add, Operand::Var(x), Operand::Const(Value::Int(k)))
             | (Op::Add, Operand::Const(Value::Int(k)), Operand::Var(x))
