@@ -230,7 +230,7 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         queued[b] = false;
         let block = &program.blocks[b];
         let mut out = defined[b].clone();
-        for s in block.insts.iter().filter_map(written) {
+        for s in block.insts.iter().filter_map(Inst::written) {
             out.insert(s);
         }
         for j in block.term.jumps() {
@@ -262,7 +262,7 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
                     ops::supported(op, &arg_kinds)?;
                 }
             }
-            if let Some(s) = written(inst) {
+            if let Some(s) = inst.written() {
                 now.insert(s);
             }
         }
@@ -290,14 +290,6 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         ints,
         points: Vec::new(),
     })
-}
-
-/// The variable a statement assigns, if it assigns one.
-fn written(inst: &Inst) -> Option<Slot> {
-    match inst {
-        Inst::Getchar(dst) => Some(*dst),
-        _ => inst.operation().map(|(dst, _, _)| dst),
-    }
 }
 
 /// A set of slots, as bits.
@@ -477,7 +469,7 @@ impl<'a> Facts<'a> {
 fn lengths(program: &Program, frame: &Frame) -> Vec<Option<i64>> {
     let mut lengths: Vec<Option<Option<i64>>> = vec![None; program.frame_size()];
     for inst in program.blocks.iter().flat_map(|b| &b.insts) {
-        let Some(dst) = written(inst) else { continue };
+        let Some(dst) = inst.written() else { continue };
         let n = match inst {
             Inst::Op2 {
                 op: Op::Array,

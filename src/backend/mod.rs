@@ -106,6 +106,13 @@ impl Target {
         }
     }
 
+    /// The host's target, or why machine code cannot be made here.
+    pub fn native() -> Result<Target, String> {
+        Target::host().ok_or_else(|| {
+            "flowjit emits machine code for x86_64 and aarch64 hosts only".to_string()
+        })
+    }
+
     /// The host's target, if flowjit supports it.
     pub fn host() -> Option<Target> {
         if cfg!(target_arch = "x86_64") {
@@ -279,8 +286,7 @@ pub struct Backend {
 impl Backend {
     /// A backend for the host; `display` emits listings for that ISA instead.
     pub fn new(display: Option<Target>) -> Result<Backend, String> {
-        let host =
-            Target::host().ok_or("flowjit emits machine code for x86_64 and aarch64 hosts only")?;
+        let host = Target::native()?;
         let isa = isa_for(host, false)?;
         let display = match display {
             Some(t) if t != host => Some((t, isa_for(t, false)?)),

@@ -236,8 +236,7 @@ impl<'p> Jit<'p> {
     /// flowjit cannot emit it for.
     pub fn new(program: &'p Program, config: Config) -> Result<Jit<'p>, String> {
         if config.native {
-            backend::Target::host()
-                .ok_or("flowjit emits machine code for x86_64 and aarch64 hosts only")?;
+            backend::Target::native()?;
         }
         let profile = Profile::new(program, config.threshold);
         let payoff = (config.pay_off && config.native).then(|| payoff::Payoff::new(program));
@@ -389,10 +388,10 @@ impl<'p> Jit<'p> {
         }
     }
 
-    /// The backend, made when first needed in `--mode jit` (a run that compiles nothing
-    /// does not pay for making it); `None` on the trace interpreter, or when it cannot be
-    /// made (then nothing is compiled, and the error is kept in `--stats`).
-    fn backend(&mut self) -> Option<&mut Backend> {
+    /// Makes the backend when first needed in `--mode jit` (a run that compiles nothing
+    /// does not pay for making it). When it cannot be made, nothing is compiled, and the
+    /// error is kept in `--stats`.
+    fn make_backend(&mut self) {
         if self.config.native && self.backend.is_none() {
             match Backend::new(self.config.target) {
                 Ok(b) => self.backend = Some(b),
@@ -402,7 +401,6 @@ impl<'p> Jit<'p> {
                 }
             }
         }
-        self.backend.as_mut()
     }
 
     /// Whether the loop at `key`, hot with `frame`, is worth recording and compiling now
@@ -559,9 +557,7 @@ impl<'p> Jit<'p> {
     /// `new` is the segment of the bridge it is compiled again for, whose code alone the
     /// `ir` and `asm` dumps show.
     fn compile(&mut self, t: usize, new: Option<usize>) {
-        if self.backend().is_none() {
-            return;
-        }
+        self.make_backend();
         let Some(backend) = self.backend.as_mut() else {
             return;
         };
@@ -651,9 +647,7 @@ impl<'p> Jit<'p> {
     /// and makes its guard's exit go there when the bridge is not specialized on a value.
     /// On failure the bridge runs on the trace interpreter.
     fn compile_bridge(&mut self, t: usize, seg: usize) {
-        if self.backend().is_none() {
-            return;
-        }
+        self.make_backend();
         let Some(backend) = self.backend.as_mut() else {
             return;
         };

@@ -105,15 +105,6 @@ impl Payoff {
     }
 }
 
-/// The variable `inst` writes, if any.
-fn written(inst: &Inst) -> Option<Slot> {
-    match inst {
-        Inst::Op1 { dst, .. } | Inst::Op2 { dst, .. } | Inst::Call { dst, .. } => Some(*dst),
-        Inst::Getchar(dst) => Some(*dst),
-        _ => None,
-    }
-}
-
 /// The most blocks a loop examined here may have: a larger one is compiled at its
 /// threshold, unexamined.
 const MAX_LOOP_BLOCKS: usize = 4096;
@@ -161,7 +152,7 @@ fn counted(program: &Program, preds: &[Vec<BlockId>], anchor: BlockId) -> Option
         region
             .iter()
             .flat_map(|b| &block(*b).insts)
-            .filter(|i| written(i) == Some(s))
+            .filter(|i| i.written() == Some(s))
             .collect::<Vec<_>>()
     };
     // `cond = a CMP b`, the last write of `cond` in the testing block.
@@ -169,7 +160,7 @@ fn counted(program: &Program, preds: &[Vec<BlockId>], anchor: BlockId) -> Option
         .insts
         .iter()
         .rev()
-        .find(|i| written(i) == Some(cond))
+        .find(|i| i.written() == Some(cond))
         .and_then(|i| match i {
             Inst::Op2 { op, a, b, .. } => Some((*op, a.clone(), b.clone())),
             _ => None,

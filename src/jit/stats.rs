@@ -163,17 +163,15 @@ impl Jit<'_> {
                     separate.iter().sum::<usize>()
                 );
             }
-            {
-                // Code nothing reaches any more (a tree's function compiled again) is freed.
-                let (made, live) = self
-                    .backend
-                    .as_ref()
-                    .map_or((0, 0), backend::Backend::code_bytes);
-                let _ = writeln!(
-                    out,
-                    "machine code: {made} bytes made in all, {live} bytes live"
-                );
-            }
+            // Code nothing reaches any more (a tree's function compiled again) is freed.
+            let (made, live) = self
+                .backend
+                .as_ref()
+                .map_or((0, 0), backend::Backend::code_bytes);
+            let _ = writeln!(
+                out,
+                "machine code: {made} bytes made in all, {live} bytes live"
+            );
             for (label, why) in &s.not_compiled {
                 let _ = writeln!(out, "  not compiled, at {label}: {why}");
             }

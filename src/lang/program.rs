@@ -213,6 +213,17 @@ impl Inst {
         }
     }
 
+    /// The variable the statement writes, if any.
+    pub fn written(&self) -> Option<Slot> {
+        match self {
+            Inst::Op1 { dst, .. }
+            | Inst::Op2 { dst, .. }
+            | Inst::Call { dst, .. }
+            | Inst::Getchar(dst) => Some(*dst),
+            _ => None,
+        }
+    }
+
     /// Whether the statement reads input or writes output.
     pub fn is_io(&self) -> bool {
         matches!(self, Inst::Print(_) | Inst::Putchar(_) | Inst::Getchar(_))
