@@ -70,6 +70,7 @@ fn bench(c: &mut Criterion) {
                     separate: false,
                     ints: true,
                     induction: true,
+                    wide: &[],
                 };
                 backend
                     .compile(&[root], Listings::default(), false, (0, 0), frame_size)

@@ -4,8 +4,9 @@
 //!
 //! **In registers** (unboxed), by kind: an integer that fits in 64 bits is an `i64`; an atom
 //! is its 32-bit id ([`Atom::id`]), zero-extended; a list is the address of its [`List`] and
-//! an array that of its [`Array`] (as [`std::rc::Rc::as_ptr`] gives them). Big integers are
-//! never unboxed.
+//! an array that of its [`Array`] (as [`std::rc::Rc::as_ptr`] gives them). An integer of
+//! any size (kind [`Kind::Num`]) stays boxed: the register holds the address of a [`Value`]
+//! that is an `Int` or a `Big`, which the code reads and writes only through helpers.
 //!
 //! **In memory**: a [`Value`] is 16 bytes, a 64-bit tag at [`VALUE_TAG_OFFSET`] and the
 //! payload at [`VALUE_PAYLOAD_OFFSET`] (an `i64`, an atom id in the low 32 bits, or an `Rc`
@@ -81,6 +82,10 @@ pub enum Kind {
     List,
     /// An array's address.
     Array,
+    /// An integer of any size, boxed: the address of a [`Value`] holding an `Int` or a
+    /// `Big` (a frame's slot, or a box machine code owns). Where an integer has left 64
+    /// bits, or may, machine code holds it so, and does its arithmetic through helpers.
+    Num,
 }
 
 impl Kind {
@@ -91,10 +96,14 @@ impl Kind {
             Kind::Atom => TAG_ATOM,
             Kind::List => TAG_LIST,
             Kind::Array => TAG_ARRAY,
+            // Never asked: an element read out of a list or an array is of a kind with one
+            // tag. A `Num` past 64 bits is a `Big`.
+            Kind::Num => TAG_BIG,
         }
     }
 
-    /// The kind of `v`, if machine code can hold it.
+    /// The kind of `v`, if machine code can hold it unboxed (a big integer only boxed, as
+    /// a [`Kind::Num`]).
     pub fn of(v: &Value) -> Option<Kind> {
         match v {
             Value::Int(_) => Some(Kind::Int),
@@ -115,6 +124,7 @@ pub fn unbox(v: &Value, kind: Kind) -> Option<i64> {
         (Value::Atom(a), Kind::Atom) => Some(a.id() as i64),
         (Value::List(l), Kind::List) => Some(Rc::as_ptr(l) as i64),
         (Value::Array(a), Kind::Array) => Some(Rc::as_ptr(a) as i64),
+        (Value::Int(_) | Value::Big(_), Kind::Num) => Some(v as *const Value as i64),
         _ => None,
     }
 }
@@ -123,8 +133,8 @@ pub fn unbox(v: &Value, kind: Kind) -> Option<i64> {
 ///
 /// # Safety
 /// For [`Kind::List`] and [`Kind::Array`], `bits` must be the address of a `List` or an
-/// `Array` inside a live `Rc` (as [`unbox`] gives it); the value returned owns a new
-/// reference to it.
+/// `Array` inside a live `Rc` (as [`unbox`] gives it), and for [`Kind::Num`] the address of
+/// a live `Value` holding an integer; the value returned owns a new reference to it.
 pub unsafe fn rebox(bits: i64, kind: Kind) -> Value {
     match kind {
         Kind::Int => Value::Int(bits),
@@ -146,6 +156,8 @@ pub unsafe fn rebox(bits: i64, kind: Kind) -> Value {
                 Value::Array(Rc::from_raw(p))
             }
         }
+        // SAFETY: the caller guarantees a live integer there.
+        Kind::Num => unsafe { (*(bits as *const Value)).clone() },
     }
 }
 
@@ -155,6 +167,10 @@ pub unsafe fn rebox(bits: i64, kind: Kind) -> Value {
 /// # Safety
 /// As for [`rebox`].
 pub unsafe fn with_boxed<R>(bits: i64, kind: Kind, f: impl FnOnce(&Value) -> R) -> R {
+    if kind == Kind::Num {
+        // SAFETY: the caller guarantees a live integer there, borrowed for the call.
+        return f(unsafe { &*(bits as *const Value) });
+    }
     // SAFETY: the caller's guarantee; the reference taken by `rebox` is given back by
     // dropping the value.
     let v = unsafe { rebox(bits, kind) };

@@ -67,6 +67,7 @@ fn stop_code(kind: MKind) -> u32 {
         MKind::Atom => 1,
         MKind::List => 2,
         MKind::Array => 3,
+        MKind::Num => unreachable!("whole programs hold no boxed integers"),
     }
 }
 

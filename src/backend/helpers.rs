@@ -138,6 +138,7 @@ pub fn kind_code(kind: MKind) -> i64 {
         MKind::Atom => 1,
         MKind::List => 2,
         MKind::Array => 3,
+        MKind::Num => 4,
     }
 }
 
@@ -147,7 +148,8 @@ pub fn kind_from(code: i64) -> MKind {
         0 => MKind::Int,
         1 => MKind::Atom,
         2 => MKind::List,
-        _ => MKind::Array,
+        3 => MKind::Array,
+        _ => MKind::Num,
     }
 }
 
@@ -252,4 +254,223 @@ pub fn signature(isa: &dyn TargetIsa, params: usize, ret: bool) -> Signature {
         sig.returns.push(AbiParam::new(I64));
     }
     sig
+}
+
+/// A box machine code owns: a [`Value`] holding an integer of any size, at an address
+/// that does not move while the code that writes it lives. The code holds an integer of kind
+/// `Num` as the address of such a box (or of a frame's slot); only helpers read or write
+/// what is inside.
+pub type NumBox = std::cell::UnsafeCell<Value>;
+
+/// The boxes of a function's code, each allocated on its own: the code holds their
+/// addresses, which must not move as more are made.
+#[allow(clippy::vec_box)]
+#[derive(Default)]
+pub struct Boxes(Vec<Box<NumBox>>);
+
+impl Boxes {
+    /// A new box holding `v`, kept with the others; its address.
+    pub fn make(&mut self, v: Value) -> *mut Value {
+        let bx = Box::new(std::cell::UnsafeCell::new(v));
+        let at = bx.get();
+        self.0.push(bx);
+        at
+    }
+}
+
+/// `*dst = op(a, b)` on integers, one of them at least of kind `Num` (`b` ignored for a
+/// unary operation); 1 when done, 0 when the operation fails (the code then exits before
+/// it, and the interpreter raises the error). An addition or a subtraction of a 64-bit
+/// integer to a big one reuses the digits `dst` already owns: a loop's accumulator past 64
+/// bits allocates nothing from one iteration to the next.
+///
+/// # Safety
+/// `dst` is a box of the code, no operand's address; `a` and `b` hold live values of kinds
+/// `a_kind` and `b_kind` (`abi::rebox`).
+pub unsafe extern "C" fn num_arith(
+    op: i64,
+    dst: *mut Value,
+    a: i64,
+    a_kind: i64,
+    b: i64,
+    b_kind: i64,
+) -> i64 {
+    let op = flowjit_runtime::Op::ALL[op as usize];
+    // SAFETY: the caller's guarantee: `dst` is the code's own box, aliasing no operand.
+    let dst = unsafe { &mut *dst };
+    let made = unsafe {
+        abi::with_boxed(a, kind_from(a_kind), |a| {
+            if op.arity() == 1 {
+                return Some(ops::apply1(op, a));
+            }
+            abi::with_boxed(b, kind_from(b_kind), |b| {
+                (!in_place(op, dst, a, b)).then(|| ops::apply2(op, a, b))
+            })
+        })
+    };
+    match made {
+        None => 1,
+        Some(Ok(v)) => {
+            *dst = v;
+            1
+        }
+        Some(Err(_)) => 0,
+    }
+}
+
+/// `op(a, b)` (`b` ignored for a unary operation) for an operation whose result is a
+/// 64-bit integer (a comparison, `not`), one operand at least of kind `Num`: the result, or
+/// -1 when the operation fails (the code then exits before it).
+///
+/// # Safety
+/// `a` and `b` hold live values of kinds `a_kind` and `b_kind` (`abi::rebox`).
+pub unsafe extern "C" fn num_test(op: i64, a: i64, a_kind: i64, b: i64, b_kind: i64) -> i64 {
+    let op = flowjit_runtime::Op::ALL[op as usize];
+    let made = unsafe {
+        abi::with_boxed(a, kind_from(a_kind), |a| {
+            if op.arity() == 1 {
+                return ops::apply1(op, a);
+            }
+            abi::with_boxed(b, kind_from(b_kind), |b| ops::apply2(op, a, b))
+        })
+    };
+    match made {
+        Ok(Value::Int(n)) => n,
+        _ => -1,
+    }
+}
+
+/// Moves integers into boxes of the code as one parallel assignment: `moves` holds `n`
+/// triples (the box's address, the value's bits, its kind code), and every value is read
+/// before any box is written (a loop's parameters exchanged read each other's boxes).
+///
+/// # Safety
+/// `moves` holds `n` such triples; each box is the code's own, each value a live integer of
+/// its kind.
+pub unsafe extern "C" fn num_moves(moves: *const i64, n: i64) {
+    // SAFETY: the caller's guarantee.
+    let moves = unsafe { std::slice::from_raw_parts(moves, 3 * n as usize) };
+    if let [dst, bits, kind] = *moves {
+        if dst != bits || kind_from(kind) != MKind::Num {
+            // SAFETY: as above; the value is read before the box is written.
+            unsafe {
+                let v = abi::rebox(bits, kind_from(kind));
+                *(dst as *mut Value) = v;
+            }
+        }
+        return;
+    }
+    // SAFETY: as above.
+    let values: Vec<Value> = moves
+        .chunks(3)
+        .map(|m| unsafe { abi::rebox(m[1], kind_from(m[2])) })
+        .collect();
+    for (m, v) in moves.chunks(3).zip(values) {
+        // SAFETY: as above.
+        unsafe { *(m[0] as *mut Value) = v };
+    }
+}
+
+/// `a + b` or `a - b` of a big integer and a 64-bit one into `dst`, reusing its digits when
+/// it alone owns them; whether it was done.
+fn in_place(op: flowjit_runtime::Op, dst: &mut Value, a: &Value, b: &Value) -> bool {
+    use flowjit_runtime::Op;
+    use num_traits::ToPrimitive;
+    let Value::Big(d) = dst else { return false };
+    let Some(d) = std::rc::Rc::get_mut(d) else {
+        return false;
+    };
+    match (op, a, b) {
+        (Op::Add, Value::Big(x), Value::Int(y)) | (Op::Add, Value::Int(y), Value::Big(x)) => {
+            d.clone_from(x);
+            *d += *y;
+        }
+        (Op::Sub, Value::Big(x), Value::Int(y)) => {
+            d.clone_from(x);
+            *d -= *y;
+        }
+        _ => return false,
+    }
+    if let Some(small) = d.to_i64() {
+        *dst = Value::Int(small);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flowjit_runtime::Op;
+    use num_bigint::BigInt;
+
+    fn big(digits: &str) -> Value {
+        Value::from_bigint(digits.parse::<BigInt>().expect("digits"))
+    }
+
+    fn arith(op: Op, dst: &mut Value, a: &Value, b: &Value) -> i64 {
+        let word = |v: &Value| match v {
+            Value::Int(n) => (*n, kind_code(MKind::Int)),
+            v => (v as *const Value as i64, kind_code(MKind::Num)),
+        };
+        let ((a, ak), (b, bk)) = (word(a), word(b));
+        // SAFETY: `dst` aliases neither operand; both are live integers.
+        unsafe { num_arith(op_code(op), dst, a, ak, b, bk) }
+    }
+
+    #[test]
+    fn a_big_sum_reuses_the_digits_its_box_alone_owns() {
+        let a = big("100000000000000000000000");
+        let mut dst = big("5");
+        assert_eq!(arith(Op::Add, &mut dst, &a, &Value::Int(7)), 1);
+        assert_eq!(dst, big("100000000000000000000007"));
+        let Value::Big(rc) = &dst else {
+            panic!("a big sum")
+        };
+        let before = std::rc::Rc::as_ptr(rc);
+        // Its box alone owns it: the next sum is made in place.
+        assert_eq!(arith(Op::Sub, &mut dst, &a, &Value::Int(-9)), 1);
+        assert_eq!(dst, big("100000000000000000000009"));
+        let Value::Big(rc) = &dst else {
+            panic!("a big difference")
+        };
+        assert_eq!(std::rc::Rc::as_ptr(rc), before);
+        // Shared with the frame, it is not written: a new value.
+        let kept = dst.clone();
+        assert_eq!(arith(Op::Add, &mut dst, &Value::Int(1), &a), 1);
+        assert_eq!(dst, big("100000000000000000000001"));
+        assert_eq!(kept, big("100000000000000000000009"));
+        // Back within 64 bits, in its canonical form.
+        let near = big("9223372036854775808");
+        assert_eq!(arith(Op::Sub, &mut dst, &near, &Value::Int(1)), 1);
+        assert_eq!(dst, Value::Int(i64::MAX));
+    }
+
+    #[test]
+    fn a_failing_operation_leaves_its_box_and_says_so() {
+        let a = big("100000000000000000000000");
+        let mut dst = Value::Int(3);
+        assert_eq!(arith(Op::Div, &mut dst, &a, &Value::Int(0)), 0);
+        assert_eq!(dst, Value::Int(3));
+        assert_eq!(arith(Op::Mod, &mut dst, &a, &Value::Int(7)), 1);
+        assert_eq!(
+            dst,
+            Value::Int(100000000000000000000000i128.rem_euclid(7) as i64)
+        );
+    }
+
+    #[test]
+    fn moves_read_every_value_before_writing_a_box() {
+        let (x, y) = (
+            big("100000000000000000000000"),
+            big("200000000000000000000000"),
+        );
+        let mut boxes = [x.clone(), y.clone()];
+        let (p, q) = (&mut boxes[0] as *mut Value, &mut boxes[1] as *mut Value);
+        let num = kind_code(MKind::Num);
+        // (p, q) = (q, p).
+        let moves = [p as i64, q as i64, num, q as i64, p as i64, num];
+        // SAFETY: both boxes are live integers.
+        unsafe { num_moves(moves.as_ptr(), 2) };
+        assert_eq!(boxes, [y, x]);
+    }
 }

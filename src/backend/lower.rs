@@ -37,6 +37,7 @@
 //! path cost, and the code exits at the anchor when the budget could not hold the costliest
 //! iteration of the tree. Without a limit there is no counter.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -86,6 +87,10 @@ pub struct Segment<'a> {
     /// the value the loop is entered with is checked against (`opt::bounds::induction`).
     /// The driver turns it off for a tree whose entries fail that check too often.
     pub induction: bool,
+    /// The variables held as integers of any size (kind `Num`, boxed) where the tree reads
+    /// them from the frame: those found past 64 bits where the tree was recorded or
+    /// entered. What is computed from them is of that kind too; the rest stays 64-bit.
+    pub wide: &'a [Slot],
 }
 
 /// Where the values of a tree live in the register buffer.
@@ -175,7 +180,39 @@ pub fn kind_of(ty: Ty) -> Result<MKind, Unsupported> {
 }
 
 fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
-    MKind::of(v).ok_or(Unsupported::BigConstant)
+    match v {
+        Value::Big(_) => Ok(MKind::Num),
+        v => MKind::of(v).ok_or(Unsupported::BigConstant),
+    }
+}
+
+/// The kind of the result of `op` on operands of kinds `args`, one of them `Num`: another
+/// `Num` for arithmetic, a 64-bit integer for a comparison or `not`. `Err` for what the
+/// helpers do not run, and for an operation that may fail (a type error) where the
+/// interpreter's message needs an exit without a snapshot to exit with.
+fn num_result(op: Op, args: &[MKind], snap: bool) -> Result<MKind, Unsupported> {
+    let ints = args.iter().all(|k| matches!(k, MKind::Int | MKind::Num));
+    let fallible = matches!(op, Op::Div | Op::Mod | Op::Shl | Op::Shr);
+    match op {
+        Op::Eq | Op::Ne => Ok(MKind::Int),
+        Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Not if ints => Ok(MKind::Int),
+        Op::Add
+        | Op::Sub
+        | Op::Mul
+        | Op::Div
+        | Op::Mod
+        | Op::And
+        | Op::Or
+        | Op::Xor
+        | Op::Shl
+        | Op::Shr
+        | Op::Neg
+            if ints && (snap || !fallible) =>
+        {
+            Ok(MKind::Num)
+        }
+        _ => Err(Unsupported::Wide(op.name())),
+    }
 }
 
 /// Where `slot`'s value comes from at the start of segment `seg`: for a bridge, the
@@ -241,7 +278,27 @@ pub fn analyze(
     frame_size: usize,
     unit: usize,
 ) -> Result<Analysis, Unsupported> {
+    // The loop's parameters that hold integers of any size although the preamble gives
+    // them 64-bit ones (`s = 0` before a loop that adds big integers to it): found when the
+    // loop's end gives one a `Num`, and the kinds worked out again.
+    let mut wide_params = Vec::new();
+    loop {
+        if let Some(an) = analyze_with(segments, frame_size, unit, &mut wide_params)? {
+            return Ok(an);
+        }
+    }
+}
+
+/// [`analyze`], with the loop's parameters in `wide_params` held as `Num`; `None` when the
+/// loop's end gives another parameter a `Num` (added to `wide_params`).
+fn analyze_with(
+    segments: &[Segment],
+    frame_size: usize,
+    unit: usize,
+    wide_params: &mut Vec<usize>,
+) -> Result<Option<Analysis>, Unsupported> {
     let root = segments[0].trace;
+    let wide = segments[0].wide;
     if unit == 0 && root.loop_start().is_none() {
         return Err(Unsupported::NotPeeled);
     }
@@ -285,18 +342,38 @@ pub fn analyze(
                         Source::Input(k) => match input_kinds.get(*k) {
                             Some(known) => *known,
                             None => {
+                                // A variable the tree holds wide is read boxed.
+                                let kind = match kind {
+                                    MKind::Int if wide.contains(&slot) => MKind::Num,
+                                    kind => kind,
+                                };
                                 input_kinds.push(kind);
                                 kind
                             }
                         },
                     };
-                    if arrives != kind {
-                        return Err(Unsupported::InputType);
-                    }
+                    // An integer of any size that arrives where a 64-bit one was expected
+                    // stays boxed.
+                    let kind = match (arrives, kind) {
+                        (a, k) if a == k => k,
+                        (MKind::Num, MKind::Int) => MKind::Num,
+                        _ => return Err(Unsupported::InputType),
+                    };
                     src.insert(slot, found);
                     Some(kind)
                 }
-                Kind::Param(_) | Kind::ParamItem => Some(kind_of(inst.ty)?),
+                Kind::Param(_) | Kind::ParamItem => {
+                    // A parameter is as wide as the value the preamble gives it, or as
+                    // its loop's end found it must be.
+                    let start = trace.loop_start().expect("params follow loop_start");
+                    let p = i - start - 1;
+                    let first = of(&k, &trace.insts[start].args[p])?;
+                    if first == MKind::Num || wide_params.contains(&p) {
+                        Some(MKind::Num)
+                    } else {
+                        Some(kind_of(inst.ty)?)
+                    }
+                }
                 Kind::GetItem | Kind::CallPure(_) => {
                     let args = inst
                         .args
@@ -309,6 +386,9 @@ pub fn analyze(
                         .flat_map(|s| s.exit_values())
                     {
                         of(&k, o)?;
+                    }
+                    if inst.kind == Kind::GetItem && args.contains(&MKind::Num) {
+                        return Err(Unsupported::Wide("getitem"));
                     }
                     // A list or an array read out of an array, or returned, is kept alive
                     // in the context (`helpers::keep`).
@@ -354,17 +434,23 @@ pub fn analyze(
                         .iter()
                         .map(|a| of(&k, a))
                         .collect::<Result<Vec<_>, _>>()?;
-                    let kind = kind_of(inst.ty)?;
-                    ops::supported(op, &arg_kinds)?;
-                    let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr | Op::Div | Op::Mod);
-                    if exits && inst.snap.is_none() {
-                        return Err(Unsupported::NoSnapshot(op));
+                    if arg_kinds.contains(&MKind::Num) {
+                        Some(num_result(op, &arg_kinds, inst.snap.is_some())?)
+                    } else {
+                        let kind = kind_of(inst.ty)?;
+                        ops::supported(op, &arg_kinds)?;
+                        let exits =
+                            matches!(op, Op::Readlist | Op::Shl | Op::Shr | Op::Div | Op::Mod);
+                        if exits && inst.snap.is_none() {
+                            return Err(Unsupported::NoSnapshot(op));
+                        }
+                        Some(kind)
                     }
-                    Some(kind)
                 }
                 _ => {
+                    let mut args = Vec::new();
                     for a in &inst.args {
-                        of(&k, a)?;
+                        args.push(of(&k, a)?);
                     }
                     for o in trace
                         .snap_of(inst)
@@ -373,9 +459,36 @@ pub fn analyze(
                     {
                         of(&k, o)?;
                     }
+                    // A `Num` may hold a small integer: a promotion of it, an index, a
+                    // byte written out are not lowered for it.
+                    let num_at = match inst.kind {
+                        Kind::GuardValue | Kind::Putchar => args.first(),
+                        Kind::SetItem => args.get(1),
+                        _ => None,
+                    };
+                    if num_at == Some(&MKind::Num) {
+                        return Err(Unsupported::Wide(inst.kind.name()));
+                    }
                     None
                 }
             };
+        }
+        if seg == 0 && unit == 0 {
+            // The loop's end must give each parameter what its kind holds: a `Num` to a
+            // 64-bit parameter widens the parameter.
+            let start = trace.loop_start().expect("checked above");
+            let end = trace.insts.last().expect("a trace ends in loop");
+            for (p, a) in end.args.iter().enumerate() {
+                let param = k[start + 1 + p];
+                let given = match a {
+                    Opnd::Ref(r) => k[r.index()],
+                    Opnd::Const(v) => Some(const_kind(v)?),
+                };
+                if given == Some(MKind::Num) && param != Some(MKind::Num) {
+                    wide_params.push(p);
+                    return Ok(None);
+                }
+            }
         }
         kinds.push(k);
         sources.push(src);
@@ -432,7 +545,7 @@ pub fn analyze(
             }
         })
         .collect();
-    Ok(Analysis {
+    Ok(Some(Analysis {
         unit,
         layout,
         kinds,
@@ -442,7 +555,7 @@ pub fn analyze(
         state: LoopState::of(root),
         sites,
         owns,
-    })
+    }))
 }
 
 /// How many flowgraph operations an iteration that ends at segment `seg`'s instruction
@@ -599,6 +712,19 @@ struct Lower<'a> {
     /// written without tags. Forgotten where a segment or the loop body starts, and after
     /// what may store anything else.
     ints: Vec<ClifValue>,
+    /// The boxes of the integers of any size the code holds (kind `Num`): one per
+    /// instruction that makes one, per tree input and loop parameter of that kind, and per
+    /// big constant. The code holds their addresses; they live as long as it.
+    boxes: RefCell<helpers::Boxes>,
+    /// The boxes instructions of kind `Num` write their results into, by (segment,
+    /// instruction): the only instruction that writes each (but for the back edge's
+    /// exchanges, `param_args`).
+    own_boxes: HashMap<(usize, usize), *mut Value>,
+    /// Per root loop parameter of kind `Num`: its box.
+    param_boxes: HashMap<usize, *mut Value>,
+    /// Per tree input: its box, if it is of kind `Num` (null otherwise). `start` takes its
+    /// address: the entry and the bridges that go back to `start` fill it.
+    input_boxes: Vec<*mut Value>,
 }
 
 impl Lower<'_> {
@@ -621,10 +747,145 @@ impl Lower<'_> {
                 self.vals[seg][r.index()].expect("refs are defined before use"),
                 self.kind(seg, r.index()),
             ),
+            Opnd::Const(v @ Value::Big(_)) => (self.new_box(b, v.clone()).0, MKind::Num),
             Opnd::Const(v) => {
-                let kind = MKind::of(v).expect("analyze() rejects big constants");
+                let kind = MKind::of(v).expect("analyze() rejects other constants");
                 let bits = abi::unbox(v, kind).expect("a value unboxes as its own kind");
                 (b.ins().iconst(I64, bits), kind)
+            }
+        }
+    }
+
+    /// A new box of the code holding `v`: its address, as a value and as a pointer.
+    fn new_box(&self, b: &mut FunctionBuilder, v: Value) -> (ClifValue, *mut Value) {
+        let at = self.boxes.borrow_mut().make(v);
+        (b.ins().iconst(I64, at as i64), at)
+    }
+
+    /// Whether the root loop has a parameter of kind `Num`.
+    fn num_params(&self) -> bool {
+        !self.param_boxes.is_empty()
+    }
+
+    /// Moves integers into boxes of the code, as one parallel assignment
+    /// ([`helpers::num_moves`]): (box, value, its kind).
+    fn num_moves(&mut self, b: &mut FunctionBuilder, moves: &[(*mut Value, ClifValue, MKind)]) {
+        if moves.is_empty() {
+            return;
+        }
+        let slot = b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (24 * moves.len()) as u32,
+            3,
+        ));
+        for (k, (dst, v, kind)) in moves.iter().enumerate() {
+            let dst = b.ins().iconst(I64, *dst as i64);
+            let kind = b.ins().iconst(I64, helpers::kind_code(*kind));
+            for (w, x) in [dst, *v, kind].into_iter().enumerate() {
+                b.ins().stack_store(I64, x, slot, (8 * (3 * k + w)) as i32);
+            }
+        }
+        let at = b.ins().stack_addr(I64, slot, 0);
+        let n = b.ins().iconst(I64, moves.len() as i64);
+        self.call(b, helpers::num_moves as *const u8, &[at, n], false);
+    }
+
+    /// The arguments for the root loop's header from the root (its `loop_start` or its
+    /// `loop`, `args`): those of the parameters held in registers, having moved those of
+    /// kind `Num` into their boxes. With `exchange` (the back edge), a parameter whose new
+    /// value is a box of the loop body that no other parameter takes exchanges its box with
+    /// it: the body's next write into that box reuses the digits of two iterations ago.
+    fn param_args(
+        &mut self,
+        b: &mut FunctionBuilder,
+        args: &[Opnd],
+        exchange: bool,
+    ) -> Vec<BlockArg> {
+        let start = self.segments[0].trace.loop_start().expect("a peeled root");
+        let mut out = Vec::new();
+        let mut moves = Vec::new();
+        let mut swaps = Vec::new();
+        for (p, a) in args.iter().enumerate() {
+            let Some(&sp) = self.param_boxes.get(&p) else {
+                out.push(BlockArg::Value(self.opnd(b, 0, a).0));
+                continue;
+            };
+            if exchange {
+                if let Opnd::Ref(r) = a {
+                    if r.index() == start + 1 + p {
+                        continue; // unchanged
+                    }
+                    let own = self.own_boxes.get(&(0, r.index())).copied();
+                    let once = args.iter().filter(|x| *x == a).count() == 1;
+                    if let Some(sx) = own.filter(|_| once && r.index() > start) {
+                        swaps.push((sp, sx));
+                        continue;
+                    }
+                }
+            }
+            let (v, kind) = self.opnd(b, 0, a);
+            moves.push((sp, v, kind));
+        }
+        // Every value is read before a box is written: the moves first (they may read a
+        // parameter's box that an exchange below writes), then the exchanges.
+        self.num_moves(b, &moves);
+        let mf = MemFlagsData::trusted();
+        for (x, y) in swaps {
+            let (x, y) = (b.ins().iconst(I64, x as i64), b.ins().iconst(I64, y as i64));
+            let words: Vec<ClifValue> = [(x, 0), (x, 8), (y, 0), (y, 8)]
+                .iter()
+                .map(|&(at, off)| b.ins().load(I64, mf, at, off))
+                .collect();
+            b.ins().store(mf, words[2], x, 0);
+            b.ins().store(mf, words[3], x, 8);
+            b.ins().store(mf, words[0], y, 0);
+            b.ins().store(mf, words[1], y, 8);
+        }
+        out
+    }
+
+    /// Lowers operation `i` on integers of which one at least is of kind `Num`, through
+    /// the helpers: into the instruction's own box for a `Num` result, or to a 64-bit one.
+    fn num_op(&mut self, b: &mut FunctionBuilder, i: usize, op: Op) {
+        let seg = self.seg;
+        let inst = &self.segments[seg].trace.insts[i];
+        let mut words = vec![b.ins().iconst(I64, helpers::op_code(op))];
+        let result = self.kind(seg, i);
+        let own = if result == MKind::Num {
+            let (v, at) = self.new_box(b, Value::Int(0));
+            self.own_boxes.insert((seg, i), at);
+            words.push(v);
+            Some(v)
+        } else {
+            None
+        };
+        for k in 0..2 {
+            let (v, kind) = match inst.args.get(k) {
+                Some(a) => self.opnd(b, seg, a),
+                None => (b.ins().iconst(I64, 0), MKind::Int),
+            };
+            words.push(v);
+            words.push(b.ins().iconst(I64, helpers::kind_code(kind)));
+        }
+        let snap = inst.snap.is_some();
+        match own {
+            Some(v) => {
+                let f = helpers::num_arith as *const u8;
+                let done = self.call(b, f, &words, true).expect("a result");
+                if snap {
+                    let failed = b.ins().icmp_imm_s(IntCC::Equal, done, 0);
+                    self.exit_if(b, failed, i);
+                }
+                self.vals[seg][i] = Some(v);
+            }
+            None => {
+                let f = helpers::num_test as *const u8;
+                let r = self.call(b, f, &words, true).expect("a result");
+                if snap {
+                    let failed = b.ins().icmp_imm_s(IntCC::SignedLessThan, r, 0);
+                    self.exit_if(b, failed, i);
+                }
+                self.vals[seg][i] = Some(r);
             }
         }
     }
@@ -766,6 +1027,7 @@ impl Lower<'_> {
             && self.an.unit == 0
             && !self.an.owns
             && self.counter.is_none()
+            && !self.num_params()
             && trace.insts.get(i + 1).is_some_and(|n| n.kind == Kind::Loop)
     }
 
@@ -870,7 +1132,9 @@ impl Lower<'_> {
     /// written), and the parameters keep their kinds.
     fn header_args(&mut self, b: &mut FunctionBuilder, i: usize) -> Option<Vec<BlockArg>> {
         let seg = self.seg;
-        if !self.segments[seg].returns {
+        // Parameters of kind `Num` are filled by the root's own jumps (`param_args`); a
+        // bridge goes back through the preamble.
+        if !self.segments[seg].returns || self.num_params() {
             return None;
         }
         let state = self.an.state.as_ref()?;
@@ -1008,15 +1272,19 @@ impl Lower<'_> {
                     }
                     let h = b.create_block();
                     for (k, _) in inst.args.iter().enumerate() {
-                        let p = b.append_block_param(h, I64);
+                        // A parameter of kind `Num` lives in its box, which the jumps to
+                        // the header fill.
+                        let p = if self.kind(seg, i + 1 + k) == MKind::Num {
+                            let (v, at) = self.new_box(b, Value::Int(0));
+                            self.param_boxes.insert(k, at);
+                            v
+                        } else {
+                            b.append_block_param(h, I64)
+                        };
                         self.vals[seg][i + 1 + k] = Some(p);
                     }
                     self.charge(b, i, trace.iteration_cost());
-                    let args: Vec<BlockArg> = inst
-                        .args
-                        .iter()
-                        .map(|a| BlockArg::Value(self.opnd(b, seg, a).0))
-                        .collect();
+                    let args = self.param_args(b, &inst.args, false);
                     b.ins().jump(h, &args);
                     b.switch_to_block(h);
                     *header = Some(h);
@@ -1032,11 +1300,7 @@ impl Lower<'_> {
                 Kind::Loop if seg == 0 && self.an.unit == 0 => {
                     let h = header.expect("a peeled trace has a loop_start before its loop");
                     self.charge(b, i, trace.iteration_cost());
-                    let args: Vec<BlockArg> = inst
-                        .args
-                        .iter()
-                        .map(|a| BlockArg::Value(self.opnd(b, seg, a).0))
-                        .collect();
+                    let args = self.param_args(b, &inst.args, true);
                     b.ins().jump(h, &args);
                     // Not sealed yet: a bridge may jump here too. Every block is sealed
                     // once all are lowered.
@@ -1053,17 +1317,28 @@ impl Lower<'_> {
                     }
                     let mut args = Vec::new();
                     let mut same_kinds = s.returns;
+                    let mut moves = Vec::new();
                     let end = trace.snap_of(inst).expect("a loop has a snapshot");
                     for (k, (slot, _)) in self.an.layout.inputs.iter().enumerate() {
                         let (v, kind) = match end.get(*slot) {
                             Some(o) => self.opnd(b, seg, o),
                             None => (self.inputs[k], self.an.input_kinds[k]),
                         };
-                        same_kinds &= kind == self.an.input_kinds[k];
+                        let input = self.an.input_kinds[k];
+                        if input == MKind::Num && matches!(kind, MKind::Int | MKind::Num) {
+                            // Into the input's box (`start` takes its address).
+                            if v != self.inputs[k] {
+                                moves.push((self.input_boxes[k], v, kind));
+                            }
+                            args.push(BlockArg::Value(self.inputs[k]));
+                            continue;
+                        }
+                        same_kinds &= kind == input;
                         args.push(BlockArg::Value(v));
                     }
                     if same_kinds {
                         self.charge(b, i, path_cost(self.segments, seg, i));
+                        self.num_moves(b, &moves);
                         b.ins().jump(self.start, &args);
                     } else {
                         let exit = self.exit_block(b, i);
@@ -1071,8 +1346,20 @@ impl Lower<'_> {
                     }
                 }
                 Kind::GuardTrue | Kind::GuardFalse => {
-                    let (c, kind) = self.opnd(b, seg, &inst.args[0]);
+                    let (mut c, mut kind) = self.opnd(b, seg, &inst.args[0]);
                     let want_true = inst.kind == Kind::GuardTrue;
+                    if kind == MKind::Num {
+                        // Whether it is not 0, by the helper.
+                        let op = b.ins().iconst(I64, helpers::op_code(Op::Ne));
+                        let num = b.ins().iconst(I64, helpers::kind_code(MKind::Num));
+                        let int = b.ins().iconst(I64, helpers::kind_code(MKind::Int));
+                        let zero = b.ins().iconst(I64, 0);
+                        let f = helpers::num_test as *const u8;
+                        c = self
+                            .call(b, f, &[op, c, num, zero, int], true)
+                            .expect("a result");
+                        kind = MKind::Int;
+                    }
                     if kind != MKind::Int {
                         // An atom or a list is never the integer 0: always true.
                         if !want_true {
@@ -1366,6 +1653,14 @@ impl Lower<'_> {
     fn op(&mut self, b: &mut FunctionBuilder, i: usize, op: Op, snap: bool) -> bool {
         let seg = self.seg;
         let inst = &self.segments[seg].trace.insts[i];
+        let num = |o: &Opnd| match o {
+            Opnd::Ref(r) => self.kind(seg, r.index()) == MKind::Num,
+            Opnd::Const(v) => matches!(v, Value::Big(_)),
+        };
+        if op != Op::Same && inst.args.iter().any(num) {
+            self.num_op(b, i, op);
+            return true;
+        }
         let args: Vec<(ClifValue, MKind)> =
             inst.args.iter().map(|a| self.opnd(b, seg, a)).collect();
         let widen = self.an.bounds[seg].widen[i];
@@ -1504,7 +1799,7 @@ pub fn lower(
     counting: bool,
     tree: usize,
     links: Option<*const u64>,
-) -> Function {
+) -> (Function, helpers::Boxes) {
     let mut func = Function::with_name_signature(UserFuncName::user(0, 0), tree_signature(isa));
     let mf = MemFlagsData::trusted();
     let mut b = FunctionBuilder::new(&mut func, fctx);
@@ -1527,7 +1822,18 @@ pub fn lower(
         b.set_cold_block(refused);
         for ((_, at), kind) in an.layout.inputs.iter().zip(&an.input_kinds) {
             let tag = b.ins().load(I64, mf, regs, (8 * (at + 1)) as i32);
-            let other = b.ins().icmp_imm_s(IntCC::NotEqual, tag, mirror_tag(*kind));
+            let other = if *kind == MKind::Num {
+                // A 64-bit integer or a boxed one.
+                let int = b
+                    .ins()
+                    .icmp_imm_s(IntCC::NotEqual, tag, mirror_tag(MKind::Int));
+                let num = b
+                    .ins()
+                    .icmp_imm_s(IntCC::NotEqual, tag, mirror_tag(MKind::Num));
+                b.ins().band(int, num)
+            } else {
+                b.ins().icmp_imm_s(IntCC::NotEqual, tag, mirror_tag(*kind))
+            };
             let cont = b.create_block();
             b.ins().brif(other, refused, &[], cont, &[]);
             b.seal_block(cont);
@@ -1565,16 +1871,6 @@ pub fn lower(
         .iter()
         .map(|_| b.append_block_param(start, I64))
         .collect();
-    b.ins().jump(start, &loaded);
-    b.switch_to_block(start);
-    let mut bridges: Attachments = HashMap::new();
-    for (seg, s) in segments.iter().enumerate().skip(1) {
-        if s.separate {
-            continue;
-        }
-        let parent = s.parent.expect("a bridge has a parent guard");
-        bridges.entry(parent).or_default().push((seg, s.value));
-    }
     let mut l = Lower {
         segments,
         an,
@@ -1592,12 +1888,59 @@ pub fn lower(
         header: None,
         exits: Vec::new(),
         last_use: Vec::new(),
-        bridges,
+        bridges: HashMap::new(),
         pending: Vec::new(),
         seg: 0,
         built: HashMap::new(),
         ints: Vec::new(),
+        boxes: RefCell::new(helpers::Boxes::default()),
+        own_boxes: HashMap::new(),
+        param_boxes: HashMap::new(),
+        input_boxes: Vec::new(),
     };
+    // An input of kind `Num` is copied into its box from the mirror, where it is a 64-bit
+    // integer or the address of one of any size (a frame's slot); `start` takes the box's
+    // address.
+    let mut loaded = loaded;
+    let mut moves = Vec::new();
+    for (k, ((_, at), kind)) in an.layout.inputs.iter().zip(&an.input_kinds).enumerate() {
+        if *kind != MKind::Num {
+            l.input_boxes.push(std::ptr::null_mut());
+            continue;
+        }
+        let (addr, bx) = l.new_box(&mut b, Value::Int(0));
+        l.input_boxes.push(bx);
+        let BlockArg::Value(bits) = loaded[k] else {
+            unreachable!("loaded values")
+        };
+        let tag = b.ins().load(I64, mf, regs, (8 * (at + 1)) as i32);
+        // The kind code is the tag less one (`mirror_tag`).
+        let code = b.ins().iadd_imm_s(tag, -1);
+        moves.push((bx, bits, code));
+        loaded[k] = BlockArg::Value(addr);
+    }
+    for (bx, bits, code) in moves {
+        let dst = b.ins().iconst(I64, bx as i64);
+        let slot =
+            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 24, 3));
+        for (w, x) in [dst, bits, code].into_iter().enumerate() {
+            b.ins().stack_store(I64, x, slot, (8 * w) as i32);
+        }
+        let at = b.ins().stack_addr(I64, slot, 0);
+        let one = b.ins().iconst(I64, 1);
+        l.call(&mut b, helpers::num_moves as *const u8, &[at, one], false);
+    }
+    b.ins().jump(start, &loaded);
+    b.switch_to_block(start);
+    let mut bridges: Attachments = HashMap::new();
+    for (seg, s) in segments.iter().enumerate().skip(1) {
+        if s.separate {
+            continue;
+        }
+        let parent = s.parent.expect("a bridge has a parent guard");
+        bridges.entry(parent).or_default().push((seg, s.value));
+    }
+    l.bridges = bridges;
     let mut header = None;
     l.segment(&mut b, &mut header);
     // The bridges, each from the guard that branches to it.
@@ -1633,10 +1976,26 @@ pub fn lower(
         if an.layout.carry {
             for (k, (_, at)) in an.layout.inputs.iter().enumerate() {
                 b.ins().store(mf, l.inputs[k], l.regs, (8 * at) as i32);
+                if an.input_kinds[k] == MKind::Num {
+                    // The box's address (the entry may have found a 64-bit integer).
+                    let tag = b.ins().iconst(I64, mirror_tag(MKind::Num));
+                    b.ins().store(mf, tag, l.regs, (8 * (at + 1)) as i32);
+                }
             }
         }
         let g = an.layout.offsets[seg] + i;
-        if let Some(table) = links.filter(|_| linkable(trace, i)) {
+        // The mirror holds integers of any size only as the frame's own slots: an exit that
+        // would write the address of a box of this code into it returns instead (the next
+        // code could write that box while it reads it).
+        let holds_num = {
+            let snap = &trace.snaps[own.index()];
+            let num = |o: &Opnd| match o {
+                Opnd::Ref(r) => an.kinds[seg][r.index()] == Some(MKind::Num),
+                Opnd::Const(v) => matches!(v, Value::Big(_)),
+            };
+            snap.exit_values().any(num) || (an.layout.carry && an.input_kinds.contains(&MKind::Num))
+        };
+        if let Some(table) = links.filter(|_| linkable(trace, i) && !holds_num) {
             let slot = b.ins().iconst(I64, table as i64 + 8 * g as i64);
             let target = b.ins().load(I64, mf, slot, 0);
             let (linked, plain) = (b.create_block(), b.create_block());
@@ -1713,5 +2072,5 @@ pub fn lower(
     }
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());
-    func
+    (func, l.boxes.into_inner())
 }

@@ -79,6 +79,10 @@ pub enum Unsupported {
     /// [`MAX_CODE_BYTES`] of machine code are alive.
     #[error("the code memory limit ({} MiB) is reached", MAX_CODE_BYTES >> 20)]
     CodeMemory,
+    /// An instruction on an integer of any size (kind `Num`) that machine code does not
+    /// run through its helpers.
+    #[error("`{0}` of an integer that may leave 64 bits")]
+    Wide(&'static str),
     /// Cranelift refused the function.
     #[error("Cranelift: {0}")]
     Cranelift(String),
@@ -230,6 +234,8 @@ pub struct Compiled {
     counting: bool,
     max_cost: u64,
     analysis: lower::Analysis,
+    /// The boxes of the integers of any size the code holds, at addresses it holds.
+    _boxes: helpers::Boxes,
     /// The Cranelift IR, when asked for.
     pub ir: Option<String>,
     /// The disassembly with addresses, when asked for.
@@ -340,7 +346,7 @@ impl Backend {
         let an = lower::analyze(segments, frame_size, unit)?;
         let links: Box<[Cell<u64>]> = (0..an.layout.size).map(|_| Cell::new(0)).collect();
         let table = Some(links.as_ptr() as *const u64);
-        let func = lower::lower(
+        let (func, boxes) = lower::lower(
             segments,
             &an,
             &*self.isa,
@@ -356,7 +362,7 @@ impl Backend {
         let mut base = 0;
         if let Some((target, disp)) = &self.display {
             // Emitted for another ISA: listings only, from a compilation of their own.
-            let dfunc = lower::lower(
+            let (dfunc, _) = lower::lower(
                 segments,
                 &an,
                 &**disp,
@@ -412,6 +418,7 @@ impl Backend {
             counting,
             max_cost: lower::max_cost(segments),
             analysis: an,
+            _boxes: boxes,
             ir,
             asm,
             origins,
@@ -753,6 +760,22 @@ impl Compiled {
         })
     }
 
+    /// The inputs the code holds as 64-bit integers that hold integers past 64 bits in
+    /// `frame`: compiled again holding them boxed (`Segment::wide`), it accepts `frame`.
+    pub fn grown(&self, frame: &Frame) -> Vec<crate::lang::Slot> {
+        let an = &self.analysis;
+        an.layout
+            .inputs
+            .iter()
+            .zip(&an.input_kinds)
+            .filter(|((slot, _), kind)| {
+                **kind == abi::Kind::Int
+                    && matches!(frame[slot.index()], Some(flowjit_runtime::Value::Big(_)))
+            })
+            .map(|((slot, _), _)| *slot)
+            .collect()
+    }
+
     /// The global instruction index of segment `seg`'s instruction `i` (for a bridge unit,
     /// of its only segment, `unit`), if the code holds the segment (a bridge that could not
     /// be compiled runs on the trace interpreter).
@@ -797,7 +820,13 @@ impl Backend {
         // The mirror (`lower::Layout`): the whole frame, unboxed where machine code can hold
         // the value.
         for (slot, v) in state.frame.iter().enumerate().take(layout.mirror) {
-            let held = v.as_ref().and_then(|v| Some((v, abi::Kind::of(v)?)));
+            // A big integer as the address of the frame's slot (`abi::Kind::Num`), which
+            // does not move while the code runs.
+            let kind = |v: &flowjit_runtime::Value| match v {
+                flowjit_runtime::Value::Big(_) => Some(abi::Kind::Num),
+                v => abi::Kind::of(v),
+            };
+            let held = v.as_ref().and_then(|v| Some((v, kind(v)?)));
             let (bits, tag) = match held {
                 Some((v, kind)) => (
                     abi::unbox(v, kind).expect("a value unboxes as its own kind"),

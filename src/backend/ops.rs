@@ -187,6 +187,7 @@ pub fn lower_op(
                 let rc = b.ins().load(I64, mf, addr, at);
                 b.ins().iadd_imm_s(rc, abi::RC_VALUE_OFFSET as i64)
             }
+            MKind::Num => unreachable!("an element read is of a kind with one tag"),
         });
     }
     if let (Op::Len, [(list, MKind::List | MKind::Array)]) = (op, args) {

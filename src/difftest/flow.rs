@@ -301,7 +301,7 @@ fn ops() -> impl Strategy<Value = Vec<GenOp>> {
 }
 
 /// An integer operation that raises no error on integers: a division or a remainder is
-/// by a positive constant, a product by a small one.
+/// by a positive constant, a product by a small one. Its operands may be past 64 bits.
 fn int_op() -> impl Strategy<Value = GenOp> {
     let safe = [
         Op::Add,
@@ -324,6 +324,9 @@ fn int_op() -> impl Strategy<Value = GenOp> {
         2 => (-3i64..10).prop_map(GenArg::Int),
         1 => prop::sample::select(vec![i64::MIN, i64::MIN + 1, i64::MAX, i64::MAX - 1])
             .prop_map(GenArg::Int),
+        // Past 64 bits: loop-carried variables that machine code holds boxed (`Num`),
+        // copied into each other and exchanged at the back edge.
+        1 => Just(GenArg::Big),
     ];
     (
         0..VARS,

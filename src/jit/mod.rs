@@ -455,6 +455,8 @@ impl<'p> Jit<'p> {
         });
         let start = Instant::now();
         let anchor = key.anchor;
+        // The variables past 64 bits where the loop is entered: its code holds them boxed.
+        let wide = wide_slots(&state.frame);
         let greens: Vec<Slot> = if key.greens.is_empty() {
             Vec::new()
         } else {
@@ -545,6 +547,7 @@ impl<'p> Jit<'p> {
                     assume_induction: true,
                     entry_failures: 0,
                     refusals: 0,
+                    wide,
                 });
                 self.compile(index, None);
                 Ok(Recording::Tree(index))
@@ -998,7 +1001,9 @@ impl<'p> Jit<'p> {
             // and after `MAX_REFUSALS` such entries the tree's loop is left to it for good.
             if let (Some(code), true) = (tree.code_of(seg), self.config.native) {
                 if !code.accepts(&state.frame) {
-                    self.refused(t);
+                    if !self.widen(t, seg, &state.frame) {
+                        self.refused(t);
+                    }
                     return None;
                 }
             }
@@ -1094,6 +1099,26 @@ impl<'p> Jit<'p> {
             tree.assume_induction = false;
             self.compile(t, None);
         }
+    }
+
+    /// Where tree `t`'s code refused `frame` because a variable it holds as a 64-bit
+    /// integer has left 64 bits: holds that variable boxed from now on (`Tree::wide`), and
+    /// compiles the tree and its bridges again. Whether it did.
+    fn widen(&mut self, t: usize, seg: usize, frame: &Frame) -> bool {
+        let tree = &self.trees[t];
+        let found = tree.code_of(seg).map_or(Vec::new(), |c| c.grown(frame));
+        if found.is_empty() {
+            return false;
+        }
+        self.trees[t].wide.extend(found);
+        self.compile(t, None);
+        let separate: Vec<usize> = (0..self.trees[t].bridges.len())
+            .filter(|&k| self.trees[t].bridges[k].separate)
+            .collect();
+        for k in separate {
+            self.compile_bridge(t, k + 1);
+        }
+        true
     }
 
     fn refused(&mut self, t: usize) {
@@ -1378,6 +1403,16 @@ impl<'p> Jit<'p> {
 }
 
 /// A trace's anchor as dumps and statistics show it: the label, and the green values.
+/// The variables of `frame` that hold integers past 64 bits.
+fn wide_slots(frame: &Frame) -> Vec<Slot> {
+    frame
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| matches!(v, Some(Value::Big(_))))
+        .map(|(k, _)| Slot(k as u32))
+        .collect()
+}
+
 fn describe(program: &Program, key: &Key) -> String {
     let label = program.label(key.anchor);
     if key.greens.is_empty() {

@@ -52,6 +52,10 @@ pub struct Tree {
     pub(super) entry_failures: u64,
     /// Entries its machine code refused (`Jit::refused`).
     pub(super) refusals: u32,
+    /// The variables its code holds as integers of any size (`Segment::wide`): those past
+    /// 64 bits where it was recorded, and those its code was later entered with past 64
+    /// bits (`Jit::widen`), each of which compiled it again.
+    pub(super) wide: Vec<crate::lang::Slot>,
 }
 
 impl Tree {
@@ -74,6 +78,7 @@ impl Tree {
             separate: false,
             ints: self.assume_ints,
             induction: self.assume_induction,
+            wide: &self.wide,
         }];
         // A bridge's parent comes before it: its path's cost is known.
         for b in &self.bridges {
@@ -90,6 +95,7 @@ impl Tree {
                 separate: b.separate,
                 ints: self.assume_ints,
                 induction: false,
+                wide: &self.wide,
             });
         }
         segments
