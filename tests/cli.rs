@@ -858,6 +858,22 @@ fn a_big_integer_loop_runs_as_machine_code() {
     }
 }
 
+/// A tree compiled again to hold a variable boxed that cannot be (it promotes a value
+/// computed from it) keeps its old code: its entries are then refused and counted, and the
+/// loop is left to the interpreter, rather than compiled again at each entry.
+#[test]
+fn a_loop_that_cannot_hold_its_big_integer_boxed_is_compiled_again_once() {
+    let file = "tests/programs/wide_promote.fg";
+    let (out, err) = common::flowjit_ok(&["run", file, "n=20000", "--stats"]);
+    assert_eq!(out, "9223372036856675807\n");
+    let refused = "not compiled, at loop: `guard_value` of an integer that may leave 64 bits";
+    assert_eq!(err.matches(refused).count(), 1, "{err}");
+    assert!(
+        err.contains("limit: machine code refused 16 entries"),
+        "{err}"
+    );
+}
+
 /// The number after `prefix` on the line of `text` that starts with it.
 fn number_after(text: &str, prefix: &str) -> usize {
     let line = text

@@ -1106,7 +1106,15 @@ impl<'p> Jit<'p> {
     /// compiles the tree and its bridges again. Whether it did.
     fn widen(&mut self, t: usize, seg: usize, frame: &Frame) -> bool {
         let tree = &self.trees[t];
-        let found = tree.code_of(seg).map_or(Vec::new(), |c| c.grown(frame));
+        // Not those it was widened for already: its code compiled so may have been
+        // refused (an operation on them that machine code does not run), and it kept its
+        // old code.
+        let found: Vec<Slot> = tree
+            .code_of(seg)
+            .map_or(Vec::new(), |c| c.grown(frame))
+            .into_iter()
+            .filter(|s| !tree.wide.contains(s))
+            .collect();
         if found.is_empty() {
             return false;
         }
