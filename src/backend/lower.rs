@@ -844,6 +844,68 @@ impl Lower<'_> {
         out
     }
 
+    /// At the root's `loop_start` `i`: exits unless each accumulator the loop's proofs
+    /// assume cannot overflow (`bounds::Sum`) stays within 64 bits for as many iterations
+    /// as its counter allows: `a0 + n * step`, with `n = (c0 - end) / -by + 1`, computed
+    /// with overflow checks.
+    fn check_sums(&mut self, b: &mut FunctionBuilder, i: usize) {
+        let seg = self.seg;
+        let inst = &self.segments[seg].trace.insts[i];
+        let mut fail: Option<ClifValue> = None;
+        let mut or = |b: &mut FunctionBuilder, flag: ClifValue| {
+            fail = Some(match fail {
+                Some(f) => b.ins().bor(f, flag),
+                None => flag,
+            });
+        };
+        // Per counter: how many times at most the loop's header is reached.
+        let mut counts: HashMap<usize, ClifValue> = HashMap::new();
+        for sum in &self.an.bounds[seg].sums {
+            let n = match counts.get(&sum.counter) {
+                Some(n) => *n,
+                None => {
+                    let (c0, _) = self.opnd(b, seg, &inst.args[sum.counter]);
+                    let end = b.ins().iconst(I64, sum.end);
+                    let (span, over) = if sum.by < 0 {
+                        b.ins().ssub_overflow(c0, end)
+                    } else {
+                        b.ins().ssub_overflow(end, c0)
+                    };
+                    or(b, over);
+                    let outside = b.ins().icmp_imm_s(IntCC::SignedLessThan, span, 0);
+                    or(b, outside);
+                    let moves = match sum.by.unsigned_abs() {
+                        1 => span,
+                        by => b.ins().udiv_imm_u(span, by as i64),
+                    };
+                    let one = b.ins().iconst(I64, 1);
+                    let (n, over) = b.ins().sadd_overflow(moves, one);
+                    or(b, over);
+                    counts.insert(sum.counter, n);
+                    n
+                }
+            };
+            let (a0, _) = self.opnd(b, seg, &inst.args[sum.acc]);
+            // A parameter passed on unchanged holds what the loop is entered with.
+            let step = match &sum.step {
+                Opnd::Ref(x) if x.index() > i => &inst.args[x.index() - i - 1],
+                o => o,
+            };
+            let (step, _) = self.opnd(b, seg, step);
+            let (total, over) = b.ins().smul_overflow(n, step);
+            or(b, over);
+            let (_, over) = if sum.minus {
+                b.ins().ssub_overflow(a0, total)
+            } else {
+                b.ins().sadd_overflow(a0, total)
+            };
+            or(b, over);
+        }
+        if let Some(fail) = fail {
+            self.exit_if(b, fail, i);
+        }
+    }
+
     /// Lowers operation `i` on integers of which one at least is of kind `Num`, through
     /// the helpers: into the instruction's own box for a `Num` result, or to a 64-bit one.
     fn num_op(&mut self, b: &mut FunctionBuilder, i: usize, op: Op) {
@@ -1137,6 +1199,11 @@ impl Lower<'_> {
         if !self.segments[seg].returns || self.num_params() {
             return None;
         }
+        // What the loop's accumulators assume of its iterations is checked at
+        // `loop_start` (`bounds::Sum`): a bridge goes back through the preamble.
+        if !self.an.bounds[0].sums.is_empty() {
+            return None;
+        }
         let state = self.an.state.as_ref()?;
         let start = self.segments[0].trace.loop_start()?;
         let mut s = seg;
@@ -1270,6 +1337,7 @@ impl Lower<'_> {
                             self.exit_if(b, out, i);
                         }
                     }
+                    self.check_sums(b, i);
                     let h = b.create_block();
                     for (k, _) in inst.args.iter().enumerate() {
                         // A parameter of kind `Num` lives in its box, which the jumps to

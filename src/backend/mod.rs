@@ -745,7 +745,7 @@ impl Compiled {
                 .analysis
                 .bounds
                 .first()
-                .is_some_and(|b| b.entry.iter().any(Option::is_some))
+                .is_some_and(|b| b.entry.iter().any(Option::is_some) || !b.sums.is_empty())
     }
 
     /// Whether the code accepts `frame` as it is: each of its inputs of the kind it was

@@ -251,6 +251,35 @@ pub struct MachineBounds {
     /// in as the loop is entered (an exit at `loop_start` otherwise), when the proofs assume
     /// one that the preamble's value is not known to lie in ([`induction`]).
     pub entry: Vec<Option<Range>>,
+    /// The loop's accumulators whose additions cannot overflow because the loop runs at
+    /// most so many times, checked as it is entered ([`sums`]).
+    pub sums: Vec<Sum>,
+}
+
+/// A loop parameter to which each iteration adds the same amount (an accumulator), and the
+/// counter that bounds how many iterations the loop makes from its entry: the counter moves
+/// by `by` towards `end`, the end of the interval the proofs assume it in at the header, so
+/// the loop's header is reached at most `(c0 - end) / -by + 1` times (for `by < 0`; `(end -
+/// c0) / by + 1` otherwise) from the value `c0` it is entered with. Where the accumulator's
+/// value `a0` there plus that many steps fits in 64 bits, so does every value in between:
+/// its addition needs no overflow check. The backend checks it as the loop is entered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sum {
+    /// The accumulator: its index among the loop's parameters.
+    pub acc: usize,
+    /// The addition (or subtraction) that computes its next value.
+    pub at: usize,
+    /// What the addition adds: a constant, or a value the loop does not change (defined
+    /// before `loop_start`, or a parameter the loop passes on unchanged, by its index).
+    pub step: Opnd,
+    /// Whether it subtracts `step`.
+    pub minus: bool,
+    /// The counter: its index among the loop's parameters.
+    pub counter: usize,
+    /// What each iteration adds to the counter.
+    pub by: i64,
+    /// The end of the counter's interval at the header that it moves towards.
+    pub end: i64,
 }
 
 impl MachineBounds {
@@ -261,6 +290,7 @@ impl MachineBounds {
             widen: vec![None; trace.insts.len()],
             hull: Vec::new(),
             entry: Vec::new(),
+            sums: Vec::new(),
         }
     }
 }
@@ -415,12 +445,104 @@ pub fn machine_no_overflow(
             .collect(),
         _ => Vec::new(),
     };
+    let mut safe = safe;
+    let sums = match trace.loop_start().filter(|_| induction) {
+        Some(start) => self::sums(trace, start, &hull, &safe, &is_int),
+        None => Vec::new(),
+    };
+    for sum in &sums {
+        safe[sum.at] = true;
+    }
     MachineBounds {
         safe,
         widen,
         hull,
         entry,
+        sums,
     }
+}
+
+/// The loop's accumulators whose checked additions a bound on its iterations makes safe
+/// ([`Sum`]): a parameter whose next value is itself plus (or minus) a value the loop does
+/// not change, in a loop with a counter, a parameter whose next value is itself plus a
+/// constant, that moves towards an end of its interval at the header other than an end of
+/// 64 bits.
+///
+/// ```text
+/// v8 = param a                  a in 1..=MAX (induction): at most a0 iterations
+/// v9 = param r2
+/// v10 = sub v8, 1
+/// v11 = add v9, v3              v3 defined before the loop: r2 + a0 * v3 fits, checked
+/// v12 = eq v10, 0                                           at loop_start
+/// guard_false v12
+/// loop v10, v11
+/// ```
+fn sums(
+    trace: &Trace,
+    start: usize,
+    hull: &[Range],
+    safe: &[bool],
+    is_int: impl Fn(Ref) -> bool,
+) -> Vec<Sum> {
+    let Some(back) = trace.insts.last().filter(|i| i.kind == Kind::Loop) else {
+        return Vec::new();
+    };
+    let param = |k: usize| Ref((start + 1 + k) as u32);
+    let def = |x: Ref| &trace.insts[x.index()];
+    // The counter, and the end of its interval it moves towards.
+    let counter = back.args.iter().enumerate().find_map(|(k, next)| {
+        let (x, by) = offset_of(def(next.as_ref()?))?;
+        let h = hull.get(k)?;
+        let end = match by.signum() {
+            -1 => h.lo?,
+            1 => h.hi?,
+            _ => return None,
+        };
+        let end = i64::try_from(end)
+            .ok()
+            .filter(|e| *e != i64::MIN && *e != i64::MAX)?;
+        (x == param(k) && is_int(x)).then_some((k, by, end))
+    });
+    let Some((counter, by, end)) = counter else {
+        return Vec::new();
+    };
+    // A value the loop does not change: a constant, a value of the preamble, or a
+    // parameter the loop passes on as it is.
+    let invariant = |o: &Opnd| match o {
+        Opnd::Const(v) => matches!(v, Value::Int(_)),
+        Opnd::Ref(x) if x.index() < start => is_int(*x),
+        Opnd::Ref(x) => {
+            let k = x.index().wrapping_sub(start + 1);
+            back.args.get(k) == Some(o) && is_int(*x) && def(*x).kind != Kind::ParamItem
+        }
+    };
+    let mut sums = Vec::new();
+    for (acc, next) in back.args.iter().enumerate() {
+        let Opnd::Ref(at) = next else { continue };
+        let p = Opnd::Ref(param(acc));
+        let add = def(*at);
+        if acc == counter || at.index() <= start || safe[at.index()] || !is_int(*at) {
+            continue;
+        }
+        let (step, minus) = match (add.kind, add.args.as_slice()) {
+            (Kind::Op(Op::Add), [x, s]) | (Kind::Op(Op::Add), [s, x]) if *x == p => (s, false),
+            (Kind::Op(Op::Sub), [x, s]) if *x == p => (s, true),
+            _ => continue,
+        };
+        if *step == p || !invariant(step) || def(param(acc)).kind == Kind::ParamItem {
+            continue;
+        }
+        sums.push(Sum {
+            acc,
+            at: at.index(),
+            step: step.clone(),
+            minus,
+            counter,
+            by,
+            end,
+        });
+    }
+    sums
 }
 
 /// Whether a loop whose ends (`loop_start`'s first, the preamble's, then the back edges')
@@ -519,4 +641,67 @@ fn induction(
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::parse::parse_ssa;
+
+    /// The register machine's square loop, as optimized: `r2 + r1` while `a` runs down to 0.
+    const SQUARE: &str = "[a:int, r2:int, r1:int]
+        v0:int = input a  @l:0 #0 []
+        v1:int = input r2  @l:0 #0 []
+        v2:int = input r1  @l:0 #0 []
+        v3:int = sub v0, 1  @l:0 #0 []
+        v4:int = add v1, v2  @l:0 #1 [a=v3]
+        v5:int = eq v3, 0
+        guard_false v5  @d:0 #2 [a=v3, r2=v4]
+        loop_start v3, v4  @l:0 #3 [a=v3, r2=v4]
+        v8:int = param a
+        v9:int = param r2
+        v10:int = sub v8, 1  @l:0 #0 [a=v8, r2=v9]
+        v11:int = add v9, v2  @l:0 #1 [a=v10, r2=v9]
+        v12:int = eq v10, 0
+        guard_false v12  @d:0 #2 [a=v10, r2=v11]
+        loop v10, v11  @l:0 #3 [a=v10, r2=v11]";
+
+    fn bounds(text: &str, induction: bool) -> MachineBounds {
+        let (trace, _) = parse_ssa(text).expect("a valid trace");
+        machine_no_overflow(&trace, |_| true, induction)
+    }
+
+    #[test]
+    fn an_accumulator_of_a_counted_loop_is_checked_once_as_the_loop_is_entered() {
+        let b = bounds(SQUARE, true);
+        let sum = Sum {
+            acc: 1,
+            at: 11,
+            step: Opnd::Ref(Ref(2)),
+            minus: false,
+            counter: 0,
+            by: -1,
+            end: 1,
+        };
+        assert_eq!(b.sums, vec![sum]);
+        assert!(b.safe[11], "the accumulator's addition");
+        assert!(b.safe[10], "the counter's subtraction (induction)");
+        // Without induction, no interval bounds the counter, nor the iterations.
+        let b = bounds(SQUARE, false);
+        assert!(b.sums.is_empty() && !b.safe[11]);
+    }
+
+    #[test]
+    fn an_accumulator_needs_a_step_the_loop_does_not_change_and_a_counter_with_an_end() {
+        // The step is the counter itself: it changes.
+        let varying = SQUARE.replace("v11:int = add v9, v2", "v11:int = add v9, v8");
+        let b = bounds(&varying, true);
+        assert!(b.sums.is_empty() && !b.safe[11]);
+        // A counter tested against a variable: no end to its interval.
+        let unbounded = SQUARE
+            .replace("v5:int = eq v3, 0", "v5:int = eq v3, v2")
+            .replace("v12:int = eq v10, 0", "v12:int = eq v10, v2");
+        let b = bounds(&unbounded, true);
+        assert!(b.sums.is_empty() && !b.safe[11]);
+    }
 }
