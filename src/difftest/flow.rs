@@ -437,9 +437,29 @@ pub(super) fn hot_ops() -> impl Strategy<Value = Vec<GenOp>> {
         3 => accumulate().prop_map(|o| vec![o]),
         3 => int_op().prop_map(|o| vec![o]),
         1 => mask().prop_map(|o| vec![o]),
+        2 => large_step().prop_map(|o| vec![o]),
         1 => op().prop_map(|o| vec![o]),
     ];
     prop::collection::vec(chunk, 0..4).prop_map(|chunks| chunks.concat())
+}
+
+/// `xa = xa + k` (or `-`) with a large `k`: a sum that leaves 64 bits after about a
+/// thousand iterations, or a few hundred from a large start. Machine code checks, as a
+/// counted loop is entered, that its accumulators stay within 64 bits for as many
+/// iterations as the counter allows (`opt::bounds::Sum`), and drops their checks: the
+/// check must fail where the loop would leave 64 bits, and hold where it would not.
+fn large_step() -> impl Strategy<Value = GenOp> {
+    let steps = vec![1i64 << 53, -(1i64 << 53), 1 << 62, 3 << 50];
+    (
+        0..VARS,
+        prop::sample::select(vec![Op::Add, Op::Sub]),
+        prop::sample::select(steps),
+    )
+        .prop_map(|(a, op, k)| GenOp {
+            dst: a,
+            op,
+            args: [GenArg::Var(a), GenArg::Int(k)],
+        })
 }
 
 /// Statements that read variables into others: sums, integer operations, and constants.
