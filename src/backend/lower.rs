@@ -770,6 +770,20 @@ impl Lower<'_> {
     /// Moves integers into boxes of the code, as one parallel assignment
     /// ([`helpers::num_moves`]): (box, value, its kind).
     fn num_moves(&mut self, b: &mut FunctionBuilder, moves: &[(*mut Value, ClifValue, MKind)]) {
+        let moves: Vec<_> = moves
+            .iter()
+            .map(|(dst, v, kind)| (*dst, *v, b.ins().iconst(I64, helpers::kind_code(*kind))))
+            .collect();
+        self.num_moves_coded(b, &moves);
+    }
+
+    /// [`Lower::num_moves`], with each value's kind code as a value of the code (the entry
+    /// reads it from the mirror).
+    fn num_moves_coded(
+        &self,
+        b: &mut FunctionBuilder,
+        moves: &[(*mut Value, ClifValue, ClifValue)],
+    ) {
         if moves.is_empty() {
             return;
         }
@@ -780,8 +794,7 @@ impl Lower<'_> {
         ));
         for (k, (dst, v, kind)) in moves.iter().enumerate() {
             let dst = b.ins().iconst(I64, *dst as i64);
-            let kind = b.ins().iconst(I64, helpers::kind_code(*kind));
-            for (w, x) in [dst, *v, kind].into_iter().enumerate() {
+            for (w, x) in [dst, *v, *kind].into_iter().enumerate() {
                 b.ins().stack_store(I64, x, slot, (8 * (3 * k + w)) as i32);
             }
         }
@@ -921,14 +934,7 @@ impl Lower<'_> {
         } else {
             None
         };
-        for k in 0..2 {
-            let (v, kind) = match inst.args.get(k) {
-                Some(a) => self.opnd(b, seg, a),
-                None => (b.ins().iconst(I64, 0), MKind::Int),
-            };
-            words.push(v);
-            words.push(b.ins().iconst(I64, helpers::kind_code(kind)));
-        }
+        self.operand_words(b, i, &mut words);
         let snap = inst.snap.is_some();
         match own {
             Some(v) => {
@@ -992,12 +998,12 @@ impl Lower<'_> {
         block
     }
 
-    /// Lowers `op` (one that allocates) at instruction `i`: the runtime makes the new list
-    /// or array and keeps it alive in the context; the code exits before `i` when it fails.
-    fn alloc(&mut self, b: &mut FunctionBuilder, i: usize, op: Op) {
+    /// Appends the two operands of instruction `i` of the current segment to `words`, as
+    /// helpers take them: each value's bits, then its kind code (a unary operation's second
+    /// is 0, an integer).
+    fn operand_words(&self, b: &mut FunctionBuilder, i: usize, words: &mut Vec<ClifValue>) {
         let seg = self.seg;
         let inst = &self.segments[seg].trace.insts[i];
-        let mut words = vec![self.ctx, b.ins().iconst(I64, helpers::op_code(op))];
         for k in 0..2 {
             let (v, kind) = match inst.args.get(k) {
                 Some(a) => self.opnd(b, seg, a),
@@ -1006,6 +1012,15 @@ impl Lower<'_> {
             words.push(v);
             words.push(b.ins().iconst(I64, helpers::kind_code(kind)));
         }
+    }
+
+    /// Lowers `op` (one that allocates) at instruction `i`: the runtime makes the new list
+    /// or array and keeps it alive in the context; the code exits before `i` when it fails.
+    fn alloc(&mut self, b: &mut FunctionBuilder, i: usize, op: Op) {
+        let seg = self.seg;
+        let inst = &self.segments[seg].trace.insts[i];
+        let mut words = vec![self.ctx, b.ins().iconst(I64, helpers::op_code(op))];
+        self.operand_words(b, i, &mut words);
         let made = self
             .call(b, helpers::alloc as *const u8, &words, true)
             .expect("a result");
@@ -1987,17 +2002,8 @@ pub fn lower(
         moves.push((bx, bits, code));
         loaded[k] = BlockArg::Value(addr);
     }
-    for (bx, bits, code) in moves {
-        let dst = b.ins().iconst(I64, bx as i64);
-        let slot =
-            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 24, 3));
-        for (w, x) in [dst, bits, code].into_iter().enumerate() {
-            b.ins().stack_store(I64, x, slot, (8 * w) as i32);
-        }
-        let at = b.ins().stack_addr(I64, slot, 0);
-        let one = b.ins().iconst(I64, 1);
-        l.call(&mut b, helpers::num_moves as *const u8, &[at, one], false);
-    }
+    // Their sources are the mirror's: no move reads a box another writes.
+    l.num_moves_coded(&mut b, &moves);
     b.ins().jump(start, &loaded);
     b.switch_to_block(start);
     let mut bridges: Attachments = HashMap::new();
