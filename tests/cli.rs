@@ -858,6 +858,23 @@ fn a_big_integer_loop_runs_as_machine_code() {
     }
 }
 
+/// Arithmetic whose result only a mask reads wraps in machine code: a sum, a product and a
+/// difference that leave 64 bits at every iteration (`x` near 2^63) stay in the loop's
+/// machine code, which is entered once and left once, at the loop's end, where each
+/// overflow used to exit.
+#[test]
+fn arithmetic_only_a_mask_reads_stays_in_machine_code_past_64_bits() {
+    let file = "tests/programs/masked.fg";
+    let (out, err) =
+        common::flowjit_ok(&["run", file, "n=30000", "x=9223372036854775700", "--stats"]);
+    assert_eq!(out, "1007064608\n");
+    assert!(
+        err.contains("trace entries: 1 (1 in machine code)"),
+        "{err}"
+    );
+    assert_eq!(number_after(&err, "exits: "), 1, "{err}");
+}
+
 /// A tree compiled again to hold a variable boxed that cannot be (it promotes a value
 /// computed from it) keeps its old code: its entries are then refused and counted, and the
 /// loop is left to the interpreter, rather than compiled again at each entry.

@@ -539,7 +539,7 @@ fn analyze_with(
         .map(|(seg, s)| {
             let is_int = |r: Ref| kinds[seg][r.index()] == Some(MKind::Int);
             if s.separate {
-                MachineBounds::none(s.trace)
+                MachineBounds::none(s.trace, is_int)
             } else {
                 crate::opt::bounds::machine_no_overflow(s.trace, is_int, s.induction)
             }
@@ -1198,7 +1198,7 @@ impl Lower<'_> {
                 Opnd::Ref(r) if self.built.contains_key(r) => (self.built[r], MKind::Array),
                 o => self.opnd(b, ps, o),
             };
-            self.store(b, array, index, bits, kind, false);
+            self.store(b, ps, array, (index, &s.index), bits, kind, false);
         }
     }
 
@@ -1628,7 +1628,7 @@ impl Lower<'_> {
             self.exit_if(b, outside, i);
         }
         let ints = self.ints.contains(&a);
-        self.store(b, a, index, v, kv, ints);
+        self.store(b, seg, a, (index, &inst.args[1]), v, kv, ints);
         if kv != MKind::Int {
             self.ints.clear();
         }
@@ -1666,24 +1666,74 @@ impl Lower<'_> {
         let items = b
             .ins()
             .load(I64, ops::HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
-        let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
-        let addr = b.ins().iadd(items, offset);
-        Some(
-            b.ins()
-                .load(I64, mf, addr, abi::VALUE_PAYLOAD_OFFSET as i32),
-        )
+        let (addr, at) = self.element(b, seg, items, index, &inst.args[1]);
+        Some(b.ins().load(I64, mf, addr, at))
     }
 
-    /// Stores `v` (of kind `kv`) at `index` of the array `a` ([`ops::store_item`]).
+    /// The address of the payload of the element at `index` (the value of operand `o` of
+    /// segment `seg`) among `items`, as a base and a displacement. An index `x + c` (or
+    /// `x - c`) computed in the segment addresses from `items + 16 * x`, which every offset
+    /// of `x` shares, with `c`'s part in the displacement: the cells a Brainfuck run
+    /// `>>+<<-` reads and writes around its pointer cost a load or a store each.
+    fn element(
+        &self,
+        b: &mut FunctionBuilder,
+        seg: usize,
+        items: ClifValue,
+        index: ClifValue,
+        o: &Opnd,
+    ) -> (ClifValue, i32) {
+        let size = abi::VALUE_SIZE as i64;
+        let payload = abi::VALUE_PAYLOAD_OFFSET as i64;
+        if let Opnd::Ref(r) = o {
+            let inst = &self.segments[seg].trace.insts[r.index()];
+            let offset = match (inst.kind, inst.args.as_slice()) {
+                (Kind::Op(Op::Add), [Opnd::Ref(x), Opnd::Const(Value::Int(c))])
+                | (Kind::Op(Op::Add), [Opnd::Const(Value::Int(c)), Opnd::Ref(x)]) => Some((*x, *c)),
+                (Kind::Op(Op::Sub), [Opnd::Ref(x), Opnd::Const(Value::Int(c))]) => {
+                    c.checked_neg().map(|c| (*x, c))
+                }
+                _ => None,
+            };
+            let near = |c: i64| {
+                c.checked_mul(size)
+                    .and_then(|d| i32::try_from(d + payload).ok())
+            };
+            if let Some((x, at)) = offset
+                .filter(|(x, _)| self.an.kinds[seg][x.index()] == Some(MKind::Int))
+                .and_then(|(x, c)| near(c).map(|at| (x, at)))
+            {
+                if let Some(xv) = self.vals[seg][x.index()] {
+                    let scaled = b.ins().imul_imm_s(xv, size);
+                    return (b.ins().iadd(items, scaled), at);
+                }
+            }
+        }
+        let scaled = b.ins().imul_imm_s(index, size);
+        (b.ins().iadd(items, scaled), payload as i32)
+    }
+
+    /// Stores `v` (of kind `kv`) at `index` (operand `o` of the current segment) of the
+    /// array `a` ([`ops::store_item`]).
+    #[allow(clippy::too_many_arguments)]
     fn store(
         &mut self,
         b: &mut FunctionBuilder,
+        seg: usize,
         a: ClifValue,
-        index: ClifValue,
+        (index, o): (ClifValue, &Opnd),
         v: ClifValue,
         kv: MKind,
         ints: bool,
     ) {
+        if ints && kv == MKind::Int {
+            let items = b
+                .ins()
+                .load(I64, ops::HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
+            let (addr, at) = self.element(b, seg, items, index, o);
+            b.ins().store(MemFlagsData::trusted(), v, addr, at);
+            return;
+        }
         ops::store_item(b, self.isa, (a, index, v, kv), ints);
     }
 
@@ -2111,7 +2161,7 @@ pub fn lower(
                 let (a, _) = l.opnd(&mut b, seg, &st.array);
                 let (index, _) = l.opnd(&mut b, seg, &st.index);
                 let (v, kv) = l.opnd(&mut b, seg, &st.value);
-                l.store(&mut b, a, index, v, kv, ints.contains(&a));
+                l.store(&mut b, seg, a, (index, &st.index), v, kv, ints.contains(&a));
             }
             // What the path to the exit did counts against the budget the next tree finds.
             if let Some(counter) = l.counter {

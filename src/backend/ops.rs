@@ -19,8 +19,11 @@ use super::helpers;
 
 /// The flags of a load of a list's or an array's length or elements' address: neither ever
 /// changes (arrays have a fixed length), so Cranelift may merge two such loads and let
-/// stores to elements pass them, and then forwards a stored element to a load of it.
-pub const HEADER: MemFlagsData = MemFlagsData::trusted().with_readonly();
+/// stores to elements pass them, and then forwards a stored element to a load of it. The
+/// load may also move (`can_move`): a value of kind list or array is the address of one
+/// wherever it is defined, so the load is pure, and Cranelift's e-graph shares it across
+/// stores and hoists it out of the loop.
+pub const HEADER: MemFlagsData = MemFlagsData::trusted().with_readonly().with_can_move();
 
 /// How the code leaves when a check fails.
 pub trait Exits {

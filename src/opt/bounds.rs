@@ -284,15 +284,38 @@ pub struct Sum {
 
 impl MachineBounds {
     /// Nothing known: every check stays (a segment not lowered here).
-    pub fn none(trace: &Trace) -> MachineBounds {
+    pub fn none(trace: &Trace, is_int: impl Fn(Ref) -> bool) -> MachineBounds {
         MachineBounds {
-            safe: vec![false; trace.insts.len()],
+            safe: wrapping(trace, &is_int),
             widen: vec![None; trace.insts.len()],
             hull: Vec::new(),
             entry: Vec::new(),
             sums: Vec::new(),
         }
     }
+}
+
+/// Per instruction: an addition, subtraction, multiplication or negation of 64-bit
+/// integers whose result only a mask `and(_, 2^k - 1)` reads (`fold::masked_only`; a
+/// Brainfuck cell's `(v + 1) & 255`). The mask keeps the low `k` bits, which wrapping
+/// arithmetic computes exactly whether or not the exact result fits in 64 bits, and no
+/// exit can hand the unmasked value to the interpreter: it needs no overflow check.
+fn wrapping(trace: &Trace, is_int: &impl Fn(Ref) -> bool) -> Vec<bool> {
+    let masked = crate::opt::fold::masked_only(trace);
+    trace
+        .insts
+        .iter()
+        .enumerate()
+        .map(|(i, inst)| {
+            matches!(inst.kind, Kind::Op(Op::Add | Op::Sub | Op::Mul | Op::Neg))
+                && is_int(Ref(i as u32))
+                && masked.contains_key(&Ref(i as u32))
+                && inst.args.iter().all(|a| match a {
+                    Opnd::Ref(x) => is_int(*x),
+                    Opnd::Const(v) => matches!(v, Value::Int(_)),
+                })
+        })
+        .collect()
 }
 
 /// The largest offset whose checks are widened: far from the ends of 64 bits, so that a
@@ -342,6 +365,7 @@ pub fn machine_no_overflow(
         }
     }
     let def = |x: Ref| &trace.insts[x.index()];
+    let wraps = wrapping(trace, &is_int);
     // The second pass widens (at least) where the first did: the hull it is given was
     // computed knowing what those checks teach.
     let pass = |param_ranges: &[Range], force: &[Option<(i64, i64)>]| {
@@ -373,6 +397,13 @@ pub fn machine_no_overflow(
                             None
                         }
                     };
+                    if wraps[i] {
+                        // Its value is known only modulo 2^64: nothing is learnt of it, nor
+                        // of its operands.
+                        safe[i] = true;
+                        facts.narrow(r, Range::i64());
+                        continue;
+                    }
                     let arith = matches!(op, Op::Add | Op::Sub | Op::Mul | Op::Neg);
                     safe[i] = arith && out(&facts).is_some_and(Range::fits_i64);
                     let run = offset_of(inst)
@@ -689,6 +720,39 @@ mod tests {
         // Without induction, no interval bounds the counter, nor the iterations.
         let b = bounds(SQUARE, false);
         assert!(b.sums.is_empty() && !b.safe[11]);
+    }
+
+    #[test]
+    fn arithmetic_only_a_mask_reads_wraps_unchecked_and_teaches_nothing() {
+        // A Brainfuck cell: `(c - 1) & 255`, and a product only a mask reads.
+        let text = "[c:int, p:int]
+            v0:int = input c  @l:0 #0 []
+            v1:int = input p  @l:0 #0 []
+            v2:int = sub v0, 1  @l:1 #1 [c=v0]
+            v3:int = and v2, 255  @l:2 #2 [c=v2]
+            v4:int = mul v1, v1  @l:3 #3 [c=v3]
+            v5:int = and v4, 65535
+            v6:int = add v0, 7  @l:4 #4 [c=v3, p=v5]
+            v7:int = sub v0, 2  @l:5 #5 [c=v6, p=v5]
+            loop  @l:0 #6 [c=v7, p=v5]";
+        let b = bounds(text, false);
+        assert!(
+            b.safe[2] && b.widen[2].is_none() && b.safe[4],
+            "masked: no check"
+        );
+        // Nothing was learnt of `c` from its wrapped difference: `c + 7` and `c - 2` keep
+        // their checks (one check widened to the run of offsets of `c`, at the first).
+        assert_eq!(b.widen[6], Some((-2, 7)));
+        assert!(b.safe[7]);
+        // A value a snapshot also holds is not masked only: it keeps its check (the
+        // run's, widened, now at the first offset).
+        let escapes = text.replace("@l:3 #3 [c=v3]", "@l:3 #3 [c=v2]");
+        let b = bounds(&escapes, false);
+        assert_eq!(b.widen[2], Some((-2, 7)));
+        assert!(b.safe[4]);
+        // Nor is a value masked by a negative constant, which keeps its high bits.
+        let negative = text.replace("and v2, 255", "and v2, -256");
+        assert_eq!(bounds(&negative, false).widen[2], Some((-2, 7)));
     }
 
     #[test]
