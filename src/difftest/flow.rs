@@ -34,6 +34,10 @@
 //! proved `xa * 3` cannot overflow, assuming the interval at the loop's header, must not
 //! jump there from the rare path's bridge with such a value.
 //!
+//! A value that only a mask reads on the path taken every time (`y = x1 * 2^62; y = y &
+//! 255`), which machine code computes wrapping, may be read whole on a rare path
+//! ([`Wrapped`]): the guard before the mask must hand the exact value to it.
+//!
 //! A loop may also promote a value at the start of each iteration: `counter // k` (changes
 //! every `k` iterations), `counter % m` (few or many distinct values), or a variable.
 //!
@@ -216,6 +220,33 @@ pub struct Ranged {
     pub acc: usize,
 }
 
+/// A value `y = s op k` (a sum, difference or product of a variable or the counter and a
+/// large constant, often past 64 bits) that only a mask reads on the path taken every
+/// time, and that a rare path (every `every`-th iteration) reads whole. On the first,
+/// machine code may compute it wrapping, without an overflow check; but the guard before
+/// the mask holds it for the rare path, which must find the exact value.
+///
+/// ```text
+/// wrp7:   y7 = x1 * 4611686018427387904     w7 = i4 % 9    if w7 goto hot7 else goto rare7
+/// hot7:   y7 = y7 & 255      x2 = x2 + y7
+/// rare7:  x2 = x2 + y7
+/// ```
+#[derive(Clone, Debug)]
+pub struct Wrapped {
+    /// The operation.
+    pub op: Op,
+    /// Its first operand.
+    pub from: GenArg,
+    /// Its second operand, a constant.
+    pub k: i64,
+    /// The mask of the path taken every time.
+    pub mask: i64,
+    /// The rare path is taken every `every`-th iteration.
+    pub every: i64,
+    /// The variable `y` is added to.
+    pub acc: usize,
+}
+
 /// A piece of a generated program.
 #[derive(Clone, Debug)]
 pub enum Seg {
@@ -242,6 +273,8 @@ pub enum Seg {
     Mixed(Mixed),
     /// A variable kept in an interval but on a rare path (only in loop bodies).
     Ranged(Ranged),
+    /// A value only a mask reads but on a rare path (only in loop bodies).
+    Wrapped(Wrapped),
     /// Statements on the array, calls, and input and output.
     Heap(Vec<HeapOp>),
 }
@@ -438,6 +471,7 @@ pub(super) fn hot_ops() -> impl Strategy<Value = Vec<GenOp>> {
         3 => int_op().prop_map(|o| vec![o]),
         1 => mask().prop_map(|o| vec![o]),
         2 => large_step().prop_map(|o| vec![o]),
+        1 => wrapped(),
         1 => op().prop_map(|o| vec![o]),
     ];
     prop::collection::vec(chunk, 0..4).prop_map(|chunks| chunks.concat())
@@ -459,6 +493,42 @@ fn large_step() -> impl Strategy<Value = GenOp> {
             dst: a,
             op,
             args: [GenArg::Var(a), GenArg::Int(k)],
+        })
+}
+
+/// `xa = y OP z; xa = xa & k` with `OP` a sum, difference or product whose operands may be
+/// near the ends of 64 bits or past them: only the mask reads what `OP` computes, which
+/// machine code computes wrapping, without an overflow check (`opt::bounds::wrapping`).
+/// The low bits must be the interpreter's, whether the exact result fits in 64 bits or not
+/// (and where `xa` is read before the mask, `OP` is checked as any other).
+fn wrapped() -> impl Strategy<Value = Vec<GenOp>> {
+    let operand = prop_oneof![
+        3 => (0..VARS).prop_map(GenArg::Var),
+        2 => Just(GenArg::Counter),
+        2 => prop::sample::select(vec![i64::MIN, i64::MAX - 2, 1 << 62, -(1 << 62), 3037000500])
+            .prop_map(GenArg::Int),
+        1 => Just(GenArg::Big),
+    ];
+    (
+        0..VARS,
+        prop::sample::select(vec![Op::Add, Op::Sub, Op::Mul]),
+        operand.clone(),
+        operand,
+        prop::sample::select(vec![1i64, 255, 65535, i64::MAX]),
+    )
+        .prop_map(|(dst, op, a, b, k)| {
+            vec![
+                GenOp {
+                    dst,
+                    op,
+                    args: [a, b],
+                },
+                GenOp {
+                    dst,
+                    op: Op::And,
+                    args: [GenArg::Var(dst), GenArg::Int(k)],
+                },
+            ]
         })
 }
 
@@ -590,7 +660,7 @@ fn mixed() -> impl Strategy<Value = Mixed> {
 /// The iterations a piece runs, its inner loops' included.
 fn iterations(seg: &Seg) -> i64 {
     match seg {
-        Seg::Ops(_) | Seg::Mixed(_) | Seg::Ranged(_) | Seg::Heap(_) => 0,
+        Seg::Ops(_) | Seg::Mixed(_) | Seg::Ranged(_) | Seg::Wrapped(_) | Seg::Heap(_) => 0,
         Seg::Loop { count, body, .. } => {
             count.saturating_mul(1 + body.iter().map(iterations).sum::<i64>())
         }
@@ -619,14 +689,35 @@ fn ranged() -> impl Strategy<Value = Ranged> {
         })
 }
 
+fn wrapped_piece() -> impl Strategy<Value = Wrapped> {
+    (
+        prop::sample::select(vec![Op::Add, Op::Sub, Op::Mul]),
+        prop_oneof![2 => (0..VARS).prop_map(GenArg::Var), 1 => Just(GenArg::Counter)],
+        prop::sample::select(vec![i64::MAX - 2, i64::MIN, 1i64 << 62, 3037000500]),
+        prop::sample::select(vec![1i64, 255, 65535]),
+        prop_oneof![1 => 2i64..8, 1 => 8i64..40],
+        0..VARS,
+    )
+        .prop_map(|(op, from, k, mask, every, acc)| Wrapped {
+            op,
+            from,
+            k,
+            mask,
+            every,
+            acc,
+        })
+}
+
 fn seg(depth: u32) -> BoxedStrategy<Seg> {
     let straight = prop_oneof![1 => ops(), 2 => hot_ops()].prop_map(Seg::Ops);
     // Depths 0 and 1 are loop bodies (a program's pieces are of depth 2).
     let mixed = mixed().prop_map(Seg::Mixed);
     let ranged = ranged().prop_map(Seg::Ranged);
+    let wrapped = wrapped_piece().prop_map(Seg::Wrapped);
     let heap = heap_ops().prop_map(Seg::Heap);
     if depth == 0 {
-        return prop_oneof![5 => straight, 1 => mixed, 1 => ranged, 5 => heap].boxed();
+        return prop_oneof![5 => straight, 1 => mixed, 1 => ranged, 1 => wrapped, 5 => heap]
+            .boxed();
     }
     // Only outermost loops run long: a trace from an outer loop unrolls its inner loops,
     // and one of thousands of instructions is slow to compile (again for each bridge).
@@ -654,7 +745,15 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
     // An outer loop's body holds straight-line pieces more often than loops, so that long
     // loops with rare paths are common.
     match depth {
-        1 => prop_oneof![3 => straight, 2 => looped, 1 => mixed, 1 => ranged, 3 => heap].boxed(),
+        1 => prop_oneof![
+            3 => straight,
+            2 => looped,
+            1 => mixed,
+            1 => ranged,
+            1 => wrapped,
+            3 => heap
+        ]
+        .boxed(),
         _ => prop_oneof![2 => straight, 4 => looped, 2 => heap].boxed(),
     }
 }
@@ -760,6 +859,39 @@ impl Emitter {
         );
         let _ = writeln!(self.out, "rare{n}:\n    {r} = {}\n    goto {next}", g.large);
         format!("rng{n}")
+    }
+
+    /// Emits the wrapped piece `g`, continuing at `next`; returns the label it starts at.
+    fn wrapped(&mut self, g: &Wrapped, next: &str, counter: &str) -> String {
+        self.labels += 1;
+        let n = self.labels;
+        let (y, acc) = (format!("y{n}"), format!("x{}", g.acc));
+        let from = match &g.from {
+            GenArg::Var(v) => format!("x{v}"),
+            _ => counter.to_string(),
+        };
+        let op = match g.op {
+            Op::Add => "+",
+            Op::Sub => "-",
+            _ => "*",
+        };
+        let _ = writeln!(
+            self.out,
+            "wrp{n}:\n    {y} = {from} {op} {k}\n    w{n} = {counter} % {every}\n    \
+             if w{n} goto hot{n} else goto rare{n}",
+            k = g.k,
+            every = g.every,
+        );
+        let _ = writeln!(
+            self.out,
+            "hot{n}:\n    {y} = {y} & {mask}\n    {acc} = {acc} + {y}\n    goto {next}",
+            mask = g.mask,
+        );
+        let _ = writeln!(
+            self.out,
+            "rare{n}:\n    {acc} = {acc} + {y}\n    goto {next}"
+        );
+        format!("wrp{n}")
     }
 
     fn mixed(&mut self, m: &Mixed, next: &str, counter: &str) -> String {
@@ -875,6 +1007,7 @@ impl Emitter {
             }
             Seg::Mixed(m) => self.mixed(m, next, counter),
             Seg::Ranged(r) => self.ranged(r, next, counter),
+            Seg::Wrapped(w) => self.wrapped(w, next, counter),
             Seg::Heap(ops) => {
                 let l = self.label("h");
                 let _ = writeln!(self.out, "{l}:");
