@@ -1178,6 +1178,20 @@ impl<'p> Jit<'p> {
         }
     }
 
+    /// Whether the guard `from` of tree `t` took at least two thirds of the exits of the
+    /// tree's code so far. Only such a guard's bridge is compiled in the tree's function:
+    /// the other way of a loop whose two ways alternate (nearly every exit), not one of
+    /// many ways. A loop of 32 ways (`benches/cliffs/branchy400.fg`), whose first bridge's
+    /// guard had 21 of 41 exits, compiled each of its trees twice, a sixth of its
+    /// instructions; each of its other ways costs an exit and an entry whether or not that
+    /// one is in the tree's function.
+    fn dominant_exit(&self, t: usize, from: (usize, usize)) -> bool {
+        let exits = &self.stats.exits;
+        let all: u64 = exits.iter().filter(|(k, _)| k.0 == t).map(|(_, n)| n).sum();
+        let here = exits.get(&(t, from.0, from.1)).copied().unwrap_or(0);
+        3 * here >= 2 * all
+    }
+
     /// Whether a bridge should be recorded now from guard `from` of tree `t`, whose exit
     /// found the promoted variable holding `value` (for a promotion), and for which value:
     /// `Some(Some(v))` for a bridge specialized on `v`, `Some(None)` for a bridge that is
@@ -1377,7 +1391,8 @@ impl<'p> Jit<'p> {
                             && (!returns
                                 || in_tree + trace.insts.len() > MAX_TREE_SIZE
                                 || tree.bridges.iter().filter(|b| !b.separate).count()
-                                    >= MAX_TREE_BRIDGES)
+                                    >= MAX_TREE_BRIDGES
+                                || !self.dominant_exit(t, from))
                             && backend::lower::linkable(tree.segment(from.0), from.1)));
                 self.event(EventKind::BridgeAttached {
                     bridge: number,
