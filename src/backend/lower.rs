@@ -712,6 +712,12 @@ struct Lower<'a> {
     /// written without tags. Forgotten where a segment or the loop body starts, and after
     /// what may store anything else.
     ints: Vec<ClifValue>,
+    /// Per (array, base) of the current segment: the least and greatest offset `c` of the
+    /// indexes `base + c` its checked accesses of the array use ([`Lower::access`]).
+    offsets: HashMap<(Ref, Ref), (i64, i64)>,
+    /// The (array, base) pairs whose indexes are all checked already, by one check of
+    /// the least and greatest offset at the segment's first access ([`Lower::check_index`]).
+    covered: Vec<(Ref, Ref)>,
     /// The boxes of the integers of any size the code holds (kind `Num`): one per
     /// instruction that makes one, per tree input and loop parameter of that kind, and per
     /// big constant. The code holds their addresses; they live as long as it.
@@ -1305,6 +1311,14 @@ impl Lower<'_> {
                 self.last_use[r.index()] = j;
             }
         }
+        self.offsets.clear();
+        self.covered.clear();
+        for i in 0..trace.insts.len() {
+            if let Some((array, base, c)) = self.access(seg, i) {
+                let e = self.offsets.entry((array, base)).or_insert((c, c));
+                *e = (e.0.min(c), e.1.max(c));
+            }
+        }
         let segment = self.tree_segment(seg);
         for (i, inst) in trace.insts.iter().enumerate() {
             let snap = inst.snap.is_some();
@@ -1621,11 +1635,7 @@ impl Lower<'_> {
         }
         // Without a snapshot it cannot fail: the index was checked before (`opt::heap`).
         if inst.snap.is_some() {
-            let len = b
-                .ins()
-                .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
-            let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
-            self.exit_if(b, outside, i);
+            self.check_index(b, i, a, index);
         }
         let ints = self.ints.contains(&a);
         self.store(b, seg, a, (index, &inst.args[1]), v, kv, ints);
@@ -1658,16 +1668,104 @@ impl Lower<'_> {
             self.exit_if(b, mixed, i);
             self.ints.push(a);
         }
-        let len = b
-            .ins()
-            .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
-        let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
-        self.exit_if(b, outside, i);
+        self.check_index(b, i, a, index);
         let items = b
             .ins()
             .load(I64, ops::HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
         let (addr, at) = self.element(b, seg, items, index, &inst.args[1]);
         Some(b.ins().load(I64, mf, addr, at))
+    }
+
+    /// An index of segment `seg` as `base + c`: the operand of an addition or subtraction
+    /// of a constant that computes it in the segment, or itself and 0.
+    fn index_parts(&self, seg: usize, r: Ref) -> Option<(Ref, i64)> {
+        let inst = &self.segments[seg].trace.insts[r.index()];
+        let int = |x: &Ref| self.an.kinds[seg][x.index()] == Some(MKind::Int);
+        match (inst.kind, inst.args.as_slice()) {
+            (Kind::Op(Op::Add), [Opnd::Ref(x), Opnd::Const(Value::Int(c))])
+            | (Kind::Op(Op::Add), [Opnd::Const(Value::Int(c)), Opnd::Ref(x)])
+                if int(x) =>
+            {
+                Some((*x, *c))
+            }
+            (Kind::Op(Op::Sub), [Opnd::Ref(x), Opnd::Const(Value::Int(c))]) if int(x) => {
+                c.checked_neg().map(|c| (*x, c))
+            }
+            _ => Some((r, 0)),
+        }
+    }
+
+    /// Instruction `i` of segment `seg` as a checked access of an array of integers that
+    /// [`Lower::check_index`] checks: a `getitem` lowered by [`Lower::getitem_int`] or a
+    /// `setitem`, with a snapshot, of an index `base + c`: (array, base, c).
+    fn access(&self, seg: usize, i: usize) -> Option<(Ref, Ref, i64)> {
+        let s = &self.segments[seg];
+        let inst = &s.trace.insts[i];
+        inst.snap?;
+        let kind = |o: &Opnd| match o {
+            Opnd::Ref(r) => self.an.kinds[seg][r.index()],
+            Opnd::Const(_) => None,
+        };
+        let ok = match inst.kind {
+            Kind::GetItem => s.ints && self.an.kinds[seg][i] == Some(MKind::Int),
+            Kind::SetItem => true,
+            _ => false,
+        };
+        if !ok
+            || kind(&inst.args[0]) != Some(MKind::Array)
+            || kind(&inst.args[1]) != Some(MKind::Int)
+        {
+            return None;
+        }
+        let (Opnd::Ref(array), Opnd::Ref(index)) = (&inst.args[0], &inst.args[1]) else {
+            return None;
+        };
+        let (base, c) = self.index_parts(seg, *index)?;
+        Some((*array, base, c))
+    }
+
+    /// Exits at access `i` (of the current segment) unless `index` is within the array
+    /// `a`. The first access of a segment to an array around a base checks every offset
+    /// the segment's accesses use around it, as LuaJIT widens an array bounds check to the
+    /// greatest constant offset (`lj_opt_fold.c`, `fold_abc_k`): the least and the
+    /// greatest, computed wrapping (a sum that leaves 64 bits wraps outside the array), and
+    /// the later accesses check nothing. The cells a Brainfuck loop `[->>>>+<<<<]` reads
+    /// and writes around its pointer cost one check of each end. Exiting before an access
+    /// that would not fail is correct: the interpreter goes on from there (and should a
+    /// guard between take another way, that way's bridge starts there too).
+    fn check_index(&mut self, b: &mut FunctionBuilder, i: usize, a: ClifValue, index: ClifValue) {
+        let seg = self.seg;
+        let len = b
+            .ins()
+            .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
+        let outside = |b: &mut FunctionBuilder, at: ClifValue| {
+            b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, len)
+        };
+        let access = self.access(seg, i);
+        if let Some((array, base, _)) = access {
+            if self.covered.contains(&(array, base)) {
+                return;
+            }
+            let (lo, hi) = self.offsets[&(array, base)];
+            if let (true, Some(x)) = (lo != hi, self.vals[seg][base.index()]) {
+                // Two branches to one exit (an `or` of the two would cost a `setcc` each).
+                let exit = self.exit_block(b, i);
+                for c in [lo, hi] {
+                    let at = b.ins().iadd_imm_s(x, c);
+                    let fail = outside(b, at);
+                    self.branch_if(b, fail, exit);
+                }
+                self.covered.push((array, base));
+                return;
+            }
+        }
+        let fail = outside(b, index);
+        self.exit_if(b, fail, i);
+        if let Some((array, base, _)) = access {
+            if self.offsets[&(array, base)].0 == self.offsets[&(array, base)].1 {
+                self.covered.push((array, base));
+            }
+        }
     }
 
     /// The address of the payload of the element at `index` (the value of operand `o` of
@@ -2026,6 +2124,8 @@ pub fn lower(
         seg: 0,
         built: HashMap::new(),
         ints: Vec::new(),
+        offsets: HashMap::new(),
+        covered: Vec::new(),
         boxes: RefCell::new(helpers::Boxes::default()),
         own_boxes: HashMap::new(),
         param_boxes: HashMap::new(),

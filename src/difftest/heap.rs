@@ -92,6 +92,19 @@ pub enum HeapOp {
         /// By how much.
         delta: i64,
     },
+    /// `k = counter % m`, `x{dst} = arr[k]`, `e = k + c`, `t = arr[e]`, `arr[e] = x{dst}`,
+    /// `x{dst} = x{dst} + t`: elements around one index (a Brainfuck tape's cells around
+    /// its pointer), whose bounds machine code checks once for both, at the first access
+    /// (`backend::lower`, `check_index`). With `m + c` past the array's length or `c`
+    /// negative, the second access leaves the array, maybe in machine code already.
+    Neighbors {
+        /// The variable assigned.
+        dst: usize,
+        /// The modulus of the index.
+        m: i64,
+        /// The offset of the second access.
+        c: i64,
+    },
     /// `x{dst} = tolist(arr) == tolist(ali)`: two lists compared by their elements, equal
     /// when the arrays hold the same, whether or not they are the same array.
     SameElements(usize),
@@ -220,6 +233,8 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         1 => (0..VARS).prop_map(HeapOp::SameElements),
         3 => (index(), prop_oneof![-3i64..4, Just(255), Just(-256)])
             .prop_map(|(index, delta)| HeapOp::Step { index, delta }),
+        5 => (0..VARS, 2..=ARRAY_LEN, prop_oneof![3 => 1i64..3, 1 => Just(-1)])
+            .prop_map(|(dst, m, c)| HeapOp::Neighbors { dst, m, c }),
         3 => prop_oneof![4 => (0..VARS).prop_map(Some), 1 => Just(None)].prop_map(HeapOp::Print),
         2 => (0..VARS, prop_oneof![4 => Just(127i64), 1 => Just(511)])
             .prop_map(|(v, m)| HeapOp::Putchar(v, m)),
@@ -334,6 +349,14 @@ impl Emitter {
                     let _ = writeln!(
                         self.out,
                         "    {t} = arr[{k}]\n    {t} = {t} + {delta}\n    {t} = {t} & 255\n    arr[{k}] = {t}"
+                    );
+                }
+                HeapOp::Neighbors { dst, m, c } => {
+                    let (k, e, t) = (self.label("k"), self.label("k"), self.label("t"));
+                    let _ = writeln!(
+                        self.out,
+                        "    {k} = {counter} % {m}\n    x{dst} = arr[{k}]\n    {e} = {k} + {c}\n    \
+                         {t} = arr[{e}]\n    arr[{e}] = x{dst}\n    x{dst} = x{dst} + {t}"
                     );
                 }
                 HeapOp::SameElements(dst) => {
