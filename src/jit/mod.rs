@@ -72,6 +72,10 @@ pub const MAX_TREE_SIZE: usize = 150;
 /// (4.06 s against 3.08 s at m=1000), while mandel.b and the other benchmarks did not move.
 pub const MAX_TREE_BRIDGES: usize = 1;
 
+/// The most guards of a tree that may have exited for a bridge to be compiled in the
+/// tree's function (`Jit::few_ways`).
+pub const MAX_TREE_WAYS: usize = 4;
+
 /// How many times longer than a root trace a bridge may grow. A bridge runs only what
 /// follows its guard, once, up to the next anchor: in an interpreter written in the
 /// flowgraph language that may be a long stretch of the interpreted program between two
@@ -548,6 +552,7 @@ impl<'p> Jit<'p> {
                     entry_failures: 0,
                     refusals: 0,
                     wide,
+                    ways: 0,
                 });
                 self.compile(index, None);
                 Ok(Recording::Tree(index))
@@ -834,6 +839,9 @@ impl<'p> Jit<'p> {
             };
             let exits = self.stats.exits.entry((t, eseg, einst)).or_default();
             *exits += 1;
+            if *exits == 1 {
+                self.trees[t].ways += 1;
+            }
             let inst = &self.trees[t].segment(eseg).insts[einst];
             // A read that exits again and again: its array may have stopped holding only
             // integers (an atom stored in it), which the code assumed (`Segment::ints`).
@@ -1178,18 +1186,14 @@ impl<'p> Jit<'p> {
         }
     }
 
-    /// Whether the guard `from` of tree `t` took at least two thirds of the exits of the
-    /// tree's code so far. Only such a guard's bridge is compiled in the tree's function:
-    /// the other way of a loop whose two ways alternate (nearly every exit), not one of
-    /// many ways. A loop of 32 ways (`benches/cliffs/branchy400.fg`), whose first bridge's
-    /// guard had 21 of 41 exits, compiled each of its trees twice, a sixth of its
-    /// instructions; each of its other ways costs an exit and an entry whether or not that
-    /// one is in the tree's function.
-    fn dominant_exit(&self, t: usize, from: (usize, usize)) -> bool {
-        let exits = &self.stats.exits;
-        let all: u64 = exits.iter().filter(|(k, _)| k.0 == t).map(|(_, n)| n).sum();
-        let here = exits.get(&(t, from.0, from.1)).copied().unwrap_or(0);
-        3 * here >= 2 * all
+    /// Whether tree `t` has few ways out: at most [`MAX_TREE_WAYS`] of its guards have
+    /// exited so far. Only such a tree gets a bridge compiled in its function: the other
+    /// way of a loop whose two ways alternate, or a Brainfuck loop's end, not the first of
+    /// many ways. A loop of 32 ways (`benches/cliffs/branchy400.fg`) compiled each of its
+    /// trees twice for its first bridge, a sixth of its instructions; each of its other
+    /// ways costs an exit and an entry whether or not that one is in the tree's function.
+    fn few_ways(&self, t: usize) -> bool {
+        self.trees[t].ways <= MAX_TREE_WAYS
     }
 
     /// Whether a bridge should be recorded now from guard `from` of tree `t`, whose exit
@@ -1392,7 +1396,7 @@ impl<'p> Jit<'p> {
                                 || in_tree + trace.insts.len() > MAX_TREE_SIZE
                                 || tree.bridges.iter().filter(|b| !b.separate).count()
                                     >= MAX_TREE_BRIDGES
-                                || !self.dominant_exit(t, from))
+                                || !self.few_ways(t))
                             && backend::lower::linkable(tree.segment(from.0), from.1)));
                 self.event(EventKind::BridgeAttached {
                     bridge: number,

@@ -56,6 +56,8 @@ pub struct Tree {
     /// 64 bits where it was recorded, and those its code was later entered with past 64
     /// bits (`Jit::widen`), each of which compiled it again.
     pub(super) wide: Vec<crate::lang::Slot>,
+    /// How many of its guards have exited (`Jit::few_ways`).
+    pub(super) ways: usize,
 }
 
 impl Tree {
