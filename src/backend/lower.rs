@@ -1677,22 +1677,11 @@ impl Lower<'_> {
     }
 
     /// An index of segment `seg` as `base + c`: the operand of an addition or subtraction
-    /// of a constant that computes it in the segment, or itself and 0.
-    fn index_parts(&self, seg: usize, r: Ref) -> Option<(Ref, i64)> {
-        let inst = &self.segments[seg].trace.insts[r.index()];
-        let int = |x: &Ref| self.an.kinds[seg][x.index()] == Some(MKind::Int);
-        match (inst.kind, inst.args.as_slice()) {
-            (Kind::Op(Op::Add), [Opnd::Ref(x), Opnd::Const(Value::Int(c))])
-            | (Kind::Op(Op::Add), [Opnd::Const(Value::Int(c)), Opnd::Ref(x)])
-                if int(x) =>
-            {
-                Some((*x, *c))
-            }
-            (Kind::Op(Op::Sub), [Opnd::Ref(x), Opnd::Const(Value::Int(c))]) if int(x) => {
-                c.checked_neg().map(|c| (*x, c))
-            }
-            _ => Some((r, 0)),
-        }
+    /// of a constant that computes it in the segment (`bounds::offset_of`), or itself and 0.
+    fn index_parts(&self, seg: usize, r: Ref) -> (Ref, i64) {
+        crate::opt::bounds::offset_of(&self.segments[seg].trace.insts[r.index()])
+            .filter(|(x, _)| self.an.kinds[seg][x.index()] == Some(MKind::Int))
+            .unwrap_or((r, 0))
     }
 
     /// Instruction `i` of segment `seg` as a checked access of an array of integers that
@@ -1720,7 +1709,7 @@ impl Lower<'_> {
         let (Opnd::Ref(array), Opnd::Ref(index)) = (&inst.args[0], &inst.args[1]) else {
             return None;
         };
-        let (base, c) = self.index_parts(seg, *index)?;
+        let (base, c) = self.index_parts(seg, *index);
         Some((*array, base, c))
     }
 
@@ -1761,8 +1750,10 @@ impl Lower<'_> {
         }
         let fail = outside(b, index);
         self.exit_if(b, fail, i);
+        // A single offset: the later accesses use this very index.
         if let Some((array, base, _)) = access {
-            if self.offsets[&(array, base)].0 == self.offsets[&(array, base)].1 {
+            let (lo, hi) = self.offsets[&(array, base)];
+            if lo == hi {
                 self.covered.push((array, base));
             }
         }
@@ -1783,32 +1774,22 @@ impl Lower<'_> {
     ) -> (ClifValue, i32) {
         let size = abi::VALUE_SIZE as i64;
         let payload = abi::VALUE_PAYLOAD_OFFSET as i64;
-        if let Opnd::Ref(r) = o {
-            let inst = &self.segments[seg].trace.insts[r.index()];
-            let offset = match (inst.kind, inst.args.as_slice()) {
-                (Kind::Op(Op::Add), [Opnd::Ref(x), Opnd::Const(Value::Int(c))])
-                | (Kind::Op(Op::Add), [Opnd::Const(Value::Int(c)), Opnd::Ref(x)]) => Some((*x, *c)),
-                (Kind::Op(Op::Sub), [Opnd::Ref(x), Opnd::Const(Value::Int(c))]) => {
-                    c.checked_neg().map(|c| (*x, c))
-                }
-                _ => None,
-            };
-            let near = |c: i64| {
-                c.checked_mul(size)
-                    .and_then(|d| i32::try_from(d + payload).ok())
-            };
-            if let Some((x, at)) = offset
-                .filter(|(x, _)| self.an.kinds[seg][x.index()] == Some(MKind::Int))
-                .and_then(|(x, c)| near(c).map(|at| (x, at)))
-            {
-                if let Some(xv) = self.vals[seg][x.index()] {
-                    let scaled = b.ins().imul_imm_s(xv, size);
-                    return (b.ins().iadd(items, scaled), at);
-                }
+        let (x, at) = match o {
+            Opnd::Ref(r) => {
+                let (x, c) = self.index_parts(seg, *r);
+                let at = c
+                    .checked_mul(size)
+                    .and_then(|d| i32::try_from(d + payload).ok());
+                (self.vals[seg][x.index()], at)
             }
-        }
-        let scaled = b.ins().imul_imm_s(index, size);
-        (b.ins().iadd(items, scaled), payload as i32)
+            Opnd::Const(_) => (None, None),
+        };
+        let (x, at) = match (x, at) {
+            (Some(x), Some(at)) => (x, at),
+            _ => (index, payload as i32),
+        };
+        let scaled = b.ins().imul_imm_s(x, size);
+        (b.ins().iadd(items, scaled), at)
     }
 
     /// Stores `v` (of kind `kv`) at `index` (operand `o` of the current segment) of the

@@ -847,17 +847,12 @@ impl Emitter {
         let _ = writeln!(self.inits, "    {r} = 0");
         let _ = writeln!(
             self.out,
-            "rng{n}:\n    y{n} = {r} * {k}\n    t{n} = y{n} < 0\n    {acc} = {acc} + t{n}\n    \
-             w{n} = {counter} % {every}\n    if w{n} goto hot{n} else goto rare{n}",
+            "rng{n}:\n    y{n} = {r} * {k}\n    t{n} = y{n} < 0\n    {acc} = {acc} + t{n}",
             k = g.k,
-            every = g.every,
         );
-        let _ = writeln!(
-            self.out,
-            "hot{n}:\n    {r} = {r} + {counter}\n    {r} = {r} & {mask}\n    goto {next}",
-            mask = g.mask,
-        );
-        let _ = writeln!(self.out, "rare{n}:\n    {r} = {}\n    goto {next}", g.large);
+        let hot = format!("    {r} = {r} + {counter}\n    {r} = {r} & {}\n", g.mask);
+        let rare = format!("    {r} = {}\n", g.large);
+        self.rare_way(n, (counter, g.every), &hot, &rare, next);
         format!("rng{n}")
     }
 
@@ -866,32 +861,34 @@ impl Emitter {
         self.labels += 1;
         let n = self.labels;
         let (y, acc) = (format!("y{n}"), format!("x{}", g.acc));
-        let from = match &g.from {
-            GenArg::Var(v) => format!("x{v}"),
-            _ => counter.to_string(),
+        let op = GenOp {
+            dst: 0,
+            op: g.op,
+            args: [g.from.clone(), GenArg::Int(g.k)],
         };
-        let op = match g.op {
-            Op::Add => "+",
-            Op::Sub => "-",
-            _ => "*",
-        };
-        let _ = writeln!(
-            self.out,
-            "wrp{n}:\n    {y} = {from} {op} {k}\n    w{n} = {counter} % {every}\n    \
-             if w{n} goto hot{n} else goto rare{n}",
-            k = g.k,
-            every = g.every,
-        );
-        let _ = writeln!(
-            self.out,
-            "hot{n}:\n    {y} = {y} & {mask}\n    {acc} = {acc} + {y}\n    goto {next}",
-            mask = g.mask,
-        );
-        let _ = writeln!(
-            self.out,
-            "rare{n}:\n    {acc} = {acc} + {y}\n    goto {next}"
-        );
+        let _ = writeln!(self.out, "wrp{n}:\n    {y} = {}", Self::rhs(&op, counter));
+        let hot = format!("    {y} = {y} & {}\n    {acc} = {acc} + {y}\n", g.mask);
+        let rare = format!("    {acc} = {acc} + {y}\n");
+        self.rare_way(n, (counter, g.every), &hot, &rare, next);
         format!("wrp{n}")
+    }
+
+    /// Ends a piece numbered `n` with a branch to a rare way every `every`-th iteration of
+    /// `counter`: the statements `hot` on the way taken otherwise (block `hot{n}`), `rare`
+    /// on the other (`rare{n}`), both going on at `next`.
+    fn rare_way(
+        &mut self,
+        n: usize,
+        (counter, every): (&str, i64),
+        hot: &str,
+        rare: &str,
+        next: &str,
+    ) {
+        let _ = write!(
+            self.out,
+            "    w{n} = {counter} % {every}\n    if w{n} goto hot{n} else goto rare{n}\n\
+             hot{n}:\n{hot}    goto {next}\nrare{n}:\n{rare}    goto {next}\n"
+        );
     }
 
     fn mixed(&mut self, m: &Mixed, next: &str, counter: &str) -> String {

@@ -322,8 +322,9 @@ fn wrapping(trace: &Trace, is_int: &impl Fn(Ref) -> bool) -> Vec<bool> {
 /// widened check fails only for values that are themselves near them.
 const MAX_WIDENED_OFFSET: i64 = 1 << 32;
 
-/// `x + c` as (x, c), for an addition or subtraction of a constant.
-fn offset_of(inst: &crate::trace::Inst) -> Option<(Ref, i64)> {
+/// `x + c` as (x, c), for an addition or subtraction of a constant (of at most
+/// `MAX_WIDENED_OFFSET`).
+pub(crate) fn offset_of(inst: &crate::trace::Inst) -> Option<(Ref, i64)> {
     let c = match (inst.kind, inst.args.as_slice()) {
         (Kind::Op(Op::Add), [Opnd::Ref(x), Opnd::Const(Value::Int(c))])
         | (Kind::Op(Op::Add), [Opnd::Const(Value::Int(c)), Opnd::Ref(x)]) => (*x, *c),
