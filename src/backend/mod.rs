@@ -1,8 +1,9 @@
 //! Native code: optimized traces become machine code through Cranelift.
 //!
 //! Each function is compiled into a `JITModule` of its own ([`CodeMemory`]), owned by its
-//! [`Compiled`]: dropping the code (a tree's function compiled again, a bridge's) unmaps
-//! it, so code memory holds what can still run. [`Backend::compile`] lowers a trace
+//! [`Compiled`], whose memory is a block of the backend's code heap ([`code_heap`]):
+//! dropping the code (a tree's function compiled again, a bridge's) gives the block back,
+//! so code memory holds what can still run. [`Backend::compile`] lowers a trace
 //! ([`lower`]), compiles it for the host, and can also emit it for another ISA for display
 //! (`--target`). [`run_compiled`] marshals the trace's inputs from the frame into unboxed
 //! registers, calls the machine code, and on exit writes the snapshot's resume variables
@@ -12,6 +13,7 @@
 //! leaves the loop to the interpreter (a bridge to the trace interpreter).
 
 pub mod cfg;
+mod code_heap;
 pub mod helpers;
 pub mod listing;
 pub mod lower;
@@ -30,7 +32,9 @@ use cranelift_codegen::Context;
 use cranelift_codegen::{Final, MachSrcLoc};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, Linkage, Module, ModuleReloc, ModuleRelocTarget};
+use cranelift_module::{
+    default_libcall_names, Linkage, Module, ModuleError, ModuleReloc, ModuleRelocTarget,
+};
 use flowjit_runtime::abi;
 
 use crate::resume;
@@ -189,6 +193,10 @@ type Trampoline = unsafe extern "C" fn(*const u8, *mut i64, *mut helpers::Ctx) -
 /// freed, and does not count); past it, nothing more is compiled.
 pub const MAX_CODE_BYTES: usize = 64 << 20;
 
+/// The addresses the code heap reserves: room for [`MAX_CODE_BYTES`] of live code and for
+/// the holes between blocks of different sizes. A full heap is handled as too much code.
+const CODE_HEAP_BYTES: usize = MAX_CODE_BYTES * 2;
+
 /// The most trace instructions a function compiled with Cranelift's optimizations may
 /// hold; a larger tree is compiled without (as bridges compiled on their own are).
 ///
@@ -202,9 +210,9 @@ pub const MAX_CODE_BYTES: usize = 64 << 20;
 /// defined. Loops this long are rare and run few iterations of their own.
 pub const MAX_OPTIMIZED: usize = 1000;
 
-/// The memory of one compiled function: a JIT module of its own, freed when dropped, so
-/// that code nothing can reach any more (a tree's function compiled again, a bridge's)
-/// gives its memory back.
+/// The memory of one compiled function: a JIT module of its own, its block of the code
+/// heap given back when dropped, so that code nothing can reach any more (a tree's
+/// function compiled again, a bridge's) frees its memory.
 pub struct CodeMemory {
     module: Option<JITModule>,
     bytes: usize,
@@ -276,6 +284,8 @@ pub struct Backend {
     code_bytes: usize,
     /// Bytes of machine code alive now (each function's memory is freed with it).
     live: Rc<Cell<usize>>,
+    /// Where all the functions' code is.
+    heap: code_heap::CodeHeap,
     isa: OwnedTargetIsa,
     host: Target,
     /// The ISA of `--target` when it is not the host's: code emitted for display only.
@@ -304,6 +314,8 @@ impl Backend {
             regs: Vec::new(),
             code_bytes: 0,
             live: Rc::new(Cell::new(0)),
+            heap: code_heap::CodeHeap::new(CODE_HEAP_BYTES)
+                .map_err(|e| format!("cannot reserve memory for machine code: {e}"))?,
             isa,
             host,
             display,
@@ -514,11 +526,10 @@ impl Backend {
         }
         let cl = Unsupported::Cranelift;
         let isa = if quick { &self.quick_isa } else { &self.isa };
+        let mut builder = JITBuilder::with_isa(isa.clone(), default_libcall_names());
+        builder.memory_provider(self.heap.provider());
         let mut memory = CodeMemory {
-            module: Some(JITModule::new(JITBuilder::with_isa(
-                isa.clone(),
-                default_libcall_names(),
-            ))),
+            module: Some(JITModule::new(builder)),
             bytes: 0,
             live: Rc::clone(&self.live),
         };
@@ -572,7 +583,11 @@ impl Backend {
         placed.extend_from_slice(&bytes);
         module
             .define_function_bytes(id, u64::from(LOOP_ALIGN), &placed, &relocs)
-            .map_err(|e| cl(format!("{e:?}")))?;
+            .map_err(|e| match e {
+                // The code heap is full (of holes too small, or of live code).
+                ModuleError::Allocation { .. } => Unsupported::CodeMemory,
+                e => cl(format!("{e:?}")),
+            })?;
         module
             .finalize_definitions()
             .map_err(|e| cl(e.to_string()))?;
