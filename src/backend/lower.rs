@@ -2158,8 +2158,20 @@ pub fn lower(
         l.segment(&mut b, &mut none);
     }
     b.seal_block(start);
-    // The exit blocks: store what the snapshot needs; return the index.
+    // The exit blocks: store what the snapshot needs; return the index. They end in one
+    // return and one tail call that every exit jumps to: the epilogue (the callee-saved
+    // registers restored, the frame popped) is written twice in a function, not twice per
+    // exit, where it was two fifths of Brainfuck's mandelbrot's machine code.
     let exits = std::mem::take(&mut l.exits);
+    // Each made where first jumped to, with its parameter: the exit's code, the target.
+    let mut ret: Option<(Block, ClifValue)> = None;
+    let mut tail: Option<(Block, ClifValue)> = None;
+    let shared = |b: &mut FunctionBuilder| {
+        let block = b.create_block();
+        let param = b.append_block_param(block, I64);
+        b.set_cold_block(block);
+        (block, param)
+    };
     for (block, seg, i, recompute) in exits {
         b.switch_to_block(block);
         b.seal_block(block);
@@ -2252,13 +2264,19 @@ pub fn lower(
                 b.ins()
                     .store(mf, left, l.regs, (8 * an.layout.counter) as i32);
             }
-            let sig = b.import_signature(tree_signature(isa));
-            b.ins().return_call_indirect(sig, target, &[l.regs, l.ctx]);
+            let (to, _) = *tail.get_or_insert_with(|| shared(&mut b));
+            b.ins().jump(to, &[BlockArg::Value(target)]);
             b.switch_to_block(plain);
             b.seal_block(plain);
         }
+        // Each value once, however many entries and stores of the snapshot read it.
+        let mut stored: Vec<Ref> = Vec::new();
         for o in trace.snaps[own.index()].exit_values() {
             if let Opnd::Ref(r) = o {
+                if stored.contains(r) {
+                    continue;
+                }
+                stored.push(*r);
                 let v = l.vals[seg][r.index()].expect("snapshot refs are defined before the exit");
                 let at = an.layout.offsets[seg] + r.index();
                 b.ins().store(mf, v, l.regs, (8 * at) as i32);
@@ -2270,10 +2288,22 @@ pub fn lower(
                 .store(mf, count, l.regs, (8 * an.layout.counter) as i32);
         }
         let code = b.ins().iconst(I64, exit_code(tree, an.unit, g as u32));
-        b.ins().return_(&[code]);
+        let (to, _) = *ret.get_or_insert_with(|| shared(&mut b));
+        b.ins().jump(to, &[BlockArg::Value(code)]);
         if let Some((r, old)) = saved {
             l.vals[seg][r.index()] = old;
         }
+    }
+    // Shared by the exits: no instruction of the trace's own.
+    b.set_srcloc(SourceLoc::default());
+    if let Some((block, code)) = ret {
+        b.switch_to_block(block);
+        b.ins().return_(&[code]);
+    }
+    if let Some((block, target)) = tail {
+        b.switch_to_block(block);
+        let sig = b.import_signature(tree_signature(isa));
+        b.ins().return_call_indirect(sig, target, &[l.regs, l.ctx]);
     }
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());
