@@ -891,6 +891,20 @@ fn a_loop_that_cannot_hold_its_big_integer_boxed_is_compiled_again_once() {
     );
 }
 
+/// The exits of a function that return to the runtime share one return (one epilogue):
+/// the loop of `examples/sum.fg` has six exits, and its function two returns, the other
+/// one the entry's refusal.
+#[test]
+fn the_exits_of_a_function_share_one_return() {
+    let (_, err) = common::flowjit_ok(&["run", "examples/sum.fg", "n=100000", "--dump", "ir"]);
+    let exits = err.matches("; exit of ").count();
+    let returns = err
+        .lines()
+        .filter(|l| l.trim_start().starts_with("return "))
+        .count();
+    assert_eq!((exits, returns), (6, 2), "{err}");
+}
+
 /// The number after `prefix` on the line of `text` that starts with it.
 fn number_after(text: &str, prefix: &str) -> usize {
     let line = text

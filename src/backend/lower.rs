@@ -2158,20 +2158,14 @@ pub fn lower(
         l.segment(&mut b, &mut none);
     }
     b.seal_block(start);
-    // The exit blocks: store what the snapshot needs; return the index. They end in one
-    // return and one tail call that every exit jumps to: the epilogue (the callee-saved
-    // registers restored, the frame popped) is written twice in a function, not twice per
-    // exit, where it was two fifths of Brainfuck's mandelbrot's machine code.
+    // The exit blocks: store what the snapshot needs; return the index. Those that return
+    // jump to one block that returns its parameter, the exit's code: the epilogue (the
+    // callee-saved registers restored, the frame popped) is written once for them all, not
+    // once per exit (with the linked exits' own, the epilogues were two fifths of Brainfuck's
+    // mandelbrot's machine code).
     let exits = std::mem::take(&mut l.exits);
-    // Each made where first jumped to, with its parameter: the exit's code, the target.
+    // Made where first jumped to.
     let mut ret: Option<(Block, ClifValue)> = None;
-    let mut tail: Option<(Block, ClifValue)> = None;
-    let shared = |b: &mut FunctionBuilder| {
-        let block = b.create_block();
-        let param = b.append_block_param(block, I64);
-        b.set_cold_block(block);
-        (block, param)
-    };
     for (block, seg, i, recompute) in exits {
         b.switch_to_block(block);
         b.seal_block(block);
@@ -2264,8 +2258,10 @@ pub fn lower(
                 b.ins()
                     .store(mf, left, l.regs, (8 * an.layout.counter) as i32);
             }
-            let (to, _) = *tail.get_or_insert_with(|| shared(&mut b));
-            b.ins().jump(to, &[BlockArg::Value(target)]);
+            // Each linked exit keeps its own indirect jump: the branch predictor learns
+            // each exit's target at its own address.
+            let sig = b.import_signature(tree_signature(isa));
+            b.ins().return_call_indirect(sig, target, &[l.regs, l.ctx]);
             b.switch_to_block(plain);
             b.seal_block(plain);
         }
@@ -2288,7 +2284,12 @@ pub fn lower(
                 .store(mf, count, l.regs, (8 * an.layout.counter) as i32);
         }
         let code = b.ins().iconst(I64, exit_code(tree, an.unit, g as u32));
-        let (to, _) = *ret.get_or_insert_with(|| shared(&mut b));
+        let (to, _) = *ret.get_or_insert_with(|| {
+            let block = b.create_block();
+            let param = b.append_block_param(block, I64);
+            b.set_cold_block(block);
+            (block, param)
+        });
         b.ins().jump(to, &[BlockArg::Value(code)]);
         if let Some((r, old)) = saved {
             l.vals[seg][r.index()] = old;
@@ -2299,11 +2300,6 @@ pub fn lower(
     if let Some((block, code)) = ret {
         b.switch_to_block(block);
         b.ins().return_(&[code]);
-    }
-    if let Some((block, target)) = tail {
-        b.switch_to_block(block);
-        let sig = b.import_signature(tree_signature(isa));
-        b.ins().return_call_indirect(sig, target, &[l.regs, l.ctx]);
     }
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());
