@@ -1736,14 +1736,19 @@ impl Lower<'_> {
                 return;
             }
             let (lo, hi) = self.offsets[&(array, base)];
-            if let (true, Some(x)) = (lo != hi, self.vals[seg][base.index()]) {
-                // Two branches to one exit (an `or` of the two would cost a `setcc` each).
-                let exit = self.exit_block(b, i);
-                for c in [lo, hi] {
-                    let at = b.ins().iadd_imm_s(x, c);
-                    let fail = outside(b, at);
-                    self.branch_if(b, fail, exit);
-                }
+            let span = hi.checked_sub(lo).filter(|&s| s > 0);
+            if let (Some(span), Some(x)) = (span, self.vals[seg][base.index()]) {
+                // One unsigned comparison: `x + lo` is below `len - span` (or 0, for an
+                // array shorter than the span) exactly when `x + lo` and `x + hi` are both
+                // within the array. A sum that wraps lands at 2^63 or past, as an unsigned
+                // number, beyond any limit. The limit depends on the array only, and is
+                // hoisted out of a loop with its length.
+                let room = b.ins().iadd_imm_s(len, -span);
+                let zero = b.ins().iconst(I64, 0);
+                let limit = b.ins().smax(room, zero);
+                let at = b.ins().iadd_imm_s(x, lo);
+                let fail = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, limit);
+                self.exit_if(b, fail, i);
                 self.covered.push((array, base));
                 return;
             }

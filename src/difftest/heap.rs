@@ -105,6 +105,19 @@ pub enum HeapOp {
         /// The offset of the second access.
         c: i64,
     },
+    /// `k = counter % (ARRAY_LEN - 2)`, `x{dst} = x{dst} + arr[k] + arr[k + 2]`, then
+    /// `arr = array(len, 1)` on the pass where the counter is `at` (a branch): the array
+    /// becomes shorter than the offsets the loop reads around `k`, and the machine code
+    /// entered again at the next pass must find it so (`backend::lower`, `check_index`,
+    /// whose one comparison covers both ends).
+    Shrink {
+        /// The variable assigned.
+        dst: usize,
+        /// On which pass.
+        at: i64,
+        /// The new length.
+        len: i64,
+    },
     /// `x{dst} = tolist(arr) == tolist(ali)`: two lists compared by their elements, equal
     /// when the arrays hold the same, whether or not they are the same array.
     SameElements(usize),
@@ -235,6 +248,8 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
             .prop_map(|(index, delta)| HeapOp::Step { index, delta }),
         5 => (0..VARS, 2..=ARRAY_LEN, prop_oneof![3 => 1i64..3, 1 => Just(-1)])
             .prop_map(|(dst, m, c)| HeapOp::Neighbors { dst, m, c }),
+        1 => (0..VARS, prop_oneof![Just(60i64), Just(150), Just(400)], 0i64..3)
+            .prop_map(|(dst, at, len)| HeapOp::Shrink { dst, at, len }),
         3 => prop_oneof![4 => (0..VARS).prop_map(Some), 1 => Just(None)].prop_map(HeapOp::Print),
         2 => (0..VARS, prop_oneof![4 => Just(127i64), 1 => Just(511)])
             .prop_map(|(v, m)| HeapOp::Putchar(v, m)),
@@ -357,6 +372,19 @@ impl Emitter {
                         self.out,
                         "    {k} = {counter} % {m}\n    x{dst} = arr[{k}]\n    {e} = {k} + {c}\n    \
                          {t} = arr[{e}]\n    arr[{e}] = x{dst}\n    x{dst} = x{dst} + {t}"
+                    );
+                }
+                HeapOp::Shrink { dst, at, len } => {
+                    let (k, e, t) = (self.label("k"), self.label("k"), self.label("t"));
+                    let (w, shrink, skip) =
+                        (self.label("w"), self.label("shrink"), self.label("skip"));
+                    let _ = writeln!(
+                        self.out,
+                        "    {k} = {counter} % {}\n    {t} = arr[{k}]\n    x{dst} = x{dst} + {t}\n    \
+                         {e} = {k} + 2\n    {t} = arr[{e}]\n    x{dst} = x{dst} + {t}\n    \
+                         {w} = {counter} == {at}\n    if {w} goto {shrink} else goto {skip}\n\
+                         {shrink}:\n    arr = array({len}, 1)\n    goto {skip}\n{skip}:",
+                        ARRAY_LEN - 2
                     );
                 }
                 HeapOp::SameElements(dst) => {
