@@ -65,6 +65,14 @@ pub const DEFAULT_MAX_TRACE_LEN: usize = 4000;
 /// costs one small compilation instead of the whole tree's again.
 pub const MAX_TREE_SIZE: usize = 150;
 
+/// The most trace instructions a tree's function may hold with the bridges compiled in it
+/// (a bridge specialized on a promoted value, or one whose guard cannot link to code of its
+/// own): each compiles the whole function again, so a chain of them, a promotion's
+/// unspecialized bridge meeting the promotion again, each with its eight values, cost
+/// minutes (`tests/programs/promote_chain.fg`). Past it, the guard's exits stay exits.
+/// The benchmarks' and examples' trees hold at most 262.
+pub const MAX_TREE_FUNCTION: usize = 2000;
+
 /// The most bridges compiled in a tree's function (each compiles the whole tree again):
 /// later ones are compiled on their own. One keeps a loop whose two ways alternate in one
 /// function (`tests/programs/branchy.fg`); with four, a loop of 32 ways
@@ -1398,6 +1406,20 @@ impl<'p> Jit<'p> {
                                     >= MAX_TREE_BRIDGES
                                 || !self.few_ways(t))
                             && backend::lower::linkable(tree.segment(from.0), from.1)));
+                // A tree's function compiled again for each bridge in it costs what the
+                // whole function does: past `MAX_TREE_FUNCTION` it takes no more, and the
+                // guard's exits stay exits.
+                if self.config.native
+                    && !separate
+                    && in_tree + trace.insts.len() > MAX_TREE_FUNCTION
+                {
+                    self.trees[t].failures.insert(from, MAX_BRIDGE_FAILURES);
+                    self.limit(format!(
+                        "trace {t}'s function is full ({MAX_TREE_FUNCTION} instructions): \
+                         bridges that would be compiled in it are left out"
+                    ));
+                    return Ok(Next::Resume(end));
+                }
                 self.event(EventKind::BridgeAttached {
                     bridge: number,
                     from: guard_ref,
