@@ -3,12 +3,12 @@
 //!
 //! Cranelift's JIT module, left to itself, maps fresh pages for each function and unmaps
 //! them when the function is freed: a bridge of 300 bytes takes a page of its own, and
-//! each function costs an `mmap`, two `mprotect`s, an `munmap` and a page fault. A loop
+//! each function costs an `mmap`, an `mprotect`, an `munmap` and a page fault. A loop
 //! of many ways compiles thousands of bridges (`benches/cliffs/branchy400.fg` 12,400), and
-//! those calls were a sixth of its run. Here functions are packed one after another (on
-//! [`super::LOOP_ALIGN`] boundaries, as `Backend::define` asks), freed blocks are reused,
-//! and a function costs two `mprotect`s of its own pages, as in LuaJIT's machine-code
-//! areas.
+//! its system time was a tenth to a sixth of its run. Here functions are packed one after
+//! another (on [`super::LOOP_ALIGN`] boundaries, as `Backend::define` asks), freed blocks
+//! are reused, and a function costs two `mprotect`s of its own pages, as in LuaJIT's
+//! machine-code areas.
 //!
 //! Code is never writable and executable at once (W^X): the pages a new function goes in
 //! are made writable while Cranelift writes and relocates it, then readable and
