@@ -73,7 +73,7 @@ fn bench(c: &mut Criterion) {
                     wide: &[],
                 };
                 backend
-                    .compile(&[root], Listings::default(), false, (0, 0), frame_size)
+                    .compile(&[root], Listings::default(), false, (0, 0), frame_size, &[])
                     .expect("compiles")
                     .size
             },

@@ -891,18 +891,51 @@ fn a_loop_that_cannot_hold_its_big_integer_boxed_is_compiled_again_once() {
     );
 }
 
-/// The exits of a function that return to the runtime share one return (one epilogue):
-/// the loop of `examples/sum.fg` has six exits, and its function two returns, the other
-/// one the entry's refusal.
+/// An exit that resumes at the start of a block is one tail call through its slot of the
+/// link table, linked or not (an unlinked slot holds a function that returns the exit's
+/// code); the other exits share one return (one epilogue). The loop of `examples/sum.fg`
+/// has six exits: four resume at the start of a block, two after its first operation; its
+/// function has four tail calls and two returns, the other one the entry's refusal.
 #[test]
-fn the_exits_of_a_function_share_one_return() {
+fn an_exit_is_a_tail_call_or_shares_one_return() {
     let (_, err) = common::flowjit_ok(&["run", "examples/sum.fg", "n=100000", "--dump", "ir"]);
     let exits = err.matches("; exit of ").count();
-    let returns = err
-        .lines()
-        .filter(|l| l.trim_start().starts_with("return "))
-        .count();
-    assert_eq!((exits, returns), (6, 2), "{err}");
+    let starts = |p: &str| {
+        err.lines()
+            .filter(|l| l.trim_start().starts_with(p))
+            .count()
+    };
+    assert_eq!(
+        (exits, starts("return_call_indirect "), starts("return ")),
+        (6, 4, 2),
+        "{err}"
+    );
+}
+
+/// A bridge compiled on its own is entered from its guard's exit only, which leaves the
+/// kinds it assumes in the mirror: it does not check them on entry, and has no refusal
+/// (the tree's function, which any exit may be linked to, has one). `dispatch64.fg`'s loop
+/// gets a bridge on its own for each of its 63 other ways.
+#[test]
+fn a_bridge_on_its_own_does_not_check_what_its_guard_left() {
+    let (_, err) = common::flowjit_ok(&[
+        "run",
+        "benches/cliffs/dispatch64.fg",
+        "n=20000",
+        "--dump",
+        "ir",
+    ]);
+    let functions: Vec<&str> = err.split("# ir ").skip(1).collect();
+    // The refusal returns the code of the function's tree and unit with REFUSED.
+    let refuses = |f: &&&str| {
+        f.lines()
+            .any(|l| l.trim_start().starts_with("return ") && l.ends_with("ffff_ffff"))
+    };
+    let (bridges, trees): (Vec<&str>, Vec<&str>) =
+        functions.iter().partition(|f| f.contains(": bridge "));
+    assert_eq!((trees.len(), bridges.len()), (1, 63), "{err}");
+    assert!(trees.iter().all(|f| refuses(&f)), "{err}");
+    assert!(!bridges.iter().any(|f| refuses(&f)), "{err}");
 }
 
 /// The number after `prefix` on the line of `text` that starts with it.

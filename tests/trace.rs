@@ -423,6 +423,7 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                                             true,
                                             (tree, 0),
                                             frame,
+                                            &[],
                                         )
                                         .ok()
                                 })

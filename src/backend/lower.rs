@@ -22,13 +22,14 @@
 //! wrote, as its `input`s of them, which are those guards' values. The runtime writes the
 //! mirror, then the one snapshot, into the frame.
 //!
-//! An exit that resumes at the anchor of another tree ([`linkable`]) reads a slot of the
-//! tree's link table first: once the driver has seen that exit followed by an entry into
-//! that tree, the slot holds the tree's function, and the exit writes its snapshot into the
-//! mirror and goes there as a tail call, without returning (PyPy's jumps between loops,
-//! LuaJIT's linked traces). Loops nested in loops thus run from machine code to machine code.
-//! A tree entered so checks first that the mirror holds its inputs with the kinds it was
-//! compiled for, and returns [`REFUSED`] otherwise.
+//! An exit that resumes at the anchor of another tree ([`linkable`]) writes its snapshot
+//! into the mirror and makes its stores, then goes on as a tail call through its slot of
+//! the tree's link table: once the driver has seen that exit followed by an entry into that
+//! tree, the slot holds the tree's function, and the exit goes there without returning
+//! (PyPy's jumps between loops, LuaJIT's linked traces); until then it holds [`unlinked`],
+//! which returns the exit's code marked [`WRITTEN`]. Loops nested in loops thus run from
+//! machine code to machine code. A tree entered so checks first that the mirror holds its
+//! inputs with the kinds it was compiled for, and returns [`REFUSED`] otherwise.
 //!
 //! Values are unboxed by kind (`flowjit_runtime::abi`): an integer is an `i64`, an atom its
 //! id, a list the address of its `List`. Arithmetic checks overflow, and an overflow is an
@@ -239,9 +240,15 @@ pub fn mirror_tag(kind: MKind) -> i64 {
 /// mirror than the tree was compiled for: the tree did nothing.
 pub const REFUSED: u32 = u32::MAX;
 
+/// In an [`exit_code`], with the exiting instruction: the exit wrote its snapshot into the
+/// mirror and made its stores, as a linked exit does, and the runtime only writes the
+/// mirror back (a [`linkable`] exit with nothing linked to it).
+pub const WRITTEN: u32 = 1 << 31;
+
 /// The code a function returns: in the high half the tree's number and the unit (0 for the
 /// tree's function, `k` for the bridge unit of segment `k`), in the low half the global
-/// index of the exiting instruction ([`Layout::locate`]) or [`REFUSED`].
+/// index of the exiting instruction ([`Layout::locate`]), with [`WRITTEN`] or not, or
+/// [`REFUSED`].
 pub fn exit_code(tree: usize, unit: usize, at: u32) -> i64 {
     ((tree as i64) << 40) | ((unit as i64) << 32) | at as i64
 }
@@ -265,6 +272,37 @@ pub fn linkable(trace: &Trace, i: usize) -> bool {
         let held = |o: &Opnd| o.as_const().is_none_or(|v| MKind::of(v).is_some());
         s.pos.inst == 0 && s.frames.is_empty() && s.virtuals.is_empty() && s.exit_values().all(held)
     })
+}
+
+/// The kinds the mirror surely holds after the [`linkable`] exit at instruction `i` of
+/// segment `seg` (numbered as in the code `an` analyzed, 0 for a bridge unit's own): those
+/// the exit writes, and those of the code's inputs, checked on entry, which it leaves. A
+/// bridge unit entered only from that exit need not check them again
+/// ([`Links::assumed`]).
+pub fn exit_kinds(an: &Analysis, trace: &Trace, seg: usize, i: usize) -> Vec<(Slot, MKind)> {
+    let snap = trace
+        .snap_of(&trace.insts[i])
+        .expect("an exiting instruction has a snapshot");
+    let mut kinds: Vec<(Slot, MKind)> = an
+        .layout
+        .inputs
+        .iter()
+        .zip(&an.input_kinds)
+        // The tag of an input of any size is either kind's, unless the exit writes it back.
+        .filter(|(_, kind)| **kind != MKind::Num || an.layout.carry)
+        .map(|((slot, _), kind)| (*slot, *kind))
+        .collect();
+    for (slot, o) in &snap.entries {
+        let kind = match o {
+            Opnd::Ref(r) => an.kinds[seg][r.index()],
+            Opnd::Const(v) => const_kind(v).ok(),
+        };
+        kinds.retain(|(s, _)| s != slot);
+        if let Some(kind) = kind {
+            kinds.push((*slot, kind));
+        }
+    }
+    kinds
 }
 
 /// Kinds of every value of the tree, and the register layout, from the trees' types alone;
@@ -584,16 +622,34 @@ pub fn max_cost(segments: &[Segment]) -> u64 {
     max
 }
 
-/// The signature of a tree's function: `tail fn(regs, ctx) -> i64` ([`exit_code`]). Trees
-/// use the tail-call convention, so that an exit can go on in another tree without
+/// The signature of a tree's function: `tail fn(regs, ctx, code) -> i64` ([`exit_code`]).
+/// Trees use the tail-call convention, so that an exit can go on in another tree without
 /// returning (`return_call_indirect`); the runtime calls them through a trampoline
-/// ([`trampoline_signature`]).
+/// ([`trampoline_signature`]). `code` is the code of the exit that jumped there: a tree
+/// ignores it, the function of unlinked exits ([`unlinked`]) returns it.
 pub fn tree_signature(isa: &dyn TargetIsa) -> Signature {
     let mut sig = Signature::new(CallConv::Tail);
     sig.params.push(AbiParam::new(isa.pointer_type()));
     sig.params.push(AbiParam::new(isa.pointer_type()));
+    sig.params.push(AbiParam::new(I64));
     sig.returns.push(AbiParam::new(I64));
     sig
+}
+
+/// Where a [`linkable`] exit goes while nothing is linked to it: a function of the trees'
+/// signature that returns the code it is given, so that every such exit is one tail call
+/// through its slot of the link table, linked or not.
+pub fn unlinked(isa: &dyn TargetIsa, fctx: &mut FunctionBuilderContext) -> Function {
+    let mut func = Function::with_name_signature(UserFuncName::user(3, 0), tree_signature(isa));
+    let mut b = FunctionBuilder::new(&mut func, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    b.seal_block(entry);
+    let code = b.block_params(entry)[2];
+    b.ins().return_(&[code]);
+    b.finalize(isa.frontend_config());
+    func
 }
 
 /// The trampoline's signature: `extern "C" fn(tree, regs, ctx) -> i64` calls `tree`.
@@ -617,7 +673,10 @@ pub fn trampoline(isa: &dyn TargetIsa, fctx: &mut FunctionBuilderContext) -> Fun
     b.seal_block(entry);
     let params = b.block_params(entry).to_vec();
     let sig = b.import_signature(tree_signature(isa));
-    let call = b.ins().call_indirect(sig, params[0], &params[1..]);
+    let none = b.ins().iconst(I64, 0);
+    let call = b
+        .ins()
+        .call_indirect(sig, params[0], &[params[1], params[2], none]);
     let code = b.inst_results(call)[0];
     b.ins().return_(&[code]);
     b.finalize(isa.frontend_config());
@@ -2002,12 +2061,23 @@ fn is_virtual(segments: &[Segment], seg: usize, r: Ref) -> bool {
     segments[seg].trace.insts[r.index()].kind == Kind::Virtual
 }
 
+/// How the exits of a function go on in other trees, and how it is entered from them.
+#[derive(Clone, Copy)]
+pub struct Links<'a> {
+    /// The link table: a slot per global instruction index.
+    pub table: *const u64,
+    /// The kinds of inputs the function need not check on entry: for a bridge unit, those
+    /// the exit of its guard surely leaves in the mirror ([`exit_kinds`]), the only exit
+    /// linked to it.
+    pub assumed: &'a [(Slot, MKind)],
+}
+
 /// Lowers trace tree number `tree` (see [`analyze`]) to a Cranelift function for `isa`.
 /// With `counting`, the code keeps the `--max-steps` budget in the counter slot. With
-/// `links` (a table with a slot per global instruction index), each [`linkable`] exit goes
-/// on in the tree whose function its slot holds, if any (LuaJIT's and PyPy's jumps from one
-/// trace to another): it writes its snapshot into the mirror and calls that function as a
-/// tail call, which checks its inputs' kinds in the mirror ([`REFUSED`]).
+/// `links`, each [`linkable`] exit goes on in the tree whose function its slot of the table
+/// holds (LuaJIT's and PyPy's jumps from one trace to another): it writes its snapshot
+/// into the mirror and calls that function as a tail call, which checks its inputs' kinds
+/// in the mirror ([`REFUSED`]), except those assumed.
 pub fn lower(
     segments: &[Segment],
     an: &Analysis,
@@ -2015,7 +2085,7 @@ pub fn lower(
     fctx: &mut FunctionBuilderContext,
     counting: bool,
     tree: usize,
-    links: Option<*const u64>,
+    links: Option<Links>,
 ) -> (Function, helpers::Boxes) {
     let mut func = Function::with_name_signature(UserFuncName::user(0, 0), tree_signature(isa));
     let mf = MemFlagsData::trusted();
@@ -2032,12 +2102,22 @@ pub fn lower(
         b.def_var(counter, initial);
         counter
     });
-    if links.is_some() {
-        // Entered from another tree: the mirror holds what that tree left, which may not be
-        // of the kinds this one was compiled for.
+    // The inputs whose kinds the mirror may not hold: entered from another tree, the mirror
+    // holds what that tree left, which may not be of the kinds this one was compiled for.
+    let unsure: Vec<_> = an
+        .layout
+        .inputs
+        .iter()
+        .zip(&an.input_kinds)
+        .filter(|((slot, _), kind)| {
+            let assumed = links.map_or(&[][..], |l| l.assumed);
+            **kind == MKind::Num || !assumed.contains(&(*slot, **kind))
+        })
+        .collect();
+    if links.is_some() && (!unsure.is_empty() || counter.is_some()) {
         let refused = b.create_block();
         b.set_cold_block(refused);
-        for ((_, at), kind) in an.layout.inputs.iter().zip(&an.input_kinds) {
+        for ((_, at), kind) in unsure {
             let tag = b.ins().load(I64, mf, regs, (8 * (at + 1)) as i32);
             let other = if *kind == MKind::Num {
                 // A 64-bit integer or a boxed one.
@@ -2211,33 +2291,35 @@ pub fn lower(
             };
             snap.exit_values().any(num) || (an.layout.carry && an.input_kinds.contains(&MKind::Num))
         };
-        if let Some(table) = links.filter(|_| linkable(trace, i) && !holds_num) {
-            let slot = b.ins().iconst(I64, table as i64 + 8 * g as i64);
-            let target = b.ins().load(I64, mf, slot, 0);
-            let (linked, plain) = (b.create_block(), b.create_block());
-            b.set_cold_block(linked);
-            b.set_cold_block(plain);
-            b.ins().brif(target, linked, &[], plain, &[]);
-            b.switch_to_block(linked);
+        if let Some(Links { table, .. }) = links.filter(|_| linkable(trace, i) && !holds_num) {
+            // One tail call through the exit's slot of the link table: to the tree linked
+            // there, or to the function that returns the code (`unlinked`). Either way the
+            // exit writes its snapshot into the mirror first, and makes its stores.
             let snap = &trace.snaps[own.index()];
-            // The stores the exit makes: an integer into an array that holds only integers
-            // is one plain store; where an array no longer does, the exit returns instead,
-            // and the runtime makes them. (No call here: calls are what cost Cranelift most.)
+            // An integer stored into an array that holds only integers is one plain store;
+            // where an array no longer does, the exit writes SSA values instead (below), and
+            // the runtime makes the stores. (No call here: calls are what cost Cranelift
+            // most.)
             let mut ints: Vec<ClifValue> = Vec::new();
+            let mut plain = None;
             for st in &snap.stores {
                 let (a, ka) = l.opnd(&mut b, seg, &st.array);
                 let (_, kv) = l.opnd(&mut b, seg, &st.value);
                 if ka == MKind::Array && kv == MKind::Int && !ints.contains(&a) {
                     let flag = b.ins().load(I64, mf, a, abi::ARRAY_INTS_OFFSET as i32);
                     let next = b.create_block();
+                    let to = *plain.get_or_insert_with(|| {
+                        let block = b.create_block();
+                        b.set_cold_block(block);
+                        block
+                    });
                     b.set_cold_block(next);
-                    b.ins().brif(flag, next, &[], plain, &[]);
+                    b.ins().brif(flag, next, &[], to, &[]);
                     b.seal_block(next);
                     b.switch_to_block(next);
                     ints.push(a);
                 }
             }
-            b.seal_block(linked);
             for (slot, o) in &snap.entries {
                 let (v, kind) = l.opnd(&mut b, seg, o);
                 let at = 2 * slot.index();
@@ -2263,10 +2345,22 @@ pub fn lower(
                 b.ins()
                     .store(mf, left, l.regs, (8 * an.layout.counter) as i32);
             }
-            // Each linked exit keeps its own indirect jump: the branch predictor learns
-            // each exit's target at its own address.
+            let code = b
+                .ins()
+                .iconst(I64, exit_code(tree, an.unit, g as u32 | WRITTEN));
+            let slot = b.ins().iconst(I64, table as i64 + 8 * g as i64);
+            let target = b.ins().load(I64, mf, slot, 0);
+            // Each exit keeps its own indirect jump: the branch predictor learns each
+            // exit's target at its own address.
             let sig = b.import_signature(tree_signature(isa));
-            b.ins().return_call_indirect(sig, target, &[l.regs, l.ctx]);
+            b.ins()
+                .return_call_indirect(sig, target, &[l.regs, l.ctx, code]);
+            let Some(plain) = plain else {
+                if let Some((r, old)) = saved {
+                    l.vals[seg][r.index()] = old;
+                }
+                continue;
+            };
             b.switch_to_block(plain);
             b.seal_block(plain);
         }

@@ -37,9 +37,10 @@ use cranelift_module::{
 };
 use flowjit_runtime::abi;
 
+use crate::lang::Slot;
 use crate::resume;
 use crate::state::{Frame, Position, State, Steps};
-use crate::trace::Ref;
+use crate::trace::{Ref, Trace};
 
 /// Why a trace (or a residual program) stays off machine code: `--stats` says it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -237,8 +238,13 @@ pub struct Compiled {
     /// The tree's function (`lower::tree_signature`).
     f: *const u8,
     /// Per global instruction index, where a [`lower::linkable`] exit goes on: the address
-    /// of another tree's function, or 0 for a return to the runtime.
+    /// of another tree's function, or `unlinked` for a return to the runtime.
     links: Box<[Cell<u64>]>,
+    /// The function that returns to the runtime ([`lower::unlinked`]).
+    unlinked: u64,
+    /// The kinds of inputs it does not check on entry (a bridge unit's: what its guard's
+    /// exit leaves in the mirror).
+    assumed: Vec<(Slot, abi::Kind)>,
     counting: bool,
     max_cost: u64,
     analysis: lower::Analysis,
@@ -277,6 +283,8 @@ pub struct Backend {
     quick_isa: OwnedTargetIsa,
     /// The trampoline that enters trees (`lower::trampoline`), and its memory.
     trampoline: Option<(Trampoline, CodeMemory)>,
+    /// Where the exits with nothing linked go (`lower::unlinked`), and its memory.
+    unlinked: Option<(u64, CodeMemory)>,
     /// The register buffer trees run on, as large as the largest tree compiled needs: an
     /// exit may go on in any of them.
     regs: Vec<i64>,
@@ -311,6 +319,7 @@ impl Backend {
         let mut backend = Backend {
             quick_isa: isa_for(host, true)?,
             trampoline: None,
+            unlinked: None,
             regs: Vec::new(),
             code_bytes: 0,
             live: Rc::new(Cell::new(0)),
@@ -331,6 +340,11 @@ impl Backend {
         // SAFETY: the function was compiled with `lower::trampoline_signature`, this type.
         let enter = unsafe { std::mem::transmute::<*const u8, Trampoline>(tramp.ptr) };
         backend.trampoline = Some((enter, tramp.memory));
+        let func = lower::unlinked(&*backend.isa, &mut backend.fctx);
+        let unlinked = backend
+            .define(func, "unlinked exit", false, None)
+            .map_err(|e| e.to_string())?;
+        backend.unlinked = Some((unlinked.ptr as u64, unlinked.memory));
         Ok(backend)
     }
 
@@ -346,7 +360,10 @@ impl Backend {
     /// types its traces give, for a program whose frames have `frame_size` variables. With
     /// `counting`, the code counts iterations so that `--max-steps` stays exact, and its
     /// exits always return. `unit` is 0 for the tree's function, or the segment number of
-    /// a bridge compiled on its own (`segments` is then that bridge alone).
+    /// a bridge compiled on its own (`segments` is then that bridge alone). The code does
+    /// not check on entry that the mirror holds an input of the kind `assumed` gives it
+    /// (for a bridge unit: [`lower::exit_kinds`] of its guard's exit, the only one linked to
+    /// it, which [`Compiled::admits`] checks).
     pub fn compile(
         &mut self,
         segments: &[Segment],
@@ -354,10 +371,15 @@ impl Backend {
         counting: bool,
         (tree, unit): (usize, usize),
         frame_size: usize,
+        assumed: &[(Slot, abi::Kind)],
     ) -> Result<Compiled, Unsupported> {
         let an = lower::analyze(segments, frame_size, unit)?;
-        let links: Box<[Cell<u64>]> = (0..an.layout.size).map(|_| Cell::new(0)).collect();
-        let table = Some(links.as_ptr() as *const u64);
+        let unlinked = self.unlinked.as_ref().expect("made with the backend").0;
+        let links: Box<[Cell<u64>]> = (0..an.layout.size).map(|_| Cell::new(unlinked)).collect();
+        let table = Some(lower::Links {
+            table: links.as_ptr() as *const u64,
+            assumed,
+        });
         let (func, boxes) = lower::lower(
             segments,
             &an,
@@ -427,6 +449,8 @@ impl Backend {
         Ok(Compiled {
             f: ptr,
             links,
+            unlinked,
+            assumed: assumed.to_vec(),
             counting,
             max_cost: lower::max_cost(segments),
             analysis: an,
@@ -742,10 +766,30 @@ impl Compiled {
         self.links[g].set(target.f as u64);
     }
 
+    /// The kinds the mirror surely holds after the linkable exit at instruction `i` of
+    /// segment `seg` (of its tree) of this code, `trace` ([`lower::exit_kinds`]); `None`
+    /// if the code does not hold the segment (a bridge added to the tree since).
+    pub fn exit_kinds(
+        &self,
+        trace: &Trace,
+        seg: usize,
+        i: usize,
+    ) -> Option<Vec<(Slot, abi::Kind)>> {
+        self.global(seg, i)?;
+        let seg = if self.analysis.unit == 0 { seg } else { 0 };
+        Some(lower::exit_kinds(&self.analysis, trace, seg, i))
+    }
+
+    /// Whether this code may be entered from an exit that leaves `kinds` in the mirror
+    /// without checking what it assumes.
+    pub fn admits(&self, kinds: &[(Slot, abi::Kind)]) -> bool {
+        self.assumed.iter().all(|k| kinds.contains(k))
+    }
+
     /// Makes the exit at global instruction index `g`, if it goes on in another tree, go
     /// on in `new`: that tree compiled again.
     pub fn relink(&self, g: usize, new: &Compiled) {
-        if self.links[g].get() != 0 {
+        if self.links[g].get() != self.unlinked {
             self.links[g].set(new.f as u64);
         }
     }
@@ -914,13 +958,33 @@ impl Backend {
                 allocated,
             });
         }
+        let written = at & lower::WRITTEN != 0;
         let an = &exited.code.analysis;
-        let (seg, inst) = an.layout.locate(at as usize);
+        let (seg, inst) = an.layout.locate((at & !lower::WRITTEN) as usize);
         let segments = &exited.segments;
         let trace = segments[seg].trace;
         let own = trace
             .snap_of(&trace.insts[inst])
             .expect("an exiting instruction has a snapshot");
+        // A bridge unit's only segment is its segment `unit` in the tree.
+        let unit_seg = if unit == 0 { seg } else { unit };
+        if written {
+            // The exit wrote its snapshot into the mirror, now in the frame, and made its
+            // stores (`lower::linkable`: no frame of an inlined call, no virtual); under a
+            // limit, its counter counts its path.
+            let total = if code.counting {
+                consumed.max(0) as u64
+            } else {
+                segments[seg].cost + own.cost
+            };
+            steps.left = steps.left.saturating_sub(total);
+            return Some(TreeExit {
+                tree,
+                pos: own.pos,
+                at: Some((unit_seg, inst)),
+                allocated,
+            });
+        }
         let kinds = &an.kinds[seg];
         let base = an.layout.offsets[seg];
         let read = |r: Ref| unsafe {
@@ -932,12 +996,10 @@ impl Backend {
         let cost = segments[seg].cost + resume::restore(own, read, state);
         let total = (cost as i64).saturating_add(consumed).max(0) as u64;
         steps.left = steps.left.saturating_sub(total);
-        // A bridge unit's only segment is its segment `unit` in the tree.
-        let seg = if unit == 0 { seg } else { unit };
         Some(TreeExit {
             tree,
             pos: own.pos,
-            at: Some((seg, inst)),
+            at: Some((unit_seg, inst)),
             allocated,
         })
     }

@@ -586,7 +586,14 @@ impl<'p> Jit<'p> {
         let label = describe(self.program, &tree.key);
         let start = Instant::now();
         let frame_size = self.program.frame_size();
-        let compiled = backend.compile(&tree.segments(), listings, counting, (t, 0), frame_size);
+        let compiled = backend.compile(
+            &tree.segments(),
+            listings,
+            counting,
+            (t, 0),
+            frame_size,
+            &[],
+        );
         let took = start.elapsed();
         self.stats.compile_time += took;
         let inside = tree.bridges.iter().filter(|b| !b.separate).count();
@@ -630,8 +637,13 @@ impl<'p> Jit<'p> {
                 for b in &tree.bridges {
                     let (ps, pi) = b.from;
                     if let (Some(bc), 0, None) = (&b.code, tree.unit_of(ps), &b.value) {
-                        if let Some(g) = code.global(ps, pi) {
-                            code.link(g, bc);
+                        // Unless the new code's exit leaves other kinds than the bridge
+                        // assumes (the tree now holds a variable as an integer of any size).
+                        let kinds = code.exit_kinds(tree.segment(ps), ps, pi);
+                        if let (Some(g), Some(kinds)) = (code.global(ps, pi), kinds) {
+                            if bc.admits(&kinds) {
+                                code.link(g, bc);
+                            }
                         }
                     }
                 }
@@ -686,7 +698,24 @@ impl<'p> Jit<'p> {
         let start = Instant::now();
         let frame_size = self.program.frame_size();
         let counting = self.config.max_steps.is_some();
-        let compiled = backend.compile(&[segment], listings, counting, (t, seg), frame_size);
+        // Entered only from its guard's exit (when not specialized on a value), it need not
+        // check the kinds that exit leaves in the mirror.
+        let bridge = &tree.bridges[seg - 1];
+        let (ps, pi) = bridge.from;
+        let assumed = match (&bridge.value, tree.code_of(ps)) {
+            (None, Some(parent)) => parent
+                .exit_kinds(tree.segment(ps), ps, pi)
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let compiled = backend.compile(
+            &[segment],
+            listings,
+            counting,
+            (t, seg),
+            frame_size,
+            &assumed,
+        );
         let took = start.elapsed();
         self.stats.compile_time += took;
         let what = format!(
@@ -705,7 +734,10 @@ impl<'p> Jit<'p> {
                 if bridge.value.is_none() {
                     if let Some(parent) = tree.code_of(ps) {
                         if let Some(g) = parent.global(ps, pi) {
-                            parent.link(g, &code);
+                            let kinds = parent.exit_kinds(tree.segment(ps), ps, pi);
+                            if kinds.is_some_and(|k| code.admits(&k)) {
+                                parent.link(g, &code);
+                            }
                         }
                     }
                 }
