@@ -35,6 +35,10 @@ pub struct Ctx<'a> {
     pub owned: Vec<Value>,
     /// How many lists and arrays the code has made (`--stats`).
     pub allocated: u64,
+    /// Per variable, the integer of any size a linked exit left in the mirror for it: the
+    /// mirror holds such an integer as the address of a frame's slot or of its box here,
+    /// which only exits write ([`mirror_num`]).
+    pub nums: Vec<Value>,
 }
 
 /// How large (in elements, see [`Ctx::made`]) what the code makes or copies out of arrays
@@ -276,6 +280,22 @@ impl Boxes {
         self.0.push(bx);
         at
     }
+}
+
+/// Leaves the integer of any size at `bits` (a box of the code) in variable `slot`'s box
+/// of the context, and returns that box's address, for the mirror: an exit that goes on in
+/// another tree cannot leave the address of a box of its code there, which the code may
+/// write again before the runtime reads the mirror back.
+///
+/// # Safety
+/// `ctx` is the running code's context, with a box for every variable of the frame; `bits`
+/// is the address of a live integer.
+pub unsafe extern "C" fn mirror_num(ctx: *mut Ctx, slot: i64, bits: i64) -> i64 {
+    // SAFETY: the caller's guarantee.
+    let (ctx, v) = unsafe { (&mut *ctx, (*(bits as *const Value)).clone()) };
+    let at = &mut ctx.nums[slot as usize];
+    *at = v;
+    at as *mut Value as i64
 }
 
 /// `*dst = op(a, b)` on integers, one of them at least of kind `Num` (`b` ignored for a

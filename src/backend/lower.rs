@@ -1677,6 +1677,17 @@ impl Lower<'_> {
         ops::call_helper(b, self.isa, f, args, ret)
     }
 
+    /// The address to leave in the mirror for variable `slot`, of kind `Num`, which `v`
+    /// holds: not a box of this code, which its next operations may write while the mirror
+    /// still points there, but the context's box for that variable ([`helpers::Ctx::nums`]),
+    /// which only exits write.
+    fn mirror_num(&self, b: &mut FunctionBuilder, slot: Slot, v: ClifValue) -> ClifValue {
+        let slot = b.ins().iconst(I64, slot.index() as i64);
+        let f = helpers::mirror_num as *const u8;
+        self.call(b, f, &[self.ctx, slot, v], true)
+            .expect("the helper returns the address")
+    }
+
     /// Lowers `setitem` `i`; false when it always exits. The element's words are written
     /// in place when neither the element replaced nor the value stored owns a reference;
     /// otherwise the runtime stores it ([`helpers::setitem`]).
@@ -2270,28 +2281,20 @@ pub fn lower(
             .snap
             .expect("an exiting instruction has a snapshot");
         if an.layout.carry {
-            for (k, (_, at)) in an.layout.inputs.iter().enumerate() {
-                b.ins().store(mf, l.inputs[k], l.regs, (8 * at) as i32);
-                if an.input_kinds[k] == MKind::Num {
-                    // The box's address (the entry may have found a 64-bit integer).
+            for (k, (slot, at)) in an.layout.inputs.iter().enumerate() {
+                let v = if an.input_kinds[k] == MKind::Num {
+                    // The entry may have found a 64-bit integer.
                     let tag = b.ins().iconst(I64, mirror_tag(MKind::Num));
                     b.ins().store(mf, tag, l.regs, (8 * (at + 1)) as i32);
-                }
+                    l.mirror_num(&mut b, *slot, l.inputs[k])
+                } else {
+                    l.inputs[k]
+                };
+                b.ins().store(mf, v, l.regs, (8 * at) as i32);
             }
         }
         let g = an.layout.offsets[seg] + i;
-        // The mirror holds integers of any size only as the frame's own slots: an exit that
-        // would write the address of a box of this code into it returns instead (the next
-        // code could write that box while it reads it).
-        let holds_num = {
-            let snap = &trace.snaps[own.index()];
-            let num = |o: &Opnd| match o {
-                Opnd::Ref(r) => an.kinds[seg][r.index()] == Some(MKind::Num),
-                Opnd::Const(v) => matches!(v, Value::Big(_)),
-            };
-            snap.exit_values().any(num) || (an.layout.carry && an.input_kinds.contains(&MKind::Num))
-        };
-        if let Some(Links { table, .. }) = links.filter(|_| linkable(trace, i) && !holds_num) {
+        if let Some(Links { table, .. }) = links.filter(|_| linkable(trace, i)) {
             // One tail call through the exit's slot of the link table: to the tree linked
             // there, or to the function that returns the code (`unlinked`). Either way the
             // exit writes its snapshot into the mirror first, and makes its stores.
@@ -2323,10 +2326,15 @@ pub fn lower(
             for (slot, o) in &snap.entries {
                 let (v, kind) = l.opnd(&mut b, seg, o);
                 let at = 2 * slot.index();
+                let v = match kind {
+                    MKind::Num => l.mirror_num(&mut b, *slot, v),
+                    _ => v,
+                };
                 b.ins().store(mf, v, l.regs, (8 * at) as i32);
-                // An input's tag holds its kind since the entry checked it.
+                // An input's tag holds its kind since the entry checked it (an input of any
+                // size may have been a 64-bit integer).
                 let input = an.layout.inputs.iter().position(|(s, _)| s == slot);
-                if input.map(|k| an.input_kinds[k]) != Some(kind) {
+                if kind == MKind::Num || input.map(|k| an.input_kinds[k]) != Some(kind) {
                     let tag = b.ins().iconst(I64, mirror_tag(kind));
                     b.ins().store(mf, tag, l.regs, (8 * (at + 1)) as i32);
                 }

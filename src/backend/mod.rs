@@ -696,6 +696,7 @@ pub fn run_program(
         made: 0,
         owned: Vec::new(),
         allocated: 0,
+        nums: Vec::new(),
     };
     // SAFETY: `regs` has a slot per variable and one for the printed value; every variable
     // written in the frame is of the kind the code was compiled for; `ctx` is the context
@@ -907,6 +908,7 @@ impl Backend {
             made: 0,
             owned: Vec::new(),
             allocated: 0,
+            nums: vec![flowjit_runtime::Value::Int(0); layout.mirror],
         };
         let enter = self.trampoline.as_ref().expect("made with the backend").0;
         // SAFETY: `regs` has every slot the code of any compiled tree reads and writes (it
