@@ -693,7 +693,7 @@ impl<'p> Jit<'p> {
             returns: false,
             separate: false,
             cost: 0,
-            ..tree.segments()[seg]
+            ..tree.segment_alone(seg)
         };
         let start = Instant::now();
         let frame_size = self.program.frame_size();
@@ -1061,11 +1061,10 @@ impl<'p> Jit<'p> {
                 let find = |(k, unit): (usize, usize)| {
                     let tree = &trees[k];
                     let code = tree.code_of(unit).expect("only compiled code is linked");
-                    let segments = tree.segments();
                     if unit == 0 {
                         return backend::TreeCode {
                             code,
-                            segments,
+                            segments: tree.segments(),
                             start: Position::start(tree.key.anchor),
                         };
                     }
@@ -1076,7 +1075,7 @@ impl<'p> Jit<'p> {
                         // the path to it.
                         segments: vec![backend::Segment {
                             cost: 0,
-                            ..segments[unit]
+                            ..tree.segment_alone(unit)
                         }],
                         start: tree.guard_snapshot((ps, pi)).pos,
                     }

@@ -103,8 +103,31 @@ impl Tree {
         segments
     }
 
-    /// The snapshot of guard `from`: complete, it gives every variable the path to it
-    /// wrote.
+    /// Segment `seg` alone, as [`Tree::segments`] gives it, without making the others.
+    pub(super) fn segment_alone(&self, seg: usize) -> Segment<'_> {
+        if seg == 0 {
+            return self.segments().swap_remove(0);
+        }
+        let b = &self.bridges[seg - 1];
+        // The path's cost: the guards' snapshots' up the chain of parents.
+        let (mut cost, mut at) = (0, Some(b.from));
+        while let Some((ps, pi)) = at {
+            cost += self.guard_snapshot((ps, pi)).cost;
+            at = (ps > 0).then(|| self.bridges[ps - 1].from);
+        }
+        Segment {
+            trace: &b.trace,
+            parent: Some(b.from),
+            value: b.value.as_ref(),
+            returns: b.returns,
+            cost,
+            separate: b.separate,
+            ints: self.assume_ints,
+            induction: false,
+            wide: &self.wide,
+        }
+    }
+
     /// How deep the calls inlined by any of the tree's traces nest.
     pub(super) fn calls(&self) -> usize {
         self.bridges
@@ -131,6 +154,8 @@ impl Tree {
         }
     }
 
+    /// The snapshot of guard `from`: complete, it gives every variable the path to it
+    /// wrote.
     pub(super) fn guard_snapshot(&self, from: (usize, usize)) -> &Snapshot {
         let trace = self.segment(from.0);
         trace
