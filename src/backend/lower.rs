@@ -2083,6 +2083,19 @@ pub struct Links<'a> {
     pub assumed: &'a [(Slot, MKind)],
 }
 
+/// The inputs whose kinds the code `an` analyzed does not check on entry, given the kinds
+/// it may assume: every one of those but an integer of any size (whose tag may say a
+/// 64-bit integer).
+pub fn unchecked(an: &Analysis, assumed: &[(Slot, MKind)]) -> Vec<(Slot, MKind)> {
+    an.layout
+        .inputs
+        .iter()
+        .zip(&an.input_kinds)
+        .map(|((slot, _), kind)| (*slot, *kind))
+        .filter(|k| k.1 != MKind::Num && assumed.contains(k))
+        .collect()
+}
+
 /// Lowers trace tree number `tree` (see [`analyze`]) to a Cranelift function for `isa`.
 /// With `counting`, the code keeps the `--max-steps` budget in the counter slot. With
 /// `links`, each [`linkable`] exit goes on in the tree whose function its slot of the table
@@ -2115,15 +2128,13 @@ pub fn lower(
     });
     // The inputs whose kinds the mirror may not hold: entered from another tree, the mirror
     // holds what that tree left, which may not be of the kinds this one was compiled for.
+    let sure = unchecked(an, links.map_or(&[][..], |l| l.assumed));
     let unsure: Vec<_> = an
         .layout
         .inputs
         .iter()
         .zip(&an.input_kinds)
-        .filter(|((slot, _), kind)| {
-            let assumed = links.map_or(&[][..], |l| l.assumed);
-            **kind == MKind::Num || !assumed.contains(&(*slot, **kind))
-        })
+        .filter(|((slot, _), kind)| !sure.contains(&(*slot, **kind)))
         .collect();
     if links.is_some() && (!unsure.is_empty() || counter.is_some()) {
         let refused = b.create_block();

@@ -450,7 +450,7 @@ impl Backend {
             f: ptr,
             links,
             unlinked,
-            assumed: assumed.to_vec(),
+            assumed: lower::unchecked(&an, assumed),
             counting,
             max_cost: lower::max_cost(segments),
             analysis: an,
