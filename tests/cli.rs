@@ -955,6 +955,22 @@ fn an_exit_that_leaves_a_big_integer_goes_on_in_machine_code() {
     assert!(exits < 1000, "{err}");
 }
 
+/// An exit that leaves one integer of any size in two variables gives each the value
+/// (`tests/programs/big_twice.fg`, at the thresholds where its loop's exits go on in other
+/// code).
+#[test]
+fn an_exit_leaves_one_big_integer_in_two_variables() {
+    for threshold in ["2", "3"] {
+        let (out, _) = common::flowjit_ok(&[
+            "run",
+            "tests/programs/big_twice.fg",
+            "--threshold",
+            threshold,
+        ]);
+        assert_eq!(out, "17708874310761169551360\n", "threshold {threshold}");
+    }
+}
+
 /// The number after `prefix` on the line of `text` that starts with it.
 fn number_after(text: &str, prefix: &str) -> usize {
     let line = text
