@@ -282,20 +282,32 @@ impl Boxes {
     }
 }
 
-/// Leaves the integer of any size at `bits` (a box of the code) in variable `slot`'s box
-/// of the context, and returns that box's address, for the mirror: an exit that goes on in
-/// another tree cannot leave the address of a box of its code there, which the code may
-/// write again before the runtime reads the mirror back.
+/// Leaves the integer of any size at `bits` (a box of the code, or of the context) in
+/// variable `slot`'s box of the context, and returns that box's address, for the mirror: an
+/// exit that goes on in another tree cannot leave the address of a box of its code there,
+/// which the code may write again before the runtime reads the mirror back. With `take`
+/// (non-zero) the value is moved (the two boxes exchange what they hold: the digits come
+/// back to the code's box, which its arithmetic reuses), otherwise copied.
 ///
 /// # Safety
 /// `ctx` is the running code's context, with a box for every variable of the frame; `bits`
-/// is the address of a live integer.
-pub unsafe extern "C" fn mirror_num(ctx: *mut Ctx, slot: i64, bits: i64) -> i64 {
+/// is the address of a live integer, which `take` allows to replace.
+pub unsafe extern "C" fn mirror_num(ctx: *mut Ctx, slot: i64, bits: i64, take: i64) -> i64 {
     // SAFETY: the caller's guarantee.
-    let (ctx, v) = unsafe { (&mut *ctx, (*(bits as *const Value)).clone()) };
-    let at = &mut ctx.nums[slot as usize];
-    *at = v;
-    at as *mut Value as i64
+    let ctx = unsafe { &mut *ctx };
+    let at: *mut Value = &mut ctx.nums[slot as usize];
+    let from = bits as *mut Value;
+    if at != from {
+        // SAFETY: both are live, distinct integers; `take` allows writing `from`.
+        unsafe {
+            if take != 0 {
+                std::ptr::swap(at, from);
+            } else {
+                *at = (*from).clone();
+            }
+        }
+    }
+    at as i64
 }
 
 /// `*dst = op(a, b)` on integers, one of them at least of kind `Num` (`b` ignored for a
@@ -476,6 +488,40 @@ mod tests {
             dst,
             Value::Int(100000000000000000000000i128.rem_euclid(7) as i64)
         );
+    }
+
+    #[test]
+    fn an_exit_moves_or_copies_a_big_integer_into_the_contexts_box() {
+        let source = "start:\n    print_and_stop(0)\n";
+        let (_, program) = crate::lang::load(source, crate::lang::Syntax::Fg).expect("parses");
+        let mut state = State::with_frame(crate::state::frame_with(&program, &[]));
+        let mut ctx = Ctx {
+            program: &program,
+            state: &mut state,
+            limit: None,
+            made: 0,
+            owned: Vec::new(),
+            allocated: 0,
+            nums: vec![Value::Int(0), Value::Int(7)],
+        };
+        let x = big("100000000000000000000000");
+        let mut code_box = x.clone();
+        let p = &mut code_box as *mut Value as i64;
+        // Copied: the code's box keeps it; the address is the context's box.
+        // SAFETY: every address is a live integer's.
+        let at = unsafe { mirror_num(&mut ctx, 0, p, 0) };
+        assert_eq!(at, &ctx.nums[0] as *const Value as i64);
+        assert_eq!((&ctx.nums[0], &code_box), (&x, &x));
+        // Moved: the boxes exchange what they hold.
+        // SAFETY: as above.
+        unsafe { mirror_num(&mut ctx, 1, p, 1) };
+        assert_eq!((&ctx.nums[1], &code_box), (&x, &Value::Int(7)));
+        // Another variable given the same value copies it from where it was moved.
+        let there = &ctx.nums[1] as *const Value as i64;
+        ctx.nums[0] = Value::Int(0);
+        // SAFETY: as above.
+        unsafe { mirror_num(&mut ctx, 0, there, 0) };
+        assert_eq!((&ctx.nums[0], &ctx.nums[1]), (&x, &x));
     }
 
     #[test]

@@ -1677,15 +1677,56 @@ impl Lower<'_> {
         ops::call_helper(b, self.isa, f, args, ret)
     }
 
-    /// The address to leave in the mirror for variable `slot`, of kind `Num`, which `v`
-    /// holds: not a box of this code, which its next operations may write while the mirror
-    /// still points there, but the context's box for that variable ([`helpers::Ctx::nums`]),
-    /// which only exits write.
-    fn mirror_num(&self, b: &mut FunctionBuilder, slot: Slot, v: ClifValue) -> ClifValue {
+    /// The address to leave in the mirror for variable `slot`, of kind `Num`, which the box
+    /// at `v` holds, in an exit that goes on in other code: not a box of this code, which
+    /// its next operations may write while the mirror still points there, but the
+    /// context's box for that variable ([`helpers::Ctx::nums`]), which only exits write.
+    /// With `take`, the value is moved there (the code writes its box again before reading
+    /// it: [`Lower::rewritten_box`]), and `moved` remembers where, so that another variable
+    /// the exit gives the same value copies it from there; otherwise it is copied.
+    fn mirror_num(
+        &self,
+        b: &mut FunctionBuilder,
+        slot: Slot,
+        v: ClifValue,
+        take: bool,
+        moved: &mut Vec<(ClifValue, ClifValue)>,
+    ) -> ClifValue {
+        let (from, take) = match moved.iter().find(|(x, _)| *x == v) {
+            Some(&(_, there)) => (there, false),
+            None => (v, take),
+        };
         let slot = b.ins().iconst(I64, slot.index() as i64);
+        let mode = b.ins().iconst(I64, take as i64);
         let f = helpers::mirror_num as *const u8;
-        self.call(b, f, &[self.ctx, slot, v], true)
-            .expect("the helper returns the address")
+        let at = self
+            .call(b, f, &[self.ctx, slot, from, mode], true)
+            .expect("the helper returns the address");
+        if take {
+            moved.push((v, at));
+        }
+        at
+    }
+
+    /// Whether the box that holds the value of `r` (of kind `Num`) in segment `seg` is
+    /// written again before it is read in any later run of this code, so that an exit may
+    /// move its value out: an instruction's own box, a root loop parameter's, a tree
+    /// input's (filled on entry and by the jumps to `start`); not a constant's, which a
+    /// bridge's `input` may read from its guard's snapshot.
+    fn rewritten_box(&self, seg: usize, r: Ref) -> bool {
+        let trace = self.segments[seg].trace;
+        match trace.insts[r.index()].kind {
+            Kind::Input(slot) => match self.an.sources[seg].get(&slot) {
+                Some(Source::Input(_)) => true,
+                Some(Source::Chain(ps, Opnd::Ref(pr))) => self.rewritten_box(*ps, *pr),
+                _ => false,
+            },
+            Kind::Param(_) if seg == 0 => {
+                let start = trace.loop_start().expect("params follow loop_start");
+                self.param_boxes.contains_key(&(r.index() - start - 1))
+            }
+            _ => self.own_boxes.contains_key(&(seg, r.index())),
+        }
     }
 
     /// Lowers `setitem` `i`; false when it always exits. The element's words are written
@@ -2291,17 +2332,19 @@ pub fn lower(
         let own = trace.insts[i]
             .snap
             .expect("an exiting instruction has a snapshot");
+        // With `carry`, every tree input is written back; those of kind `Num` below, as the
+        // exit goes on or returns.
+        let mut carry_nums = Vec::new();
         if an.layout.carry {
             for (k, (slot, at)) in an.layout.inputs.iter().enumerate() {
-                let v = if an.input_kinds[k] == MKind::Num {
-                    // The entry may have found a 64-bit integer.
+                // The entry may have found a 64-bit integer.
+                if an.input_kinds[k] == MKind::Num {
                     let tag = b.ins().iconst(I64, mirror_tag(MKind::Num));
                     b.ins().store(mf, tag, l.regs, (8 * (at + 1)) as i32);
-                    l.mirror_num(&mut b, *slot, l.inputs[k])
+                    carry_nums.push((*slot, *at, l.inputs[k]));
                 } else {
-                    l.inputs[k]
-                };
-                b.ins().store(mf, v, l.regs, (8 * at) as i32);
+                    b.ins().store(mf, l.inputs[k], l.regs, (8 * at) as i32);
+                }
             }
         }
         let g = an.layout.offsets[seg] + i;
@@ -2334,11 +2377,32 @@ pub fn lower(
                     ints.push(a);
                 }
             }
+            // The stores first: an integer of any size they store may be moved into the
+            // mirror below.
+            for st in &snap.stores {
+                let (a, _) = l.opnd(&mut b, seg, &st.array);
+                let (index, _) = l.opnd(&mut b, seg, &st.index);
+                let (v, kv) = l.opnd(&mut b, seg, &st.value);
+                l.store(&mut b, seg, a, (index, &st.index), v, kv, ints.contains(&a));
+            }
+            // Each variable once (an entry's value replaces the input's), so that what
+            // `moved` remembers stays where it is.
+            let mut moved = Vec::new();
+            for &(slot, at, v) in &carry_nums {
+                if snap.get(slot).is_some() {
+                    continue;
+                }
+                let v = l.mirror_num(&mut b, slot, v, true, &mut moved);
+                b.ins().store(mf, v, l.regs, (8 * at) as i32);
+            }
             for (slot, o) in &snap.entries {
                 let (v, kind) = l.opnd(&mut b, seg, o);
                 let at = 2 * slot.index();
-                let v = match kind {
-                    MKind::Num => l.mirror_num(&mut b, *slot, v),
+                let v = match (kind, o) {
+                    (MKind::Num, Opnd::Ref(r)) => {
+                        let take = l.rewritten_box(seg, *r);
+                        l.mirror_num(&mut b, *slot, v, take, &mut moved)
+                    }
                     _ => v,
                 };
                 b.ins().store(mf, v, l.regs, (8 * at) as i32);
@@ -2349,12 +2413,6 @@ pub fn lower(
                     let tag = b.ins().iconst(I64, mirror_tag(kind));
                     b.ins().store(mf, tag, l.regs, (8 * (at + 1)) as i32);
                 }
-            }
-            for st in &snap.stores {
-                let (a, _) = l.opnd(&mut b, seg, &st.array);
-                let (index, _) = l.opnd(&mut b, seg, &st.index);
-                let (v, kv) = l.opnd(&mut b, seg, &st.value);
-                l.store(&mut b, seg, a, (index, &st.index), v, kv, ints.contains(&a));
             }
             // What the path to the exit did counts against the budget the next tree finds.
             if let Some(counter) = l.counter {
@@ -2382,6 +2440,10 @@ pub fn lower(
             };
             b.switch_to_block(plain);
             b.seal_block(plain);
+        }
+        // Returning, the boxes' own addresses: the runtime reads them at once.
+        for &(_, at, v) in &carry_nums {
+            b.ins().store(mf, v, l.regs, (8 * at) as i32);
         }
         // Each value once, however many entries and stores of the snapshot read it.
         let mut stored: Vec<Ref> = Vec::new();
