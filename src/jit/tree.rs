@@ -71,7 +71,34 @@ impl Tree {
     }
 
     pub(super) fn segments(&self) -> Vec<Segment<'_>> {
-        let mut segments = vec![Segment {
+        let mut segments = vec![self.root_segment()];
+        // A bridge's parent comes before it: its path's cost is known.
+        for (k, b) in self.bridges.iter().enumerate() {
+            let (ps, pi) = b.from;
+            let parent = &segments[ps];
+            let guard = parent.trace.snap_of(&parent.trace.insts[pi]);
+            let cost = parent.cost + guard.map_or(0, |s| s.cost);
+            segments.push(self.bridge_segment(k, cost));
+        }
+        segments
+    }
+
+    /// Segment `seg` alone, as [`Tree::segments`] gives it, without making the others.
+    pub(super) fn segment_alone(&self, seg: usize) -> Segment<'_> {
+        if seg == 0 {
+            return self.root_segment();
+        }
+        // The path's cost: the guards' snapshots' up the chain of parents.
+        let (mut cost, mut at) = (0, Some(self.bridges[seg - 1].from));
+        while let Some((ps, pi)) = at {
+            cost += self.guard_snapshot((ps, pi)).cost;
+            at = (ps > 0).then(|| self.bridges[ps - 1].from);
+        }
+        self.bridge_segment(seg - 1, cost)
+    }
+
+    fn root_segment(&self) -> Segment<'_> {
+        Segment {
             trace: &self.root,
             parent: None,
             value: None,
@@ -81,40 +108,12 @@ impl Tree {
             ints: self.assume_ints,
             induction: self.assume_induction,
             wide: &self.wide,
-        }];
-        // A bridge's parent comes before it: its path's cost is known.
-        for b in &self.bridges {
-            let (ps, pi) = b.from;
-            let parent = &segments[ps];
-            let guard = parent.trace.snap_of(&parent.trace.insts[pi]);
-            let cost = parent.cost + guard.map_or(0, |s| s.cost);
-            segments.push(Segment {
-                trace: &b.trace,
-                parent: Some(b.from),
-                value: b.value.as_ref(),
-                returns: b.returns,
-                cost,
-                separate: b.separate,
-                ints: self.assume_ints,
-                induction: false,
-                wide: &self.wide,
-            });
         }
-        segments
     }
 
-    /// Segment `seg` alone, as [`Tree::segments`] gives it, without making the others.
-    pub(super) fn segment_alone(&self, seg: usize) -> Segment<'_> {
-        if seg == 0 {
-            return self.segments().swap_remove(0);
-        }
-        let b = &self.bridges[seg - 1];
-        // The path's cost: the guards' snapshots' up the chain of parents.
-        let (mut cost, mut at) = (0, Some(b.from));
-        while let Some((ps, pi)) = at {
-            cost += self.guard_snapshot((ps, pi)).cost;
-            at = (ps > 0).then(|| self.bridges[ps - 1].from);
-        }
+    /// Bridge `k`'s segment, its path to its start costing `cost`.
+    fn bridge_segment(&self, k: usize, cost: u64) -> Segment<'_> {
+        let b = &self.bridges[k];
         Segment {
             trace: &b.trace,
             parent: Some(b.from),
