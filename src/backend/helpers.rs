@@ -330,6 +330,27 @@ pub unsafe extern "C" fn num_arith(
     let op = flowjit_runtime::Op::ALL[op as usize];
     // SAFETY: the caller's guarantee: `dst` is the code's own box, aliasing no operand.
     let dst = unsafe { &mut *dst };
+    // Integers, as they usually are: borrowed where they are boxed, without the closures of
+    // the general case below (a loop's big accumulator spent as long getting to its sum as
+    // making it).
+    let int = |bits: i64, kind: i64, held: &mut Value| -> Option<*const Value> {
+        match kind_from(kind) {
+            MKind::Num => Some(bits as *const Value),
+            MKind::Int => {
+                *held = Value::Int(bits);
+                Some(held as *const Value)
+            }
+            _ => None,
+        }
+    };
+    let (mut a_held, mut b_held) = (Value::Int(0), Value::Int(0));
+    if let (Some(x), Some(y)) = (int(a, a_kind, &mut a_held), int(b, b_kind, &mut b_held)) {
+        // SAFETY: live integers (the caller's guarantee), or the locals above.
+        let (x, y) = unsafe { (&*x, &*y) };
+        if op.arity() == 2 && in_place(op, dst, x, y) {
+            return 1;
+        }
+    }
     let made = unsafe {
         abi::with_boxed(a, kind_from(a_kind), |a| {
             if op.arity() == 1 {

@@ -790,7 +790,16 @@ struct Lower<'a> {
     /// Per tree input: its box, if it is of kind `Num` (null otherwise). `start` takes its
     /// address: the entry and the bridges that go back to `start` fill it.
     input_boxes: Vec<*mut Value>,
+    /// Per tree input of kind `Num`, when the code holds no bridge of its tree (nothing
+    /// jumps to `start`): its move from the mirror into its box, made where the first
+    /// segment reads the input rather than on entry (an exit before that, the way most
+    /// iterations of a loop of many ways leave the root, does not pay for it).
+    deferred: Vec<Option<NumMove>>,
 }
+
+/// A move of an integer of any size into a box of the code: (the box, the value's bits,
+/// its kind code).
+type NumMove = (*mut Value, ClifValue, ClifValue);
 
 impl Lower<'_> {
     /// The number in its tree of segment `seg` of those being lowered.
@@ -844,11 +853,7 @@ impl Lower<'_> {
 
     /// [`Lower::num_moves`], with each value's kind code as a value of the code (the entry
     /// reads it from the mirror).
-    fn num_moves_coded(
-        &self,
-        b: &mut FunctionBuilder,
-        moves: &[(*mut Value, ClifValue, ClifValue)],
-    ) {
+    fn num_moves_coded(&self, b: &mut FunctionBuilder, moves: &[NumMove]) {
         if moves.is_empty() {
             return;
         }
@@ -1392,7 +1397,12 @@ impl Lower<'_> {
             match inst.kind {
                 Kind::Input(slot) => {
                     let v = match &self.an.sources[seg][&slot] {
-                        Source::Input(k) => self.inputs[*k],
+                        Source::Input(k) => {
+                            if let Some(m) = self.deferred.get_mut(*k).and_then(Option::take) {
+                                self.num_moves_coded(b, &[m]);
+                            }
+                            self.inputs[*k]
+                        }
                         Source::Chain(_, Opnd::Ref(r)) if self.built.contains_key(r) => {
                             self.built[r]
                         }
@@ -2259,6 +2269,7 @@ pub fn lower(
         own_boxes: HashMap::new(),
         param_boxes: HashMap::new(),
         input_boxes: Vec::new(),
+        deferred: Vec::new(),
     };
     // An input of kind `Num` is copied into its box from the mirror, where it is a 64-bit
     // integer or the address of one of any size (a frame's slot); `start` takes the box's
@@ -2278,11 +2289,19 @@ pub fn lower(
         let tag = b.ins().load(I64, mf, regs, (8 * (at + 1)) as i32);
         // The kind code is the tag less one (`mirror_tag`).
         let code = b.ins().iadd_imm_s(tag, -1);
-        moves.push((bx, bits, code));
+        moves.push((k, (bx, bits, code)));
         loaded[k] = BlockArg::Value(addr);
     }
     // Their sources are the mirror's: no move reads a box another writes.
-    l.num_moves_coded(&mut b, &moves);
+    if segments.iter().skip(1).all(|s| s.separate) {
+        l.deferred = vec![None; an.layout.inputs.len()];
+        for (k, m) in moves {
+            l.deferred[k] = Some(m);
+        }
+    } else {
+        let moves: Vec<NumMove> = moves.into_iter().map(|(_, m)| m).collect();
+        l.num_moves_coded(&mut b, &moves);
+    }
     b.ins().jump(start, &loaded);
     b.switch_to_block(start);
     let mut bridges: Attachments = HashMap::new();
