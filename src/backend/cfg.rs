@@ -23,7 +23,7 @@
 //! kinds, a read that may come before the variable is written on some path, `readlist` of
 //! a list whose element kind is not known, big integer constants, calls.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
@@ -361,8 +361,8 @@ impl<'a> Facts<'a> {
             kinds,
             lengths,
             ranges: vec![None; kinds.len()],
-            consts: HashMap::new(),
-            vars: HashSet::new(),
+            consts: HashMap::default(),
+            vars: HashSet::default(),
         }
     }
 

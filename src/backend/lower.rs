@@ -39,7 +39,7 @@
 //! iteration of the tree. Without a limit there is no counter.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
@@ -345,12 +345,12 @@ fn analyze_with(
     let mut input_kinds: Vec<MKind> = Vec::new();
     let mut kinds: Vec<Vec<Option<MKind>>> = Vec::new();
     let mut sources: Vec<HashMap<Slot, Source>> = Vec::new();
-    let mut sites = HashMap::new();
+    let mut sites = HashMap::default();
     let mut owns = false;
     for (seg, s) in segments.iter().enumerate() {
         let trace = s.trace;
         let mut k: Vec<Option<MKind>> = vec![None; trace.insts.len()];
-        let mut src: HashMap<Slot, Source> = HashMap::new();
+        let mut src: HashMap<Slot, Source> = HashMap::default();
         if s.separate {
             kinds.push(k);
             sources.push(src);
@@ -942,7 +942,7 @@ impl Lower<'_> {
             });
         };
         // Per counter: how many times at most the loop's header is reached.
-        let mut counts: HashMap<usize, ClifValue> = HashMap::new();
+        let mut counts: HashMap<usize, ClifValue> = HashMap::default();
         for sum in &self.an.bounds[seg].sums {
             let n = match counts.get(&sum.counter) {
                 Some(n) => *n,
@@ -2258,16 +2258,16 @@ pub fn lower(
         header: None,
         exits: Vec::new(),
         last_use: Vec::new(),
-        bridges: HashMap::new(),
+        bridges: HashMap::default(),
         pending: Vec::new(),
         seg: 0,
-        built: HashMap::new(),
+        built: HashMap::default(),
         ints: Vec::new(),
-        offsets: HashMap::new(),
+        offsets: HashMap::default(),
         covered: Vec::new(),
         boxes: RefCell::new(helpers::Boxes::default()),
-        own_boxes: HashMap::new(),
-        param_boxes: HashMap::new(),
+        own_boxes: HashMap::default(),
+        param_boxes: HashMap::default(),
         input_boxes: Vec::new(),
         deferred: Vec::new(),
     };
@@ -2304,7 +2304,7 @@ pub fn lower(
     }
     b.ins().jump(start, &loaded);
     b.switch_to_block(start);
-    let mut bridges: Attachments = HashMap::new();
+    let mut bridges: Attachments = HashMap::default();
     for (seg, s) in segments.iter().enumerate().skip(1) {
         if s.separate {
             continue;

@@ -33,7 +33,7 @@ mod profile;
 mod stats;
 mod tree;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
 use std::time::Instant;
 
@@ -553,7 +553,7 @@ impl<'p> Jit<'p> {
                     root,
                     bridges: Vec::new(),
                     code: None,
-                    failures: HashMap::new(),
+                    failures: HashMap::default(),
                     incoming: Vec::new(),
                     assume_ints: true,
                     assume_induction: true,

@@ -21,7 +21,7 @@
 //! an interpreter written in the flowgraph language are thus found by the position in the
 //! interpreted program, not by a chain of guards.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use flowjit_runtime::Value;
 
@@ -87,7 +87,7 @@ impl Profile {
             .map(|(block, greens)| Merge {
                 block,
                 greens: greens.to_vec(),
-                keys: HashMap::new(),
+                keys: HashMap::default(),
                 armed: None,
             });
         Profile {

@@ -1,6 +1,6 @@
 //! Trace trees: a root trace and the bridges attached to its guards.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use flowjit_runtime::Value;
 

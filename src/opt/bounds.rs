@@ -20,7 +20,7 @@
 //! v5 = add v0, 1  @m:1 #2 []               v5 = add v0, 1        (0..=99 + 1 cannot overflow)
 //! ```
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use flowjit_runtime::{Op, Value};
 
@@ -358,7 +358,7 @@ pub fn machine_no_overflow(
     let start = trace.loop_start().unwrap_or(0);
     let params = trace.loop_start().map_or(0, |s| trace.insts[s].args.len());
     // Per value, the least and greatest constant the trace adds to it.
-    let mut offsets: HashMap<Ref, (i64, i64)> = HashMap::new();
+    let mut offsets: HashMap<Ref, (i64, i64)> = HashMap::default();
     for (i, inst) in trace.insts.iter().enumerate() {
         if let Some((x, c)) = offset_of(inst).filter(|(x, _)| is_int(*x) && is_int(Ref(i as u32))) {
             let e = offsets.entry(x).or_insert((c, c));

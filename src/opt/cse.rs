@@ -15,7 +15,7 @@
 //! guard_true v4  @e:0 #2 []
 //! ```
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::forward::{Optimizer, Pending, Stage, Verdict};
 use super::Rejected;

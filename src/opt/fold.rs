@@ -18,7 +18,7 @@
 //! v3 = add v2, 1  @b2:1 #2 [x2=v2]         (gone: 11)
 //! ```
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use flowjit_runtime::{ops, Op, Value};
 
@@ -212,7 +212,7 @@ fn mask_of(inst: &Inst) -> Option<(Ref, i64)> {
 /// wrapping additions can be merged (`merge_wrapping`).
 pub fn masked_only(trace: &crate::trace::Trace) -> HashMap<Ref, i64> {
     // Per value: the mask of every use so far, or `None` once another use is seen.
-    let mut uses: HashMap<Ref, Option<i64>> = HashMap::new();
+    let mut uses: HashMap<Ref, Option<i64>> = HashMap::default();
     let mut seen = |r: Ref, by: Option<i64>| {
         let e = uses.entry(r).or_insert(by);
         if *e != by {

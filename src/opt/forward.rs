@@ -26,7 +26,7 @@
 //! guard_true v3  @e:0 #2 []                 so guard_true 1 holds)
 //! ```
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use flowjit_runtime::Value;
 
@@ -133,7 +133,7 @@ fn walk(
         masked: if enabled.contains(&"fold") {
             fold::masked_only(trace)
         } else {
-            HashMap::new()
+            HashMap::default()
         },
         counted,
         carries: Vec::new(),

@@ -13,7 +13,7 @@
 //! guard_true v3  @e:0 #2 []
 //! ```
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use flowjit_runtime::Value;
 

@@ -5,7 +5,7 @@
 //! (the value may be a big integer). An interval is only ever learnt for a value that is
 //! known to be an integer: a guard on `lt(x, 4)` that held means `x` was an integer.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use flowjit_runtime::{Op, Value};
 

@@ -33,7 +33,8 @@
 //! guard_true v6  @l:1 #4 [b=v3, x=v5]        guard_true v6  @l:1 #4 [b=v3, x=v1] {v3=[0, v1]}
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 use flowjit_runtime::{Op, Value};
 
@@ -131,9 +132,9 @@ fn analyze(trace: &Trace) -> Plan {
     // The elements of each candidate as the trace goes, in operands of the old trace (a
     // carried variable's as the preamble's array holds them at `loop_start`): for the type
     // a `getitem` reads, and the arrays they hold.
-    let mut fields: HashMap<usize, Vec<Opnd>> = HashMap::new();
-    let mut at_start: HashMap<usize, Vec<Opnd>> = HashMap::new();
-    let mut at_end: HashMap<usize, Vec<Opnd>> = HashMap::new();
+    let mut fields: HashMap<usize, Vec<Opnd>> = HashMap::default();
+    let mut at_start: HashMap<usize, Vec<Opnd>> = HashMap::default();
+    let mut at_end: HashMap<usize, Vec<Opnd>> = HashMap::default();
     for (i, inst) in trace.insts.iter().enumerate() {
         let in_loop = start.is_some_and(|s| i > s);
         // Uses in the loop of an array the preamble made escape it.
