@@ -330,24 +330,20 @@ pub unsafe extern "C" fn num_arith(
     let op = flowjit_runtime::Op::ALL[op as usize];
     // SAFETY: the caller's guarantee: `dst` is the code's own box, aliasing no operand.
     let dst = unsafe { &mut *dst };
-    // Integers, as they usually are: borrowed where they are boxed, without the closures of
-    // the general case below (a loop's big accumulator spent as long getting to its sum as
-    // making it).
-    let int = |bits: i64, kind: i64, held: &mut Value| -> Option<*const Value> {
-        match kind_from(kind) {
-            MKind::Num => Some(bits as *const Value),
-            MKind::Int => {
-                *held = Value::Int(bits);
-                Some(held as *const Value)
-            }
-            _ => None,
+    // A big integer plus or minus a 64-bit one, a loop's accumulator's usual step: made in
+    // the digits `dst` alone owns, without the general case's closures (a big accumulator
+    // spent as long getting to its sum as making it).
+    let (num, int) = (kind_code(MKind::Num), kind_code(MKind::Int));
+    let big_small = match op {
+        flowjit_runtime::Op::Add | flowjit_runtime::Op::Sub if (a_kind, b_kind) == (num, int) => {
+            Some((a, b))
         }
+        flowjit_runtime::Op::Add if (a_kind, b_kind) == (int, num) => Some((b, a)),
+        _ => None,
     };
-    let (mut a_held, mut b_held) = (Value::Int(0), Value::Int(0));
-    if let (Some(x), Some(y)) = (int(a, a_kind, &mut a_held), int(b, b_kind, &mut b_held)) {
-        // SAFETY: live integers (the caller's guarantee), or the locals above.
-        let (x, y) = unsafe { (&*x, &*y) };
-        if op.arity() == 2 && in_place(op, dst, x, y) {
+    if let Some((big, small)) = big_small {
+        // SAFETY: the caller's guarantee: a live integer.
+        if in_place(op, dst, unsafe { &*(big as *const Value) }, small) {
             return 1;
         }
     }
@@ -357,7 +353,15 @@ pub unsafe extern "C" fn num_arith(
                 return Some(ops::apply1(op, a));
             }
             abi::with_boxed(b, kind_from(b_kind), |b| {
-                (!in_place(op, dst, a, b)).then(|| ops::apply2(op, a, b))
+                let small = match (op, a, b) {
+                    (flowjit_runtime::Op::Add, Value::Int(y), x)
+                    | (flowjit_runtime::Op::Add | flowjit_runtime::Op::Sub, x, Value::Int(y)) => {
+                        Some((x, *y))
+                    }
+                    _ => None,
+                };
+                let done = small.is_some_and(|(x, y)| in_place(op, dst, x, y));
+                (!done).then(|| ops::apply2(op, a, b))
             })
         })
     };
@@ -424,25 +428,22 @@ pub unsafe extern "C" fn num_moves(moves: *const i64, n: i64) {
     }
 }
 
-/// `a + b` or `a - b` of a big integer and a 64-bit one into `dst`, reusing its digits when
-/// it alone owns them; whether it was done.
-fn in_place(op: flowjit_runtime::Op, dst: &mut Value, a: &Value, b: &Value) -> bool {
+/// `x + y` or `x - y` of a big integer `x` and a 64-bit `y` into `dst`, reusing its digits
+/// when it alone owns them; whether it was done.
+fn in_place(op: flowjit_runtime::Op, dst: &mut Value, x: &Value, y: i64) -> bool {
     use flowjit_runtime::Op;
     use num_traits::ToPrimitive;
-    let Value::Big(d) = dst else { return false };
+    let (Value::Big(d), Value::Big(x)) = (&mut *dst, x) else {
+        return false;
+    };
     let Some(d) = std::rc::Rc::get_mut(d) else {
         return false;
     };
-    match (op, a, b) {
-        (Op::Add, Value::Big(x), Value::Int(y)) | (Op::Add, Value::Int(y), Value::Big(x)) => {
-            d.clone_from(x);
-            *d += *y;
-        }
-        (Op::Sub, Value::Big(x), Value::Int(y)) => {
-            d.clone_from(x);
-            *d -= *y;
-        }
-        _ => return false,
+    d.clone_from(x);
+    match op {
+        Op::Add => *d += y,
+        Op::Sub => *d -= y,
+        _ => unreachable!("only sums and differences are made in place"),
     }
     if let Some(small) = d.to_i64() {
         *dst = Value::Int(small);

@@ -38,8 +38,8 @@
 //! path cost, and the code exits at the anchor when the budget could not hold the costliest
 //! iteration of the tree. Without a limit there is no counter.
 
-use std::cell::RefCell;
 use rustc_hash::FxHashMap as HashMap;
+use std::cell::RefCell;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
