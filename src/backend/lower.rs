@@ -873,6 +873,38 @@ impl Lower<'_> {
         self.call(b, helpers::num_moves as *const u8, &[at, n], false);
     }
 
+    /// Whether no snapshot of segment `seg` reads an `input` of `slot`: no exit then writes
+    /// the value into the mirror, moves it out of its box, or reads it after another entry
+    /// of the same exit wrote the mirror's box it may be.
+    fn in_no_snapshot(&self, seg: usize, slot: Slot) -> bool {
+        let trace = self.segments[seg].trace;
+        let reads: Vec<Ref> = (0..trace.insts.len())
+            .filter(|&i| trace.insts[i].kind == Kind::Input(slot))
+            .map(|i| Ref(i as u32))
+            .collect();
+        trace.snaps.iter().all(|snap| {
+            snap.operands()
+                .all(|o| o.as_ref().is_none_or(|r| !reads.contains(&r)))
+        })
+    }
+
+    /// An input of kind `Num` that no snapshot reads ([`Lower::in_no_snapshot`]), read
+    /// where the mirror has it instead of copied: the address the mirror holds when its tag
+    /// says `Num` (a box of the context's or the frame's slot, which nothing writes while
+    /// the code runs, exits aside), or the input's box holding the 64-bit integer the
+    /// mirror holds (the box only ever holds a 64-bit integer then: only its payload is
+    /// written).
+    fn borrowed_input(&mut self, b: &mut FunctionBuilder, (bx, bits, code): NumMove) -> ClifValue {
+        let mf = MemFlagsData::trusted();
+        let addr = b.ins().iconst(I64, bx as i64);
+        b.ins()
+            .store(mf, bits, addr, abi::VALUE_PAYLOAD_OFFSET as i32);
+        let boxed = b
+            .ins()
+            .icmp_imm_s(IntCC::Equal, code, helpers::kind_code(MKind::Num));
+        b.ins().select(boxed, bits, addr)
+    }
+
     /// The arguments for the root loop's header from the root (its `loop_start` or its
     /// `loop`, `args`): those of the parameters held in registers, having moved those of
     /// kind `Num` into their boxes. With `exchange` (the back edge), a parameter whose new
@@ -1399,7 +1431,11 @@ impl Lower<'_> {
                     let v = match &self.an.sources[seg][&slot] {
                         Source::Input(k) => {
                             if let Some(m) = self.deferred.get_mut(*k).and_then(Option::take) {
-                                self.num_moves_coded(b, &[m]);
+                                if self.in_no_snapshot(seg, slot) {
+                                    self.inputs[*k] = self.borrowed_input(b, m);
+                                } else {
+                                    self.num_moves_coded(b, &[m]);
+                                }
                             }
                             self.inputs[*k]
                         }
