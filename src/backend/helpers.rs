@@ -332,7 +332,8 @@ pub unsafe extern "C" fn num_arith(
     let dst = unsafe { &mut *dst };
     // A big integer plus or minus a 64-bit one, a loop's accumulator's usual step: made in
     // the digits `dst` alone owns, without the general case's closures (a big accumulator
-    // spent as long getting to its sum as making it).
+    // spent as long getting to its sum as making it). Anything else, a box of kind `Num`
+    // that holds a small integer included, goes the general way.
     let (num, int) = (kind_code(MKind::Num), kind_code(MKind::Int));
     let big_small = match op {
         flowjit_runtime::Op::Add | flowjit_runtime::Op::Sub if (a_kind, b_kind) == (num, int) => {
@@ -350,28 +351,17 @@ pub unsafe extern "C" fn num_arith(
     let made = unsafe {
         abi::with_boxed(a, kind_from(a_kind), |a| {
             if op.arity() == 1 {
-                return Some(ops::apply1(op, a));
+                return ops::apply1(op, a);
             }
-            abi::with_boxed(b, kind_from(b_kind), |b| {
-                let small = match (op, a, b) {
-                    (flowjit_runtime::Op::Add, Value::Int(y), x)
-                    | (flowjit_runtime::Op::Add | flowjit_runtime::Op::Sub, x, Value::Int(y)) => {
-                        Some((x, *y))
-                    }
-                    _ => None,
-                };
-                let done = small.is_some_and(|(x, y)| in_place(op, dst, x, y));
-                (!done).then(|| ops::apply2(op, a, b))
-            })
+            abi::with_boxed(b, kind_from(b_kind), |b| ops::apply2(op, a, b))
         })
     };
     match made {
-        None => 1,
-        Some(Ok(v)) => {
+        Ok(v) => {
             *dst = v;
             1
         }
-        Some(Err(_)) => 0,
+        Err(_) => 0,
     }
 }
 

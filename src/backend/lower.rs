@@ -1757,8 +1757,10 @@ impl Lower<'_> {
     /// Whether the box that holds the value of `r` (of kind `Num`) in segment `seg` is
     /// written again before it is read in any later run of this code, so that an exit may
     /// move its value out: an instruction's own box, a root loop parameter's, a tree
-    /// input's (filled on entry and by the jumps to `start`); not a constant's, which a
-    /// bridge's `input` may read from its guard's snapshot.
+    /// input's (filled on entry, where the first segment reads it, or by the jumps to
+    /// `start`; an input read where the mirror has it, [`Lower::borrowed_input`], is in no
+    /// snapshot, so never asked about); not a constant's, which a bridge's `input` may read
+    /// from its guard's snapshot.
     fn rewritten_box(&self, seg: usize, r: Ref) -> bool {
         let trace = self.segments[seg].trace;
         match trace.insts[r.index()].kind {

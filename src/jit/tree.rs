@@ -71,16 +71,9 @@ impl Tree {
     }
 
     pub(super) fn segments(&self) -> Vec<Segment<'_>> {
-        let mut segments = vec![self.root_segment()];
-        // A bridge's parent comes before it: its path's cost is known.
-        for (k, b) in self.bridges.iter().enumerate() {
-            let (ps, pi) = b.from;
-            let parent = &segments[ps];
-            let guard = parent.trace.snap_of(&parent.trace.insts[pi]);
-            let cost = parent.cost + guard.map_or(0, |s| s.cost);
-            segments.push(self.bridge_segment(k, cost));
-        }
-        segments
+        (0..=self.bridges.len())
+            .map(|seg| self.segment_alone(seg))
+            .collect()
     }
 
     /// Segment `seg` alone, as [`Tree::segments`] gives it, without making the others.
