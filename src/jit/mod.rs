@@ -58,13 +58,6 @@ pub const DEFAULT_THRESHOLD: u64 = 50;
 /// The default limit on a recorded trace's length, in instructions.
 pub const DEFAULT_MAX_TRACE_LEN: usize = 4000;
 
-/// The most instructions a tree's function holds with the bridges that come back to its
-/// anchor compiled in it: such a bridge that would make it larger is compiled on its own
-/// (see `record_bridge`). Within the tree's function a bridge that returns to the tree's
-/// anchor jumps there directly; on its own it costs an exit and an entry, but adding it
-/// costs one small compilation instead of the whole tree's again.
-pub const MAX_TREE_SIZE: usize = 150;
-
 /// The most trace instructions a tree's function may hold with the bridges compiled in it
 /// (a bridge specialized on a promoted value, or one whose guard cannot link to code of its
 /// own): each compiles the whole function again, so a chain of them, a promotion's
@@ -1418,9 +1411,10 @@ impl<'p> Jit<'p> {
                 }
                 // A bridge is compiled on its own where its guard's exit can go there
                 // (`backend::lower::linkable`) and it is not specialized on a value, unless
-                // it comes back to its own anchor in a small tree (`MAX_TREE_SIZE`,
-                // `MAX_TREE_BRIDGES`); and always where its guard is in a bridge compiled on
-                // its own. Otherwise it is compiled in the tree's function, compiled again.
+                // it comes back to its own anchor as the first such bridge of a tree with few
+                // ways out (`MAX_TREE_BRIDGES`, `few_ways`); and always where its guard is in
+                // a bridge compiled on its own. Otherwise it is compiled in the tree's
+                // function, compiled again.
                 let tree = &self.trees[t];
                 let in_tree: usize = tree
                     .segments()
@@ -1432,7 +1426,6 @@ impl<'p> Jit<'p> {
                     && (tree.unit_of(from.0) != 0
                         || (value.is_none()
                             && (!returns
-                                || in_tree + trace.insts.len() > MAX_TREE_SIZE
                                 || tree.bridges.iter().filter(|b| !b.separate).count()
                                     >= MAX_TREE_BRIDGES
                                 || !self.few_ways(t))
