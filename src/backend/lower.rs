@@ -760,8 +760,9 @@ struct Lower<'a> {
     last_use: Vec<usize>,
     /// Bridges: (segment, guard) → [(bridge segment, value)].
     bridges: Attachments<'a>,
-    /// Bridge blocks to fill: (block, bridge segment).
-    pending: Vec<(Block, usize)>,
+    /// Bridge blocks to fill: (block, bridge segment, the arrays known to hold only
+    /// integers where its guard branches there: `ints`).
+    pending: Vec<(Block, usize, Vec<ClifValue>)>,
     seg: usize,
     /// The virtual arrays of the guard the current bridge hangs from, built where the
     /// bridge starts: by their refs in the guard's segment.
@@ -1096,7 +1097,7 @@ impl Lower<'_> {
 
     fn bridge_block(&mut self, b: &mut FunctionBuilder, seg: usize) -> Block {
         let block = b.create_block();
-        self.pending.push((block, seg));
+        self.pending.push((block, seg, self.ints.clone()));
         block
     }
 
@@ -1255,6 +1256,23 @@ impl Lower<'_> {
         (seg, o)
     }
 
+    /// Whether the stores that the snapshot of the current bridge's guard holds, made
+    /// where the bridge starts ([`Lower::build_virtuals`]), may store into an array
+    /// anything but a 64-bit integer.
+    fn parent_may_mix(&self) -> bool {
+        let Some((ps, pi)) = self.segments[self.seg].parent else {
+            return true;
+        };
+        let trace = self.segments[ps].trace;
+        let Some(snap) = trace.snap_of(&trace.insts[pi]) else {
+            return true;
+        };
+        snap.stores.iter().any(|st| match &st.value {
+            Opnd::Ref(r) => self.an.kinds[ps][r.index()] != Some(MKind::Int),
+            Opnd::Const(v) => MKind::of(v) != Some(MKind::Int),
+        })
+    }
+
     /// Where the current bridge starts: builds the virtual arrays of the guard's snapshot
     /// it hangs from, as an exit would (`resume::restore`), so that its `input`s of them
     /// read arrays. Each is made first, then its elements stored (one may hold another, or
@@ -1398,7 +1416,6 @@ impl Lower<'_> {
     /// Lowers the instructions of the current segment from the current block.
     fn segment(&mut self, b: &mut FunctionBuilder, header: &mut Option<Block>) {
         let seg = self.seg;
-        self.ints.clear();
         let s = self.segments[seg];
         let trace = s.trace;
         self.last_use = (0..trace.insts.len()).collect();
@@ -2352,13 +2369,20 @@ pub fn lower(
     }
     l.bridges = bridges;
     let mut header = None;
+    l.ints.clear();
     l.segment(&mut b, &mut header);
-    // The bridges, each from the guard that branches to it.
-    while let Some((block, seg)) = l.pending.pop() {
+    // The bridges, each from the guard that branches to it. An array its guard's code
+    // found holding only integers still does where the bridge starts, unless a store the
+    // guard's snapshot holds may put something else into it.
+    while let Some((block, seg, ints)) = l.pending.pop() {
         b.switch_to_block(block);
         b.seal_block(block);
         l.seg = seg;
         l.build_virtuals(&mut b);
+        l.ints = ints;
+        if l.parent_may_mix() {
+            l.ints.clear();
+        }
         let mut none = None;
         l.segment(&mut b, &mut none);
     }
