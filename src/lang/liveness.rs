@@ -61,8 +61,9 @@ impl Vars {
 /// The variables live where each block starts.
 #[derive(Clone, Debug)]
 pub struct Liveness {
-    live_in: Vec<Vars>,
-    size: usize,
+    /// Per block, the variables live before each statement and before the terminator
+    /// (computed once: the recorder asks at every snapshot).
+    at: Vec<Vec<Vars>>,
 }
 
 /// Where control goes after `term`.
@@ -145,25 +146,30 @@ impl Liveness {
                 changed |= live_in[b].union(&live);
             }
         }
-        Liveness { live_in, size }
+        let at = blocks
+            .iter()
+            .map(|block| {
+                let mut live = Vars::empty(size);
+                for s in successors(&block.term) {
+                    live.union(&live_in[s.index()]);
+                }
+                through_term(&block.term, &mut live);
+                let mut at = vec![live.clone()];
+                for inst in block.insts.iter().rev() {
+                    through_inst(inst, &mut live);
+                    at.push(live.clone());
+                }
+                at.reverse();
+                at
+            })
+            .collect();
+        Liveness { at }
     }
 
     /// The variables live before statement `inst` of `block` (`inst` may be the number of
     /// statements: before the terminator).
-    pub fn live_at(&self, blocks: &[Block], block: BlockId, inst: usize) -> Vars {
-        if inst == 0 {
-            return self.live_in[block.index()].clone();
-        }
-        let b = &blocks[block.index()];
-        let mut live = Vars::empty(self.size);
-        for s in successors(&b.term) {
-            live.union(&self.live_in[s.index()]);
-        }
-        through_term(&b.term, &mut live);
-        for i in b.insts[inst..].iter().rev() {
-            through_inst(i, &mut live);
-        }
-        live
+    pub fn live_at(&self, block: BlockId, inst: usize) -> &Vars {
+        &self.at[block.index()][inst]
     }
 }
 

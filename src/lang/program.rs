@@ -305,8 +305,8 @@ impl Program {
 
     /// The variables live before statement `inst` of `block` (or before its terminator,
     /// when `inst` is the number of statements): see [`super::liveness`].
-    pub fn live_at(&self, block: BlockId, inst: usize) -> Vars {
-        self.liveness.live_at(&self.blocks, block, inst)
+    pub fn live_at(&self, block: BlockId, inst: usize) -> &Vars {
+        self.liveness.live_at(block, inst)
     }
 
     /// The block holding `jit_merge_point`, and its green variables.

@@ -195,9 +195,9 @@ fn carry_elements(
 /// an exit need not write them back. The recorder keeps only live variables already; peeling
 /// adds the variables the loop carries to every snapshot of its body, which this takes out
 /// again where they are dead. A snapshot that holds virtual arrays is left as it is.
-pub fn prune_dead_entries(
+pub fn prune_dead_entries<'a>(
     trace: &Trace,
-    live: &dyn Fn(crate::state::Position) -> crate::lang::liveness::Vars,
+    live: &dyn Fn(crate::state::Position) -> &'a crate::lang::liveness::Vars,
 ) -> Trace {
     let mut t = trace.clone();
     for snap in &mut t.snaps {

@@ -154,13 +154,20 @@ impl Recorder<'_> {
                 ),
             })
             .collect();
+        let own = own
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, w)| {
+                let slot = Slot(slot as u32);
+                w.as_ref()
+                    .filter(|_| live.contains(slot))
+                    .map(|o| (slot, o.clone()))
+            })
+            .collect();
         self.snaps.push(Snapshot {
             pos,
             cost: self.cost,
-            entries: entries(own)
-                .into_iter()
-                .filter(|(slot, _)| live.contains(*slot))
-                .collect(),
+            entries: own,
             frames,
             virtuals: Vec::new(),
             stores: Vec::new(),
