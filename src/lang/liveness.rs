@@ -6,7 +6,8 @@
 //!
 //! The analysis is the classic backward one over the blocks of the program, computed once
 //! when the program loads ([`Liveness::new`]): for each block, the variables live where it
-//! starts. A position inside a block is resolved by walking the block backwards from its end.
+//! starts; then, walking each block backwards from its end, those live before each of its
+//! statements, kept in a table (the recorder asks at every snapshot).
 //! A function's blocks form their own graph (a call is a statement of its caller; `return`
 //! ends a block with no successor).
 //!
@@ -58,7 +59,7 @@ impl Vars {
     }
 }
 
-/// The variables live where each block starts.
+/// The variables live before each statement of each block, and before its terminator.
 #[derive(Clone, Debug)]
 pub struct Liveness {
     /// Per block, the variables live before each statement and before the terminator
