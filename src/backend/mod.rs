@@ -1,11 +1,11 @@
 //! Native code: optimized traces become machine code through Cranelift.
 //!
 //! Each function is compiled into a `JITModule` of its own ([`CodeMemory`]), owned by its
-//! [`Compiled`], whose memory is a block of the backend's code heap ([`code_heap`]):
+//! [`Compiled`], whose memory is a block of the backend's code heap (`code_heap`):
 //! dropping the code (a tree's function compiled again, a bridge's) gives the block back,
 //! so code memory holds what can still run. [`Backend::compile`] lowers a trace
 //! ([`lower`]), compiles it for the host, and can also emit it for another ISA for display
-//! (`--target`). [`run_compiled`] marshals the trace's inputs from the frame into unboxed
+//! (`--target`). [`Backend::run`] marshals the trace's inputs from the frame into unboxed
 //! registers, calls the machine code, and on exit writes the snapshot's resume variables
 //! back into the frame.
 //!

@@ -37,7 +37,7 @@ pub enum ErrorKind {
     /// `return` with no call to return from.
     #[error("return outside a function")]
     ReturnOutside,
-    /// A call nested more than [`MAX_CALL_DEPTH`] deep.
+    /// A call nested more than [`crate::state::MAX_CALL_DEPTH`] deep.
     #[error("call depth limit reached")]
     CallDepth,
 }

@@ -3,7 +3,7 @@
 //! jitviewer and LuaJIT's `-jdump`), and `flowjit report` links them to the traces.
 //!
 //! The origin of a line is the source location Cranelift carries from the IR to the machine
-//! code ([`backend::lower::Origin`]): Cranelift's IR printer writes it before an instruction
+//! code ([`crate::backend::lower::Origin`]): Cranelift's IR printer writes it before an instruction
 //! as `@hex`, and the compiled code reports, for each range of machine code, the one it came
 //! from.
 

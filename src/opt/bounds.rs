@@ -249,10 +249,10 @@ pub struct MachineBounds {
     pub hull: Vec<Range>,
     /// Per parameter of the loop: the interval its value from the preamble is checked to lie
     /// in as the loop is entered (an exit at `loop_start` otherwise), when the proofs assume
-    /// one that the preamble's value is not known to lie in ([`induction`]).
+    /// one that the preamble's value is not known to lie in (an induction, `induction`).
     pub entry: Vec<Option<Range>>,
     /// The loop's accumulators whose additions cannot overflow because the loop runs at
-    /// most so many times, checked as it is entered ([`sums`]).
+    /// most so many times, checked as it is entered (`sums`).
     pub sums: Vec<Sum>,
 }
 
@@ -348,7 +348,7 @@ pub(crate) fn offset_of(inst: &crate::trace::Inst) -> Option<(Ref, i64)> {
 /// are `i64`, asks.)
 ///
 /// With `induction`, a loop parameter may be assumed in a tighter interval that an
-/// induction proves ([`induction`]), which the loop's entry then checks.
+/// induction proves (`induction`), which the loop's entry then checks.
 pub fn machine_no_overflow(
     trace: &Trace,
     is_int: impl Fn(Ref) -> bool,
