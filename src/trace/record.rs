@@ -127,11 +127,15 @@ pub const MAX_APART: usize = 4;
 
 impl Recorder<'_> {
     fn snapshot(&mut self, pos: Position) -> SnapId {
-        let entries = |written: &[Option<Opnd>]| {
+        // The variables written, those `keep` accepts.
+        let entries = |written: &[Option<Opnd>], keep: &dyn Fn(Slot) -> bool| {
             written
                 .iter()
                 .enumerate()
-                .filter_map(|(slot, w)| w.clone().map(|o| (Slot(slot as u32), o)))
+                .filter_map(|(slot, w)| {
+                    let slot = Slot(slot as u32);
+                    w.as_ref().filter(|_| keep(slot)).map(|o| (slot, o.clone()))
+                })
                 .collect::<Vec<_>>()
         };
         let own = self.callers.first().map_or(&self.written, |c| &c.written);
@@ -151,19 +155,11 @@ impl Recorder<'_> {
                     self.callers
                         .get(k + 1)
                         .map_or(&self.written, |n| &n.written),
+                    &|_| true,
                 ),
             })
             .collect();
-        let own = own
-            .iter()
-            .enumerate()
-            .filter_map(|(slot, w)| {
-                let slot = Slot(slot as u32);
-                w.as_ref()
-                    .filter(|_| live.contains(slot))
-                    .map(|o| (slot, o.clone()))
-            })
-            .collect();
+        let own = entries(own, &|slot| live.contains(slot));
         self.snaps.push(Snapshot {
             pos,
             cost: self.cost,
