@@ -249,3 +249,21 @@ fn a_virtual_array_made_from_another() {
                 end: print_and_stop(x0)";
     assert_eq!(check(text), Ok(true));
 }
+
+/// A loop whose two ways alternate through a flag each way sets as a constant, and whose
+/// ways write copies: the body, peeled after one way, cannot take it again, so it assumes
+/// nothing of the preamble (`opt::optimize_generic`) and the other way is a bridge.
+#[test]
+fn a_flag_that_sends_each_iteration_the_other_way() {
+    let flag = "start: x0 = 0 x1 = 0 x2 = 0 x4 = 5 f9 = 0 lst = [0] goto loop1 \
+                then7: x2 = x2 + x4 x0 = x4 + x2 x4 = x0 goto clear10 \
+                else8: x0 = 0 x4 = i4 goto set11 \
+                clear10: f9 = 0 goto step3 \
+                set11: f9 = 1 goto step3 \
+                fork6: w12 = f9 if w12 goto then7 else goto else8 \
+                loop1: i4 = 300 goto head2 \
+                head2: c5 = i4 > 0 if c5 goto fork6 else goto end \
+                step3: i4 = i4 - 1 goto head2 \
+                end: print_and_stop(x2)";
+    assert_eq!(check(flag), Ok(true));
+}

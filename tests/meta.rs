@@ -99,6 +99,24 @@ fn a_branching_loop_stays_in_machine_code_through_its_bridge() {
     assert!(few < 30, "{few} exits");
 }
 
+/// A loop whose two ways alternate (a flag each way sets as a constant): a body peeled after
+/// the recorded way cannot take it again, and was rejected, leaving the loop to the
+/// interpreter. Its body now assumes nothing of the preamble, and the other way is a bridge.
+#[test]
+fn a_loop_whose_ways_alternate_runs_in_machine_code() {
+    let (out, err) = flowjit(&["run", "tests/programs/alternate.fg", "n=100000", "--stats"]);
+    assert_eq!(out, "200000\n");
+    assert_eq!(stat(&err, "traces rejected by the optimizer: "), 0, "{err}");
+    assert_eq!(
+        stat(&err, "loops whose body assumes nothing of the preamble: "),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("1 bridge(s), machine code"), "{err}");
+    // The driver enters the tree a few times, not once every other iteration.
+    assert!(stat(&err, "exits: ") < 30, "{err}");
+}
+
 #[test]
 fn a_promoted_variable_that_varies_gets_one_specialization_per_value_up_to_a_limit() {
     // x = i // 1000 takes the values 0..=19: the guard on it gets bridges for values up to

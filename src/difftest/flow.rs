@@ -106,6 +106,10 @@ pub enum Cond {
     /// `i % m`: the then-way, except every `m`-th iteration, which takes the else-way (the
     /// rare path).
     Every(i64),
+    /// A flag of the branch's own that the then-way clears and the else-way sets, as
+    /// constants: the two ways alternate, and a body peeled after one of them cannot take
+    /// it again (`opt::optimize_generic`).
+    Flip,
 }
 
 /// The value a loop promotes at the start of each iteration.
@@ -585,6 +589,7 @@ fn branch() -> impl Strategy<Value = Branch> {
         1 => (0i64..1500).prop_map(Cond::Below),
         2 => (2i64..8).prop_map(Cond::Every),
         2 => (8i64..60).prop_map(Cond::Every),
+        1 => Just(Cond::Flip),
     ];
     let new = (cond, then_way(), rare_ops(), prop::bool::weighted(0.75)).prop_map(
         |(cond, (yes, pair), no, tied)| Branch {
@@ -917,6 +922,7 @@ impl Emitter {
                 let test = match cond {
                     Cond::Below(at) => format!("{counter} < {at}"),
                     Cond::Every(m) => format!("{counter} % {m}"),
+                    Cond::Flip => format!("{counter} % 2"),
                 };
                 let odd = match odd {
                     Odd::Atom => "'a'".to_string(),
@@ -1038,7 +1044,20 @@ impl Emitter {
                     let then = self.label("then");
                     let els = self.label("else");
                     let w = self.label("w");
-                    self.block(&then, yes, &i, &step);
+                    // A flag's ways each set it, then go on to the step.
+                    let flag = matches!(cond, Cond::Flip).then(|| {
+                        let (f, clear, set) =
+                            (self.label("f"), self.label("clear"), self.label("set"));
+                        let _ = writeln!(self.inits, "    {f} = 0");
+                        let _ = writeln!(self.out, "{clear}:\n    {f} = 0\n    goto {step}");
+                        let _ = writeln!(self.out, "{set}:\n    {f} = 1\n    goto {step}");
+                        (f, clear, set)
+                    });
+                    let (then_next, else_next) = match &flag {
+                        Some((_, clear, set)) => (clear.clone(), set.clone()),
+                        None => (step.clone(), step.clone()),
+                    };
+                    self.block(&then, yes, &i, &then_next);
                     let no: Vec<GenOp> = match tied {
                         Some((a, b)) => no
                             .iter()
@@ -1049,10 +1068,12 @@ impl Emitter {
                             .collect(),
                         None => no.clone(),
                     };
-                    self.block(&els, &no, &i, &step);
-                    let test = match cond {
-                        Cond::Below(at) => format!("{i} < {at}"),
-                        Cond::Every(m) => format!("{i} % {m}"),
+                    self.block(&els, &no, &i, &else_next);
+                    let test = match (cond, &flag) {
+                        (_, Some((f, _, _))) => f.clone(),
+                        (Cond::Below(at), None) => format!("{i} < {at}"),
+                        (Cond::Every(m), None) => format!("{i} % {m}"),
+                        (Cond::Flip, None) => format!("{i} % 2"),
                     };
                     let _ = writeln!(
                         self.out,

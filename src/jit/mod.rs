@@ -508,7 +508,30 @@ impl<'p> Jit<'p> {
                     self.dump.push_str(&print::articles(self.program, &trace));
                 }
                 let start = Instant::now();
-                let optimized = self.optimize(&trace, &self.config.passes);
+                let optimized = self
+                    .optimize(&trace, &self.config.passes)
+                    .or_else(|rejected| {
+                        // A loop whose recorded iteration cannot follow itself (two ways that
+                        // alternate: what the first iteration leaves contradicts a guard of the
+                        // peeled second) is still a loop: its body assumes nothing of what the
+                        // preamble leaves, and its other way becomes a bridge.
+                        // A `guard_value` that fails is the articles' case instead: a promoted
+                        // value (an interpreter's pc without a merge point) that is another in
+                        // each iteration, so that no loop exists at this key.
+                        let alternates = matches!(
+                            rejected,
+                            opt::Rejected::GuardOnConstant { .. }
+                                | opt::Rejected::Contradiction { .. }
+                        );
+                        if !alternates || !self.config.passes.contains(&"peel") {
+                            return Err(rejected);
+                        }
+                        let counted = self.config.max_steps.is_some();
+                        let t = opt::optimize_generic(&trace, &self.config.passes, counted)?;
+                        let t = self.finish_optimizing(t, &self.config.passes)?;
+                        self.stats.generic.push((label.clone(), rejected));
+                        Ok(t)
+                    });
                 let took = start.elapsed();
                 self.stats.opt_time += took;
                 let root = match optimized {
@@ -1194,6 +1217,16 @@ impl<'p> Jit<'p> {
         } else {
             opt::optimize(trace, passes)?
         };
+        self.finish_optimizing(t, passes)
+    }
+
+    /// What [`Jit::optimize`] does after the passes: the snapshots' dead variables go, and
+    /// what only they used.
+    fn finish_optimizing(
+        &self,
+        t: trace::Trace,
+        passes: &[&str],
+    ) -> Result<trace::Trace, opt::Rejected> {
         // What only dead variables of the snapshots used goes too.
         let program = self.program;
         let t = opt::prune_dead_entries(&t, &|pos| program.live_at(pos.block, pos.inst));

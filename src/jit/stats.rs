@@ -17,6 +17,9 @@ pub struct Stats {
     pub aborts: Vec<(String, AbortReason)>,
     /// Traces the optimizer rejected, with where and why.
     pub rejected: Vec<(String, opt::Rejected)>,
+    /// Loops whose body assumes nothing of what the preamble leaves, because the body that
+    /// did was rejected (`opt::optimize_generic`), with where and why.
+    pub generic: Vec<(String, opt::Rejected)>,
     /// Trees left on the trace interpreter, with where and why.
     pub not_compiled: Vec<(String, backend::Unsupported)>,
     /// Times a tree was entered.
@@ -183,6 +186,16 @@ impl Jit<'_> {
         );
         for (label, why) in &s.rejected {
             let _ = writeln!(out, "  at {label}: {}", why.reason());
+        }
+        if !s.generic.is_empty() {
+            let _ = writeln!(
+                out,
+                "loops whose body assumes nothing of the preamble: {}",
+                s.generic.len()
+            );
+            for (label, why) in &s.generic {
+                let _ = writeln!(out, "  at {label}: {}", why.reason());
+            }
         }
         let [loads, stores, calls, allocs] = s.heap;
         if loads.recorded + stores.recorded + calls.recorded + allocs.recorded > 0 {

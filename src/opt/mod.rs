@@ -182,7 +182,7 @@ fn carry_elements(
         let carried = heap::carry(&t, &carries);
         debug_assert_eq!(verify(&carried), Ok(()), "after carrying elements");
         (t, carries) = local_carrying(&carried, enabled, counted)?;
-        if let Some(fewer) = peel::drop_fixed_params(&t) {
+        if let Some(fewer) = peel::drop_fixed_params(&t, peel::Fixed::UnchangedOrConstant) {
             (t, carries) = local_carrying(&fewer, enabled, counted)?;
         }
     }
@@ -213,7 +213,7 @@ pub fn prune_dead_entries<'a>(
 
 /// Runs the enabled passes, in pipeline order, over `trace`.
 pub fn optimize(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
-    optimize_for(trace, enabled, false)
+    optimize_for(trace, enabled, false, false)
 }
 
 /// [`optimize`], for code that counts the operations it does (`--max-steps`): elidable calls
@@ -221,22 +221,44 @@ pub fn optimize(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
 /// call to the next with the same arguments (a function that memoizes takes fewer once it
 /// has the answer), and only a call that is made can count them.
 pub fn optimize_counted(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
-    optimize_for(trace, enabled, true)
+    optimize_for(trace, enabled, true, false)
 }
 
-fn optimize_for(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
+/// [`optimize`] (or [`optimize_counted`], as `counted` says) for a loop whose peeled
+/// iteration [`optimize`] rejected: one whose recorded way cannot follow itself, because what
+/// an iteration leaves (a flag it flips, a cell it clears) sends the next one the other way.
+/// The loop body assumes nothing of what the preamble leaves: every variable the loop
+/// carries is a `param`, even one that ends the preamble as a constant, no array element is
+/// carried, and a `param` goes only where `loop` gives it back unchanged (see
+/// [`peel::drop_fixed_params`]). Its guards then hold as often as they did in the recording,
+/// and the other way becomes a bridge.
+pub fn optimize_generic(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
+    optimize_for(trace, enabled, counted, true)
+}
+
+fn optimize_for(
+    trace: &Trace,
+    enabled: &[&str],
+    counted: bool,
+    generic: bool,
+) -> Result<Trace, Rejected> {
+    let fixed = if generic {
+        peel::Fixed::Unchanged
+    } else {
+        peel::Fixed::UnchangedOrConstant
+    };
     let mut t = local(trace, enabled, counted)?;
     if enabled.contains(&"peel") {
         // What the last walk found to carry is that of the trace peeling returns: it
         // returns the last walk's trace.
         let found = std::cell::RefCell::new(Vec::new());
-        t = peel::run(&t, &|t| {
+        t = peel::run(&t, fixed, &|t| {
             let (t, carries) = local_carrying(t, enabled, counted)?;
             *found.borrow_mut() = carries;
             Ok(t)
         })?;
         debug_assert_eq!(verify(&t), Ok(()), "after peel");
-        if enabled.contains(&"heap") && t.loop_start().is_some() {
+        if enabled.contains(&"heap") && t.loop_start().is_some() && !generic {
             t = carry_elements((t, found.into_inner()), enabled, counted)?;
         }
     }
@@ -247,7 +269,7 @@ fn optimize_for(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace,
         // loop carries may then turn out to be the same constant at both ends.
         if v != t {
             t = local(&v, enabled, counted)?;
-            if let Some(fewer) = peel::drop_fixed_params(&t) {
+            if let Some(fewer) = peel::drop_fixed_params(&t, fixed) {
                 t = local(&fewer, enabled, counted)?;
             }
         }
@@ -258,7 +280,7 @@ fn optimize_for(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace,
         if t.loop_start().is_some() {
             // An element carried may be another param's value, or a constant, at both ends.
             t = peel::merge_params(&t);
-            if let Some(fewer) = peel::drop_fixed_params(&t) {
+            if let Some(fewer) = peel::drop_fixed_params(&t, fixed) {
                 t = fewer;
             }
         }

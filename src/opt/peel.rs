@@ -35,10 +35,24 @@ use super::Rejected;
 use crate::lang::Slot;
 use crate::trace::{Inst, Kind, Opnd, Ref, Res, SnapId, Snapshot, Trace, Ty};
 
+/// Which `param`s hold one value in every iteration, so that the body reads that value
+/// instead ([`drop_fixed_params`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fixed {
+    /// Those that `loop` gives back unchanged: true whatever the guards of the body.
+    Unchanged,
+    /// Those too that receive the same constant from `loop_start` and from `loop`, and the
+    /// variables whose value is a constant at the end of the preamble (assumed to stay it,
+    /// and checked): the body is specialized for what the first iteration leaves.
+    UnchangedOrConstant,
+}
+
 /// Peels `trace`, running `local` (the other passes) over the peeled trace until the
-/// constants assumed carried hold.
+/// constants assumed carried hold. With [`Fixed::Unchanged`] no constant is assumed: every
+/// variable the loop carries is a `param`.
 pub fn run(
     trace: &Trace,
+    fixed: Fixed,
     local: &dyn Fn(&Trace) -> Result<Trace, Rejected>,
 ) -> Result<Trace, Rejected> {
     if trace.loop_start().is_some() {
@@ -48,7 +62,7 @@ pub fn run(
     let carried = &trace.snap_of(last).expect("a loop has a snapshot").entries;
     let mut params: BTreeSet<Slot> = carried
         .iter()
-        .filter(|(_, o)| o.as_const().is_none())
+        .filter(|(_, o)| o.as_const().is_none() || fixed == Fixed::Unchanged)
         .map(|(s, _)| *s)
         .collect();
     loop {
@@ -80,7 +94,7 @@ pub fn run(
             } else {
                 local(&merged)?
             };
-            return match drop_fixed_params(&merged) {
+            return match drop_fixed_params(&merged, fixed) {
                 Some(fewer) => local(&fewer),
                 None => Ok(merged),
             };
@@ -156,7 +170,7 @@ pub fn merge_params(trace: &Trace) -> Trace {
 /// whose value is a constant, but `virtuals` may carry an element of a virtual array that
 /// only the optimizer's later walk finds constant at both ends; and only the walk over the
 /// peeled trace finds that a variable comes back to the value it started from.
-pub fn drop_fixed_params(trace: &Trace) -> Option<Trace> {
+pub fn drop_fixed_params(trace: &Trace, fixed: Fixed) -> Option<Trace> {
     let start = trace.loop_start()?;
     let first = &trace.insts[start].args;
     let next = &trace.insts.last()?.args;
@@ -165,7 +179,8 @@ pub fn drop_fixed_params(trace: &Trace) -> Option<Trace> {
         .zip(next)
         .enumerate()
         .map(|(k, (a, b))| {
-            (a.as_const().is_some() && a == b) || *b == Opnd::Ref(Ref((start + 1 + k) as u32))
+            let constant = fixed == Fixed::UnchangedOrConstant && a.as_const().is_some() && a == b;
+            constant || *b == Opnd::Ref(Ref((start + 1 + k) as u32))
         })
         .collect();
     if !constant.contains(&true) {
