@@ -22,6 +22,7 @@ cases=(
   "wide8|wide8.fg|n=1000000|n=10000000"
   "promote100|promote100.fg|n=500000|n=5000000"
   "dispatch64|dispatch64.fg|n=200000|n=2000000"
+  "alternate|alternate.fg|n=1000000|n=10000000"
   "loops300|loops300.fg|m=60|m=1200"
   "branchy400|branchy400.fg|m=1000|m=20000"
 )
