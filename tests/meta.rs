@@ -104,8 +104,24 @@ fn a_branching_loop_stays_in_machine_code_through_its_bridge() {
 /// interpreter. Its body now assumes nothing of the preamble, and the other way is a bridge.
 #[test]
 fn a_loop_whose_ways_alternate_runs_in_machine_code() {
-    let (out, err) = flowjit(&["run", "tests/programs/alternate.fg", "n=100000", "--stats"]);
+    let (out, err) = flowjit(&[
+        "run",
+        "tests/programs/alternate.fg",
+        "n=100000",
+        "--stats",
+        "--dump",
+        "opt",
+    ]);
     assert_eq!(out, "200000\n");
+    // The dump says why, and the body's guard on the flag reads a `param`, not a constant.
+    assert!(
+        err.contains(
+            "# (its body assumes nothing of the preamble: peeled, guard_true on 0 always fails)"
+        ),
+        "{err}"
+    );
+    assert!(err.contains(": guard_true v11  @even:0"), "{err}");
+    assert!(err.contains("v11:int = param f"), "{err}");
     assert_eq!(stat(&err, "traces rejected by the optimizer: "), 0, "{err}");
     assert_eq!(
         stat(&err, "loops whose body assumes nothing of the preamble: "),

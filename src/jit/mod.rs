@@ -508,6 +508,7 @@ impl<'p> Jit<'p> {
                     self.dump.push_str(&print::articles(self.program, &trace));
                 }
                 let start = Instant::now();
+                let generic_before = self.stats.generic.len();
                 let optimized = self
                     .optimize(&trace, &self.config.passes)
                     .or_else(|rejected| {
@@ -553,6 +554,13 @@ impl<'p> Jit<'p> {
                 };
                 if self.config.dumps.opt {
                     let _ = writeln!(self.dump, "# opt {index}: loop at {label}");
+                    if let Some((_, why)) = self.stats.generic.get(generic_before) {
+                        let _ = writeln!(
+                            self.dump,
+                            "# (its body assumes nothing of the preamble: peeled, {})",
+                            why.reason()
+                        );
+                    }
                     self.dump.push_str(&print::ssa(self.program, &root));
                 }
                 self.event(EventKind::Optimized {
