@@ -229,7 +229,7 @@ pub fn optimize_counted(trace: &Trace, enabled: &[&str]) -> Result<Trace, Reject
 /// an iteration leaves (a flag it flips, a cell it clears) sends the next one the other way.
 /// The loop body assumes nothing of what the preamble leaves: every variable the loop
 /// carries is a `param`, even one that ends the preamble as a constant, no array element is
-/// carried, and a `param` goes only where `loop` gives it back unchanged (see
+/// carried, and only a `param` that `loop` gives back unchanged is dropped (see
 /// [`peel::drop_fixed_params`]). Its guards then hold as often as they did in the recording,
 /// and the other way becomes a bridge.
 pub fn optimize_generic(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
