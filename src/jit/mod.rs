@@ -70,8 +70,12 @@ pub const MAX_TREE_FUNCTION: usize = 2000;
 /// later ones are compiled on their own. One keeps a loop whose two ways alternate in one
 /// function (`tests/programs/branchy.fg`); with four, a loop of 32 ways
 /// (`benches/cliffs/branchy400.fg`) compiled its tree five times, and ran a quarter longer
-/// (4.06 s against 3.08 s at m=1000), while mandel.b and the other benchmarks did not move.
-pub const MAX_TREE_BRIDGES: usize = 1;
+/// (4.06 s against 3.08 s at m=1000), before only trees of few ways took bridges in
+/// ([`MAX_TREE_WAYS`]). With that rule, two: mandel.b 22.56 to 21.60 billion instructions
+/// (callgrind; three and four gave the same as two), branchy400 and the other cliffs
+/// unchanged, `benches/bf/inner.b` 1.61 to 1.69 billion (its hot path laid out with a few
+/// more moves in the larger function).
+pub const MAX_TREE_BRIDGES: usize = 2;
 
 /// The most guards of a tree that may have exited for a bridge to be compiled in the
 /// tree's function (`Jit::few_ways`).
@@ -1452,8 +1456,8 @@ impl<'p> Jit<'p> {
                 }
                 // A bridge is compiled on its own where its guard's exit can go there
                 // (`backend::lower::linkable`) and it is not specialized on a value, unless
-                // it comes back to its own anchor as the first such bridge of a tree with few
-                // ways out (`MAX_TREE_BRIDGES`, `few_ways`); and always where its guard is in
+                // it comes back to its own anchor as one of the first such bridges of a tree
+                // with few ways out (`MAX_TREE_BRIDGES`, `few_ways`); and always where its guard is in
                 // a bridge compiled on its own. Otherwise it is compiled in the tree's
                 // function, compiled again.
                 let tree = &self.trees[t];
