@@ -512,35 +512,11 @@ impl<'p> Jit<'p> {
                     self.dump.push_str(&print::articles(self.program, &trace));
                 }
                 let start = Instant::now();
-                let generic_before = self.stats.generic.len();
-                let optimized = self
-                    .optimize(&trace, &self.config.passes)
-                    .or_else(|rejected| {
-                        // A loop whose recorded iteration cannot follow itself (two ways that
-                        // alternate: what the first iteration leaves contradicts a guard of the
-                        // peeled second) is still a loop: its body assumes nothing of what the
-                        // preamble leaves, and its other way becomes a bridge.
-                        // A `guard_value` that fails is the articles' case instead: a promoted
-                        // value (an interpreter's pc without a merge point) that is another in
-                        // each iteration, so that no loop exists at this key.
-                        let alternates = matches!(
-                            rejected,
-                            opt::Rejected::GuardOnConstant { .. }
-                                | opt::Rejected::Contradiction { .. }
-                        );
-                        if !alternates || !self.config.passes.contains(&"peel") {
-                            return Err(rejected);
-                        }
-                        let counted = self.config.max_steps.is_some();
-                        let t = opt::optimize_generic(&trace, &self.config.passes, counted)?;
-                        let t = self.finish_optimizing(t, &self.config.passes)?;
-                        self.stats.generic.push((label.clone(), rejected));
-                        Ok(t)
-                    });
+                let optimized = self.optimize_root(&trace);
                 let took = start.elapsed();
                 self.stats.opt_time += took;
-                let root = match optimized {
-                    Ok(t) => t,
+                let (root, generic) = match optimized {
+                    Ok(optimized) => optimized,
                     Err(rejected) => {
                         // The loop closed, so the frame is at the anchor: interpret on, and
                         // treat the key as a failed recording.
@@ -558,7 +534,7 @@ impl<'p> Jit<'p> {
                 };
                 if self.config.dumps.opt {
                     let _ = writeln!(self.dump, "# opt {index}: loop at {label}");
-                    if let Some((_, why)) = self.stats.generic.get(generic_before) {
+                    if let Some(why) = &generic {
                         let _ = writeln!(
                             self.dump,
                             "# (its body assumes nothing of the preamble: peeled, {})",
@@ -566,6 +542,9 @@ impl<'p> Jit<'p> {
                         );
                     }
                     self.dump.push_str(&print::ssa(self.program, &root));
+                }
+                if let Some(why) = generic {
+                    self.stats.generic.push((label.clone(), why));
                 }
                 self.event(EventKind::Optimized {
                     tree: index,
@@ -1216,6 +1195,35 @@ impl<'p> Jit<'p> {
                 "machine code refused {MAX_REFUSALS} entries (values it was not compiled for, such as big integers): loops left to the interpreter"
             ));
         }
+    }
+
+    /// Optimizes a recorded loop: its root trace, and the rejection that made its body
+    /// assume nothing of the preamble, if one did. A loop whose recorded iteration cannot
+    /// follow itself (two ways that alternate: what the first iteration leaves contradicts
+    /// a guard of the peeled second) is still a loop: its body is then optimized again
+    /// assuming nothing of what the preamble leaves (`opt::optimize_generic`), and its
+    /// other way becomes a bridge. A `guard_value` that fails is the articles' case
+    /// instead: a promoted value (an interpreter's pc without a merge point) that is
+    /// another in each iteration, so that no loop exists at this key.
+    fn optimize_root(
+        &self,
+        trace: &trace::Trace,
+    ) -> Result<(trace::Trace, Option<opt::Rejected>), opt::Rejected> {
+        let passes = &self.config.passes;
+        let rejected = match self.optimize(trace, passes) {
+            Ok(t) => return Ok((t, None)),
+            Err(rejected) => rejected,
+        };
+        let alternates = matches!(
+            rejected,
+            opt::Rejected::GuardOnConstant { .. } | opt::Rejected::Contradiction { .. }
+        );
+        if !alternates || !passes.contains(&"peel") {
+            return Err(rejected);
+        }
+        let counted = self.config.max_steps.is_some();
+        let t = opt::optimize_generic(trace, passes, counted)?;
+        Ok((self.finish_optimizing(t, passes)?, Some(rejected)))
     }
 
     /// Optimizes `trace` with `passes`, counting operations exactly under `--max-steps`.

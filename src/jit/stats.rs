@@ -179,23 +179,17 @@ impl Jit<'_> {
                 let _ = writeln!(out, "  not compiled, at {label}: {why}");
             }
         }
-        let _ = writeln!(
-            out,
-            "traces rejected by the optimizer: {}",
-            s.rejected.len()
-        );
-        for (label, why) in &s.rejected {
-            let _ = writeln!(out, "  at {label}: {}", why.reason());
-        }
-        if !s.generic.is_empty() {
-            let _ = writeln!(
-                out,
-                "loops whose body assumes nothing of the preamble: {}",
-                s.generic.len()
-            );
-            for (label, why) in &s.generic {
+        // A count, then where and why, one line each.
+        let rejections = |out: &mut String, title: &str, list: &[(String, opt::Rejected)]| {
+            let _ = writeln!(out, "{title}: {}", list.len());
+            for (label, why) in list {
                 let _ = writeln!(out, "  at {label}: {}", why.reason());
             }
+        };
+        rejections(&mut out, "traces rejected by the optimizer", &s.rejected);
+        if !s.generic.is_empty() {
+            let title = "loops whose body assumes nothing of the preamble";
+            rejections(&mut out, title, &s.generic);
         }
         let [loads, stores, calls, allocs] = s.heap;
         if loads.recorded + stores.recorded + calls.recorded + allocs.recorded > 0 {
