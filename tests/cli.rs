@@ -1108,3 +1108,38 @@ fn a_counted_loop_near_its_end_is_left_to_the_interpreter() {
         );
     }
 }
+
+/// A bridge compiled on its own that only computes with 64-bit integers is emitted by the
+/// quick backend on x86-64 (`backend/quick.rs`), which `--stats` counts and `--dump asm`
+/// lists with the trace's instructions; asked for Cranelift's IR, the bridge is compiled by
+/// Cranelift, which has one to show. Either way the program prints what the interpreter
+/// prints (`tests/programs/quick.fg` runs under every mode).
+#[test]
+fn bridges_of_integer_arithmetic_are_emitted_by_the_quick_backend() {
+    let quick_bridges = |err: &str| -> usize {
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("bridges compiled on their own: "))
+            .expect("bridges compiled on their own");
+        let inside = line.split("; ").nth(1).expect("the quick backend's count");
+        inside.split(' ').next().unwrap().parse().unwrap()
+    };
+    let run = ["run", "tests/programs/quick.fg", "n=20000"];
+    let (interp, _) = common::flowjit_ok(&[&run[..], &["--mode", "interp"]].concat());
+    let (out, err) = common::flowjit_ok(&[&run[..], &["--stats", "--dump", "asm"]].concat());
+    assert_eq!(out, interp);
+    let quick = quick_bridges(&err);
+    if cfg!(target_arch = "x86_64") {
+        assert!(quick >= 5, "{err}");
+        assert!(
+            err.contains("  ; bridge 2: v1:int = sub v0, 3\n") && err.contains("jo "),
+            "a listing with the trace's instructions and the overflow check:\n{err}"
+        );
+    } else {
+        assert_eq!(quick, 0, "{err}");
+    }
+    let (out, err) = common::flowjit_ok(&[&run[..], &["--stats", "--dump", "ir"]].concat());
+    assert_eq!(out, interp);
+    assert_eq!(quick_bridges(&err), 0, "{err}");
+    assert!(err.contains("# ir 0: bridge 2 at loop"), "{err}");
+}

@@ -18,6 +18,7 @@ pub mod helpers;
 pub mod listing;
 pub mod lower;
 pub mod ops;
+mod quick;
 
 pub use lower::Segment;
 
@@ -31,7 +32,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_codegen::{Final, MachSrcLoc};
 use cranelift_frontend::FunctionBuilderContext;
-use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_jit::{BranchProtection, JITBuilder, JITMemoryKind, JITMemoryProvider, JITModule};
 use cranelift_module::{
     default_libcall_names, Linkage, Module, ModuleError, ModuleReloc, ModuleRelocTarget,
 };
@@ -94,6 +95,9 @@ pub enum Unsupported {
     /// The listing could not be made.
     #[error("disassembler: {0}")]
     Disassembler(String),
+    /// The code memory could not be made executable.
+    #[error("the code memory: {0}")]
+    Protection(String),
 }
 
 /// The ISAs flowjit emits code for.
@@ -216,6 +220,8 @@ pub const MAX_OPTIMIZED: usize = 1000;
 /// function compiled again, a bridge's) frees its memory.
 pub struct CodeMemory {
     module: Option<JITModule>,
+    /// The memory of code the quick backend emitted, placed without a JIT module.
+    placed: Option<Box<dyn JITMemoryProvider + Send>>,
     bytes: usize,
     /// The backend's count of live bytes.
     live: Rc<Cell<usize>>,
@@ -228,6 +234,10 @@ impl Drop for CodeMemory {
             // to it any more: machine code is not running (the driver compiles between
             // runs), and the exits linked to it were made to go to its successor first.
             unsafe { module.free_memory() };
+        }
+        if let Some(mut placed) = self.placed.take() {
+            // SAFETY: as above.
+            unsafe { placed.free_memory() };
         }
         self.live.set(self.live.get() - self.bytes);
     }
@@ -257,6 +267,8 @@ pub struct Compiled {
     /// With the disassembly: where each trace instruction's code is, as (start, end,
     /// origin), offsets from `base`, sorted.
     pub origins: Vec<(u32, u32, lower::Origin)>,
+    /// Whether the quick backend emitted it (`quick`), rather than Cranelift.
+    pub quick: bool,
     /// The address the disassembly starts at.
     pub base: u64,
     /// The machine code's size in bytes.
@@ -302,6 +314,8 @@ pub struct Backend {
     /// The Cranelift context every function is compiled in, reused.
     ctx: Context,
     compiled: u32,
+    /// Whether bridges the quick backend can emit are emitted by it (`quick`).
+    quick: bool,
     /// `/tmp/perf-PID.map`, when `FLOWJIT_PERF_MAP` is set: where each function's code
     /// is, for `perf report`.
     perf_map: Option<std::io::BufWriter<std::fs::File>>,
@@ -331,6 +345,7 @@ impl Backend {
             fctx: FunctionBuilderContext::new(),
             ctx: Context::new(),
             compiled: 0,
+            quick: true,
             perf_map: perf_map(),
         };
         let func = lower::trampoline(&*backend.isa, &mut backend.fctx);
@@ -346,6 +361,12 @@ impl Backend {
             .map_err(|e| e.to_string())?;
         backend.unlinked = Some((unlinked.ptr as u64, unlinked.memory));
         Ok(backend)
+    }
+
+    /// Whether bridges of 64-bit integer arithmetic and guards are emitted by the quick
+    /// backend (`quick`, on x86-64; the default) or compiled by Cranelift like the rest.
+    pub fn set_quick(&mut self, on: bool) {
+        self.quick = on;
     }
 
     /// The name of the ISA listings are for.
@@ -380,6 +401,56 @@ impl Backend {
             table: links.as_ptr() as *const u64,
             assumed,
         });
+        let label = match unit {
+            0 => format!("tree {tree}"),
+            k => format!("tree {tree} bridge {k}"),
+        };
+        // A bridge of integer arithmetic and guards, emitted directly. Its IR is Cranelift's
+        // to show, and `--max-steps` counts in Cranelift's code only.
+        let sure = lower::unchecked(&an, assumed);
+        let quick = unit != 0
+            && self.quick
+            && !counting
+            && !listings.ir
+            && self.display.is_none()
+            && self.host == Target::X86_64;
+        let emitted = quick
+            .then(|| quick::emit(&segments[0], &an, tree, links.as_ptr() as u64, &sure))
+            .flatten();
+        if let Some(emitted) = emitted {
+            let (ptr, memory) = self.place(&emitted.bytes, &label)?;
+            let (mut asm, mut origins) = (None, Vec::new());
+            if listings.asm {
+                asm = Some(disassemble(
+                    &*self.isa,
+                    self.host,
+                    &emitted.bytes,
+                    ptr as u64,
+                    &[0],
+                )?);
+                origins = emitted.origins;
+            }
+            if self.regs.len() < an.layout.size {
+                self.regs.resize(an.layout.size, 0);
+            }
+            return Ok(Compiled {
+                f: ptr,
+                links,
+                unlinked,
+                assumed: sure,
+                counting,
+                max_cost: lower::max_cost(segments),
+                analysis: an,
+                _boxes: helpers::Boxes::default(),
+                ir: None,
+                asm,
+                origins,
+                quick: true,
+                base: ptr as u64,
+                size: emitted.bytes.len(),
+                _memory: memory,
+            });
+        }
         let (func, boxes) = lower::lower(
             segments,
             &an,
@@ -420,10 +491,6 @@ impl Backend {
         } else if listings.ir {
             ir = Some(func.display().to_string());
         }
-        let label = match unit {
-            0 => format!("tree {tree}"),
-            k => format!("tree {tree} bridge {k}"),
-        };
         let Defined {
             bytes,
             ptr,
@@ -458,10 +525,42 @@ impl Backend {
             ir,
             asm,
             origins,
+            quick: false,
             base,
             size: bytes.len(),
             _memory: memory,
         })
+    }
+
+    /// Places machine code the quick backend emitted (position-independent) in the code
+    /// heap, executable; `label` names it in the perf map.
+    fn place(&mut self, bytes: &[u8], label: &str) -> Result<(*const u8, CodeMemory), Unsupported> {
+        if self.live.get() >= MAX_CODE_BYTES {
+            return Err(Unsupported::CodeMemory);
+        }
+        let mut provider = self.heap.provider();
+        let ptr = provider
+            .allocate(bytes.len(), 16, JITMemoryKind::Executable)
+            .map_err(|_| Unsupported::CodeMemory)?;
+        // SAFETY: the block was just allocated, writable and `bytes.len()` long.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, bytes.len()) };
+        self.code_bytes += bytes.len();
+        self.live.set(self.live.get() + bytes.len());
+        let mut memory = CodeMemory {
+            module: None,
+            placed: None,
+            bytes: bytes.len(),
+            live: Rc::clone(&self.live),
+        };
+        let finalized = provider.finalize(BranchProtection::None);
+        memory.placed = Some(provider);
+        finalized.map_err(|e| Unsupported::Protection(e.to_string()))?;
+        if let Some(map) = &mut self.perf_map {
+            // A failed write loses only the profile's names.
+            let _ = writeln!(map, "{:x} {:x} flowjit {label}", ptr as usize, bytes.len());
+            let _ = map.flush();
+        }
+        Ok((ptr, memory))
     }
 }
 
@@ -554,6 +653,7 @@ impl Backend {
         builder.memory_provider(self.heap.provider());
         let mut memory = CodeMemory {
             module: Some(JITModule::new(builder)),
+            placed: None,
             bytes: 0,
             live: Rc::clone(&self.live),
         };

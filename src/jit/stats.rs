@@ -152,18 +152,18 @@ impl Jit<'_> {
                 out,
                 "traces compiled to machine code: {compiled} ({bytes} bytes)"
             );
-            let separate: Vec<usize> = self
+            let separate: Vec<&backend::Compiled> = self
                 .trees
                 .iter()
                 .flat_map(|t| t.bridges.iter().filter_map(|b| b.code.as_ref()))
-                .map(|c| c.size)
                 .collect();
             if !separate.is_empty() {
+                let quick = separate.iter().filter(|c| c.quick).count();
                 let _ = writeln!(
                     out,
-                    "bridges compiled on their own: {} ({} bytes)",
+                    "bridges compiled on their own: {} ({} bytes; {quick} by the quick backend)",
                     separate.len(),
-                    separate.iter().sum::<usize>()
+                    separate.iter().map(|c| c.size).sum::<usize>()
                 );
             }
             // Code nothing reaches any more (a tree's function compiled again) is freed.

@@ -1,0 +1,603 @@
+//! The quick backend: a bridge compiled on its own that only computes with 64-bit
+//! integers, emitted as x86-64 machine code directly rather than through Cranelift.
+//!
+//! Cranelift costs about 400,000 instructions for a function however small: a bridge of
+//! ten operations (`v = i + 3`, a comparison, a guard, the loop's end) took 80 µs to
+//! compile, and a program of many loops with many ways compiles thousands of them
+//! (`benches/cliffs/branchy400.fg`: 12,400). LuaJIT and PyPy emit machine code straight
+//! from their traces; so does this, for the traces that need no more than a template per
+//! operation, in a few microseconds. Anything else (arrays, calls, integers of any size,
+//! `--max-steps`, a tree's own function) goes to Cranelift, as does a bridge whose values
+//! do not fit in the registers below.
+//!
+//! The code keeps the contract of [`super::lower::lower`] for a bridge unit, so that the
+//! driver and the other functions cannot tell the two apart: `tail fn(regs, ctx) -> i64`,
+//! entered by a call from the trampoline or by a jump from another function's exit; it
+//! checks the kinds of the inputs its guard's exit does not guarantee (returning
+//! [`REFUSED`]), reads its inputs from the mirror, and each exit either writes its snapshot
+//! into the mirror and jumps through its slot of the link table (a [`linkable`] exit), or
+//! stores its snapshot's values in their slots of the register buffer and returns the
+//! exit's code. Cranelift's `tail` convention passes `regs`, `ctx` and the code in `rdi`,
+//! `rsi` and `rdx`, returns in `rax`, and has the System V callee-saved registers: the code
+//! uses none of those, and no stack.
+//!
+//! Each value gets a register of its own from its definition to its last use, by its
+//! operands or by the snapshot of an instruction that may exit: an operation writes a
+//! register that none of its operands is in, so that an exit before it (an overflow) finds
+//! them intact. Arithmetic is the interpreter's: an overflow exits before the operation
+//! (`jo`), unless the optimizer proved it cannot happen ([`MachineBounds`]).
+
+// dynasm's macros take a register's number through `.into()`, a conversion of a `u8` to
+// itself here.
+#![allow(clippy::useless_conversion)]
+
+use dynasmrt::{dynasm, x64::X64Relocation, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
+use flowjit_runtime::abi::{self, Kind as MKind};
+use flowjit_runtime::{Op, Value};
+
+use super::lower::{exit_code, linkable, mirror_tag, Analysis, Origin, Segment, REFUSED, WRITTEN};
+use crate::lang::Slot;
+use crate::trace::{Kind, Opnd, Ref};
+
+/// The registers values live in: `rax`, `rcx`, `rdx`, `r8`, `r9`, `r10` (`rdi` holds the
+/// register buffer and `rsi` the context throughout).
+const POOL: [u8; 6] = [0, 1, 2, 8, 9, 10];
+
+/// The scratch register (`r11`): a constant too wide for an instruction's immediate, an
+/// address.
+const SCRATCH: u8 = 11;
+
+/// A bridge as machine code, not yet placed: position-independent (every address in it is
+/// absolute, every jump within it relative).
+pub(super) struct Emitted {
+    /// The code.
+    pub bytes: Vec<u8>,
+    /// Where each trace instruction's code (or its exit's) is ([`super::Compiled::origins`]).
+    pub origins: Vec<(u32, u32, Origin)>,
+}
+
+/// Where an operand is while the code runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Loc {
+    Reg(u8),
+    Imm(i64),
+}
+
+/// A condition an instruction tests: signed comparisons and equality.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Cond {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Cond {
+    fn of(op: Op) -> Option<Cond> {
+        Some(match op {
+            Op::Lt => Cond::Lt,
+            Op::Le => Cond::Le,
+            Op::Gt => Cond::Gt,
+            Op::Ge => Cond::Ge,
+            Op::Eq => Cond::Eq,
+            Op::Ne => Cond::Ne,
+            _ => return None,
+        })
+    }
+}
+
+/// An exit to write after the code: its label, the instruction it exits at, and the
+/// registers the values of its snapshot are in there.
+struct Exit {
+    label: DynamicLabel,
+    inst: usize,
+    regs: Vec<(Ref, u8)>,
+}
+
+/// The operations on integers the quick backend emits.
+fn supported_op(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Neg
+            | Op::Not
+            | Op::And
+            | Op::Or
+            | Op::Xor
+            | Op::Lt
+            | Op::Le
+            | Op::Gt
+            | Op::Ge
+            | Op::Eq
+            | Op::Ne
+            | Op::Same
+    )
+}
+
+/// A constant the code holds: an integer, or an atom (its id) in a snapshot.
+fn constant(v: &Value) -> Option<(i64, MKind)> {
+    let kind = MKind::of(v).filter(|k| matches!(k, MKind::Int | MKind::Atom))?;
+    Some((abi::unbox(v, kind)?, kind))
+}
+
+/// Whether the quick backend can emit bridge unit `segment` as `an` analyzed it: every
+/// value a 64-bit integer, every instruction one it has a template for, every snapshot
+/// of the variables of one frame with no array in it.
+fn supported(segment: &Segment, an: &Analysis) -> bool {
+    let trace = segment.trace;
+    if an.unit == 0 || an.layout.carry || an.owns || !an.sites.is_empty() {
+        return false;
+    }
+    if an.input_kinds.iter().any(|k| *k != MKind::Int) {
+        return false;
+    }
+    let kinds = &an.kinds[0];
+    let int = |o: &Opnd| match o {
+        Opnd::Ref(r) => kinds[r.index()] == Some(MKind::Int),
+        Opnd::Const(v) => matches!(v, Value::Int(_)),
+    };
+    for (i, inst) in trace.insts.iter().enumerate() {
+        let ok = match inst.kind {
+            Kind::Input(_) => kinds[i] == Some(MKind::Int),
+            Kind::Op(op) => {
+                supported_op(op) && kinds[i] == Some(MKind::Int) && inst.args.iter().all(int)
+            }
+            Kind::GuardTrue | Kind::GuardFalse => int(&inst.args[0]),
+            Kind::GuardValue => matches!(inst.args[0], Opnd::Ref(_)) && inst.args.iter().all(int),
+            Kind::Loop => i + 1 == trace.insts.len(),
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+        if let Some(snap) = trace.snap_of(inst) {
+            if !snap.stores.is_empty() || !snap.virtuals.is_empty() {
+                return false;
+            }
+            let held = |o: &Opnd| match o {
+                Opnd::Ref(r) => kinds[r.index()] == Some(MKind::Int),
+                Opnd::Const(v) => constant(v).is_some(),
+            };
+            if !snap.exit_values().all(held) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Bridge unit `segment` of tree `tree` as x86-64 machine code, if the quick backend can
+/// emit it (otherwise Cranelift compiles it). `table` is the unit's link table; the code
+/// checks the kind of each input not in `sure` on entry.
+pub(super) fn emit(
+    segment: &Segment,
+    an: &Analysis,
+    tree: usize,
+    table: u64,
+    sure: &[(Slot, MKind)],
+) -> Option<Emitted> {
+    if !supported(segment, an) {
+        return None;
+    }
+    let trace = segment.trace;
+    let n = trace.insts.len();
+    // Each value's last use: by an operand, or by the snapshot of an instruction that may
+    // exit with it.
+    let mut last_use: Vec<usize> = (0..n).collect();
+    for (j, inst) in trace.insts.iter().enumerate() {
+        let snapped = trace
+            .snap_of(inst)
+            .into_iter()
+            .flat_map(|s| s.exit_values());
+        for r in inst.args.iter().chain(snapped).filter_map(Opnd::as_ref) {
+            last_use[r.index()] = last_use[r.index()].max(j);
+        }
+    }
+    let mut q = Quick {
+        ops: VecAssembler::new(0),
+        reg_of: vec![None; n],
+        free: POOL.iter().rev().copied().collect(),
+        exits: Vec::new(),
+        origins: Vec::new(),
+    };
+    let refused = q.ops.new_dynamic_label();
+    // The inputs whose kinds the exit that entered may not have left.
+    for ((slot, at), kind) in an.layout.inputs.iter().zip(&an.input_kinds) {
+        if sure.contains(&(*slot, *kind)) {
+            continue;
+        }
+        let tag_at = disp(at + 1)?;
+        let tag = mirror_tag(*kind) as i32;
+        dynasm!(q.ops
+            ; .arch x64
+            ; cmp QWORD [rdi + tag_at], tag
+            ; jne =>refused
+        );
+    }
+    for (i, inst) in trace.insts.iter().enumerate() {
+        let start = q.ops.offset().0 as u32;
+        let goes_on = q.inst(an, trace, i, &last_use)?;
+        let origin = Origin {
+            segment: an.unit,
+            inst: i,
+            exit: false,
+        };
+        q.origins.push((start, q.ops.offset().0 as u32, origin));
+        if !goes_on {
+            break;
+        }
+        // The registers of values used for the last time here are free again.
+        for r in inst.args.iter().filter_map(Opnd::as_ref) {
+            q.release(r, i, &last_use);
+        }
+        if let Some(snap) = trace.snap_of(inst) {
+            for r in snap.exit_values().filter_map(Opnd::as_ref) {
+                q.release(r, i, &last_use);
+            }
+        }
+        q.release(Ref(i as u32), i, &last_use);
+    }
+    // The exits, after the code that goes on.
+    for exit in std::mem::take(&mut q.exits) {
+        let start = q.ops.offset().0 as u32;
+        q.write_exit(an, trace, tree, table, &exit)?;
+        let origin = Origin {
+            segment: an.unit,
+            inst: exit.inst,
+            exit: true,
+        };
+        q.origins.push((start, q.ops.offset().0 as u32, origin));
+    }
+    let code = exit_code(tree, an.unit, REFUSED);
+    dynasm!(q.ops
+        ; .arch x64
+        ; =>refused
+        ; mov rax, QWORD code
+        ; ret
+    );
+    let bytes = q.ops.finalize().ok()?;
+    Some(Emitted {
+        bytes,
+        origins: q.origins,
+    })
+}
+
+/// The displacement of slot `at` of the register buffer, if an instruction can hold it.
+fn disp(at: usize) -> Option<i32> {
+    i32::try_from(8 * at).ok()
+}
+
+/// The state of an emission.
+struct Quick {
+    ops: VecAssembler<X64Relocation>,
+    /// Per instruction: the register its value is in, while it lives.
+    reg_of: Vec<Option<u8>>,
+    /// The free registers (taken from the end).
+    free: Vec<u8>,
+    exits: Vec<Exit>,
+    origins: Vec<(u32, u32, Origin)>,
+}
+
+impl Quick {
+    /// A register for the value of instruction `i`.
+    fn define(&mut self, i: usize) -> Option<u8> {
+        let r = self.free.pop()?;
+        self.reg_of[i] = Some(r);
+        Some(r)
+    }
+
+    /// Frees the register of `r` if instruction `i` was its last use.
+    fn release(&mut self, r: Ref, i: usize, last_use: &[usize]) {
+        if last_use[r.index()] == i {
+            if let Some(reg) = self.reg_of[r.index()].take() {
+                self.free.push(reg);
+            }
+        }
+    }
+
+    fn loc(&self, o: &Opnd) -> Option<Loc> {
+        Some(match o {
+            Opnd::Ref(r) => Loc::Reg(self.reg_of[r.index()]?),
+            Opnd::Const(Value::Int(n)) => Loc::Imm(*n),
+            Opnd::Const(_) => return None,
+        })
+    }
+
+    /// An exit at instruction `i` with its snapshot's values where they are now: its label.
+    fn exit(&mut self, trace: &crate::trace::Trace, i: usize) -> Option<DynamicLabel> {
+        let snap = trace.snap_of(&trace.insts[i])?;
+        let mut regs = Vec::new();
+        for r in snap.exit_values().filter_map(Opnd::as_ref) {
+            regs.push((r, self.reg_of[r.index()]?));
+        }
+        let label = self.ops.new_dynamic_label();
+        self.exits.push(Exit {
+            label,
+            inst: i,
+            regs,
+        });
+        Some(label)
+    }
+
+    /// `mov d, imm`.
+    fn mov_imm(&mut self, d: u8, imm: i64) {
+        match i32::try_from(imm) {
+            Ok(k) => dynasm!(self.ops ; .arch x64 ; mov Rq(d), k),
+            Err(_) => dynasm!(self.ops ; .arch x64 ; mov Rq(d), QWORD imm),
+        }
+    }
+
+    /// `mov d, x`.
+    fn mov(&mut self, d: u8, x: Loc) {
+        match x {
+            Loc::Reg(s) => dynasm!(self.ops ; .arch x64 ; mov Rq(d), Rq(s)),
+            Loc::Imm(k) => self.mov_imm(d, k),
+        }
+    }
+
+    /// `y` as a register or a 32-bit immediate: a wider constant goes into the scratch
+    /// register.
+    fn narrow(&mut self, y: Loc) -> Loc {
+        match y {
+            Loc::Imm(k) if i32::try_from(k).is_err() => {
+                self.mov_imm(SCRATCH, k);
+                Loc::Reg(SCRATCH)
+            }
+            y => y,
+        }
+    }
+
+    /// `cmp x, y` (a constant `x` goes into the scratch register; `y` may not then be a
+    /// constant too wide for an immediate).
+    fn cmp(&mut self, x: Loc, y: Loc) -> Option<()> {
+        let x = match x {
+            Loc::Reg(r) => r,
+            Loc::Imm(k) => {
+                if matches!(y, Loc::Imm(m) if i32::try_from(m).is_err()) {
+                    return None;
+                }
+                self.mov_imm(SCRATCH, k);
+                SCRATCH
+            }
+        };
+        match self.narrow(y) {
+            Loc::Reg(s) => dynasm!(self.ops ; .arch x64 ; cmp Rq(x), Rq(s)),
+            Loc::Imm(k) => dynasm!(self.ops ; .arch x64 ; cmp Rq(x), k as i32),
+        }
+        Some(())
+    }
+
+    /// Sets the low byte of `d` where the flags say `cond` (`d` is 0 before).
+    fn set(&mut self, cond: Cond, d: u8) {
+        match cond {
+            Cond::Lt => dynasm!(self.ops ; .arch x64 ; setl Rb(d)),
+            Cond::Le => dynasm!(self.ops ; .arch x64 ; setle Rb(d)),
+            Cond::Gt => dynasm!(self.ops ; .arch x64 ; setg Rb(d)),
+            Cond::Ge => dynasm!(self.ops ; .arch x64 ; setge Rb(d)),
+            Cond::Eq => dynasm!(self.ops ; .arch x64 ; sete Rb(d)),
+            Cond::Ne => dynasm!(self.ops ; .arch x64 ; setne Rb(d)),
+        }
+    }
+
+    /// `jo` to `to`, the exit of an operation that overflowed.
+    fn jo(&mut self, to: DynamicLabel) {
+        dynasm!(self.ops ; .arch x64 ; jo =>to);
+    }
+
+    /// Emits instruction `i`; false when it always exits (nothing after it runs). `None`
+    /// when it needs a register and none is free.
+    fn inst(
+        &mut self,
+        an: &Analysis,
+        trace: &crate::trace::Trace,
+        i: usize,
+        last_use: &[usize],
+    ) -> Option<bool> {
+        let inst = &trace.insts[i];
+        match inst.kind {
+            Kind::Input(slot) => {
+                let at = disp(an.layout.inputs.iter().find(|(s, _)| *s == slot)?.1)?;
+                let d = self.define(i)?;
+                dynasm!(self.ops ; .arch x64 ; mov Rq(d), QWORD [rdi + at]);
+            }
+            Kind::GuardTrue | Kind::GuardFalse => {
+                let fail = self.exit(trace, i)?;
+                let holds_on_nonzero = inst.kind == Kind::GuardTrue;
+                match self.loc(&inst.args[0])? {
+                    Loc::Imm(k) => {
+                        if (k != 0) != holds_on_nonzero {
+                            dynasm!(self.ops ; .arch x64 ; jmp =>fail);
+                            return Some(false);
+                        }
+                    }
+                    Loc::Reg(c) => {
+                        dynasm!(self.ops ; .arch x64 ; test Rq(c), Rq(c));
+                        if holds_on_nonzero {
+                            dynasm!(self.ops ; .arch x64 ; jz =>fail);
+                        } else {
+                            dynasm!(self.ops ; .arch x64 ; jnz =>fail);
+                        }
+                    }
+                }
+            }
+            Kind::GuardValue => {
+                let fail = self.exit(trace, i)?;
+                let v = self.loc(&inst.args[0])?;
+                let k = self.loc(&inst.args[1])?;
+                self.cmp(v, k)?;
+                dynasm!(self.ops ; .arch x64 ; jne =>fail);
+            }
+            Kind::Loop => {
+                // The end of a bridge compiled on its own is an exit at the anchor.
+                let exit = self.exit(trace, i)?;
+                dynasm!(self.ops ; .arch x64 ; jmp =>exit);
+                return Some(false);
+            }
+            Kind::Op(op) => self.op(an, trace, i, op, last_use)?,
+            _ => return None,
+        }
+        Some(true)
+    }
+
+    /// Emits operation `i`.
+    fn op(
+        &mut self,
+        an: &Analysis,
+        trace: &crate::trace::Trace,
+        i: usize,
+        op: Op,
+        last_use: &[usize],
+    ) -> Option<()> {
+        let inst = &trace.insts[i];
+        let args: Vec<Loc> = inst
+            .args
+            .iter()
+            .map(|a| self.loc(a))
+            .collect::<Option<_>>()?;
+        let bounds = &an.bounds[0];
+        if let Some((lo, hi)) = bounds.widen[i] {
+            // One check for a run of constant offsets of the same value.
+            let x = match (inst.args.as_slice(), args.as_slice()) {
+                ([Opnd::Ref(_), _], [x, _]) | (_, [_, x]) => *x,
+                _ => return None,
+            };
+            let fail = self.exit(trace, i)?;
+            if hi > 0 {
+                self.cmp(x, Loc::Imm(i64::MAX - hi))?;
+                dynasm!(self.ops ; .arch x64 ; jg =>fail);
+            }
+            if lo < 0 {
+                self.cmp(x, Loc::Imm(i64::MIN - lo))?;
+                dynasm!(self.ops ; .arch x64 ; jl =>fail);
+            }
+        }
+        let checked = inst.snap.is_some() && !bounds.safe[i];
+        // A value nothing reads is not computed.
+        if last_use[i] == i && !checked {
+            return Some(());
+        }
+        let d = self.define(i)?;
+        if let Some(cond) = Cond::of(op) {
+            dynasm!(self.ops ; .arch x64 ; xor Rd(d), Rd(d));
+            self.cmp(args[0], args[1])?;
+            self.set(cond, d);
+            return Some(());
+        }
+        match op {
+            Op::Same => self.mov(d, args[0]),
+            Op::Not => {
+                dynasm!(self.ops ; .arch x64 ; xor Rd(d), Rd(d));
+                self.cmp(args[0], Loc::Imm(0))?;
+                self.set(Cond::Eq, d);
+            }
+            Op::Neg => {
+                self.mov(d, args[0]);
+                dynasm!(self.ops ; .arch x64 ; neg Rq(d));
+                if checked {
+                    let fail = self.exit(trace, i)?;
+                    self.jo(fail);
+                }
+            }
+            Op::Add | Op::Sub | Op::Mul | Op::And | Op::Or | Op::Xor => {
+                self.mov(d, args[0]);
+                match (op, self.narrow(args[1])) {
+                    (Op::Add, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; add Rq(d), Rq(s)),
+                    (Op::Add, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; add Rq(d), k as i32),
+                    (Op::Sub, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; sub Rq(d), Rq(s)),
+                    (Op::Sub, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; sub Rq(d), k as i32),
+                    (Op::Mul, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; imul Rq(d), Rq(s)),
+                    (Op::Mul, Loc::Imm(k)) => {
+                        dynasm!(self.ops ; .arch x64 ; imul Rq(d), Rq(d), k as i32)
+                    }
+                    (Op::And, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; and Rq(d), Rq(s)),
+                    (Op::And, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; and Rq(d), k as i32),
+                    (Op::Or, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; or Rq(d), Rq(s)),
+                    (Op::Or, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; or Rq(d), k as i32),
+                    (Op::Xor, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; xor Rq(d), Rq(s)),
+                    (Op::Xor, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; xor Rq(d), k as i32),
+                    _ => return None,
+                }
+                if checked && matches!(op, Op::Add | Op::Sub | Op::Mul) {
+                    let fail = self.exit(trace, i)?;
+                    self.jo(fail);
+                }
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// Writes `exit`: a [`linkable`] one writes its snapshot into the mirror and goes on
+    /// through its slot of the link table; another stores its snapshot's values in their
+    /// slots and returns its code.
+    fn write_exit(
+        &mut self,
+        an: &Analysis,
+        trace: &crate::trace::Trace,
+        tree: usize,
+        table: u64,
+        exit: &Exit,
+    ) -> Option<()> {
+        let i = exit.inst;
+        let snap = trace.snap_of(&trace.insts[i])?;
+        let reg = |r: &Ref| exit.regs.iter().find(|(x, _)| x == r).map(|(_, g)| *g);
+        let g = an.layout.offsets[0] + i;
+        dynasm!(self.ops ; .arch x64 ; =>exit.label);
+        if linkable(trace, i) {
+            for (slot, o) in &snap.entries {
+                let at = 2 * slot.index();
+                let (kind, value) = match o {
+                    Opnd::Ref(r) => (MKind::Int, Loc::Reg(reg(r)?)),
+                    Opnd::Const(v) => {
+                        let (bits, kind) = constant(v)?;
+                        (kind, Loc::Imm(bits))
+                    }
+                };
+                self.store(at, value)?;
+                // An input's tag holds its kind since the entry checked it.
+                let input = an.layout.inputs.iter().position(|(s, _)| s == slot);
+                if input.map(|k| an.input_kinds[k]) != Some(kind) {
+                    self.store(at + 1, Loc::Imm(mirror_tag(kind)))?;
+                }
+            }
+            let code = exit_code(tree, an.unit, g as u32 | WRITTEN);
+            let slot = table as i64 + 8 * g as i64;
+            dynasm!(self.ops
+                ; .arch x64
+                ; mov rdx, QWORD code
+                ; mov r11, QWORD slot
+                ; jmp QWORD [r11]
+            );
+        } else {
+            let mut stored: Vec<Ref> = Vec::new();
+            for r in snap.exit_values().filter_map(Opnd::as_ref) {
+                if stored.contains(&r) {
+                    continue;
+                }
+                stored.push(r);
+                self.store(an.layout.offsets[0] + r.index(), Loc::Reg(reg(&r)?))?;
+            }
+            let code = exit_code(tree, an.unit, g as u32);
+            dynasm!(self.ops
+                ; .arch x64
+                ; mov rax, QWORD code
+                ; ret
+            );
+        }
+        Some(())
+    }
+
+    /// Stores `v` into slot `at` of the register buffer.
+    fn store(&mut self, at: usize, v: Loc) -> Option<()> {
+        let at = disp(at)?;
+        match self.narrow(v) {
+            Loc::Reg(s) => dynasm!(self.ops ; .arch x64 ; mov QWORD [rdi + at], Rq(s)),
+            Loc::Imm(k) => dynasm!(self.ops ; .arch x64 ; mov QWORD [rdi + at], k as i32),
+        }
+        Some(())
+    }
+}
