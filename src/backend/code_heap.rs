@@ -6,30 +6,125 @@
 //! each function costs an `mmap`, an `mprotect`, an `munmap` and a page fault. A loop
 //! of many ways compiles thousands of bridges (`benches/cliffs/branchy400.fg` 12,400), and
 //! its system time was a tenth to a sixth of its run. Here functions are packed one after
-//! another (on [`super::LOOP_ALIGN`] boundaries, as `Backend::define` asks), freed blocks
-//! are reused, and a function costs two `mprotect`s of its own pages, as in LuaJIT's
-//! machine-code areas.
+//! another (on [`super::LOOP_ALIGN`] boundaries, as `Backend::define` asks), and freed blocks
+//! are reused, as in LuaJIT's machine-code areas.
 //!
-//! Code is never writable and executable at once (W^X): the pages a new function goes in
-//! are made writable while Cranelift writes and relocates it, then readable and
-//! executable. A page shared with live code is not executable in between; that is safe
-//! because machine code never runs while the backend compiles (the driver compiles
-//! between runs, and no helper that machine code calls compiles).
+//! Code is never writable and executable at the same address (W^X). On x86-64 the memory
+//! is mapped twice (a `memfd`, as .NET does on Linux): readable and executable where code
+//! runs, readable and writable elsewhere, where a new function is written; placing one
+//! costs no system call. Elsewhere (see [`Mapping::dual`]), or where no such memory can
+//! be made, there is one mapping, and the pages a
+//! new function goes in are made writable while it is written, then readable and
+//! executable again: two `mprotect`s a function, and a page shared with live code is not
+//! executable in between, which is safe because machine code never runs while the backend
+//! compiles (the driver compiles between runs, and no helper that machine code calls
+//! compiles). With two `mprotect`s a bridge, `branchy400.fg` spent a sixth of its time in
+//! the system.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cranelift_jit::{BranchProtection, JITMemoryKind, JITMemoryProvider};
-use cranelift_module::{ModuleError, ModuleResult};
-
-/// The shared heap; each function's JIT module gets a [`Provider`] of it.
+/// The shared heap; each function's code is a [`Block`] of it.
 #[derive(Clone)]
 pub(crate) struct CodeHeap(Arc<Mutex<Heap>>);
 
+/// The reserved addresses.
+enum Mapping {
+    /// The memory mapped twice: where code runs, and where it is written.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    Dual {
+        exec: *mut u8,
+        write: *mut u8,
+        len: usize,
+    },
+    /// One mapping, its pages' protection changed while a function is written.
+    Single(region::Allocation),
+}
+
+// SAFETY: the mappings are only address ranges; the heap is used behind its mutex.
+unsafe impl Send for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        if let Mapping::Dual { exec, write, len } = *self {
+            // SAFETY: both views were mapped with this length and nothing runs or holds
+            // code in them any more (every block holds the heap).
+            unsafe {
+                libc::munmap(exec.cast(), len);
+                libc::munmap(write.cast(), len);
+            }
+        }
+    }
+}
+
+impl Mapping {
+    /// `size` bytes mapped twice, if the system makes such memory. Only on x86-64, whose
+    /// instruction fetch sees stores through any address: aarch64 code is run under
+    /// qemu-user by the tests, and qemu finds code that changed by the address it was
+    /// written at, so that code written through the other view, in a block given back and
+    /// reused, ran as it was before.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn dual(size: usize) -> Option<Mapping> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        // SAFETY: plain system calls on a descriptor of our own; each result is checked.
+        unsafe {
+            let fd = libc::memfd_create(c"flowjit-code".as_ptr(), libc::MFD_CLOEXEC);
+            if fd < 0 {
+                return None;
+            }
+            // Closed when the mappings are made: they keep the memory.
+            let fd = OwnedFd::from_raw_fd(fd);
+            if libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) != 0 {
+                return None;
+            }
+            let map = |prot| {
+                let at = libc::mmap(
+                    std::ptr::null_mut(),
+                    size,
+                    prot,
+                    libc::MAP_SHARED,
+                    fd.as_raw_fd(),
+                    0,
+                );
+                (at != libc::MAP_FAILED).then_some(at.cast::<u8>())
+            };
+            let exec = map(libc::PROT_READ | libc::PROT_EXEC)?;
+            let Some(write) = map(libc::PROT_READ | libc::PROT_WRITE) else {
+                libc::munmap(exec.cast(), size);
+                return None;
+            };
+            Some(Mapping::Dual {
+                exec,
+                write,
+                len: size,
+            })
+        }
+    }
+
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    fn dual(_size: usize) -> Option<Mapping> {
+        None
+    }
+
+    fn base(&self) -> usize {
+        match self {
+            Mapping::Dual { exec, .. } => *exec as usize,
+            Mapping::Single(region) => region.as_ptr::<u8>() as usize,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Mapping::Dual { len, .. } => *len,
+            Mapping::Single(region) => region.len(),
+        }
+    }
+}
+
 struct Heap {
-    /// The reservation (unmapped when the last provider and the backend are gone).
-    region: region::Allocation,
+    mapping: Mapping,
     /// Everything at or past this offset has never been handed out, or was given back.
     top: usize,
     /// Free blocks below `top`, offset to length, none adjacent to another.
@@ -39,18 +134,20 @@ struct Heap {
     page: usize,
 }
 
-// SAFETY: the reservation's pointer is only an address range; the heap is used behind its
-// mutex.
-unsafe impl Send for Heap {}
-
 impl CodeHeap {
-    /// Reserves `size` bytes of addresses (no memory until used).
-    pub(crate) fn new(size: usize) -> io::Result<CodeHeap> {
+    /// Reserves `size` bytes of addresses (no memory until used); `dual` asks for the
+    /// memory mapped twice where the system can.
+    pub(crate) fn new(size: usize, dual: bool) -> io::Result<CodeHeap> {
         let page = region::page::size();
         let size = size.div_ceil(page) * page;
-        let region = region::alloc(size, region::Protection::NONE).map_err(io::Error::other)?;
+        let mapping = match dual.then(|| Mapping::dual(size)).flatten() {
+            Some(m) => m,
+            None => Mapping::Single(
+                region::alloc(size, region::Protection::NONE).map_err(io::Error::other)?,
+            ),
+        };
         Ok(CodeHeap(Arc::new(Mutex::new(Heap {
-            region,
+            mapping,
             top: 0,
             holes: BTreeMap::new(),
             by_size: BTreeSet::new(),
@@ -58,12 +155,28 @@ impl CodeHeap {
         }))))
     }
 
-    /// A memory provider for one JIT module.
-    pub(crate) fn provider(&self) -> Box<dyn JITMemoryProvider + Send> {
-        Box::new(Provider {
+    /// Whether code is written through a second mapping (no system call a function).
+    #[cfg(test)]
+    fn is_dual(&self) -> bool {
+        matches!(self.lock().mapping, Mapping::Dual { .. })
+    }
+
+    /// Places `code` at an address that is a multiple of `align`, executable: its block.
+    pub(crate) fn place(&self, code: &[u8], align: usize) -> io::Result<Block> {
+        let mut heap = self.lock();
+        let size = code.len().max(1);
+        let off = heap
+            .allocate(size, align.max(16))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::OutOfMemory, "the code heap is full"))?;
+        if let Err(e) = heap.write(off, code) {
+            heap.give_back(off, size);
+            return Err(e);
+        }
+        Ok(Block {
             heap: self.clone(),
-            blocks: Vec::new(),
-            finalized: 0,
+            off,
+            len: size,
+            at: heap.mapping.base() + off,
         })
     }
 
@@ -79,13 +192,37 @@ impl CodeHeap {
     }
 }
 
+/// A function's block of the code heap, given back when dropped.
+pub(crate) struct Block {
+    heap: CodeHeap,
+    off: usize,
+    len: usize,
+    at: usize,
+}
+
+impl Block {
+    /// Where the code starts.
+    pub(crate) fn ptr(&self) -> *const u8 {
+        self.at as *const u8
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // The driver drops a function's code only when nothing runs it or jumps to it any
+        // more: machine code is not running (the driver compiles between runs), and the
+        // exits linked to it were made to go to its successor first.
+        self.heap.lock().give_back(self.off, self.len);
+    }
+}
+
 fn align_up(x: usize, align: usize) -> usize {
     x.div_ceil(align) * align
 }
 
 impl Heap {
     fn base(&self) -> usize {
-        self.region.as_ptr::<u8>() as usize
+        self.mapping.base()
     }
 
     /// The offset of a free block of `size` bytes whose address is a multiple of `align`:
@@ -108,7 +245,7 @@ impl Heap {
             }
             None => {
                 let at = align_up(base + self.top, align) - base;
-                if at + size > self.region.len() {
+                if at + size > self.mapping.len() {
                     return None;
                 }
                 if at > self.top {
@@ -166,132 +303,91 @@ impl Heap {
     }
 }
 
-/// The memory of one JIT module: the blocks it was given.
-struct Provider {
-    heap: CodeHeap,
-    /// (offset, length) of each block.
-    blocks: Vec<(usize, usize)>,
-    /// How many of `blocks` are readable and executable already.
-    finalized: usize,
-}
-
-impl JITMemoryProvider for Provider {
-    fn allocate(&mut self, size: usize, align: u64, kind: JITMemoryKind) -> io::Result<*mut u8> {
-        if !matches!(kind, JITMemoryKind::Executable) {
-            // Functions are compiled with no data objects of their own.
-            return Err(io::Error::other("the code heap holds only code"));
-        }
-        let mut heap = self.heap.lock();
-        let size = size.max(1);
-        let align = usize::try_from(align).unwrap_or(usize::MAX).max(16);
-        let off = heap
-            .allocate(size, align)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::OutOfMemory, "the code heap is full"))?;
-        if let Err(e) = heap.protect(off, size, region::Protection::READ_WRITE) {
-            heap.give_back(off, size);
-            return Err(e);
-        }
-        self.blocks.push((off, size));
-        Ok((heap.base() + off) as *mut u8)
-    }
-
-    unsafe fn free_memory(&mut self) {
-        let mut heap = self.heap.lock();
-        for (off, len) in self.blocks.drain(..) {
-            heap.give_back(off, len);
-        }
-        self.finalized = 0;
-    }
-
-    fn finalize(&mut self, branch_protection: BranchProtection) -> ModuleResult<()> {
-        let heap = self.heap.lock();
-        let backend = |e: io::Error| ModuleError::Backend(anyhow::Error::new(e));
-        for &(off, len) in &self.blocks[self.finalized..] {
-            let ptr = (heap.base() + off) as *const std::ffi::c_void;
-            // Before the pages become executable: some cores have had errata about
-            // cleaning caches of read-only memory.
-            // SAFETY: the block is this module's, written and not yet run.
-            unsafe { wasmtime_internal_jit_icache_coherence::clear_cache(ptr, len) }
-                .map_err(backend)?;
-            heap.protect(off, len, region::Protection::READ_EXECUTE)
-                .map_err(backend)?;
-            if branch_protection == BranchProtection::BTI {
-                let (at, bytes) = heap.pages(off, len);
-                protect_bti(at, bytes).map_err(backend)?;
+impl Heap {
+    /// Writes `code` at offset `off` and makes it executable.
+    fn write(&self, off: usize, code: &[u8]) -> io::Result<()> {
+        let exec = (self.base() + off) as *mut u8;
+        match self.mapping {
+            Mapping::Dual { write, .. } => {
+                // SAFETY: the block is inside both views, handed out to this function and
+                // not yet run.
+                unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), write.add(off), code.len()) };
+            }
+            Mapping::Single(_) => {
+                self.protect(off, code.len(), region::Protection::READ_WRITE)?;
+                // SAFETY: the block is inside the reservation, writable now.
+                unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), exec, code.len()) };
             }
         }
-        self.finalized = self.blocks.len();
-        wasmtime_internal_jit_icache_coherence::pipeline_flush_mt().map_err(backend)?;
-        Ok(())
-    }
-}
-
-/// Adds Arm's branch target identification to executable pages, where the core has it.
-#[allow(unused_variables)]
-fn protect_bti(at: usize, bytes: usize) -> io::Result<()> {
-    #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
-    if std::arch::is_aarch64_feature_detected!("bti") {
-        const PROT_BTI: libc::c_int = 0x10;
-        let prot = libc::PROT_EXEC | libc::PROT_READ | PROT_BTI;
-        // SAFETY: pages of the reservation, already readable and executable.
-        if unsafe { libc::mprotect(at as *mut libc::c_void, bytes, prot) } < 0 {
-            return Err(io::Error::last_os_error());
+        // SAFETY: the block was just written and is not yet run. Before the pages become
+        // executable: some cores have had errata about cleaning caches of read-only memory.
+        unsafe { wasmtime_internal_jit_icache_coherence::clear_cache(exec.cast(), code.len()) }?;
+        if let Mapping::Single(_) = self.mapping {
+            self.protect(off, code.len(), region::Protection::READ_EXECUTE)?;
         }
+        wasmtime_internal_jit_icache_coherence::pipeline_flush_mt()
     }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn blocks_are_aligned_disjoint_and_reused_once_given_back() {
-        let heap = CodeHeap::new(1 << 20).expect("a reservation");
-        let mut a = heap.provider();
-        let mut b = heap.provider();
-        let pa = a.allocate(300, 64, JITMemoryKind::Executable).unwrap() as usize;
-        let pb = b.allocate(100, 64, JITMemoryKind::Executable).unwrap() as usize;
+    /// `ret` on both ISAs flowjit emits code for.
+    fn ret() -> Vec<u8> {
+        if cfg!(target_arch = "aarch64") {
+            vec![0xc0, 0x03, 0x5f, 0xd6]
+        } else {
+            vec![0xc3]
+        }
+    }
+
+    fn blocks_are_aligned_disjoint_and_reused_once_given_back(dual: bool) {
+        let heap = CodeHeap::new(1 << 20, dual).expect("a reservation");
+        let mut code = ret();
+        code.resize(300, 0);
+        let a = heap.place(&code, 64).unwrap();
+        let b = heap.place(&code[..100], 64).unwrap();
+        let (pa, pb) = (a.ptr() as usize, b.ptr() as usize);
         assert_eq!((pa % 64, pb % 64), (0, 0));
         assert!(pb >= pa + 300, "b overlaps a");
-        // Both are written while writable, then run as code.
-        // SAFETY: the blocks were just allocated with these sizes.
+        // SAFETY: each block starts with a `ret`, and the code heap made it executable.
         unsafe {
-            std::ptr::write_bytes(pa as *mut u8, 0xc3, 300);
-            std::ptr::write_bytes(pb as *mut u8, 0xc3, 100);
-        }
-        a.finalize(BranchProtection::None).unwrap();
-        b.finalize(BranchProtection::None).unwrap();
-        #[cfg(target_arch = "x86_64")]
-        {
-            // 0xc3 is `ret`: both blocks run, b's page made executable again after a's.
-            // SAFETY: each block starts with a `ret`.
-            unsafe {
-                std::mem::transmute::<usize, extern "C" fn()>(pa)();
-                std::mem::transmute::<usize, extern "C" fn()>(pb)();
-            }
+            std::mem::transmute::<usize, extern "C" fn()>(pa)();
+            std::mem::transmute::<usize, extern "C" fn()>(pb)();
         }
         let extent = heap.extent();
-        // SAFETY: nothing runs either block.
-        unsafe { a.free_memory() };
-        let mut c = heap.provider();
-        let pc = c.allocate(200, 64, JITMemoryKind::Executable).unwrap() as usize;
-        assert_eq!(pc, pa, "the freed block is reused first");
+        drop(a);
+        let c = heap.place(&code[..200], 64).unwrap();
+        assert_eq!(c.ptr() as usize, pa, "the freed block is reused first");
         assert_eq!(heap.extent(), extent, "no new space was taken");
-        // SAFETY: nothing runs either block.
-        unsafe {
-            b.free_memory();
-            c.free_memory();
-        }
+        // SAFETY: as above, the block written again.
+        unsafe { std::mem::transmute::<usize, extern "C" fn()>(c.ptr() as usize)() };
+        drop(b);
+        drop(c);
         assert_eq!(heap.extent(), 0, "everything given back merges into one");
     }
 
     #[test]
-    fn a_full_heap_refuses_and_data_is_refused() {
-        let heap = CodeHeap::new(1 << 16).expect("a reservation");
-        let mut a = heap.provider();
-        assert!(a.allocate(1 << 17, 16, JITMemoryKind::Executable).is_err());
-        assert!(a.allocate(64, 16, JITMemoryKind::ReadOnly).is_err());
-        assert!(a.allocate(1 << 15, 16, JITMemoryKind::Executable).is_ok());
+    fn blocks_of_the_dual_mapping_are_placed_run_and_reused() {
+        let heap = CodeHeap::new(1 << 16, true).expect("a reservation");
+        if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+            assert!(heap.is_dual(), "Linux makes memory mapped twice");
+        }
+        blocks_are_aligned_disjoint_and_reused_once_given_back(true);
+    }
+
+    #[test]
+    fn blocks_of_one_mapping_are_placed_run_and_reused() {
+        assert!(!CodeHeap::new(1 << 16, false).unwrap().is_dual());
+        blocks_are_aligned_disjoint_and_reused_once_given_back(false);
+    }
+
+    #[test]
+    fn a_full_heap_refuses() {
+        let heap = CodeHeap::new(1 << 16, true).expect("a reservation");
+        assert!(heap.place(&vec![0; 1 << 17], 16).is_err());
+        let fits = heap.place(&vec![0; 1 << 15], 16);
+        assert!(fits.is_ok());
     }
 }

@@ -1,7 +1,7 @@
 //! Native code: optimized traces become machine code through Cranelift.
 //!
-//! Each function is compiled into a `JITModule` of its own ([`CodeMemory`]), owned by its
-//! [`Compiled`], whose memory is a block of the backend's code heap (`code_heap`):
+//! Each function's code is a block of the backend's code heap (`code_heap`, [`CodeMemory`]),
+//! owned by its [`Compiled`]:
 //! dropping the code (a tree's function compiled again, a bridge's) gives the block back,
 //! so code memory holds what can still run. [`Backend::compile`] lowers a trace
 //! ([`lower`]), compiles it for the host, and can also emit it for another ISA for display
@@ -32,10 +32,6 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_codegen::{Final, MachSrcLoc};
 use cranelift_frontend::FunctionBuilderContext;
-use cranelift_jit::{BranchProtection, JITBuilder, JITMemoryKind, JITMemoryProvider, JITModule};
-use cranelift_module::{
-    default_libcall_names, Linkage, Module, ModuleError, ModuleReloc, ModuleRelocTarget,
-};
 use flowjit_runtime::abi;
 
 use crate::lang::Slot;
@@ -215,13 +211,11 @@ const CODE_HEAP_BYTES: usize = MAX_CODE_BYTES * 2;
 /// defined. Loops this long are rare and run few iterations of their own.
 pub const MAX_OPTIMIZED: usize = 1000;
 
-/// The memory of one compiled function: a JIT module of its own, its block of the code
-/// heap given back when dropped, so that code nothing can reach any more (a tree's
-/// function compiled again, a bridge's) frees its memory.
+/// The memory of one compiled function: its block of the code heap, given back when
+/// dropped, so that code nothing can reach any more (a tree's function compiled again, a
+/// bridge's) frees its memory.
 pub struct CodeMemory {
-    module: Option<JITModule>,
-    /// The memory of code the quick backend emitted, placed without a JIT module.
-    placed: Option<Box<dyn JITMemoryProvider + Send>>,
+    _block: code_heap::Block,
     bytes: usize,
     /// The backend's count of live bytes.
     live: Rc<Cell<usize>>,
@@ -229,16 +223,6 @@ pub struct CodeMemory {
 
 impl Drop for CodeMemory {
     fn drop(&mut self) {
-        if let Some(module) = self.module.take() {
-            // SAFETY: the driver drops a function's code only when nothing runs it or jumps
-            // to it any more: machine code is not running (the driver compiles between
-            // runs), and the exits linked to it were made to go to its successor first.
-            unsafe { module.free_memory() };
-        }
-        if let Some(mut placed) = self.placed.take() {
-            // SAFETY: as above.
-            unsafe { placed.free_memory() };
-        }
         self.live.set(self.live.get() - self.bytes);
     }
 }
@@ -313,7 +297,6 @@ pub struct Backend {
     fctx: FunctionBuilderContext,
     /// The Cranelift context every function is compiled in, reused.
     ctx: Context,
-    compiled: u32,
     /// Whether bridges the quick backend can emit are emitted by it (`quick`).
     quick: bool,
     /// `/tmp/perf-PID.map`, when `FLOWJIT_PERF_MAP` is set: where each function's code
@@ -337,14 +320,13 @@ impl Backend {
             regs: Vec::new(),
             code_bytes: 0,
             live: Rc::new(Cell::new(0)),
-            heap: code_heap::CodeHeap::new(CODE_HEAP_BYTES)
+            heap: code_heap::CodeHeap::new(CODE_HEAP_BYTES, true)
                 .map_err(|e| format!("cannot reserve memory for machine code: {e}"))?,
             isa,
             host,
             display,
             fctx: FunctionBuilderContext::new(),
             ctx: Context::new(),
-            compiled: 0,
             quick: true,
             perf_map: perf_map(),
         };
@@ -418,7 +400,7 @@ impl Backend {
             .then(|| quick::emit(&segments[0], &an, tree, links.as_ptr() as u64, &sure))
             .flatten();
         if let Some(emitted) = emitted {
-            let (ptr, memory) = self.place(&emitted.bytes, &label)?;
+            let (ptr, memory) = self.place(&emitted.bytes, 16, &label)?;
             let (mut asm, mut origins) = (None, Vec::new());
             if listings.asm {
                 asm = Some(disassemble(
@@ -532,34 +514,36 @@ impl Backend {
         })
     }
 
-    /// Places machine code the quick backend emitted (position-independent) in the code
-    /// heap, executable; `label` names it in the perf map.
-    fn place(&mut self, bytes: &[u8], label: &str) -> Result<(*const u8, CodeMemory), Unsupported> {
+    /// Places position-independent machine code in the code heap at a multiple of
+    /// `align`, executable; `label` names it in the perf map.
+    fn place(
+        &mut self,
+        bytes: &[u8],
+        align: usize,
+        label: &str,
+    ) -> Result<(*const u8, CodeMemory), Unsupported> {
         if self.live.get() >= MAX_CODE_BYTES {
             return Err(Unsupported::CodeMemory);
         }
-        let mut provider = self.heap.provider();
-        let ptr = provider
-            .allocate(bytes.len(), 16, JITMemoryKind::Executable)
-            .map_err(|_| Unsupported::CodeMemory)?;
-        // SAFETY: the block was just allocated, writable and `bytes.len()` long.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, bytes.len()) };
+        let block = self.heap.place(bytes, align).map_err(|e| match e.kind() {
+            // Full (of holes too small, or of live code).
+            std::io::ErrorKind::OutOfMemory => Unsupported::CodeMemory,
+            _ => Unsupported::Protection(e.to_string()),
+        })?;
+        let ptr = block.ptr();
         self.code_bytes += bytes.len();
         self.live.set(self.live.get() + bytes.len());
-        let mut memory = CodeMemory {
-            module: None,
-            placed: None,
-            bytes: bytes.len(),
-            live: Rc::clone(&self.live),
-        };
-        let finalized = provider.finalize(BranchProtection::None);
-        memory.placed = Some(provider);
-        finalized.map_err(|e| Unsupported::Protection(e.to_string()))?;
         if let Some(map) = &mut self.perf_map {
+            // perf's format for code it cannot find in a file: start, size (hex), name.
             // A failed write loses only the profile's names.
             let _ = writeln!(map, "{:x} {:x} flowjit {label}", ptr as usize, bytes.len());
             let _ = map.flush();
         }
+        let memory = CodeMemory {
+            _block: block,
+            bytes: bytes.len(),
+            live: Rc::clone(&self.live),
+        };
         Ok((ptr, memory))
     }
 }
@@ -649,20 +633,6 @@ impl Backend {
         }
         let cl = Unsupported::Cranelift;
         let isa = if quick { &self.quick_isa } else { &self.isa };
-        let mut builder = JITBuilder::with_isa(isa.clone(), default_libcall_names());
-        builder.memory_provider(self.heap.provider());
-        let mut memory = CodeMemory {
-            module: Some(JITModule::new(builder)),
-            placed: None,
-            bytes: 0,
-            live: Rc::clone(&self.live),
-        };
-        let module = memory.module.as_mut().expect("just made");
-        let name = format!("code{}", self.compiled);
-        self.compiled += 1;
-        let id = module
-            .declare_function(&name, Linkage::Local, &func.signature)
-            .map_err(|e| cl(e.to_string()))?;
         // One context for every compilation: Cranelift keeps its allocations (the register
         // allocator's above all) from one function to the next.
         let ctx = &mut self.ctx;
@@ -690,42 +660,16 @@ impl Backend {
                 Some((LOOP_ALIGN - past).div_ceil(align) * align % LOOP_ALIGN)
             })
             .unwrap_or(0);
-        let relocs: Vec<ModuleReloc> = code
-            .buffer
-            .relocs()
-            .iter()
-            .map(|r| {
-                let mut m = ModuleReloc::from_mach_reloc(r, &ctx.func, id);
-                m.offset += pad;
-                if let ModuleRelocTarget::FunctionOffset(f, at) = m.name {
-                    m.name = ModuleRelocTarget::FunctionOffset(f, at + pad);
-                }
-                m
-            })
-            .collect();
+        // Every address the code holds is a constant of its own (helpers, link tables,
+        // other functions through those): it runs wherever it is placed.
+        if !code.buffer.relocs().is_empty() {
+            return Err(cl("a relocation in the code".to_string()));
+        }
         let mut placed = vec![isa_pad_byte(&**isa); pad as usize];
         placed.extend_from_slice(&bytes);
-        module
-            .define_function_bytes(id, u64::from(LOOP_ALIGN), &placed, &relocs)
-            .map_err(|e| match e {
-                // The code heap is full (of holes too small, or of live code).
-                ModuleError::Allocation { .. } => Unsupported::CodeMemory,
-                e => cl(format!("{e:?}")),
-            })?;
-        module
-            .finalize_definitions()
-            .map_err(|e| cl(e.to_string()))?;
+        let (ptr, memory) = self.place(&placed, LOOP_ALIGN as usize, label)?;
         // SAFETY: `pad` bytes into the function's memory, which holds `placed`.
-        let ptr = unsafe { module.get_finalized_function(id).add(pad as usize) };
-        self.code_bytes += placed.len();
-        memory.bytes = placed.len();
-        self.live.set(self.live.get() + placed.len());
-        if let Some(map) = &mut self.perf_map {
-            // perf's format for code it cannot find in a file: start, size (hex), name.
-            // A failed write loses only the profile's names.
-            let _ = writeln!(map, "{:x} {:x} flowjit {label}", ptr as usize, bytes.len());
-            let _ = map.flush();
-        }
+        let ptr = unsafe { ptr.add(pad as usize) };
         Ok(Defined {
             bytes,
             ptr,
