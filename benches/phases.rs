@@ -70,6 +70,7 @@ fn bench(c: &mut Criterion) {
                     separate: false,
                     ints: true,
                     induction: true,
+                    quick: false,
                     wide: &[],
                 };
                 backend

@@ -217,6 +217,10 @@ pub struct RunOpts {
     /// Guard failures before a bridge is traced [default: 20].
     #[arg(long)]
     pub bridge_threshold: Option<u64>,
+    /// Loop iterations in the quick backend's code (x86-64) before Cranelift compiles the
+    /// loop's tree.
+    #[arg(long, value_name = "N", default_value_t = crate::backend::TIER_ITERATIONS, value_parser = clap::value_parser!(i64).range(1..))]
+    pub tier_iterations: i64,
     /// Optimizer passes, by name, comma-separated (fold, cse, heap, guards, bounds, peel, virtuals, sink, dce).
     #[arg(long, value_delimiter = ',')]
     pub passes: Option<Vec<String>>,
@@ -750,6 +754,7 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
         // Thresholds given are obeyed as given; the default ones compile only what can
         // pay for itself.
         pay_off: opts.threshold.is_none() && opts.bridge_threshold.is_none(),
+        tier_iterations: opts.tier_iterations,
         ..jit::Config::default()
     })
 }

@@ -1143,3 +1143,33 @@ fn bridges_of_integer_arithmetic_are_emitted_by_the_quick_backend() {
     assert_eq!(quick_bridges(&err), 0, "{err}");
     assert!(err.contains("# ir 0: bridge 2 at loop"), "{err}");
 }
+
+/// A loop of integer arithmetic alone in its tree runs first in the quick backend's code,
+/// which counts its iterations; past `TIER_ITERATIONS` it exits there and Cranelift
+/// compiles the tree again, and the loop goes on in that code from the interpreter's next
+/// entry. Either way the sum is the interpreter's.
+#[test]
+fn a_hot_loop_moves_from_the_quick_backend_to_cranelift() {
+    let tiers = |err: &str| -> Option<(usize, usize)> {
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("trees whose function is the quick backend's: "))?;
+        let mut numbers = line
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|w| !w.is_empty())
+            .map(|w| w.parse().unwrap());
+        Some((numbers.next()?, numbers.next()?))
+    };
+    for (n, expect) in [(50_000, (1, 0)), (300_000, (0, 1))] {
+        let n = format!("n={n}");
+        let run = ["run", "examples/sum.fg", &n];
+        let (interp, _) = common::flowjit_ok(&[&run[..], &["--mode", "interp"]].concat());
+        let (out, err) = common::flowjit_ok(&[&run[..], &["--stats"]].concat());
+        assert_eq!(out, interp, "{n}");
+        if cfg!(target_arch = "x86_64") {
+            assert_eq!(tiers(&err), Some(expect), "{n}:\n{err}");
+        } else {
+            assert_eq!(tiers(&err), None, "{n}:\n{err}");
+        }
+    }
+}

@@ -34,7 +34,15 @@ use common::cases;
 const MODES: &[&[&str]] = &[
     &["--mode", "interp"],
     &["--mode", "jit"],
-    &["--mode", "jit", "--threshold", "0"],
+    // Loops move from the quick backend's code to Cranelift's after two iterations.
+    &[
+        "--mode",
+        "jit",
+        "--threshold",
+        "0",
+        "--tier-iterations",
+        "2",
+    ],
     &["--mode", "jit", "--threshold", "1"],
     // Bridges from every guard that fails at all, or twice.
     &[

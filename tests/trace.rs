@@ -271,6 +271,7 @@ fn root(trace: &Trace) -> flowjit::backend::Segment<'_> {
         separate: false,
         ints: true,
         induction: true,
+        quick: false,
         wide: &[],
     }
 }

@@ -88,6 +88,9 @@ pub struct Segment<'a> {
     /// the value the loop is entered with is checked against (`opt::bounds::induction`).
     /// The driver turns it off for a tree whose entries fail that check too often.
     pub induction: bool,
+    /// For the root: whether the tree's function may be the quick backend's (`quick`),
+    /// until its loop has run long enough for Cranelift's code to pay for itself.
+    pub quick: bool,
     /// The variables held as integers of any size (kind `Num`, boxed) where the tree reads
     /// them from the frame: those found past 64 bits where the tree was recorded or
     /// entered. What is computed from them is of that kind too; the rest stays 64-bit.

@@ -21,6 +21,7 @@ pub mod ops;
 mod quick;
 
 pub use lower::Segment;
+pub use quick::TIER_ITERATIONS;
 
 use std::cell::Cell;
 use std::io::Write;
@@ -253,6 +254,9 @@ pub struct Compiled {
     pub origins: Vec<(u32, u32, lower::Origin)>,
     /// Whether the quick backend emitted it (`quick`), rather than Cranelift.
     pub quick: bool,
+    /// The quick backend's root: the iterations its loop runs before it exits to be
+    /// compiled by Cranelift ([`TIER_ITERATIONS`]), counted down by the code.
+    _countdown: Box<Cell<i64>>,
     /// The address the disassembly starts at.
     pub base: u64,
     /// The machine code's size in bytes.
@@ -299,6 +303,8 @@ pub struct Backend {
     ctx: Context,
     /// Whether bridges the quick backend can emit are emitted by it (`quick`).
     quick: bool,
+    /// The iterations a root's loop runs in the quick backend's code ([`TIER_ITERATIONS`]).
+    tier_iterations: i64,
     /// `/tmp/perf-PID.map`, when `FLOWJIT_PERF_MAP` is set: where each function's code
     /// is, for `perf report`.
     perf_map: Option<std::io::BufWriter<std::fs::File>>,
@@ -328,6 +334,7 @@ impl Backend {
             fctx: FunctionBuilderContext::new(),
             ctx: Context::new(),
             quick: true,
+            tier_iterations: TIER_ITERATIONS,
             perf_map: perf_map(),
         };
         let func = lower::trampoline(&*backend.isa, &mut backend.fctx);
@@ -349,6 +356,12 @@ impl Backend {
     /// backend (`quick`, on x86-64; the default) or compiled by Cranelift like the rest.
     pub fn set_quick(&mut self, on: bool) {
         self.quick = on;
+    }
+
+    /// How many iterations a root's loop runs in the quick backend's code before it exits
+    /// to be compiled by Cranelift (at least 1).
+    pub fn set_tier_iterations(&mut self, n: i64) {
+        self.tier_iterations = n.max(1);
     }
 
     /// The name of the ISA listings are for.
@@ -387,17 +400,24 @@ impl Backend {
             0 => format!("tree {tree}"),
             k => format!("tree {tree} bridge {k}"),
         };
-        // A bridge of integer arithmetic and guards, emitted directly. Its IR is Cranelift's
-        // to show, and `--max-steps` counts in Cranelift's code only.
+        // A bridge of integer arithmetic and guards, or a root of them alone in its
+        // function, emitted directly. Its IR is Cranelift's to show, and `--max-steps`
+        // counts in Cranelift's code only.
         let sure = lower::unchecked(&an, assumed);
-        let quick = unit != 0
+        let alone = segments.iter().skip(1).all(|s| s.separate);
+        let quick = (unit != 0 || (segments[0].quick && alone))
             && self.quick
             && !counting
             && !listings.ir
             && self.display.is_none()
             && self.host == Target::X86_64;
+        let countdown = Box::new(Cell::new(self.tier_iterations));
         let emitted = quick
-            .then(|| quick::emit(&segments[0], &an, tree, links.as_ptr() as u64, &sure))
+            .then(|| {
+                let table = links.as_ptr() as u64;
+                let counter = countdown.as_ptr() as u64;
+                quick::emit(&segments[0], &an, tree, table, &sure, counter)
+            })
             .flatten();
         if let Some(emitted) = emitted {
             let (ptr, memory) = self.place(&emitted.bytes, 16, &label)?;
@@ -428,6 +448,7 @@ impl Backend {
                 asm,
                 origins,
                 quick: true,
+                _countdown: countdown,
                 base: ptr as u64,
                 size: emitted.bytes.len(),
                 _memory: memory,
@@ -508,6 +529,7 @@ impl Backend {
             asm,
             origins,
             quick: false,
+            _countdown: countdown,
             base,
             size: bytes.len(),
             _memory: memory,

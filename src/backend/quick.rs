@@ -39,9 +39,36 @@ use super::lower::{exit_code, linkable, mirror_tag, Analysis, Origin, Segment, R
 use crate::lang::Slot;
 use crate::trace::{Kind, Opnd, Ref};
 
-/// The registers values live in: `rax`, `rcx`, `rdx`, `r8`, `r9`, `r10` (`rdi` holds the
-/// register buffer and `rsi` the context throughout).
-const POOL: [u8; 6] = [0, 1, 2, 8, 9, 10];
+/// How many iterations a root's loop runs in the quick backend's code before it exits to
+/// be compiled by Cranelift. Cranelift takes about a millisecond for a root (some six
+/// million instructions for a loop of 32 guards), and its code saves a nanosecond or two
+/// an iteration over this one's (fused compare-and-branch, no counter, registers allocated
+/// across the whole loop): a loop that runs a million iterations pays for it, one that runs
+/// a few thousand never does. A tenth of that, so that a hot loop loses little before it
+/// gets the better code.
+pub const TIER_ITERATIONS: i64 = 100_000;
+
+/// The registers values live in, in the order they are taken: `rax`, `rcx`, `rdx`, `r8`,
+/// `r9`, `r10`, then the callee-saved `rbx`, `r12` to `r15`, which the code saves on entry
+/// and restores at every exit when it uses them (`rdi` holds the register buffer and `rsi`
+/// the context throughout).
+const POOL: [u8; 11] = [0, 1, 2, 8, 9, 10, 3, 12, 13, 14, 15];
+
+/// Whether register `r` is one the `tail` convention's callee preserves.
+fn callee_saved(r: u8) -> bool {
+    matches!(r, 3 | 12..=15)
+}
+
+const RAX: u8 = 0;
+const RDX: u8 = 2;
+
+/// Whether `trace` divides (`div`, `mod`).
+fn divides(trace: &crate::trace::Trace) -> bool {
+    trace
+        .insts
+        .iter()
+        .any(|i| matches!(i.kind, Kind::Op(Op::Div | Op::Mod)))
+}
 
 /// The scratch register (`r11`): a constant too wide for an instruction's immediate, an
 /// address.
@@ -94,6 +121,9 @@ struct Exit {
     label: DynamicLabel,
     inst: usize,
     regs: Vec<(Ref, u8)>,
+    /// Whether it returns even where it could go on in another tree (the loop's exit when
+    /// its count is spent: the driver compiles the tree again).
+    returns: bool,
 }
 
 /// The operations on integers the quick backend emits.
@@ -115,6 +145,8 @@ fn supported_op(op: Op) -> bool {
             | Op::Eq
             | Op::Ne
             | Op::Same
+            | Op::Div
+            | Op::Mod
     )
 }
 
@@ -129,7 +161,12 @@ fn constant(v: &Value) -> Option<(i64, MKind)> {
 /// of the variables of one frame with no array in it.
 fn supported(segment: &Segment, an: &Analysis) -> bool {
     let trace = segment.trace;
-    if an.unit == 0 || an.layout.carry || an.owns || !an.sites.is_empty() {
+    if an.layout.carry || an.owns || !an.sites.is_empty() {
+        return false;
+    }
+    // A root: its loop's accumulators are checked as it is entered (`bounds::Sum`), which
+    // only Cranelift's code does.
+    if an.unit == 0 && (trace.loop_start().is_none() || !an.bounds[0].sums.is_empty()) {
         return false;
     }
     if an.input_kinds.iter().any(|k| *k != MKind::Int) {
@@ -148,7 +185,9 @@ fn supported(segment: &Segment, an: &Analysis) -> bool {
             }
             Kind::GuardTrue | Kind::GuardFalse => int(&inst.args[0]),
             Kind::GuardValue => matches!(inst.args[0], Opnd::Ref(_)) && inst.args.iter().all(int),
-            Kind::Loop => i + 1 == trace.insts.len(),
+            Kind::Loop => i + 1 == trace.insts.len() && inst.args.iter().all(int),
+            Kind::LoopStart => an.unit == 0 && inst.args.iter().all(int),
+            Kind::Param(_) => kinds[i] == Some(MKind::Int),
             _ => false,
         };
         if !ok {
@@ -170,15 +209,19 @@ fn supported(segment: &Segment, an: &Analysis) -> bool {
     true
 }
 
-/// Bridge unit `segment` of tree `tree` as x86-64 machine code, if the quick backend can
-/// emit it (otherwise Cranelift compiles it). `table` is the unit's link table; the code
-/// checks the kind of each input not in `sure` on entry.
+/// Bridge unit `segment` of tree `tree`, or its root (for a tree's function without
+/// bridges in it), as x86-64 machine code, if the quick backend can emit it (otherwise
+/// Cranelift compiles it). `table` is the unit's link table; the code checks the kind of
+/// each input not in `sure` on entry. A root's loop counts its iterations down in the
+/// `i64` at `counter`, and exits at its `loop` when the count reaches 0 (the driver then
+/// has Cranelift compile the tree, [`TIER_ITERATIONS`]).
 pub(super) fn emit(
     segment: &Segment,
     an: &Analysis,
     tree: usize,
     table: u64,
     sure: &[(Slot, MKind)],
+    counter: u64,
 ) -> Option<Emitted> {
     if !supported(segment, an) {
         return None;
@@ -188,22 +231,78 @@ pub(super) fn emit(
     // Each value's last use: by an operand, or by the snapshot of an instruction that may
     // exit with it.
     let mut last_use: Vec<usize> = (0..n).collect();
+    // A root's loop: what it reads of the preamble, and its parameters, keep their
+    // registers to the loop's end, for the next iteration reads them again.
+    let carried = trace
+        .loop_start()
+        .map(|h| (h, h + trace.insts[h].args.len()));
     for (j, inst) in trace.insts.iter().enumerate() {
         let snapped = trace
             .snap_of(inst)
             .into_iter()
             .flat_map(|s| s.exit_values());
         for r in inst.args.iter().chain(snapped).filter_map(Opnd::as_ref) {
-            last_use[r.index()] = last_use[r.index()].max(j);
+            let k = r.index();
+            last_use[k] = match carried {
+                Some((h, last_param)) if j > h && k <= last_param => n - 1,
+                _ => last_use[k].max(j),
+            };
         }
     }
+    if let Some((h, last_param)) = carried {
+        for p in last_use.iter_mut().take(last_param + 1).skip(h + 1) {
+            *p = n - 1;
+        }
+    }
+    // Once to learn which callee-saved registers the code uses, again to save them: the
+    // allocation is the same both times.
+    let args = (an, trace, tree, table, sure, counter, &last_use[..]);
+    let (emitted, used) = assemble(args, &[])?;
+    if used.is_empty() {
+        return Some(emitted);
+    }
+    assemble(args, &used).map(|(emitted, _)| emitted)
+}
+
+/// What [`assemble`] works from: the analysis, the trace, the tree's number, the link
+/// table, the inputs whose kinds are sure, the counter's address and each value's last use.
+type Parts<'a> = (
+    &'a Analysis,
+    &'a crate::trace::Trace,
+    usize,
+    u64,
+    &'a [(Slot, MKind)],
+    u64,
+    &'a [usize],
+);
+
+/// The code, saving the callee-saved registers `saved` on entry and restoring them at
+/// every exit; and the callee-saved registers it uses.
+fn assemble(
+    (an, trace, tree, table, sure, counter, last_use): Parts,
+    saved: &[u8],
+) -> Option<(Emitted, Vec<u8>)> {
+    let n = trace.insts.len();
     let mut q = Quick {
+        saved: saved.to_vec(),
+        used: Vec::new(),
+        counter,
+        header: None,
         ops: VecAssembler::new(0),
         reg_of: vec![None; n],
-        free: POOL.iter().rev().copied().collect(),
+        // `idiv` divides `rdx:rax`: a trace that divides keeps no value in either.
+        free: POOL
+            .iter()
+            .rev()
+            .copied()
+            .filter(|r| !divides(trace) || ![RAX, RDX].contains(r))
+            .collect(),
         exits: Vec::new(),
         origins: Vec::new(),
     };
+    for &r in saved {
+        dynasm!(q.ops ; .arch x64 ; push Rq(r));
+    }
     let refused = q.ops.new_dynamic_label();
     // The inputs whose kinds the exit that entered may not have left.
     for ((slot, at), kind) in an.layout.inputs.iter().zip(&an.input_kinds) {
@@ -220,7 +319,7 @@ pub(super) fn emit(
     }
     for (i, inst) in trace.insts.iter().enumerate() {
         let start = q.ops.offset().0 as u32;
-        let goes_on = q.inst(an, trace, i, &last_use)?;
+        let goes_on = q.inst(an, trace, i, last_use)?;
         let origin = Origin {
             segment: an.unit,
             inst: i,
@@ -232,14 +331,14 @@ pub(super) fn emit(
         }
         // The registers of values used for the last time here are free again.
         for r in inst.args.iter().filter_map(Opnd::as_ref) {
-            q.release(r, i, &last_use);
+            q.release(r, i, last_use);
         }
         if let Some(snap) = trace.snap_of(inst) {
             for r in snap.exit_values().filter_map(Opnd::as_ref) {
-                q.release(r, i, &last_use);
+                q.release(r, i, last_use);
             }
         }
-        q.release(Ref(i as u32), i, &last_use);
+        q.release(Ref(i as u32), i, last_use);
     }
     // The exits, after the code that goes on.
     for exit in std::mem::take(&mut q.exits) {
@@ -253,17 +352,20 @@ pub(super) fn emit(
         q.origins.push((start, q.ops.offset().0 as u32, origin));
     }
     let code = exit_code(tree, an.unit, REFUSED);
+    dynasm!(q.ops ; .arch x64 ; =>refused);
+    q.restore();
     dynasm!(q.ops
         ; .arch x64
-        ; =>refused
         ; mov rax, QWORD code
         ; ret
     );
+    let used = std::mem::take(&mut q.used);
     let bytes = q.ops.finalize().ok()?;
-    Some(Emitted {
+    let emitted = Emitted {
         bytes,
         origins: q.origins,
-    })
+    };
+    Some((emitted, used))
 }
 
 /// The displacement of slot `at` of the register buffer, if an instruction can hold it.
@@ -273,6 +375,14 @@ fn disp(at: usize) -> Option<i32> {
 
 /// The state of an emission.
 struct Quick {
+    /// The callee-saved registers saved on entry.
+    saved: Vec<u8>,
+    /// The callee-saved registers the code uses, in the order of `POOL`.
+    used: Vec<u8>,
+    /// The address of a root's count of iterations left before Cranelift compiles it.
+    counter: u64,
+    /// A root's loop header.
+    header: Option<DynamicLabel>,
     ops: VecAssembler<X64Relocation>,
     /// Per instruction: the register its value is in, while it lives.
     reg_of: Vec<Option<u8>>,
@@ -287,6 +397,9 @@ impl Quick {
     fn define(&mut self, i: usize) -> Option<u8> {
         let r = self.free.pop()?;
         self.reg_of[i] = Some(r);
+        if callee_saved(r) && !self.used.contains(&r) {
+            self.used.push(r);
+        }
         Some(r)
     }
 
@@ -319,8 +432,16 @@ impl Quick {
             label,
             inst: i,
             regs,
+            returns: false,
         });
         Some(label)
+    }
+
+    /// Restores the callee-saved registers saved on entry (before an exit leaves).
+    fn restore(&mut self) {
+        for &r in self.saved.clone().iter().rev() {
+            dynasm!(self.ops ; .arch x64 ; pop Rq(r));
+        }
     }
 
     /// `mov d, imm`.
@@ -431,12 +552,68 @@ impl Quick {
                 self.cmp(v, k)?;
                 dynasm!(self.ops ; .arch x64 ; jne =>fail);
             }
+            Kind::Loop if an.unit == 0 => {
+                // The root's back edge: once the loop has run its count here, it exits to
+                // be compiled by Cranelift.
+                let hot = self.exit(trace, i)?;
+                if let Some(e) = self.exits.last_mut() {
+                    e.returns = true;
+                }
+                let counter = self.counter as i64;
+                dynasm!(self.ops
+                    ; .arch x64
+                    ; mov r11, QWORD counter
+                    ; sub QWORD [r11], 1
+                    ; jz =>hot
+                );
+                let from = self.locs(&inst.args)?;
+                self.parallel_move(trace, from)?;
+                let header = self.header?;
+                dynasm!(self.ops ; .arch x64 ; jmp =>header);
+                return Some(false);
+            }
             Kind::Loop => {
                 // The end of a bridge compiled on its own is an exit at the anchor.
                 let exit = self.exit(trace, i)?;
                 dynasm!(self.ops ; .arch x64 ; jmp =>exit);
                 return Some(false);
             }
+            Kind::LoopStart => {
+                // The loop's proofs may assume a parameter in an interval the preamble's
+                // value is not known to lie in (`bounds::induction`): checked here.
+                for (k, range) in an.bounds[0].entry.iter().enumerate() {
+                    let Some(range) = range else { continue };
+                    let v = self.loc(&inst.args[k])?;
+                    let bounds = [(range.lo, i64::MIN, true), (range.hi, i64::MAX, false)];
+                    for (bound, end, below) in bounds {
+                        let bound = bound.and_then(|b| i64::try_from(b).ok());
+                        let Some(bound) = bound.filter(|b| *b != end) else {
+                            continue;
+                        };
+                        let fail = self.exit(trace, i)?;
+                        self.cmp(v, Loc::Imm(bound))?;
+                        if below {
+                            dynasm!(self.ops ; .arch x64 ; jl =>fail);
+                        } else {
+                            dynasm!(self.ops ; .arch x64 ; jg =>fail);
+                        }
+                    }
+                }
+                // The preamble's values that die here give their registers to the
+                // parameters they become.
+                let from = self.locs(&inst.args)?;
+                for r in inst.args.iter().filter_map(Opnd::as_ref) {
+                    self.release(r, i, last_use);
+                }
+                for k in 0..inst.args.len() {
+                    self.define(i + 1 + k)?;
+                }
+                self.parallel_move(trace, from)?;
+                let header = self.ops.new_dynamic_label();
+                dynasm!(self.ops ; .arch x64 ; =>header);
+                self.header = Some(header);
+            }
+            Kind::Param(_) => {}
             Kind::Op(op) => self.op(an, trace, i, op, last_use)?,
             _ => return None,
         }
@@ -502,6 +679,54 @@ impl Quick {
                     self.jo(fail);
                 }
             }
+            Op::Div | Op::Mod => {
+                // The interpreter's floor division: exit on a zero divisor and on MIN / -1
+                // (the result leaves 64 bits); `idiv` truncates, so where the remainder is
+                // not 0 and its sign is not the divisor's, q - 1 and r + y.
+                let fail = self.exit(trace, i)?;
+                let (ok, done) = (self.ops.new_dynamic_label(), self.ops.new_dynamic_label());
+                self.mov(SCRATCH, args[1]);
+                let min = i64::MIN;
+                dynasm!(self.ops
+                    ; .arch x64
+                    ; test r11, r11
+                    ; jz =>fail
+                    ; cmp r11, -1
+                    ; jne =>ok
+                    ; mov rax, QWORD min
+                );
+                match args[0] {
+                    Loc::Reg(x) => dynasm!(self.ops ; .arch x64 ; cmp Rq(x), rax ; je =>fail),
+                    Loc::Imm(k) if k == min => dynasm!(self.ops ; .arch x64 ; jmp =>fail),
+                    Loc::Imm(_) => {}
+                }
+                dynasm!(self.ops ; .arch x64 ; =>ok);
+                self.mov(RAX, args[0]);
+                dynasm!(self.ops ; .arch x64 ; cqo ; idiv r11);
+                if op == Op::Div {
+                    dynasm!(self.ops
+                        ; .arch x64
+                        ; mov Rq(d), rax
+                        ; test rdx, rdx
+                        ; jz =>done
+                        ; xor rdx, r11
+                        ; jns =>done
+                        ; sub Rq(d), 1
+                        ; =>done
+                    );
+                } else {
+                    dynasm!(self.ops
+                        ; .arch x64
+                        ; mov Rq(d), rdx
+                        ; test rdx, rdx
+                        ; jz =>done
+                        ; xor rdx, r11
+                        ; jns =>done
+                        ; add Rq(d), r11
+                        ; =>done
+                    );
+                }
+            }
             Op::Add | Op::Sub | Op::Mul | Op::And | Op::Or | Op::Xor => {
                 self.mov(d, args[0]);
                 match (op, self.narrow(args[1])) {
@@ -531,6 +756,47 @@ impl Quick {
         Some(())
     }
 
+    /// Where operands are now.
+    fn locs(&self, args: &[Opnd]) -> Option<Vec<Loc>> {
+        args.iter().map(|a| self.loc(a)).collect()
+    }
+
+    /// Moves `from`, the operands of `loop_start` or `loop`, into the registers of the
+    /// loop's parameters, all at once: a move waits until no other still reads its
+    /// destination, and a cycle goes through the scratch register.
+    fn parallel_move(&mut self, trace: &crate::trace::Trace, from: Vec<Loc>) -> Option<()> {
+        let start = trace.loop_start()?;
+        let mut moves: Vec<(u8, Loc)> = Vec::new();
+        for (k, from) in from.into_iter().enumerate() {
+            let to = self.reg_of[start + 1 + k]?;
+            if from != Loc::Reg(to) {
+                moves.push((to, from));
+            }
+        }
+        while !moves.is_empty() {
+            let free = (0..moves.len())
+                .find(|&m| !moves.iter().any(|(_, from)| *from == Loc::Reg(moves[m].0)));
+            match free {
+                Some(m) => {
+                    let (to, from) = moves.remove(m);
+                    self.mov(to, from);
+                }
+                None => {
+                    // Only cycles are left: the first move's destination is kept in the
+                    // scratch register, and read from there.
+                    let to = moves[0].0;
+                    dynasm!(self.ops ; .arch x64 ; mov r11, Rq(to));
+                    for (_, from) in &mut moves {
+                        if *from == Loc::Reg(to) {
+                            *from = Loc::Reg(SCRATCH);
+                        }
+                    }
+                }
+            }
+        }
+        Some(())
+    }
+
     /// Writes `exit`: a [`linkable`] one writes its snapshot into the mirror and goes on
     /// through its slot of the link table; another stores its snapshot's values in their
     /// slots and returns its code.
@@ -547,7 +813,7 @@ impl Quick {
         let reg = |r: &Ref| exit.regs.iter().find(|(x, _)| x == r).map(|(_, g)| *g);
         let g = an.layout.offsets[0] + i;
         dynasm!(self.ops ; .arch x64 ; =>exit.label);
-        if linkable(trace, i) {
+        if linkable(trace, i) && !exit.returns {
             for (slot, o) in &snap.entries {
                 let at = 2 * slot.index();
                 let (kind, value) = match o {
@@ -566,6 +832,7 @@ impl Quick {
             }
             let code = exit_code(tree, an.unit, g as u32 | WRITTEN);
             let slot = table as i64 + 8 * g as i64;
+            self.restore();
             dynasm!(self.ops
                 ; .arch x64
                 ; mov rdx, QWORD code
@@ -582,6 +849,7 @@ impl Quick {
                 self.store(an.layout.offsets[0] + r.index(), Loc::Reg(reg(&r)?))?;
             }
             let code = exit_code(tree, an.unit, g as u32);
+            self.restore();
             dynasm!(self.ops
                 ; .arch x64
                 ; mov rax, QWORD code

@@ -54,7 +54,7 @@ use std::time::{Duration, Instant};
 use flowjit_runtime::Value;
 use proptest::prelude::*;
 
-use crate::backend::Backend;
+use crate::backend::{self, Backend};
 use crate::interp::{self, ErrorKind, Monitor};
 use crate::jit::{self, Config, Jit};
 use crate::lang::{self, bytecode, BlockId, Program, Slot, Syntax};
@@ -76,6 +76,11 @@ pub use regs::{bytecodes, GenBytecode, Inner, Instr, Piece};
 
 /// How many operations the oracle may run; a program that needs more is discarded.
 pub const STEP_LIMIT: u64 = 200_000;
+
+/// `--tier-iterations` at the lowest thresholds without a step limit: loops move from the
+/// quick backend's code to Cranelift's (`backend::TIER_ITERATIONS`) within the short runs
+/// of generated programs.
+pub const TIER_ITERATIONS: i64 = 3;
 
 /// How long the oracle may run; a program that needs longer is discarded. Only arithmetic
 /// on integers of millions of bits takes that long within [`STEP_LIMIT`] operations, and
@@ -311,6 +316,13 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
         let defaults = threshold == jit::DEFAULT_THRESHOLD
             && bridge_threshold == jit::DEFAULT_BRIDGE_THRESHOLD
             && !limited;
+        // At the lowest thresholds, loops leave the quick backend's code for Cranelift's
+        // after a few iterations.
+        let tier = if threshold == 0 && !limited {
+            TIER_ITERATIONS
+        } else {
+            backend::TIER_ITERATIONS
+        };
         let config = Config {
             native,
             threshold,
@@ -318,18 +330,24 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
             passes: passes.clone(),
             max_steps: limited.then_some(STEP_LIMIT),
             pay_off: defaults,
+            tier_iterations: tier,
             ..Config::default()
         };
         let mut jit = Jit::new(s.program, config).map_err(|e| e.to_string())?;
         let mut state = s.state();
         differ(
             format!(
-                "--mode {}{} --passes {}{}",
+                "--mode {}{}{} --passes {}{}",
                 if native { "jit" } else { "trace" },
                 if defaults {
                     String::new()
                 } else {
                     format!(" --threshold {threshold} --bridge-threshold {bridge_threshold}")
+                },
+                if tier == backend::TIER_ITERATIONS {
+                    String::new()
+                } else {
+                    format!(" --tier-iterations {tier}")
                 },
                 passes.join(","),
                 if limited {

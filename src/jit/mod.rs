@@ -154,6 +154,9 @@ pub struct Config {
     /// to pay for itself to the interpreter (`payoff`); false compiles every loop at its
     /// threshold. The command line sets it in `--mode jit` unless `--threshold` is given.
     pub pay_off: bool,
+    /// Iterations a loop runs in the quick backend's code before Cranelift compiles its
+    /// tree (`--tier-iterations`, [`backend::TIER_ITERATIONS`] by default).
+    pub tier_iterations: i64,
 }
 
 impl Default for Config {
@@ -169,6 +172,7 @@ impl Default for Config {
             target: None,
             keep: false,
             pay_off: false,
+            tier_iterations: backend::TIER_ITERATIONS,
         }
     }
 }
@@ -403,7 +407,10 @@ impl<'p> Jit<'p> {
     fn make_backend(&mut self) {
         if self.config.native && self.backend.is_none() {
             match Backend::new(self.config.target) {
-                Ok(b) => self.backend = Some(b),
+                Ok(mut b) => {
+                    b.set_tier_iterations(self.config.tier_iterations);
+                    self.backend = Some(b);
+                }
                 Err(why) => {
                     self.limit(format!("no machine code: {why}"));
                     self.config.native = false;
@@ -568,6 +575,7 @@ impl<'p> Jit<'p> {
                     refusals: 0,
                     wide,
                     ways: 0,
+                    quick: true,
                 });
                 self.compile(index, None);
                 Ok(Recording::Tree(index))
@@ -1104,8 +1112,16 @@ impl<'p> Jit<'p> {
                         let tree = &self.trees[exit.tree];
                         let entry_check = tree.root.insts[i].kind == Kind::LoopStart
                             && tree.code.as_ref().is_some_and(|c| c.checks_entry());
+                        // The quick backend's loop ran its count: Cranelift's code now.
+                        let hot = tree.root.insts[i].kind == Kind::Loop
+                            && tree.code.as_ref().is_some_and(|c| c.quick);
                         if entry_check {
                             self.entry_failed(exit.tree);
+                        }
+                        if hot {
+                            self.trees[exit.tree].quick = false;
+                            self.stats.tiered += 1;
+                            self.compile(exit.tree, None);
                         }
                     }
                     return Some((exit.tree, exit.pos, at));

@@ -53,6 +53,8 @@ pub struct Stats {
     /// recorded, and what the optimizer left of them, summed over the traces and bridges
     /// kept.
     pub heap: [Kept; 4],
+    /// Trees whose loop ran long in the quick backend's code, compiled again by Cranelift.
+    pub tiered: u64,
     /// Lists and arrays that machine code made (allocation removal made none of the
     /// others).
     pub native_allocations: u64,
@@ -152,6 +154,19 @@ impl Jit<'_> {
                 out,
                 "traces compiled to machine code: {compiled} ({bytes} bytes)"
             );
+            let quick = self
+                .trees
+                .iter()
+                .filter(|t| t.code.as_ref().is_some_and(|c| c.quick))
+                .count();
+            if quick + s.tiered as usize > 0 {
+                let _ = writeln!(
+                    out,
+                    "trees whose function is the quick backend's: {quick} ({} compiled again by Cranelift once their loop ran {} iterations)",
+                    s.tiered,
+                    self.config.tier_iterations
+                );
+            }
             let separate: Vec<&backend::Compiled> = self
                 .trees
                 .iter()

@@ -58,6 +58,9 @@ pub struct Tree {
     pub(super) wide: Vec<crate::lang::Slot>,
     /// How many of its guards have exited (`Jit::few_ways`).
     pub(super) ways: usize,
+    /// Whether its function may be the quick backend's (`Segment::quick`): until its loop
+    /// has run `TIER_ITERATIONS` there, and its code compiled again by Cranelift.
+    pub(super) quick: bool,
 }
 
 impl Tree {
@@ -100,6 +103,7 @@ impl Tree {
             separate: false,
             ints: self.assume_ints,
             induction: self.assume_induction,
+            quick: self.quick,
             wide: &self.wide,
         }
     }
@@ -116,6 +120,7 @@ impl Tree {
             separate: b.separate,
             ints: self.assume_ints,
             induction: false,
+            quick: false,
             wide: &self.wide,
         }
     }
