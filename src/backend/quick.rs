@@ -1,31 +1,37 @@
-//! The quick backend: a bridge compiled on its own that only computes with 64-bit
-//! integers, emitted as x86-64 machine code directly rather than through Cranelift.
+//! The quick backend: a bridge compiled on its own, or a tree's function that holds its
+//! root alone, that only computes with 64-bit integers, emitted as x86-64 machine code
+//! directly rather than through Cranelift.
 //!
 //! Cranelift costs about 400,000 instructions for a function however small: a bridge of
 //! ten operations (`v = i + 3`, a comparison, a guard, the loop's end) took 80 µs to
-//! compile, and a program of many loops with many ways compiles thousands of them
-//! (`benches/cliffs/branchy400.fg`: 12,400). LuaJIT and PyPy emit machine code straight
-//! from their traces; so does this, for the traces that need no more than a template per
-//! operation, in a few microseconds. Anything else (arrays, calls, integers of any size,
-//! `--max-steps`, a tree's own function) goes to Cranelift, as does a bridge whose values
-//! do not fit in the registers below.
+//! compile, a root of 32 guards about a millisecond, and a program of many loops with many
+//! ways compiles thousands of them (`benches/cliffs/branchy400.fg`: 400 roots and 12,400
+//! bridges). LuaJIT and PyPy emit machine code straight from their traces; so does this,
+//! for the traces that need no more than a template per operation, in a few microseconds.
+//! Anything else (arrays, calls, integers of any size, shifts, `--max-steps`, a tree's
+//! function with bridges in it) goes to Cranelift, as does a trace whose values do not fit
+//! in the registers below. A root's loop runs [`TIER_ITERATIONS`] iterations in this code,
+//! then exits so that the driver has Cranelift compile the tree: the loops that run long
+//! get the better code.
 //!
-//! The code keeps the contract of [`super::lower::lower`] for a bridge unit, so that the
-//! driver and the other functions cannot tell the two apart: `tail fn(regs, ctx) -> i64`,
-//! entered by a call from the trampoline or by a jump from another function's exit; it
-//! checks the kinds of the inputs its guard's exit does not guarantee (returning
-//! [`REFUSED`]), reads its inputs from the mirror, and each exit either writes its snapshot
-//! into the mirror and jumps through its slot of the link table (a [`linkable`] exit), or
-//! stores its snapshot's values in their slots of the register buffer and returns the
-//! exit's code. Cranelift's `tail` convention passes `regs`, `ctx` and the code in `rdi`,
-//! `rsi` and `rdx`, returns in `rax`, and has the System V callee-saved registers: the code
-//! uses none of those, and no stack.
+//! The code keeps the contract of [`super::lower::lower`], so that the driver and the
+//! other functions cannot tell the two apart: `tail fn(regs, ctx) -> i64`, entered by a
+//! call from the trampoline or by a jump from another function's exit; it checks the kinds
+//! of the inputs it is not sure of (returning [`REFUSED`]), reads its inputs from the
+//! mirror, and each exit either writes its snapshot into the mirror and jumps through its
+//! slot of the link table (a [`linkable`] exit), or stores its snapshot's values in their
+//! slots of the register buffer and returns the exit's code. Cranelift's `tail` convention
+//! passes `regs`, `ctx` and the code in `rdi`, `rsi` and `rdx`, returns in `rax`, and has
+//! the System V callee-saved registers, which the code saves on entry and restores before
+//! it leaves when it uses them; the stack holds nothing else.
 //!
 //! Each value gets a register of its own from its definition to its last use, by its
-//! operands or by the snapshot of an instruction that may exit: an operation writes a
-//! register that none of its operands is in, so that an exit before it (an overflow) finds
-//! them intact. Arithmetic is the interpreter's: an overflow exits before the operation
-//! (`jo`), unless the optimizer proved it cannot happen ([`MachineBounds`]).
+//! operands or by the snapshot of an instruction that may exit (in a root, what the loop
+//! reads of the preamble and the loop's parameters to the loop's end): an operation writes
+//! a register that none of its operands is in, so that an exit before it (an overflow)
+//! finds them intact. Arithmetic is the interpreter's: an overflow exits before the
+//! operation (`jo`), unless the optimizer proved it cannot happen
+//! ([`MachineBounds`](crate::opt::bounds::MachineBounds)).
 
 // dynasm's macros take a register's number through `.into()`, a conversion of a `u8` to
 // itself here.
