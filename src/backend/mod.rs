@@ -254,9 +254,9 @@ pub struct Compiled {
     pub origins: Vec<(u32, u32, lower::Origin)>,
     /// Whether the quick backend emitted it (`quick`), rather than Cranelift.
     pub quick: bool,
-    /// The quick backend's root: the iterations its loop runs before it exits to be
+    /// The quick backend's code: the iterations a root's loop runs before it exits to be
     /// compiled by Cranelift ([`TIER_ITERATIONS`]), counted down by the code.
-    _countdown: Box<Cell<i64>>,
+    _countdown: Option<Box<Cell<i64>>>,
     /// The address the disassembly starts at.
     pub base: u64,
     /// The machine code's size in bytes.
@@ -301,8 +301,6 @@ pub struct Backend {
     fctx: FunctionBuilderContext,
     /// The Cranelift context every function is compiled in, reused.
     ctx: Context,
-    /// Whether bridges the quick backend can emit are emitted by it (`quick`).
-    quick: bool,
     /// The iterations a root's loop runs in the quick backend's code ([`TIER_ITERATIONS`]).
     tier_iterations: i64,
     /// `/tmp/perf-PID.map`, when `FLOWJIT_PERF_MAP` is set: where each function's code
@@ -333,7 +331,6 @@ impl Backend {
             display,
             fctx: FunctionBuilderContext::new(),
             ctx: Context::new(),
-            quick: true,
             tier_iterations: TIER_ITERATIONS,
             perf_map: perf_map(),
         };
@@ -350,12 +347,6 @@ impl Backend {
             .map_err(|e| e.to_string())?;
         backend.unlinked = Some((unlinked.ptr as u64, unlinked.memory));
         Ok(backend)
-    }
-
-    /// Whether bridges of 64-bit integer arithmetic and guards are emitted by the quick
-    /// backend (`quick`, on x86-64; the default) or compiled by Cranelift like the rest.
-    pub fn set_quick(&mut self, on: bool) {
-        self.quick = on;
     }
 
     /// How many iterations a root's loop runs in the quick backend's code before it exits
@@ -406,7 +397,6 @@ impl Backend {
         let sure = lower::unchecked(&an, assumed);
         let alone = segments.iter().skip(1).all(|s| s.separate);
         let quick = (unit != 0 || (segments[0].quick && alone))
-            && self.quick
             && !counting
             && !listings.ir
             && self.display.is_none()
@@ -448,7 +438,7 @@ impl Backend {
                 asm,
                 origins,
                 quick: true,
-                _countdown: countdown,
+                _countdown: Some(countdown),
                 base: ptr as u64,
                 size: emitted.bytes.len(),
                 _memory: memory,
@@ -529,7 +519,7 @@ impl Backend {
             asm,
             origins,
             quick: false,
-            _countdown: countdown,
+            _countdown: None,
             base,
             size: bytes.len(),
             _memory: memory,
