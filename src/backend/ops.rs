@@ -262,6 +262,18 @@ pub fn lower_op(
             let f = b.ins().icmp(cc, x, y);
             bool_to_int(b, f)
         }
+        (Op::Div | Op::Mod, Some(y))
+            if constant(b, y).is_some_and(|k| k > 0 && k.count_ones() == 1) =>
+        {
+            // Floor division by a power of two is an arithmetic shift, the floor
+            // remainder a mask; neither can fail.
+            let k = constant(b, y).expect("checked");
+            if op == Op::Div {
+                b.ins().sshr_imm_s(x, i64::from(k.trailing_zeros()))
+            } else {
+                b.ins().band_imm_s(x, k - 1)
+            }
+        }
         (Op::Div | Op::Mod, Some(y)) => {
             // Exit on a zero divisor, and on MIN / -1 (the result leaves 64 bits).
             let zero = b.ins().icmp_imm_s(IntCC::Equal, y, 0);

@@ -68,12 +68,21 @@ fn callee_saved(r: u8) -> bool {
 const RAX: u8 = 0;
 const RDX: u8 = 2;
 
-/// Whether `trace` divides (`div`, `mod`).
+/// Whether `trace` divides (`div`, `mod`) by anything but a power of two, which takes
+/// `idiv`.
 fn divides(trace: &crate::trace::Trace) -> bool {
-    trace
-        .insts
-        .iter()
-        .any(|i| matches!(i.kind, Kind::Op(Op::Div | Op::Mod)))
+    trace.insts.iter().any(|i| {
+        matches!(i.kind, Kind::Op(Op::Div | Op::Mod)) && power_of_two(&i.args[1]).is_none()
+    })
+}
+
+/// The exponent of a divisor that is a constant positive power of two: floor division by
+/// it is an arithmetic shift, the floor remainder a mask, and neither can fail.
+fn power_of_two(divisor: &Opnd) -> Option<u32> {
+    match divisor {
+        Opnd::Const(Value::Int(k)) if *k > 0 && k.count_ones() == 1 => Some(k.trailing_zeros()),
+        _ => None,
+    }
 }
 
 /// The scratch register (`r11`): a constant too wide for an instruction's immediate, an
@@ -118,6 +127,18 @@ impl Cond {
             Op::Ne => Cond::Ne,
             _ => return None,
         })
+    }
+
+    /// The condition that holds where this one does not.
+    fn negated(self) -> Cond {
+        match self {
+            Cond::Lt => Cond::Ge,
+            Cond::Le => Cond::Gt,
+            Cond::Gt => Cond::Le,
+            Cond::Ge => Cond::Lt,
+            Cond::Eq => Cond::Ne,
+            Cond::Ne => Cond::Eq,
+        }
     }
 }
 
@@ -305,6 +326,7 @@ fn assemble(
             .collect(),
         exits: Vec::new(),
         origins: Vec::new(),
+        flags: None,
     };
     for &r in saved {
         dynasm!(q.ops ; .arch x64 ; push Rq(r));
@@ -396,6 +418,9 @@ struct Quick {
     free: Vec<u8>,
     exits: Vec<Exit>,
     origins: Vec<(u32, u32, Origin)>,
+    /// A comparison whose result only the guard after it reads, and only from the flags
+    /// (its instruction and condition): the guard is one conditional jump.
+    flags: Option<(usize, Cond)>,
 }
 
 impl Quick {
@@ -510,6 +535,34 @@ impl Quick {
         }
     }
 
+    /// Jumps to `to` where the flags say `cond`.
+    fn jump_if(&mut self, cond: Cond, to: DynamicLabel) {
+        match cond {
+            Cond::Lt => dynasm!(self.ops ; .arch x64 ; jl =>to),
+            Cond::Le => dynasm!(self.ops ; .arch x64 ; jle =>to),
+            Cond::Gt => dynasm!(self.ops ; .arch x64 ; jg =>to),
+            Cond::Ge => dynasm!(self.ops ; .arch x64 ; jge =>to),
+            Cond::Eq => dynasm!(self.ops ; .arch x64 ; je =>to),
+            Cond::Ne => dynasm!(self.ops ; .arch x64 ; jne =>to),
+        }
+    }
+
+    /// Whether comparison `i` need only set the flags: the instruction after it is a
+    /// `guard_true` or `guard_false` on it, the last to read it, and not with it in its
+    /// snapshot.
+    fn only_guarded(trace: &crate::trace::Trace, i: usize, last_use: &[usize]) -> bool {
+        let Some(next) = trace.insts.get(i + 1) else {
+            return false;
+        };
+        let me = Opnd::Ref(Ref(i as u32));
+        matches!(next.kind, Kind::GuardTrue | Kind::GuardFalse)
+            && next.args[0] == me
+            && last_use[i] == i + 1
+            && !trace
+                .snap_of(next)
+                .is_some_and(|s| s.exit_values().any(|o| *o == me))
+    }
+
     /// `jo` to `to`, the exit of an operation that overflowed.
     fn jo(&mut self, to: DynamicLabel) {
         dynasm!(self.ops ; .arch x64 ; jo =>to);
@@ -534,6 +587,17 @@ impl Quick {
             Kind::GuardTrue | Kind::GuardFalse => {
                 let fail = self.exit(trace, i)?;
                 let holds_on_nonzero = inst.kind == Kind::GuardTrue;
+                if let Some((c, cond)) = self.flags.take() {
+                    if inst.args[0] == Opnd::Ref(Ref(c as u32)) {
+                        let fails = if holds_on_nonzero {
+                            cond.negated()
+                        } else {
+                            cond
+                        };
+                        self.jump_if(fails, fail);
+                        return Some(true);
+                    }
+                }
                 match self.loc(&inst.args[0])? {
                     Loc::Imm(k) => {
                         if (k != 0) != holds_on_nonzero {
@@ -663,6 +727,11 @@ impl Quick {
         if last_use[i] == i && !checked {
             return Some(());
         }
+        if let Some(cond) = Cond::of(op).filter(|_| Quick::only_guarded(trace, i, last_use)) {
+            self.cmp(args[0], args[1])?;
+            self.flags = Some((i, cond));
+            return Some(());
+        }
         let d = self.define(i)?;
         if let Some(cond) = Cond::of(op) {
             dynasm!(self.ops ; .arch x64 ; xor Rd(d), Rd(d));
@@ -683,6 +752,18 @@ impl Quick {
                 if checked {
                     let fail = self.exit(trace, i)?;
                     self.jo(fail);
+                }
+            }
+            Op::Div | Op::Mod if power_of_two(&inst.args[1]).is_some() => {
+                let m = power_of_two(&inst.args[1])?;
+                self.mov(d, args[0]);
+                if op == Op::Div {
+                    dynasm!(self.ops ; .arch x64 ; sar Rq(d), m as i8);
+                } else {
+                    match self.narrow(Loc::Imm((1i64 << m) - 1)) {
+                        Loc::Reg(s) => dynasm!(self.ops ; .arch x64 ; and Rq(d), Rq(s)),
+                        Loc::Imm(k) => dynasm!(self.ops ; .arch x64 ; and Rq(d), k as i32),
+                    }
                 }
             }
             Op::Div | Op::Mod => {

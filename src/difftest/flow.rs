@@ -338,7 +338,7 @@ fn ops() -> impl Strategy<Value = Vec<GenOp>> {
 }
 
 /// An integer operation that raises no error on integers: a division or a remainder is
-/// by a positive constant, a product by a small one. Its operands may be past 64 bits.
+/// by a constant other than 0, a product by a constant. Its operands may be past 64 bits.
 fn int_op() -> impl Strategy<Value = GenOp> {
     let safe = [
         Op::Add,
@@ -370,7 +370,12 @@ fn int_op() -> impl Strategy<Value = GenOp> {
         prop::sample::select(safe.to_vec()),
         operand.clone(),
         operand,
-        1i64..10,
+        // Powers of two too, up to 2^62, and negative divisors: machine code shifts and
+        // masks by a power of two, and must round towards minus infinity as `//` does.
+        prop_oneof![
+            8 => 1i64..10,
+            1 => prop::sample::select(vec![-8, -2, -1, 1 << 40, 1 << 62, -(1 << 62)]),
+        ],
     )
         .prop_map(|(dst, op, a, b, k)| {
             let b = match op {

@@ -49,6 +49,19 @@ pub fn result(op: Op, args: &[Opnd], facts: &Facts) -> Option<Range> {
         },
         Op::Mod => match &args[1] {
             Opnd::Const(Value::Int(c)) if *c > 0 => Range::new(0, *c as i128 - 1),
+            Opnd::Const(Value::Int(c)) if *c < 0 => Range::new(*c as i128 + 1, 0),
+            _ => return None,
+        },
+        Op::Div => match &args[1] {
+            // Floor division by a positive constant keeps the order of its operand.
+            Opnd::Const(Value::Int(c)) if *c > 0 => {
+                let a = r(0)?;
+                let c = *c as i128;
+                Range {
+                    lo: a.lo.map(|lo| lo.div_euclid(c)),
+                    hi: a.hi.map(|hi| hi.div_euclid(c)),
+                }
+            }
             _ => return None,
         },
         Op::Add => {
@@ -102,6 +115,11 @@ fn cannot_fail(op: Op, args: &[Opnd], facts: &Facts, out: Option<Range>) -> bool
     match op {
         Op::Add | Op::Sub | Op::Mul | Op::Neg => ints && out.is_some_and(Range::fits_i64),
         Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Not | Op::And | Op::Or | Op::Xor => ints,
+        // By a constant other than 0 and -1: no division by zero, and a quotient that
+        // fits in 64 bits.
+        Op::Div | Op::Mod => {
+            ints && matches!(&args[1], Opnd::Const(Value::Int(c)) if *c != 0 && *c != -1)
+        }
         _ => false,
     }
 }

@@ -84,6 +84,32 @@ fn reassociate(opt: &Optimizer, op: Op, args: &mut [Opnd]) -> Verdict {
     }
 }
 
+/// What `op` on an integer and a constant that changes nothing, or gives a constant
+/// whatever the integer, is: `x + 0`, `x - 0`, `x * 1`, `x // 1`, `x | 0`, `x ^ 0` and
+/// `x & -1` are `x`; `x % 1` and `x * 0` are 0. Only for an `x` the trace knows to be an
+/// integer: on an atom the operation fails, and must stay to exit there.
+fn identity(opt: &Optimizer, op: Op, args: &[Opnd]) -> Option<Opnd> {
+    let (x, c, x_first) = match args {
+        [Opnd::Ref(x), Opnd::Const(Value::Int(c))] => (*x, *c, true),
+        [Opnd::Const(Value::Int(c)), Opnd::Ref(x)] => (*x, *c, false),
+        _ => return None,
+    };
+    if opt.out.def(x).ty != Ty::Int {
+        return None;
+    }
+    let commutes = matches!(op, Op::Add | Op::Mul | Op::Or | Op::Xor | Op::And);
+    if !x_first && !commutes {
+        return None;
+    }
+    let same = Some(Opnd::Ref(x));
+    let zero = Some(Opnd::Const(Value::Int(0)));
+    match (op, c) {
+        (Op::Add | Op::Sub | Op::Or | Op::Xor, 0) | (Op::Mul | Op::Div, 1) | (Op::And, -1) => same,
+        (Op::Mod, 1) | (Op::Mul, 0) => zero,
+        _ => None,
+    }
+}
+
 /// The constant-folding stage.
 pub struct Fold;
 
@@ -98,6 +124,9 @@ impl Stage for Fold {
                     // Fails every time: keep it, so that it exits and the interpreter raises.
                     Some(Err(_)) => Verdict::Pass,
                     None => {
+                        if let Some(same) = identity(opt, op, args) {
+                            return Ok(Verdict::Becomes(same));
+                        }
                         if matches!(op, Op::Add | Op::Sub) {
                             merge_wrapping(opt, inst);
                         }
