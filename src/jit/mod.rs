@@ -1265,9 +1265,9 @@ impl<'p> Jit<'p> {
     ) -> Result<trace::Trace, opt::Rejected> {
         // What only dead variables of the snapshots used goes too.
         let program = self.program;
-        let t = opt::prune_dead_entries(&t, &|pos| program.live_at(pos.block, pos.inst));
+        let t = opt::prune_dead_entries(t, &|pos| program.live_at(pos.block, pos.inst));
         if passes.contains(&"dce") {
-            opt::dce::run(&t)
+            opt::dce::run(t)
         } else {
             Ok(t)
         }

@@ -461,7 +461,17 @@ pub fn machine_no_overflow(
         }
         (safe, widen, ends)
     };
-    let (_, first, ends) = pass(&vec![Range::i64(); params], &vec![None; trace.insts.len()]);
+    let (safe, first, ends) = pass(&vec![Range::i64(); params], &vec![None; trace.insts.len()]);
+    if trace.loop_start().is_none() {
+        // No loop (a bridge): no parameters to know better, and the first pass is the last.
+        return MachineBounds {
+            safe,
+            widen: first,
+            hull: Vec::new(),
+            entry: Vec::new(),
+            sums: Vec::new(),
+        };
+    }
     let hull: Vec<Range> = (0..params)
         .map(|k| {
             ends.iter()

@@ -12,8 +12,8 @@ use super::rewrite::Rewriter;
 use super::Rejected;
 use crate::trace::{Opnd, Trace};
 
-/// Runs dead-code elimination.
-pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
+/// Runs dead-code elimination; a trace with nothing dead in it comes back as it is.
+pub fn run(trace: Trace) -> Result<Trace, Rejected> {
     let n = trace.insts.len();
     let mut live = vec![false; n];
     for i in (0..n).rev() {
@@ -30,13 +30,12 @@ pub fn run(trace: &Trace) -> Result<Trace, Rejected> {
             }
         }
     }
-    let mut rw = Rewriter::new(trace);
-    for (i, inst) in trace.insts.iter().enumerate() {
-        if live[i] {
-            rw.keep(i);
-        } else {
-            let _ = inst;
-        }
+    if live.iter().all(|l| *l) {
+        return Ok(trace);
+    }
+    let mut rw = Rewriter::new(&trace);
+    for i in (0..n).filter(|i| live[*i]) {
+        rw.keep(i);
     }
     Ok(rw.finish())
 }

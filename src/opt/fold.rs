@@ -240,6 +240,9 @@ fn mask_of(inst: &Inst) -> Option<(Ref, i64)> {
 /// `2^k - 1`: as its operand, or in its own snapshot), with that mask: where a run of
 /// wrapping additions can be merged (`merge_wrapping`).
 pub fn masked_only(trace: &crate::trace::Trace) -> HashMap<Ref, i64> {
+    if !trace.insts.iter().any(|i| mask_of(i).is_some()) {
+        return HashMap::default();
+    }
     // Per value: the mask of every use so far, or `None` once another use is seen.
     let mut uses: HashMap<Ref, Option<i64>> = HashMap::default();
     let mut seen = |r: Ref, by: Option<i64>| {

@@ -196,10 +196,9 @@ fn carry_elements(
 /// adds the variables the loop carries to every snapshot of its body, which this takes out
 /// again where they are dead. A snapshot that holds virtual arrays is left as it is.
 pub fn prune_dead_entries<'a>(
-    trace: &Trace,
+    mut t: Trace,
     live: &dyn Fn(crate::state::Position) -> &'a crate::lang::liveness::Vars,
 ) -> Trace {
-    let mut t = trace.clone();
     for snap in &mut t.snaps {
         if !snap.virtuals.is_empty() {
             continue;
@@ -263,18 +262,17 @@ fn optimize_for(
         }
     }
     if enabled.contains(&"virtuals") {
-        let v = virtuals::run(&t);
-        debug_assert_eq!(verify(&v), Ok(()), "after virtuals");
-        // What the arrays held is now known where it was read: fold it. An element the
-        // loop carries may then turn out to be the same constant at both ends.
-        if v != t {
+        if let Some(v) = virtuals::run(&t) {
+            debug_assert_eq!(verify(&v), Ok(()), "after virtuals");
+            // What the arrays held is now known where it was read: fold it. An element
+            // the loop carries may then turn out to be the same constant at both ends.
             t = local(&v, enabled, counted)?;
             if let Some(fewer) = peel::drop_fixed_params(&t, fixed) {
                 t = local(&fewer, enabled, counted)?;
             }
         }
     }
-    if enabled.contains(&"sink") {
+    if enabled.contains(&"sink") && sink::applies(&t) {
         t = sink::run(&t);
         debug_assert_eq!(verify(&t), Ok(()), "after sink");
         if t.loop_start().is_some() {
@@ -286,7 +284,7 @@ fn optimize_for(
         }
     }
     if enabled.contains(&"dce") {
-        t = dce::run(&t)?;
+        t = dce::run(t)?;
         debug_assert_eq!(verify(&t), Ok(()), "after dce");
     }
     Ok(t)

@@ -46,6 +46,11 @@ struct Pending {
     origin: Option<crate::state::Position>,
 }
 
+/// Whether `trace` stores into an array: store sinking leaves any other as it is.
+pub fn applies(trace: &Trace) -> bool {
+    trace.insts.iter().any(|i| i.kind == Kind::SetItem)
+}
+
 /// Runs store sinking over `trace`.
 pub fn run(trace: &Trace) -> Trace {
     let mut excluded: Vec<(Opnd, Opnd)> = Vec::new();

@@ -320,11 +320,15 @@ fn analyze(trace: &Trace) -> Plan {
     }
 }
 
-/// Removes the allocations of the arrays that do not escape `trace`.
-pub fn run(trace: &Trace) -> Trace {
+/// Removes the allocations of the arrays that do not escape `trace`; `None` when it has
+/// none such.
+pub fn run(trace: &Trace) -> Option<Trace> {
+    if !trace.insts.iter().any(|i| candidate(i).is_some()) {
+        return None;
+    }
     let plan = analyze(trace);
     if plan.virtual_len.iter().all(Option::is_none) {
-        return trace.clone();
+        return None;
     }
     let is_virtual = |o: &Opnd| {
         o.as_ref()
@@ -398,7 +402,7 @@ pub fn run(trace: &Trace) -> Trace {
         i += 1;
     }
     debug_assert!(start.is_none() || rw.old.loop_start() == start);
-    rw.finish()
+    Some(rw.finish())
 }
 
 /// Emits the `param`s that follow `loop_start` (whose operands in the new trace, before a
