@@ -48,7 +48,7 @@ use crate::trace::{Kind, Opnd, Ref};
 /// How many iterations a root's loop runs in the quick backend's code before it exits to
 /// be compiled by Cranelift. Cranelift takes about a millisecond for a root (some six
 /// million instructions for a loop of 32 guards), and its code saves a nanosecond or two
-/// an iteration over this one's (fused compare-and-branch, no counter, registers allocated
+/// an iteration over this one's (no counter, registers allocated
 /// across the whole loop): a loop that runs a million iterations pays for it, one that runs
 /// a few thousand never does. A tenth of that, so that a hot loop loses little before it
 /// gets the better code.
