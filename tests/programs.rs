@@ -230,25 +230,29 @@ fn every_program_prints_what_its_test_lines_say_in_every_mode() {
     let emulated = std::env::var_os("FLOWJIT_TEST_RUNNER").is_some_and(|r| !r.is_empty());
     let modes = if emulated { EMULATED_MODES } else { MODES };
     assert!(cases.len() >= 40, "found only {} test lines", cases.len());
-    let mut failures = Vec::new();
-    for case in &cases {
+    let runs: Vec<_> = cases
+        .iter()
+        .flat_map(|case| modes.iter().map(move |mode| (case, *mode)))
+        .collect();
+    let failures: Vec<String> = common::in_parallel(&runs, |(case, mode)| {
         let is_bc = case.file.extension().is_some_and(|e| e == "bc");
-        for mode in modes {
-            let mut cmd = common::flowjit_command();
-            cmd.arg(if is_bc { "bytecode" } else { "run" })
-                .arg(&case.file)
-                .args(&case.args)
-                .args(*mode);
-            if let Some(why) = case.check(cmd) {
-                failures.push(format!(
-                    "{} {} {}\n{why}",
-                    case.file.display(),
-                    case.args.join(" "),
-                    mode.join(" "),
-                ));
-            }
-        }
-    }
+        let mut cmd = common::flowjit_command();
+        cmd.arg(if is_bc { "bytecode" } else { "run" })
+            .arg(&case.file)
+            .args(&case.args)
+            .args(*mode);
+        case.check(cmd).map(|why| {
+            format!(
+                "{} {} {}\n{why}",
+                case.file.display(),
+                case.args.join(" "),
+                mode.join(" "),
+            )
+        })
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",

@@ -260,3 +260,33 @@ pub fn flowjit_ok(args: &[&str]) -> (String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// `f` of each item, in the items' order, computed by as many threads as the machine has
+/// cores: the suites that start the binary once per program and mode spend their time
+/// waiting for one process each (under qemu, ten times longer), and the cores are idle
+/// otherwise.
+pub fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new(items.iter().map(|_| None).collect());
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(items.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                results.lock().expect("no worker panicked")[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("no worker panicked")
+        .into_iter()
+        .map(|r| r.expect("every item computed"))
+        .collect()
+}
