@@ -37,6 +37,11 @@ export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 
 export FLOWJIT_TEST_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+# Under qemu an unoptimized build is slow twice over: the tests and the binary they start
+# are built with opt-level 1 (debug assertions and overflow checks stay on, as in the
+# native run). tests/programs.rs took 254 s so against about 45 minutes at opt-level 0
+# on one core.
+export CARGO_PROFILE_DEV_OPT_LEVEL=1
 
 if (($#)); then
     cargo test --target aarch64-unknown-linux-gnu "$@"
