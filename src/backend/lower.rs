@@ -28,8 +28,10 @@
 //! tree, the slot holds the tree's function, and the exit goes there without returning
 //! (PyPy's jumps between loops, LuaJIT's linked traces); until then it holds [`unlinked`],
 //! which returns the exit's code marked [`WRITTEN`]. Loops nested in loops thus run from
-//! machine code to machine code. A tree entered so checks first that the mirror holds its
-//! inputs with the kinds it was compiled for, and returns [`REFUSED`] otherwise.
+//! machine code to machine code. The driver links an exit to a tree only where the exit
+//! leaves the kinds the tree was compiled for in the mirror, and the runtime checks the
+//! frame before it enters code: a tree checks on entry only its inputs held as integers of
+//! any size (and the `--max-steps` budget), returning [`REFUSED`] otherwise.
 //!
 //! Values are unboxed by kind (`flowjit_runtime::abi`): an integer is an `i64`, an atom its
 //! id, a list the address of its `List`. Arithmetic checks overflow, and an overflow is an
@@ -2188,7 +2190,8 @@ pub struct Links<'a> {
     pub table: *const u64,
     /// The kinds of inputs the function need not check on entry: for a bridge unit, those
     /// the exit of its guard surely leaves in the mirror ([`exit_kinds`]), the only exit
-    /// linked to it.
+    /// linked to it; for a tree, its inputs' (the driver links only exits that leave them,
+    /// the runtime checks the frame).
     pub assumed: &'a [(Slot, MKind)],
 }
 
@@ -2210,7 +2213,7 @@ pub fn unchecked(an: &Analysis, assumed: &[(Slot, MKind)]) -> Vec<(Slot, MKind)>
 /// `links`, each [`linkable`] exit goes on in the tree whose function its slot of the table
 /// holds (LuaJIT's and PyPy's jumps from one trace to another): it writes its snapshot
 /// into the mirror and calls that function as a tail call, which checks its inputs' kinds
-/// in the mirror ([`REFUSED`]), except those assumed.
+/// in the mirror ([`REFUSED`]), except those assumed (`Links::assumed`).
 pub fn lower(
     segments: &[Segment],
     an: &Analysis,
@@ -2420,13 +2423,16 @@ pub fn lower(
         // exit goes on or returns.
         let mut carry_nums = Vec::new();
         if an.layout.carry {
+            let written = &trace.snaps[own.index()];
             for (k, (slot, at)) in an.layout.inputs.iter().enumerate() {
                 // The entry may have found a 64-bit integer.
                 if an.input_kinds[k] == MKind::Num {
                     let tag = b.ins().iconst(I64, mirror_tag(MKind::Num));
                     b.ins().store(mf, tag, l.regs, (8 * (at + 1)) as i32);
                     carry_nums.push((*slot, *at, l.inputs[k]));
-                } else {
+                } else if written.get(*slot).is_none() {
+                    // A variable the snapshot writes is written over in the mirror (a
+                    // linked exit) or in the frame after the mirror (a return).
                     b.ins().store(mf, l.inputs[k], l.regs, (8 * at) as i32);
                 }
             }

@@ -237,8 +237,11 @@ pub struct Compiled {
     links: Box<[Cell<u64>]>,
     /// The function that returns to the runtime ([`lower::unlinked`]).
     unlinked: u64,
-    /// The kinds of inputs it does not check on entry (a bridge unit's: what its guard's
-    /// exit leaves in the mirror).
+    /// The kinds it counts on finding in the mirror on entry, of its inputs (which it does
+    /// not check) and of other variables (which its exits leave as they were): a tree's
+    /// inputs of fixed kinds; a bridge unit's, what its guard's exit leaves in the mirror.
+    /// Every entry makes sure of them: the runtime's ([`Compiled::accepts`]) and a linked
+    /// exit's ([`Compiled::admits`]).
     assumed: Vec<(Slot, abi::Kind)>,
     counting: bool,
     max_cost: u64,
@@ -381,6 +384,23 @@ impl Backend {
         assumed: &[(Slot, abi::Kind)],
     ) -> Result<Compiled, Unsupported> {
         let an = lower::analyze(segments, frame_size, unit)?;
+        // A tree's function is entered by the runtime, which checks the frame first
+        // (`Compiled::accepts`), or by a linked exit, which the driver links only where the
+        // kinds the exit leaves are the inputs' (`Compiled::admits`): it checks none.
+        let inputs: Vec<(Slot, abi::Kind)>;
+        let assumed = if unit == 0 {
+            inputs = an
+                .layout
+                .inputs
+                .iter()
+                .zip(&an.input_kinds)
+                .map(|((slot, _), kind)| (*slot, *kind))
+                .filter(|(_, kind)| *kind != abi::Kind::Num)
+                .collect();
+            &inputs[..]
+        } else {
+            assumed
+        };
         let unlinked = self.unlinked.as_ref().expect("made with the backend").0;
         let links: Box<[Cell<u64>]> = (0..an.layout.size).map(|_| Cell::new(unlinked)).collect();
         let table = Some(lower::Links {
@@ -429,7 +449,7 @@ impl Backend {
                 f: ptr,
                 links,
                 unlinked,
-                assumed: sure,
+                assumed: assumed.to_vec(),
                 counting,
                 max_cost: lower::max_cost(segments),
                 analysis: an,
@@ -510,7 +530,7 @@ impl Backend {
             f: ptr,
             links,
             unlinked,
-            assumed: lower::unchecked(&an, assumed),
+            assumed: assumed.to_vec(),
             counting,
             max_cost: lower::max_cost(segments),
             analysis: an,
@@ -834,7 +854,15 @@ impl Compiled {
     ) -> Option<Vec<(Slot, abi::Kind)>> {
         self.global(seg, i)?;
         let seg = if self.analysis.unit == 0 { seg } else { 0 };
-        Some(lower::exit_kinds(&self.analysis, trace, seg, i))
+        let mut kinds = lower::exit_kinds(&self.analysis, trace, seg, i);
+        // What the code found in the mirror on entry is there still where the exit does
+        // not write: code writes the mirror only at its exits.
+        for &(slot, kind) in &self.assumed {
+            if !kinds.iter().any(|(s, _)| *s == slot) {
+                kinds.push((slot, kind));
+            }
+        }
+        Some(kinds)
     }
 
     /// Whether this code may be entered from an exit that leaves `kinds` in the mirror
@@ -844,11 +872,31 @@ impl Compiled {
     }
 
     /// Makes the exit at global instruction index `g`, if it goes on in another tree, go
-    /// on in `new`: that tree compiled again.
-    pub fn relink(&self, g: usize, new: &Compiled) {
+    /// on in `new`, that tree compiled again, if `new` admits what the exit leaves in the
+    /// mirror (`kinds`); otherwise it returns to the runtime.
+    /// Makes the exit at global instruction index `g`, if it goes on in another tree, go
+    pub fn relink(&self, g: usize, new: &Compiled, kinds: Option<&[(Slot, abi::Kind)]>) {
         if self.links[g].get() != self.unlinked {
-            self.links[g].set(new.f as u64);
+            let to = match kinds {
+                Some(kinds) if new.admits(kinds) => new.f as u64,
+                _ => self.unlinked,
+            };
+            self.links[g].set(to);
         }
+    }
+
+    /// The kinds the mirror surely holds after the linkable exit at global instruction
+    /// index `g` of this code, unit `unit` of its tree, whose segments `segment` gives
+    /// ([`Compiled::exit_kinds`]).
+    pub fn exit_kinds_at<'t>(
+        &self,
+        g: usize,
+        unit: usize,
+        segment: impl Fn(usize) -> &'t Trace,
+    ) -> Option<Vec<(Slot, abi::Kind)>> {
+        let (seg, i) = self.analysis.layout.locate(g);
+        let seg = if unit == 0 { seg } else { unit };
+        self.exit_kinds(segment(seg), seg, i)
     }
 
     /// Whether the loop's entry checks the values it is entered with against what the
@@ -865,15 +913,21 @@ impl Compiled {
     }
 
     /// Whether the code accepts `frame` as it is: each of its inputs of the kind it was
-    /// compiled for (an integer that left 64 bits is not).
+    /// compiled for (an integer that left 64 bits is not), and each variable of the kind
+    /// it counts on finding (`assumed`).
     pub fn accepts(&self, frame: &Frame) -> bool {
         let an = &self.analysis;
-        an.layout.inputs.iter().enumerate().all(|(k, (slot, _))| {
+        let holds = |slot: Slot, kind: abi::Kind| {
             frame[slot.index()]
                 .as_ref()
-                .and_then(|v| abi::unbox(v, an.input_kinds[k]))
+                .and_then(|v| abi::unbox(v, kind))
                 .is_some()
-        })
+        };
+        let inputs = an.layout.inputs.iter().zip(&an.input_kinds);
+        inputs
+            .into_iter()
+            .all(|((slot, _), kind)| holds(*slot, *kind))
+            && self.assumed.iter().all(|&(slot, kind)| holds(slot, kind))
     }
 
     /// The inputs the code holds as 64-bit integers that hold integers past 64 bits in

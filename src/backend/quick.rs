@@ -17,7 +17,8 @@
 //! The code keeps the contract of [`super::lower::lower`], so that the driver and the
 //! other functions cannot tell the two apart: `tail fn(regs, ctx) -> i64`, entered by a
 //! call from the trampoline or by a jump from another function's exit; it checks the kinds
-//! of the inputs it is not sure of (returning [`REFUSED`]), reads its inputs from the
+//! of the inputs it is not sure of (returning [`REFUSED`]: for a tree, only those held as
+//! integers of any size), reads its inputs from the
 //! mirror, and each exit either writes its snapshot into the mirror and jumps through its
 //! slot of the link table (a [`linkable`] exit), or stores its snapshot's values in their
 //! slots of the register buffer and returns the exit's code. Cranelift's `tail` convention

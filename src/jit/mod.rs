@@ -634,8 +634,10 @@ impl<'p> Jit<'p> {
                 let incoming = std::mem::take(&mut self.trees[t].incoming);
                 for &(from, unit, g) in &incoming {
                     if (from, unit) != old {
-                        if let Some(c) = self.trees[from].code_of(unit) {
-                            c.relink(g, &code);
+                        let source = &self.trees[from];
+                        if let Some(c) = source.code_of(unit) {
+                            let kinds = c.exit_kinds_at(g, unit, |seg| source.segment(seg));
+                            c.relink(g, &code, kinds.as_deref());
                         }
                     }
                 }
@@ -1022,6 +1024,13 @@ impl<'p> Jit<'p> {
         let Some(g) = code.global(at.0, at.1) else {
             return;
         };
+        // `next` does not check its inputs' kinds: the exit must leave them so.
+        if !code
+            .exit_kinds(trace, at.0, at.1)
+            .is_some_and(|kinds| target.admits(&kinds))
+        {
+            return;
+        }
         code.link(g, target);
         let unit = from.unit_of(at.0);
         self.trees[next].incoming.push((t, unit, g));
