@@ -1175,3 +1175,24 @@ fn a_hot_loop_moves_from_the_quick_backend_to_cranelift() {
         }
     }
 }
+
+/// Division and remainder by a constant other than 0 and -1 cannot fail: the optimizer
+/// drops their snapshot, and machine code divides without one (the bridges of
+/// `bridge_store_header.fg` compute `i % 8` and `i % 7` so; they stayed on the trace
+/// interpreter when the backends wanted a snapshot for every division).
+#[test]
+fn a_division_by_a_safe_constant_needs_no_snapshot_in_machine_code() {
+    let (out, err) = common::flowjit_ok(&[
+        "run",
+        "tests/programs/bridge_store_header.fg",
+        "n=1000",
+        "--threshold",
+        "1",
+        "--bridge-threshold",
+        "1",
+        "--stats",
+    ]);
+    assert_eq!(out, "284005\n");
+    assert!(!err.contains("not compiled"), "{err}");
+    assert!(err.contains("traces compiled to machine code: 1"), "{err}");
+}

@@ -482,8 +482,13 @@ fn analyze_with(
                     } else {
                         let kind = kind_of(inst.ty)?;
                         ops::supported(op, &arg_kinds)?;
-                        let exits =
-                            matches!(op, Op::Readlist | Op::Shl | Op::Shr | Op::Div | Op::Mod);
+                        // Division by a constant other than 0 and -1 cannot fail.
+                        let safe_divisor = matches!(
+                            inst.args.get(1),
+                            Some(Opnd::Const(Value::Int(k))) if *k != 0 && *k != -1
+                        );
+                        let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr)
+                            || (matches!(op, Op::Div | Op::Mod) && !safe_divisor);
                         if exits && inst.snap.is_none() {
                             return Err(Unsupported::NoSnapshot(op));
                         }
@@ -625,6 +630,30 @@ pub fn max_cost(segments: &[Segment]) -> u64 {
         }
     }
     max
+}
+
+/// Whether the loop of `trace` (its `loop_start` at `start`) holds what its preamble loaded
+/// from arrays: a body operation or snapshot reads a preamble value computed from a load
+/// or a call, or a parameter carries an array's element (`param_item`). A store elsewhere
+/// may then have changed what it holds.
+fn holds_loads(trace: &Trace, start: usize) -> bool {
+    use crate::trace::Effect;
+    let mut loaded = vec![false; start];
+    for (k, inst) in trace.insts[..start].iter().enumerate() {
+        let from_load = |o: &Opnd| o.as_ref().is_some_and(|r| loaded[r.index()]);
+        loaded[k] = matches!(inst.kind.info().effect, Effect::Load | Effect::Call)
+            || matches!(inst.kind, Kind::CallPure(_))
+            || inst.args.iter().any(from_load);
+    }
+    let reads = |o: &Opnd| {
+        o.as_ref()
+            .is_some_and(|r| r.index() < start && loaded[r.index()])
+    };
+    trace.insts[start..].iter().any(|inst| {
+        inst.kind == Kind::ParamItem
+            || inst.args.iter().any(reads)
+            || trace.snap_of(inst).is_some_and(|s| s.operands().any(reads))
+    })
 }
 
 /// The signature of a tree's function: `tail fn(regs, ctx, code) -> i64` ([`exit_code`]).
@@ -1143,17 +1172,20 @@ impl Lower<'_> {
     /// hold something other than integers: it stores a value of another kind, or calls a
     /// function (which may store anything).
     fn loop_may_mix(&self, i: usize) -> bool {
-        let seg = self.seg;
-        self.segments[seg].trace.insts[i + 1..]
-            .iter()
-            .any(|inst| match inst.kind {
-                Kind::CallPure(_) => true,
-                Kind::SetItem => match &inst.args[2] {
-                    Opnd::Ref(r) => self.an.kinds[seg][r.index()] != Some(MKind::Int),
-                    Opnd::Const(v) => MKind::of(v) != Some(MKind::Int),
-                },
-                _ => false,
-            })
+        self.may_mix(self.seg, &self.segments[self.seg].trace.insts[i + 1..])
+    }
+
+    /// Whether `insts`, of segment `seg`, may store something other than an integer into
+    /// an array, or call a function (which may).
+    fn may_mix(&self, seg: usize, insts: &[crate::trace::Inst]) -> bool {
+        insts.iter().any(|inst| match inst.kind {
+            Kind::CallPure(_) => true,
+            Kind::SetItem => match &inst.args[2] {
+                Opnd::Ref(r) => self.an.kinds[seg][r.index()] != Some(MKind::Int),
+                Opnd::Const(v) => MKind::of(v) != Some(MKind::Int),
+            },
+            _ => false,
+        })
     }
 
     /// What guard `i` on `c` branches on, and whether `c` holds where that is not zero. A
@@ -1261,6 +1293,25 @@ impl Lower<'_> {
         (seg, o)
     }
 
+    /// What is known of `o`, an operand of segment `seg` that a bridge only passes on,
+    /// where the value it stands for was left: the interval the segment that computed it
+    /// knows before the guard on the way to `seg` (`opt::bounds::facts_before`).
+    fn known_before(&self, seg: usize, o: &Opnd) -> Option<Range> {
+        let (at, value) = self.origin(seg, o.clone());
+        if at == seg {
+            return None;
+        }
+        let mut s = seg;
+        let guard = loop {
+            let (ps, pi) = self.segments[s].parent?;
+            if ps == at {
+                break pi;
+            }
+            s = ps;
+        };
+        crate::opt::bounds::facts_before(self.segments[at].trace, guard).of(&value)
+    }
+
     /// Whether the stores that the snapshot of the current bridge's guard holds, made
     /// where the bridge starts ([`Lower::build_virtuals`]), may store into an array
     /// anything but a 64-bit integer.
@@ -1352,16 +1403,14 @@ impl Lower<'_> {
                 return None;
             }
             // The loop may hold what it loaded from arrays before the bridge (a load the
-            // optimizer moved out of the loop), and count on arrays the preamble found
-            // holding only integers still doing so (`ints`): a bridge on the way that stores
-            // (or calls a function, which may) goes back through the preamble, which loads
-            // and checks again.
-            let stores = self.segments[s]
-                .trace
-                .insts
-                .iter()
-                .any(|i| matches!(i.kind, Kind::SetItem | Kind::CallPure(_)));
-            if stores {
+            // optimizer moved out of the loop, an element carried as a parameter), and
+            // count on arrays the preamble found holding only integers still doing so
+            // (`ints`): a bridge on the way that stores where the loop holds loads, or
+            // stores anything but integers (or calls a function, which may), goes back
+            // through the preamble, which loads and checks again.
+            let insts = &self.segments[s].trace.insts;
+            let stores = insts.iter().any(|i| i.kind == Kind::SetItem);
+            if self.may_mix(s, insts) || (stores && holds_loads(self.segments[0].trace, start)) {
                 return None;
             }
             s = ps;
@@ -1394,7 +1443,10 @@ impl Lower<'_> {
             }
             match source.and_then(|slot| end.get(slot)) {
                 None => true,
-                Some(o) => facts.of(o).is_some_and(|r| r.within(hull)),
+                Some(o) => {
+                    facts.of(o).is_some_and(|r| r.within(hull))
+                        || self.known_before(seg, o).is_some_and(|r| r.within(hull))
+                }
             }
         };
         if !sources.iter().enumerate().all(|(k, s)| fits(k, *s)) {

@@ -275,13 +275,17 @@ pub fn lower_op(
             }
         }
         (Op::Div | Op::Mod, Some(y)) => {
-            // Exit on a zero divisor, and on MIN / -1 (the result leaves 64 bits).
-            let zero = b.ins().icmp_imm_s(IntCC::Equal, y, 0);
-            let min = b.ins().icmp_imm_s(IntCC::Equal, x, i64::MIN);
-            let minus1 = b.ins().icmp_imm_s(IntCC::Equal, y, -1);
-            let both = b.ins().band(min, minus1);
-            let fail = b.ins().bor(zero, both);
-            exits.exit_if(b, fail);
+            // Exit on a zero divisor, and on MIN / -1 (the result leaves 64 bits); by a
+            // constant other than those, neither can happen (and the optimizer may have
+            // dropped the snapshot: `opt::bounds`).
+            if !constant(b, y).is_some_and(|k| k != 0 && k != -1) {
+                let zero = b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+                let min = b.ins().icmp_imm_s(IntCC::Equal, x, i64::MIN);
+                let minus1 = b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+                let both = b.ins().band(min, minus1);
+                let fail = b.ins().bor(zero, both);
+                exits.exit_if(b, fail);
+            }
             let q = b.ins().sdiv(x, y);
             let r = b.ins().srem(x, y);
             // Floor: when the remainder is not 0 and its sign differs from the divisor's,

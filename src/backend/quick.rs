@@ -771,22 +771,26 @@ impl Quick {
                 // The interpreter's floor division: exit on a zero divisor and on MIN / -1
                 // (the result leaves 64 bits); `idiv` truncates, so where the remainder is
                 // not 0 and its sign is not the divisor's, q - 1 and r + y.
-                let fail = self.exit(trace, i)?;
                 let (ok, done) = (self.ops.new_dynamic_label(), self.ops.new_dynamic_label());
                 self.mov(SCRATCH, args[1]);
-                let min = i64::MIN;
-                dynasm!(self.ops
-                    ; .arch x64
-                    ; test r11, r11
-                    ; jz =>fail
-                    ; cmp r11, -1
-                    ; jne =>ok
-                    ; mov rax, QWORD min
-                );
-                match args[0] {
-                    Loc::Reg(x) => dynasm!(self.ops ; .arch x64 ; cmp Rq(x), rax ; je =>fail),
-                    Loc::Imm(k) if k == min => dynasm!(self.ops ; .arch x64 ; jmp =>fail),
-                    Loc::Imm(_) => {}
+                // By a constant other than 0 and -1, neither can happen (and the optimizer
+                // may have dropped the snapshot: `opt::bounds`).
+                if !matches!(args[1], Loc::Imm(k) if k != 0 && k != -1) {
+                    let fail = self.exit(trace, i)?;
+                    let min = i64::MIN;
+                    dynasm!(self.ops
+                        ; .arch x64
+                        ; test r11, r11
+                        ; jz =>fail
+                        ; cmp r11, -1
+                        ; jne =>ok
+                        ; mov rax, QWORD min
+                    );
+                    match args[0] {
+                        Loc::Reg(x) => dynasm!(self.ops ; .arch x64 ; cmp Rq(x), rax ; je =>fail),
+                        Loc::Imm(k) if k == min => dynasm!(self.ops ; .arch x64 ; jmp =>fail),
+                        Loc::Imm(_) => {}
+                    }
                 }
                 dynasm!(self.ops ; .arch x64 ; =>ok);
                 self.mov(RAX, args[0]);
