@@ -812,10 +812,6 @@ struct Lower<'a> {
     /// The (array, base) pairs whose indexes are all checked already, by one check of
     /// the least and greatest offset at the segment's first access ([`Lower::check_index`]).
     covered: Vec<(Ref, Ref)>,
-    /// Per (array, span): the bound [`Lower::check_index`] compares with, computed where
-    /// the root's loop starts for the bridges of the function that hang from the loop's
-    /// body ([`Lower::hoist_limits`]), which the loop's start dominates.
-    limits: HashMap<(ClifValue, i64), ClifValue>,
     /// The boxes of the integers of any size the code holds (kind `Num`): one per
     /// instruction that makes one, per tree input and loop parameter of that kind, and per
     /// big constant. The code holds their addresses; they live as long as it.
@@ -1527,9 +1523,6 @@ impl Lower<'_> {
                 // Never allocated: an exit whose snapshot holds it builds it.
                 Kind::Param(_) | Kind::ParamItem | Kind::Virtual => {}
                 Kind::LoopStart => {
-                    if self.an.unit == 0 {
-                        self.hoist_limits(b);
-                    }
                     // The loop's proofs may assume a parameter in an interval the
                     // preamble's value is not known to lie in (a counter moving towards
                     // the bound it is compared with, `bounds::induction`): checked here.
@@ -1953,76 +1946,6 @@ impl Lower<'_> {
         Some((*array, base, c))
     }
 
-    /// Computes, where the root's loop starts, the bounds that the checks of the bridges
-    /// compiled in this function from guards of the loop body will compare with (see
-    /// [`Lower::check_index`]): each depends on the array and the span of offsets only, and
-    /// a bridge that loops back to the header would compute it again at every iteration.
-    fn hoist_limits(&mut self, b: &mut FunctionBuilder) {
-        let Some(start) = self.segments[0].trace.loop_start() else {
-            return;
-        };
-        for seg in 1..self.segments.len() {
-            if self.segments[seg].separate || !self.hangs_from_body(seg, start) {
-                continue;
-            }
-            let mut spans: HashMap<(Ref, Ref), (i64, i64)> = HashMap::default();
-            for i in 0..self.segments[seg].trace.insts.len() {
-                if let Some((array, base, c)) = self.access(seg, i) {
-                    let e = spans.entry((array, base)).or_insert((c, c));
-                    *e = (e.0.min(c), e.1.max(c));
-                }
-            }
-            let mut wanted: Vec<(Ref, i64)> = spans
-                .into_iter()
-                .filter(|(_, (lo, hi))| hi > lo)
-                .map(|((array, _), (lo, hi))| (array, hi - lo))
-                .collect();
-            wanted.sort_unstable();
-            for (array, span) in wanted {
-                // Only an array the preamble holds (a tree input, or what the preamble
-                // computed) is there where the loop starts.
-                let (at, o) = self.origin(seg, Opnd::Ref(array));
-                let Some(r) = o.as_ref() else {
-                    continue;
-                };
-                let a = match self.segments[at].trace.insts[r.index()].kind {
-                    Kind::Input(slot) => match self.an.sources[at].get(&slot) {
-                        Some(Source::Input(k)) => Some(self.inputs[*k]),
-                        _ => None,
-                    },
-                    _ if at == 0 && r.index() < start => self.vals[0][r.index()],
-                    _ => None,
-                };
-                let Some(a) = a else {
-                    continue;
-                };
-                if self.limits.contains_key(&(a, span)) {
-                    continue;
-                }
-                let len = b
-                    .ins()
-                    .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
-                let room = b.ins().iadd_imm_s(len, -span);
-                let zero = b.ins().iconst(I64, 0);
-                let limit = b.ins().smax(room, zero);
-                self.limits.insert((a, span), limit);
-            }
-        }
-    }
-
-    /// Whether bridge `seg` hangs, through its chain, from a guard of the root's loop body
-    /// (after its `loop_start`, at `start`): code there is dominated by the loop's start.
-    fn hangs_from_body(&self, seg: usize, start: usize) -> bool {
-        let mut s = seg;
-        while let Some((ps, pi)) = self.segments[s].parent {
-            if ps == 0 {
-                return pi > start;
-            }
-            s = ps;
-        }
-        false
-    }
-
     /// Exits at access `i` (of the current segment) unless `index` is within the array
     /// `a`. The first access of a segment to an array around a base checks every offset
     /// the segment's accesses use around it, as LuaJIT widens an array bounds check to the
@@ -2053,16 +1976,9 @@ impl Lower<'_> {
                 // within the array. A sum that wraps lands at 2^63 or past, as an unsigned
                 // number, beyond any limit. The limit depends on the array only, and is
                 // hoisted out of a loop with its length.
-                let hoisted = self.segments[0]
-                    .trace
-                    .loop_start()
-                    .filter(|&start| seg > 0 && self.hangs_from_body(seg, start))
-                    .and_then(|_| self.limits.get(&(a, span)).copied());
-                let limit = hoisted.unwrap_or_else(|| {
-                    let room = b.ins().iadd_imm_s(len, -span);
-                    let zero = b.ins().iconst(I64, 0);
-                    b.ins().smax(room, zero)
-                });
+                let room = b.ins().iadd_imm_s(len, -span);
+                let zero = b.ins().iconst(I64, 0);
+                let limit = b.ins().smax(room, zero);
                 let at = b.ins().iadd_imm_s(x, lo);
                 let fail = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, limit);
                 self.exit_if(b, fail, i);
@@ -2462,7 +2378,6 @@ pub fn lower(
         ints: Vec::new(),
         offsets: HashMap::default(),
         covered: Vec::new(),
-        limits: HashMap::default(),
         boxes: RefCell::new(helpers::Boxes::default()),
         own_boxes: HashMap::default(),
         param_boxes: HashMap::default(),
