@@ -1433,7 +1433,11 @@ impl Lower<'_> {
         let sources = state.admits(&written, &arrival)?;
         // The loop's overflow proofs assume each parameter in an interval (`an.hull`): what
         // the bridge brings must be known to lie in it.
-        let facts = crate::opt::bounds::facts_before(self.segments[seg].trace, i);
+        // An input the code holds as a 64-bit integer lies in 64 bits (and an operation
+        // on it that went on did not overflow).
+        let kinds = &self.an.kinds[seg];
+        let int64 = |k: usize| (kinds[k] == Some(MKind::Int)).then(Range::i64);
+        let facts = crate::opt::bounds::facts_before_seeded(self.segments[seg].trace, i, &int64);
         let fits = |k: usize, source: Option<Slot>| {
             let Some(&hull) = self.an.bounds[0].hull.get(k) else {
                 return true;

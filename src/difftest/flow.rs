@@ -258,9 +258,8 @@ pub struct Wrapped {
 /// element into `x{acc}` through a mask, so that the loop accumulates nothing a jump to
 /// its header would have to check again. A bridge from the rare path that jumped straight
 /// to the header would leave the loop with the old element (`lower::holds_loads` sends it
-/// through the preamble; so, today, does the counter it brings, whose interval the bridge
-/// does not know as narrowly as the loop assumes, which `tests/programs/bridge_store_header.fg`
-/// avoids by masking its counter).
+/// through the preamble; without that check, `flowjit difftest --seed 18001` finds such a
+/// loop).
 ///
 /// ```text
 /// hld7:   z7 = h7[2]    t7 = x2 * 3    t7 = t7 + z7    x2 = t7 & 65535

@@ -174,6 +174,16 @@ impl Stage for Bounds {
 /// sound). A bridge from a guard at `at` starts knowing these of the values the guard's
 /// snapshot gives.
 pub fn facts_before(trace: &Trace, at: usize) -> Facts {
+    facts_before_seeded(trace, at, &|_| None)
+}
+
+/// [`facts_before`], knowing besides that `input` instruction `i` lies in `seed(i)`: the
+/// backend knows which inputs it holds as 64-bit integers.
+pub fn facts_before_seeded(
+    trace: &Trace,
+    at: usize,
+    seed: &dyn Fn(usize) -> Option<Range>,
+) -> Facts {
     let start = trace.loop_start();
     let pass = |params: &[Option<Range>], stop: usize| {
         let mut facts = Facts::default();
@@ -184,6 +194,9 @@ pub fn facts_before(trace: &Trace, at: usize) -> Facts {
                 Kind::Input(slot) => {
                     if let Some((_, k)) = trace.known.iter().find(|(s, _)| *s == slot) {
                         facts.narrow(r, Range::from_known(*k));
+                    }
+                    if let Some(range) = seed(i) {
+                        facts.narrow(r, range);
                     }
                 }
                 Kind::Param(_) | Kind::ParamItem => {
