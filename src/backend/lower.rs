@@ -57,7 +57,7 @@ use flowjit_runtime::{Op, Value};
 use super::helpers::{self, CallSite};
 use super::{ops, Unsupported};
 use crate::lang::Slot;
-use crate::opt::bounds::MachineBounds;
+use crate::opt::bounds::{safe_divisor, MachineBounds};
 use crate::opt::interval::Range;
 use crate::opt::state::{Arrival, LoopState};
 use crate::trace::{call_pure_parts, Kind, Opnd, Ref, Trace, Ty};
@@ -485,7 +485,7 @@ fn analyze_with(
                         // Division by a constant other than 0 and -1 cannot fail.
                         let safe_divisor = matches!(
                             inst.args.get(1),
-                            Some(Opnd::Const(Value::Int(k))) if *k != 0 && *k != -1
+                            Some(Opnd::Const(Value::Int(k))) if safe_divisor(*k)
                         );
                         let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr)
                             || (matches!(op, Op::Div | Op::Mod) && !safe_divisor);

@@ -16,6 +16,7 @@ use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::Op;
 
 use super::helpers;
+use crate::opt::bounds::safe_divisor;
 
 /// The flags of a load of a list's or an array's length or elements' address: neither ever
 /// changes (arrays have a fixed length), so Cranelift may merge two such loads and let
@@ -278,7 +279,7 @@ pub fn lower_op(
             // Exit on a zero divisor, and on MIN / -1 (the result leaves 64 bits); by a
             // constant other than those, neither can happen (and the optimizer may have
             // dropped the snapshot: `opt::bounds`).
-            if !constant(b, y).is_some_and(|k| k != 0 && k != -1) {
+            if !constant(b, y).is_some_and(safe_divisor) {
                 let zero = b.ins().icmp_imm_s(IntCC::Equal, y, 0);
                 let min = b.ins().icmp_imm_s(IntCC::Equal, x, i64::MIN);
                 let minus1 = b.ins().icmp_imm_s(IntCC::Equal, y, -1);

@@ -44,6 +44,7 @@ use flowjit_runtime::{Op, Value};
 
 use super::lower::{exit_code, linkable, mirror_tag, Analysis, Origin, Segment, REFUSED, WRITTEN};
 use crate::lang::Slot;
+use crate::opt::bounds::safe_divisor;
 use crate::trace::{Kind, Opnd, Ref};
 
 /// How many iterations a root's loop runs in the quick backend's code before it exits to
@@ -775,7 +776,7 @@ impl Quick {
                 self.mov(SCRATCH, args[1]);
                 // By a constant other than 0 and -1, neither can happen (and the optimizer
                 // may have dropped the snapshot: `opt::bounds`).
-                if !matches!(args[1], Loc::Imm(k) if k != 0 && k != -1) {
+                if !matches!(args[1], Loc::Imm(k) if safe_divisor(k)) {
                     let fail = self.exit(trace, i)?;
                     let min = i64::MIN;
                     dynasm!(self.ops

@@ -107,6 +107,13 @@ pub fn result(op: Op, args: &[Opnd], facts: &Facts) -> Option<Range> {
     })
 }
 
+/// Whether floor division or remainder of a 64-bit integer by the constant `k` cannot
+/// fail: no division by zero, and a quotient that fits in 64 bits (`MIN / -1` does not).
+/// The optimizer drops such a division's snapshot, and the backends emit no check.
+pub fn safe_divisor(k: i64) -> bool {
+    k != 0 && k != -1
+}
+
 /// Whether `op` cannot fail on operands in these intervals with a result in `out`.
 fn cannot_fail(op: Op, args: &[Opnd], facts: &Facts, out: Option<Range>) -> bool {
     let ints = args
@@ -118,7 +125,7 @@ fn cannot_fail(op: Op, args: &[Opnd], facts: &Facts, out: Option<Range>) -> bool
         // By a constant other than 0 and -1: no division by zero, and a quotient that
         // fits in 64 bits.
         Op::Div | Op::Mod => {
-            ints && matches!(&args[1], Opnd::Const(Value::Int(c)) if *c != 0 && *c != -1)
+            ints && matches!(&args[1], Opnd::Const(Value::Int(c)) if safe_divisor(*c))
         }
         _ => false,
     }
