@@ -771,6 +771,17 @@ impl Origin {
 /// Per guard (segment, instruction): the bridges leaving from it, as (segment, value).
 type Attachments<'a> = HashMap<(usize, usize), Vec<(usize, Option<&'a Value>)>>;
 
+/// What [`Lower::known`] remembers of a value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Known {
+    /// An array's length.
+    Len,
+    /// An array's items.
+    Items,
+    /// The address of the element at an index among the items given.
+    Element(ClifValue),
+}
+
 struct Lower<'a> {
     segments: &'a [Segment<'a>],
     an: &'a Analysis,
@@ -812,6 +823,15 @@ struct Lower<'a> {
     /// The (array, base) pairs whose indexes are all checked already, by one check of
     /// the least and greatest offset at the segment's first access ([`Lower::check_index`]).
     covered: Vec<(Ref, Ref)>,
+    /// What the accesses of arrays of integers computed on the current segment's way so
+    /// far, for the later ones to use again ([`Lower::field`], [`Lower::element`]): an
+    /// array's length and items (fixed for its life), an index times the element size.
+    /// Each was computed on the way to every later instruction of the segment up to the
+    /// loop's header, where they are forgotten (bridges may jump there from before them),
+    /// as they are where a segment, a bridge's block or an exit's block starts. Cranelift's optimizer finds these again, but a
+    /// function compiled without it (a bridge on its own) would compute each once per
+    /// access.
+    known: Vec<(Known, ClifValue, ClifValue)>,
     /// The boxes of the integers of any size the code holds (kind `Num`): one per
     /// instruction that makes one, per tree input and loop parameter of that kind, and per
     /// big constant. The code holds their addresses; they live as long as it.
@@ -1487,6 +1507,7 @@ impl Lower<'_> {
         }
         self.offsets.clear();
         self.covered.clear();
+        self.known.clear();
         for i in 0..trace.insts.len() {
             if let Some((array, base, c)) = self.access(seg, i) {
                 let e = self.offsets.entry((array, base)).or_insert((c, c));
@@ -1569,6 +1590,7 @@ impl Lower<'_> {
                     b.switch_to_block(h);
                     *header = Some(h);
                     self.header = Some(h);
+                    self.known.clear();
                     // The back edge and bridges come here too. Bridges that store do not
                     // (`header_args`); where the loop itself stores only integers and calls
                     // nothing, an array the preamble found holding only integers still
@@ -1906,9 +1928,7 @@ impl Lower<'_> {
             self.ints.push(a);
         }
         self.check_index(b, i, a, index);
-        let items = b
-            .ins()
-            .load(I64, ops::HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
+        let items = self.field(b, Known::Items, a);
         let (addr, at) = self.element(b, seg, items, index, &inst.args[1]);
         Some(b.ins().load(I64, mf, addr, at))
     }
@@ -1961,17 +1981,17 @@ impl Lower<'_> {
     /// guard between take another way, that way's bridge starts there too).
     fn check_index(&mut self, b: &mut FunctionBuilder, i: usize, a: ClifValue, index: ClifValue) {
         let seg = self.seg;
-        let len = b
-            .ins()
-            .load(I64, ops::HEADER, a, abi::LIST_LEN_OFFSET as i32);
-        let outside = |b: &mut FunctionBuilder, at: ClifValue| {
-            b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, len)
-        };
         let access = self.access(seg, i);
         if let Some((array, base, _)) = access {
             if self.covered.contains(&(array, base)) {
                 return;
             }
+        }
+        let len = self.field(b, Known::Len, a);
+        let outside = |b: &mut FunctionBuilder, at: ClifValue| {
+            b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, len)
+        };
+        if let Some((array, base, _)) = access {
             let (lo, hi) = self.offsets[&(array, base)];
             let span = hi.checked_sub(lo).filter(|&s| s > 0);
             if let (Some(span), Some(x)) = (span, self.vals[seg][base.index()]) {
@@ -2007,7 +2027,7 @@ impl Lower<'_> {
     /// of `x` shares, with `c`'s part in the displacement: the cells a Brainfuck run
     /// `>>+<<-` reads and writes around its pointer cost a load or a store each.
     fn element(
-        &self,
+        &mut self,
         b: &mut FunctionBuilder,
         seg: usize,
         items: ClifValue,
@@ -2030,8 +2050,40 @@ impl Lower<'_> {
             (Some(x), Some(at)) => (x, at),
             _ => (index, payload as i32),
         };
-        let scaled = b.ins().imul_imm_s(x, size);
-        (b.ins().iadd(items, scaled), at)
+        let address = self.remembered(b, Known::Element(items), x, |b| {
+            let scaled = b.ins().imul_imm_s(x, size);
+            b.ins().iadd(items, scaled)
+        });
+        (address, at)
+    }
+
+    /// Field `what` (`Known::Len` or `Known::Items`) of the array `a`, loaded once on the
+    /// segment's way ([`Lower::known`]).
+    fn field(&mut self, b: &mut FunctionBuilder, what: Known, a: ClifValue) -> ClifValue {
+        let offset = match what {
+            Known::Len => abi::LIST_LEN_OFFSET,
+            _ => abi::LIST_ITEMS_OFFSET,
+        };
+        self.remembered(b, what, a, |b| {
+            b.ins().load(I64, ops::HEADER, a, offset as i32)
+        })
+    }
+
+    /// `what` of `of`, emitted by `make` the first time on the segment's way and the
+    /// same value after ([`Lower::known`]).
+    fn remembered(
+        &mut self,
+        b: &mut FunctionBuilder,
+        what: Known,
+        of: ClifValue,
+        make: impl FnOnce(&mut FunctionBuilder) -> ClifValue,
+    ) -> ClifValue {
+        if let Some(&(_, _, v)) = self.known.iter().find(|k| (k.0, k.1) == (what, of)) {
+            return v;
+        }
+        let v = make(b);
+        self.known.push((what, of, v));
+        v
     }
 
     /// Stores `v` (of kind `kv`) at `index` (operand `o` of the current segment) of the
@@ -2048,9 +2100,7 @@ impl Lower<'_> {
         ints: bool,
     ) {
         if ints && kv == MKind::Int {
-            let items = b
-                .ins()
-                .load(I64, ops::HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
+            let items = self.field(b, Known::Items, a);
             let (addr, at) = self.element(b, seg, items, index, o);
             b.ins().store(MemFlagsData::trusted(), v, addr, at);
             return;
@@ -2382,6 +2432,7 @@ pub fn lower(
         ints: Vec::new(),
         offsets: HashMap::default(),
         covered: Vec::new(),
+        known: Vec::new(),
         boxes: RefCell::new(helpers::Boxes::default()),
         own_boxes: HashMap::default(),
         param_boxes: HashMap::default(),
@@ -2440,6 +2491,7 @@ pub fn lower(
         b.switch_to_block(block);
         b.seal_block(block);
         l.seg = seg;
+        l.known.clear();
         l.build_virtuals(&mut b);
         l.ints = ints;
         if l.parent_may_mix() {
@@ -2460,6 +2512,7 @@ pub fn lower(
     for (block, seg, i, recompute) in exits {
         b.switch_to_block(block);
         b.seal_block(block);
+        l.known.clear();
         let origin = Origin {
             segment: l.tree_segment(seg),
             inst: i,
