@@ -208,8 +208,9 @@ pub struct RunOpts {
     /// interpreter; interp: the plain interpreter.
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
-    /// Hot-loop threshold: back edges (or can_enter_jit arrivals) before tracing [default:
-    /// 50]. With neither threshold given, --mode jit also leaves a counted loop that becomes
+    /// Hot-loop threshold: back edges before tracing [default: 50], or, in a program with
+    /// the meta-tracing hints, can_enter_jit arrivals with the same greens [default: 10].
+    /// With neither threshold given, --mode jit also leaves a counted loop that becomes
     /// hot too near its end for compiling to pay to the interpreter; a threshold given is
     /// obeyed as given.
     #[arg(long)]
@@ -744,6 +745,7 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
     };
     Ok(jit::Config {
         threshold: opts.threshold.unwrap_or(jit::DEFAULT_THRESHOLD),
+        merge_threshold: opts.threshold.unwrap_or(jit::DEFAULT_MERGE_THRESHOLD),
         bridge_threshold: opts
             .bridge_threshold
             .unwrap_or(jit::DEFAULT_BRIDGE_THRESHOLD),

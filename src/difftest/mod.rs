@@ -326,6 +326,12 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
         let config = Config {
             native,
             threshold,
+            // As the command line's: a threshold given is both.
+            merge_threshold: if defaults {
+                jit::DEFAULT_MERGE_THRESHOLD
+            } else {
+                threshold
+            },
             bridge_threshold,
             passes: passes.clone(),
             max_steps: limited.then_some(STEP_LIMIT),
@@ -402,6 +408,7 @@ fn cut_short(s: &Subject, limit: u64) -> Result<bool, String> {
         let config = Config {
             native,
             threshold: 1,
+            merge_threshold: 1,
             bridge_threshold: 1,
             max_steps: Some(limit),
             ..Config::default()

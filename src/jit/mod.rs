@@ -55,6 +55,18 @@ pub use tree::{Bridge, Tree};
 /// The default hot-loop threshold: back edges to a label before it is traced.
 pub const DEFAULT_THRESHOLD: u64 = 50;
 
+/// The default threshold of a program with the meta-tracing hints: `can_enter_jit`
+/// arrivals with the same green values before they are traced. One such arrival is an
+/// iteration of a loop of the interpreted program, dozens of the interpreter's own
+/// statements (a Brainfuck command is about a dozen, its loop a few commands to a few
+/// hundred), where a back edge of a plain loop is a handful: the interpreter spends
+/// several times longer before a key reaches the same count, so it is traced sooner.
+/// Measured on Brainfuck's mandelbrot (docs/BENCHMARKS.md): 10 ran 2.22 times the
+/// translation to C where 50 ran 2.48 times, in one interleaved run; 3 and 25 cost more
+/// instructions than 10, and the register machine's square.bc and the Brainfuck
+/// benchmarks under `benches/bf` did not slow.
+pub const DEFAULT_MERGE_THRESHOLD: u64 = 10;
+
 /// The default limit on a recorded trace's length, in instructions.
 pub const DEFAULT_MAX_TRACE_LEN: usize = 4000;
 
@@ -133,6 +145,9 @@ pub struct Dumps {
 pub struct Config {
     /// Back edges to a label before it is traced: it is traced when the count exceeds this.
     pub threshold: u64,
+    /// In a program with the meta-tracing hints: `can_enter_jit` arrivals with the same
+    /// green values before they are traced (when the count exceeds this).
+    pub merge_threshold: u64,
     /// Exits from a guard before a bridge is recorded from it.
     pub bridge_threshold: u64,
     /// The longest trace recorded, in instructions.
@@ -163,6 +178,7 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             threshold: DEFAULT_THRESHOLD,
+            merge_threshold: DEFAULT_MERGE_THRESHOLD,
             bridge_threshold: DEFAULT_BRIDGE_THRESHOLD,
             max_trace_len: DEFAULT_MAX_TRACE_LEN,
             max_steps: None,
@@ -251,7 +267,7 @@ impl<'p> Jit<'p> {
         if config.native {
             backend::Target::native()?;
         }
-        let profile = Profile::new(program, config.threshold);
+        let profile = Profile::new(program, config.threshold, config.merge_threshold);
         let payoff = (config.pay_off && config.native).then(|| payoff::Payoff::new(program));
         Ok(Jit {
             program,

@@ -78,9 +78,9 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// A profile for `program`: by green values if it has the meta-tracing hints, by back
-    /// edge otherwise.
-    pub fn new(program: &Program, threshold: u64) -> Profile {
+    /// A profile for `program`: by green values if it has the meta-tracing hints (hot past
+    /// `merge_threshold` arrivals), by back edge otherwise (past `threshold`).
+    pub fn new(program: &Program, threshold: u64, merge_threshold: u64) -> Profile {
         let merge = program
             .merge_point()
             .filter(|_| program.has_jit_hints())
@@ -90,6 +90,10 @@ impl Profile {
                 keys: HashMap::default(),
                 armed: None,
             });
+        let threshold = match merge {
+            Some(_) => merge_threshold,
+            None => threshold,
+        };
         Profile {
             threshold,
             labels: vec![Counter::default(); program.blocks.len()],
