@@ -98,6 +98,9 @@ pub struct Analysis {
     elements: Option<Range>,
     /// Per slot: the length of every array the variable holds, when known ([`lengths`]).
     lengths: Vec<Option<i64>>,
+    /// Per block: the interval of each variable's integer wherever the block starts, when
+    /// known ([`entry_ranges`]).
+    entry_ranges: Vec<Vec<Option<Range>>>,
     /// The deoptimization points: where the interpreter resumes, and the variables written
     /// there, each in the register of its slot (entry `Ref(k)` is register `k`).
     pub points: Vec<Snapshot>,
@@ -283,11 +286,13 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
     } else {
         None
     };
+    let entry_ranges = entry_ranges(program, entry, &kinds, &lengths, elements);
     Ok(Analysis {
         kinds,
         defined,
         elements,
         lengths,
+        entry_ranges,
         ints,
         points: Vec::new(),
     })
@@ -543,6 +548,81 @@ fn element_range(
     None
 }
 
+/// How many times a block's entry intervals may widen before the variables still
+/// changing are given up as unknown there (the join of a loop's entries climbs one
+/// iteration at a time).
+const WIDEN_AFTER: usize = 4;
+
+/// Per block: what every way into it knows of each variable's integer, the join (the
+/// hull) of the intervals at the end of each predecessor, [`Facts`] run through it from
+/// what its own entry knows; nothing at `entry`, where the frame comes from the caller. A
+/// Brainfuck pointer moved by a constant and then used as an index ends each block
+/// within an array's bounds, so the next block's `ptr - 11` needs no overflow check. A
+/// block that nothing reaches knows nothing (its intervals are never used). A block
+/// whose intervals still grow after [`WIDEN_AFTER`] joins gives up those that grow.
+fn entry_ranges(
+    program: &Program,
+    entry: BlockId,
+    kinds: &[Option<MKind>],
+    lengths: &[Option<i64>],
+    elements: Option<Range>,
+) -> Vec<Vec<Option<Range>>> {
+    let n = program.frame_size();
+    let unknown = vec![None; n];
+    let mut at: Vec<Option<Vec<Option<Range>>>> = vec![None; program.blocks.len()];
+    let mut joins = vec![0usize; program.blocks.len()];
+    at[entry.index()] = Some(unknown.clone());
+    let mut work = vec![entry.index()];
+    while let Some(bi) = work.pop() {
+        let Some(start) = at[bi].clone() else {
+            continue;
+        };
+        let block = &program.blocks[bi];
+        let mut facts = Facts::new(kinds, lengths);
+        facts.ranges = start;
+        for inst in &block.insts {
+            facts.step(inst, elements);
+        }
+        let targets: Vec<BlockId> = match &block.term {
+            Terminator::Goto(j) | Terminator::Promote { target: j, .. } => vec![j.target],
+            Terminator::If { then, els, .. } => vec![then.target, els.target],
+            Terminator::PrintAndStop(_) | Terminator::Return(_) => Vec::new(),
+        };
+        for t in targets {
+            let ti = t.index();
+            let joined: Vec<Option<Range>> = match &at[ti] {
+                None => facts.ranges.clone(),
+                Some(old) => old
+                    .iter()
+                    .zip(&facts.ranges)
+                    .map(|(a, b)| match (a, b) {
+                        (Some((a0, a1)), Some((b0, b1))) => Some((*a0.min(b0), *a1.max(b1))),
+                        _ => None,
+                    })
+                    .collect(),
+            };
+            if at[ti].as_ref() == Some(&joined) {
+                continue;
+            }
+            joins[ti] += 1;
+            let joined = match &at[ti] {
+                // Still growing: what grows is unknown from now on.
+                Some(old) if joins[ti] > WIDEN_AFTER => old
+                    .iter()
+                    .zip(joined)
+                    .map(|(a, b)| if *a == b { b } else { None })
+                    .collect(),
+                _ => joined,
+            };
+            at[ti] = Some(joined);
+            work.push(ti);
+        }
+    }
+    at.into_iter()
+        .map(|r| r.unwrap_or_else(|| unknown.clone()))
+        .collect()
+}
+
 struct Deopts<'a> {
     /// Exit blocks to fill: (block, point number).
     pending: &'a mut Vec<(Block, usize)>,
@@ -631,6 +711,7 @@ pub fn lower(
         };
         let mut dead = false;
         let mut facts = Facts::new(&an.kinds, &an.lengths);
+        facts.ranges.clone_from(&an.entry_ranges[bi]);
         for (k, inst) in block.insts.iter().enumerate() {
             let mut exits = Deopts {
                 pending: &mut pending,
