@@ -828,9 +828,9 @@ struct Lower<'a> {
     /// array's length and items (fixed for its life), an index times the element size.
     /// Each was computed on the way to every later instruction of the segment up to the
     /// loop's header, where they are forgotten (bridges may jump there from before them),
-    /// as they are where a segment, a bridge's block or an exit's block starts. Cranelift's optimizer finds these again, but a
-    /// function compiled without it (a bridge on its own) would compute each once per
-    /// access.
+    /// as they are where a segment, a bridge's block or an exit's block starts.
+    /// Cranelift's optimizer finds these again, but a function compiled without it (a
+    /// bridge on its own) would compute each once per access.
     known: Vec<(Known, ClifValue, ClifValue)>,
     /// The boxes of the integers of any size the code holds (kind `Num`): one per
     /// instruction that makes one, per tree input and loop parameter of that kind, and per
