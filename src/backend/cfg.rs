@@ -506,10 +506,6 @@ fn element_range(
     kinds: &[Option<MKind>],
     lengths: &[Option<i64>],
 ) -> Option<Range> {
-    let join = |a: Option<Range>, b: Option<Range>| -> Option<Range> {
-        let ((a0, a1), (b0, b1)) = (a?, b?);
-        Some((a0.min(b0), a1.max(b1)))
-    };
     let mut initial: Option<Range> = Some((0, 0));
     for v in frame.iter().flatten() {
         if let Value::Array(a) = v {
@@ -548,6 +544,12 @@ fn element_range(
     None
 }
 
+/// The smallest interval holding both, when both are known.
+fn join(a: Option<Range>, b: Option<Range>) -> Option<Range> {
+    let ((a0, a1), (b0, b1)) = (a?, b?);
+    Some((a0.min(b0), a1.max(b1)))
+}
+
 /// How many times a block's entry intervals may widen before the variables still
 /// changing are given up as unknown there (the join of a loop's entries climbs one
 /// iteration at a time).
@@ -583,22 +585,14 @@ fn entry_ranges(
         for inst in &block.insts {
             facts.step(inst, elements);
         }
-        let targets: Vec<BlockId> = match &block.term {
-            Terminator::Goto(j) | Terminator::Promote { target: j, .. } => vec![j.target],
-            Terminator::If { then, els, .. } => vec![then.target, els.target],
-            Terminator::PrintAndStop(_) | Terminator::Return(_) => Vec::new(),
-        };
-        for t in targets {
-            let ti = t.index();
+        for jump in block.term.jumps() {
+            let ti = jump.target.index();
             let joined: Vec<Option<Range>> = match &at[ti] {
                 None => facts.ranges.clone(),
                 Some(old) => old
                     .iter()
                     .zip(&facts.ranges)
-                    .map(|(a, b)| match (a, b) {
-                        (Some((a0, a1)), Some((b0, b1))) => Some((*a0.min(b0), *a1.max(b1))),
-                        _ => None,
-                    })
+                    .map(|(a, b)| join(*a, *b))
                     .collect(),
             };
             if at[ti].as_ref() == Some(&joined) {
