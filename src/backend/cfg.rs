@@ -900,7 +900,7 @@ const HEADER: MemFlagsData = ops::HEADER.with_can_move();
 /// The address of element `index` of array `a`.
 fn element(b: &mut FunctionBuilder, a: ClifValue, index: ClifValue) -> ClifValue {
     let items = b.ins().load(I64, HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
-    let offset = b.ins().imul_imm_s(index, abi::VALUE_SIZE as i64);
+    let offset = ops::element_offset(b, index);
     b.ins().iadd(items, offset)
 }
 

@@ -2051,7 +2051,7 @@ impl Lower<'_> {
             _ => (index, payload as i32),
         };
         let address = self.remembered(b, Known::Element(items), x, |b| {
-            let scaled = b.ins().imul_imm_s(x, size);
+            let scaled = ops::element_offset(b, x);
             b.ins().iadd(items, scaled)
         });
         (address, at)
