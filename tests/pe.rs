@@ -64,6 +64,14 @@ fn the_register_machine_specialized_to_square_loses_its_dispatch() {
     ]);
     let blocks = residual.lines().filter(|l| l.ends_with(':')).count();
     assert_eq!(blocks, 3, "{residual}");
+    // What the statements do, without the blocks' names (a block is named after the label
+    // it starts at, the dispatch loop's own `bytecode_loop` among them).
+    let code: String = residual
+        .lines()
+        .filter(|l| !l.ends_with(':'))
+        .map(|l| l.split(" goto ").next().unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
     for gone in [
         "bytecode",
         "pc",
@@ -72,7 +80,7 @@ fn the_register_machine_specialized_to_square_loses_its_dispatch() {
         "jump_if_a",
         "promote",
     ] {
-        assert!(!residual.contains(gone), "`{gone}` is left in:\n{residual}");
+        assert!(!code.contains(gone), "`{gone}` is left in:\n{residual}");
     }
     // The loop: register moves and arithmetic, the test of a, and the jump back.
     let loop_block: Vec<&str> = residual

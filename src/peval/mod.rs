@@ -34,7 +34,11 @@
 //! instead of generalizing the position itself after a few dozen and leaving the whole
 //! interpreter in the residual program. The Brainfuck interpreter specialized to a program
 //! is then that program translated: `tape[ptr] = ...` per command, the pointer a constant
-//! where the loops keep it one (`flowjit bench FILE.b`, pe+compile).
+//! where the loops keep it one (`flowjit bench FILE.b`, pe+compile). In such a program a
+//! static jump is followed in place, within the block being made, and blocks are made only
+//! at the merge point, at dynamic branches and at calls ([`MAX_IN_PLACE`] jumps in a row at
+//! most): the interpreter's dispatch, a dozen static jumps per command, no longer makes a
+//! dozen blocks that the clean-up then merges.
 //!
 //! Runtime errors of the residual program name the blocks of the original program (each
 //! residual statement remembers the label it comes from), so a residual program fails with
@@ -75,6 +79,10 @@ pub const MAX_VERSIONS: usize = 32;
 /// with another), then the general one. The greens themselves are never
 /// generalized (see [`specialize`]).
 pub const MAX_GREEN_VERSIONS: usize = 2;
+
+/// The most static jumps the partial evaluator follows in place in a row, in a program
+/// with the meta-tracing hints (see the module documentation).
+pub const MAX_IN_PLACE: usize = 1000;
 
 /// The most blocks a residual program may have.
 pub const MAX_BLOCKS: usize = 200_000;
@@ -176,6 +184,16 @@ struct Pe<'p> {
     green: Vec<bool>,
     /// Per label: whether it is a function's entry.
     entries: Vec<bool>,
+    /// In a program with the meta-tracing hints, the merge point's label: a static jump to
+    /// any other label (but a function's entry) is followed in place, its statements
+    /// specialized into the block being made, rather than to a block of its own for the
+    /// label and environment. Blocks are then made only where the interpreted program's
+    /// position is (the merge point), where a branch is dynamic, and at calls: a Brainfuck
+    /// command's dispatch is a dozen static jumps, each of which made a block (mandel.b's
+    /// 11,451 commands made 156,084 blocks, which the clean-up merged into 4,657). At most
+    /// [`MAX_IN_PLACE`] jumps in a row are followed, so that a static loop that never
+    /// reaches the merge point still ends in blocks of its own, generalized as any.
+    in_place: Option<BlockId>,
     /// Per label: the residual block of each partial environment it was specialized for.
     cache: Vec<FxHashMap<PEnv, usize>>,
     /// The partial environments each label was specialized for, by the label and the
@@ -374,93 +392,113 @@ impl Pe<'_> {
     }
 
     /// The articles' `pe` of one block.
-    fn block(&mut self, index: usize, label: BlockId, mut env: PEnv) -> Result<(), PeError> {
-        let block = self.program.block(label);
+    /// Whether a static jump to `to` is followed in place, in the residual block being
+    /// made (see [`Pe::in_place`]), after `steps` jumps followed so far.
+    fn follow(&self, to: BlockId, steps: usize) -> bool {
+        self.in_place.is_some_and(|merge| to != merge)
+            && !self.entries[to.index()]
+            && steps < MAX_IN_PLACE
+    }
+
+    fn block(&mut self, index: usize, mut label: BlockId, mut env: PEnv) -> Result<(), PeError> {
         let mut stmts = Vec::new();
-        for inst in &block.insts {
-            let mut args: Vec<Operand> = inst.operands().iter().map(|a| known(&env, a)).collect();
-            let (dst, kind) = match inst {
-                Inst::Op1 { dst, op, .. } | Inst::Op2 { dst, op, .. } => {
-                    let values: Option<Vec<Value>> =
-                        args.iter().map(|a| a.as_const().cloned()).collect();
-                    // An operation on known values is done now, unless it fails: then it
-                    // stays, to fail when (and if) the residual program runs it. An
-                    // operation that makes an array is never done now.
-                    if let (false, Some(values)) = (op.allocates(), values) {
-                        if let Ok(v) = ops::apply(*op, values.as_slice()) {
-                            env[dst.index()] = Some(v);
-                            continue;
+        let mut steps = 0;
+        let term = loop {
+            let block = self.program.block(label);
+            for inst in &block.insts {
+                let mut args: Vec<Operand> =
+                    inst.operands().iter().map(|a| known(&env, a)).collect();
+                let (dst, kind) = match inst {
+                    Inst::Op1 { dst, op, .. } | Inst::Op2 { dst, op, .. } => {
+                        let values: Option<Vec<Value>> =
+                            args.iter().map(|a| a.as_const().cloned()).collect();
+                        // An operation on known values is done now, unless it fails: then it
+                        // stays, to fail when (and if) the residual program runs it. An
+                        // operation that makes an array is never done now.
+                        if let (false, Some(values)) = (op.allocates(), values) {
+                            if let Ok(v) = ops::apply(*op, values.as_slice()) {
+                                env[dst.index()] = Some(v);
+                                continue;
+                            }
+                        }
+                        (Some(*dst), RKind::Op(*op))
+                    }
+                    Inst::SetItem { array: a, .. } => {
+                        // A static value is never an array: this store fails when it runs.
+                        // The residual program must still name a variable to store into, so
+                        // the value is assigned to it first.
+                        if let Some(v) = env[a.index()].take() {
+                            stmts.push(RStmt {
+                                dst: Some(*a),
+                                kind: RKind::Op(Op::Same),
+                                args: vec![Operand::Const(v)],
+                                origin: label,
+                            });
+                        }
+                        args[0] = Operand::Var(*a);
+                        (None, RKind::SetItem)
+                    }
+                    Inst::Print(_) => (None, RKind::Print),
+                    Inst::Putchar(_) => (None, RKind::Putchar),
+                    Inst::Getchar(dst) => (Some(*dst), RKind::Getchar),
+                    Inst::Call { dst, func, .. } => {
+                        match self.call(*dst, *func, args, label)? {
+                            Ok(v) => env[dst.index()] = Some(v),
+                            Err(stmt) => {
+                                env[dst.index()] = None;
+                                stmts.push(stmt);
+                            }
+                        }
+                        continue;
+                    }
+                    Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => continue,
+                };
+                if let Some(dst) = dst {
+                    env[dst.index()] = None;
+                }
+                stmts.push(RStmt {
+                    dst,
+                    kind,
+                    args,
+                    origin: label,
+                });
+            }
+            let to = match &block.term {
+                Terminator::Goto(j) | Terminator::Promote { target: j, .. } => j.target,
+                Terminator::If { cond, then, els } => match &env[cond.index()] {
+                    Some(v) => {
+                        if v.is_false() {
+                            els.target
+                        } else {
+                            then.target
                         }
                     }
-                    (Some(*dst), RKind::Op(*op))
-                }
-                Inst::SetItem { array: a, .. } => {
-                    // A static value is never an array: this store fails when it runs.
-                    // The residual program must still name a variable to store into, so
-                    // the value is assigned to it first.
-                    if let Some(v) = env[a.index()].take() {
-                        stmts.push(RStmt {
-                            dst: Some(*a),
-                            kind: RKind::Op(Op::Same),
-                            args: vec![Operand::Const(v)],
-                            origin: label,
-                        });
-                    }
-                    args[0] = Operand::Var(*a);
-                    (None, RKind::SetItem)
-                }
-                Inst::Print(_) => (None, RKind::Print),
-                Inst::Putchar(_) => (None, RKind::Putchar),
-                Inst::Getchar(dst) => (Some(*dst), RKind::Getchar),
-                Inst::Call { dst, func, .. } => {
-                    match self.call(*dst, *func, args, label)? {
-                        Ok(v) => env[dst.index()] = Some(v),
-                        Err(stmt) => {
-                            env[dst.index()] = None;
-                            stmts.push(stmt);
+                    None => {
+                        break RTerm::If {
+                            cond: *cond,
+                            then: self.jump(then.target, &env)?,
+                            els: self.jump(els.target, &env)?,
                         }
                     }
-                    continue;
-                }
-                Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => continue,
-            };
-            if let Some(dst) = dst {
-                env[dst.index()] = None;
-            }
-            stmts.push(RStmt {
-                dst,
-                kind,
-                args,
-                origin: label,
-            });
-        }
-        let term = match &block.term {
-            Terminator::Goto(j) | Terminator::Promote { target: j, .. } => {
-                let (b, assigns) = self.target(j.target, &env)?;
-                stmts.extend(assigns);
-                RTerm::Goto(b)
-            }
-            Terminator::If { cond, then, els } => match &env[cond.index()] {
-                Some(v) => {
-                    let j = if v.is_false() { els } else { then };
-                    let (b, assigns) = self.target(j.target, &env)?;
-                    stmts.extend(assigns);
-                    RTerm::Goto(b)
-                }
-                None => RTerm::If {
-                    cond: *cond,
-                    then: self.jump(then.target, &env)?,
-                    els: self.jump(els.target, &env)?,
                 },
-            },
-            Terminator::PrintAndStop(arg) => RTerm::PrintAndStop(known(&env, arg)),
-            Terminator::Return(arg) => RTerm::Return(known(&env, arg)),
+                Terminator::PrintAndStop(arg) => break RTerm::PrintAndStop(known(&env, arg)),
+                Terminator::Return(arg) => break RTerm::Return(known(&env, arg)),
+            };
+            if self.follow(to, steps) {
+                label = to;
+                steps += 1;
+                continue;
+            }
+            let (b, assigns) = self.target(to, &env)?;
+            stmts.extend(assigns);
+            break RTerm::Goto(b);
         };
         let block = self.blocks[index]
             .as_mut()
             .expect("made before it is specialized");
         block.stmts = stmts;
         block.term = term;
+        block.term_origin = label;
         Ok(())
     }
 }
@@ -485,6 +523,10 @@ pub fn specialize(
     let mut pe = Pe {
         program,
         green,
+        in_place: program
+            .merge_point()
+            .filter(|_| program.has_jit_hints())
+            .map(|(label, _)| label),
         entries: {
             let mut entries = vec![false; program.blocks.len()];
             for f in &program.funcs {
