@@ -73,6 +73,12 @@ pub trait Monitor {
     /// A block holding `can_enter_jit` has run its statements (the hint takes effect at the
     /// end of its block, where the green variables are read).
     fn can_enter_jit(&mut self, _frame: &Frame) {}
+
+    /// A jump to `target` that [`Monitor::back_edge`] did not take over is about to be
+    /// taken, with `frame`'s values. Returning `true` ends [`run`] with [`Exit::Hot`].
+    fn jump(&mut self, _target: BlockId, _frame: &Frame) -> bool {
+        false
+    }
 }
 
 /// A monitor that never takes over: plain interpretation.
@@ -395,7 +401,7 @@ fn interpret<M: Monitor>(
         }
         match branch(program, frame, &block.term).map_err(fail(term))? {
             Flow::Jump(j) => {
-                if j.back_edge && monitor.back_edge(id, j.target) {
+                if j.back_edge && monitor.back_edge(id, j.target) || monitor.jump(j.target, frame) {
                     return Ok(Exit::Hot(j.target));
                 }
                 id = j.target;

@@ -19,7 +19,11 @@
 //! is *armed* with it, and the next back edge to the merge point hands control to the
 //! driver, which enters (or records) the trace for exactly those green values. Traces of
 //! an interpreter written in the flowgraph language are thus found by the position in the
-//! interpreted program, not by a chain of guards.
+//! interpreted program, not by a chain of guards. A jump to the merge point whose greens
+//! have a trace also hands control over (`Monitor::jump`), whether or not
+//! `can_enter_jit` came before: the interpreter, resuming after an exit, enters the first
+//! loop of the interpreted program that has a trace as it arrives there, rather than
+//! running that loop's whole first iteration (with all it holds) up to its jump back.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -68,6 +72,31 @@ struct Merge {
     greens: Vec<Slot>,
     keys: HashMap<Vec<Value>, Counter>,
     armed: Option<Vec<Value>>,
+    /// Whether any key has a trace (until then no jump is looked up).
+    traced: bool,
+    /// The greens of the jump looked up last (kept to reuse its memory).
+    scratch: Vec<Value>,
+}
+
+impl Merge {
+    /// Whether the frame's greens have a trace: if so, the profile is armed with them.
+    fn arm_if_traced(&mut self, frame: &Frame) -> bool {
+        self.scratch.clear();
+        for g in &self.greens {
+            match &frame[g.index()] {
+                Some(v) => self.scratch.push(v.clone()),
+                None => return false,
+            }
+        }
+        let traced = self
+            .keys
+            .get(self.scratch.as_slice())
+            .is_some_and(|c| c.trace.is_some());
+        if traced {
+            self.armed = Some(self.scratch.clone());
+        }
+        traced
+    }
 }
 
 /// The profile of a run: counters, and the traces by key.
@@ -89,6 +118,8 @@ impl Profile {
                 greens: greens.to_vec(),
                 keys: HashMap::default(),
                 armed: None,
+                traced: false,
+                scratch: Vec::new(),
             });
         let threshold = match merge {
             Some(_) => merge_threshold,
@@ -173,6 +204,9 @@ impl Profile {
     /// Records that trace `index` is anchored at `key`.
     pub fn set_trace(&mut self, key: &Key, index: usize) {
         self.counter(key).trace = Some(index);
+        if let Some(m) = &mut self.merge {
+            m.traced |= key.anchor == m.block;
+        }
     }
 
     /// Forgets the trace at `key` and never traces there again.
@@ -208,6 +242,14 @@ impl Monitor for Profile {
         }
     }
 
+    #[inline]
+    fn jump(&mut self, target: BlockId, frame: &Frame) -> bool {
+        match &mut self.merge {
+            Some(m) if m.traced && target == m.block && m.armed.is_none() => m.arm_if_traced(frame),
+            _ => false,
+        }
+    }
+
     fn can_enter_jit(&mut self, frame: &Frame) {
         let threshold = self.threshold;
         let Some(m) = &mut self.merge else { return };
@@ -216,5 +258,60 @@ impl Monitor for Profile {
         let Some(greens) = greens else { return };
         let hot = m.keys.entry(greens.clone()).or_default().arrive(threshold);
         m.armed = hot.then_some(greens);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::{load, Syntax};
+
+    const INTERPRETER: &str = "\
+start:
+    pc = 0
+    goto dispatch
+dispatch:
+    jit_merge_point(pc)
+    c = pc < 3
+    if c goto step else goto done
+step:
+    pc = pc + 1
+    can_enter_jit
+    goto dispatch
+done:
+    print_and_stop(pc)
+";
+
+    /// A frame whose green `pc` is `pc`.
+    fn frame_with(program: &Program, pc: i64) -> Frame {
+        let mut frame = vec![None; program.frame_size()];
+        let slot = program.merge_point().expect("a merge point").1[0];
+        frame[slot.index()] = Some(Value::Int(pc));
+        frame
+    }
+
+    #[test]
+    fn a_jump_to_the_merge_point_enters_a_trace_of_its_greens() {
+        let (_, program) = load(INTERPRETER, Syntax::Fg).expect("a valid program");
+        let merge = program.merge_point().expect("a merge point").0;
+        let other = program.block_id("step").expect("a label");
+        let mut profile = Profile::new(&program, 50, 10);
+        let at_one = frame_with(&program, 1);
+        assert!(!profile.jump(merge, &at_one), "nothing is traced yet");
+        let key = Key {
+            anchor: merge,
+            greens: vec![Value::Int(1)],
+        };
+        profile.set_trace(&key, 0);
+        assert!(
+            !profile.jump(other, &at_one),
+            "only the merge point is entered"
+        );
+        assert!(
+            !profile.jump(merge, &frame_with(&program, 2)),
+            "no trace for pc=2"
+        );
+        assert!(profile.jump(merge, &at_one), "pc=1 has a trace");
+        assert_eq!(profile.take_key(merge, &at_one), Some(key));
     }
 }
