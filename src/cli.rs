@@ -215,7 +215,8 @@ pub struct RunOpts {
     /// obeyed as given.
     #[arg(long)]
     pub threshold: Option<u64>,
-    /// Guard failures before a bridge is traced [default: 20].
+    /// Guard failures before a bridge is traced [default: 20], or, in a program with the
+    /// meta-tracing hints, [default: 5].
     #[arg(long)]
     pub bridge_threshold: Option<u64>,
     /// Loop iterations in the quick backend's code (x86-64) before Cranelift compiles the
@@ -749,6 +750,9 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
         bridge_threshold: opts
             .bridge_threshold
             .unwrap_or(jit::DEFAULT_BRIDGE_THRESHOLD),
+        merge_bridge_threshold: opts
+            .bridge_threshold
+            .unwrap_or(jit::DEFAULT_MERGE_BRIDGE_THRESHOLD),
         max_steps: opts.max_steps,
         dumps,
         passes,

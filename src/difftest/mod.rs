@@ -333,6 +333,11 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
                 threshold
             },
             bridge_threshold,
+            merge_bridge_threshold: if defaults {
+                jit::DEFAULT_MERGE_BRIDGE_THRESHOLD
+            } else {
+                bridge_threshold
+            },
             passes: passes.clone(),
             max_steps: limited.then_some(STEP_LIMIT),
             pay_off: defaults,
@@ -410,6 +415,7 @@ fn cut_short(s: &Subject, limit: u64) -> Result<bool, String> {
             threshold: 1,
             merge_threshold: 1,
             bridge_threshold: 1,
+            merge_bridge_threshold: 1,
             max_steps: Some(limit),
             ..Config::default()
         };

@@ -103,6 +103,18 @@ pub const BRIDGE_LENGTH_FACTOR: usize = 4;
 /// The default number of exits from a guard before a bridge is recorded from it.
 pub const DEFAULT_BRIDGE_THRESHOLD: u64 = 20;
 
+/// The default number of exits from a guard before a bridge is recorded from it, in a
+/// program with the meta-tracing hints. For the reason [`DEFAULT_MERGE_THRESHOLD`] gives:
+/// after each exit the interpreter runs the interpreted program, a few dozen of its own
+/// statements per interpreted one, up to the next loop that has a trace (in Brainfuck's
+/// mandelbrot, stretches of up to hundreds of commands), so a bridge pays for itself after
+/// fewer exits. mandel.b, in billions of instructions (callgrind): 17.69 at 20, 17.54 at
+/// 10, 16.80 at 8, 17.04 at 6, 16.73 at 5, 16.70 at 4, 19.18 at 3 (bridges recorded on
+/// paths that later prove rare) and 17.75 at 2; at 5, the interpreter's share went from
+/// 2.00 to 0.74 and compiling's from 1.63 to 1.84. `benches/bf/inner.b` and `nested.b`
+/// and the register machine's `nested.bc` spend fewer instructions at 5 than at 8 or 20.
+pub const DEFAULT_MERGE_BRIDGE_THRESHOLD: u64 = 5;
+
 /// The most bridges a tree gets: LuaJIT's `maxside` (100 side traces per root trace).
 /// With bridges compiled on their own, each costs one small compilation, not the tree's
 /// again; 32 left half of a 64-way dispatch to the interpreter, every time
@@ -150,6 +162,9 @@ pub struct Config {
     pub merge_threshold: u64,
     /// Exits from a guard before a bridge is recorded from it.
     pub bridge_threshold: u64,
+    /// In a program with the meta-tracing hints: exits from a guard before a bridge is
+    /// recorded from it.
+    pub merge_bridge_threshold: u64,
     /// The longest trace recorded, in instructions.
     pub max_trace_len: usize,
     /// `--max-steps`.
@@ -180,6 +195,7 @@ impl Default for Config {
             threshold: DEFAULT_THRESHOLD,
             merge_threshold: DEFAULT_MERGE_THRESHOLD,
             bridge_threshold: DEFAULT_BRIDGE_THRESHOLD,
+            merge_bridge_threshold: DEFAULT_MERGE_BRIDGE_THRESHOLD,
             max_trace_len: DEFAULT_MAX_TRACE_LEN,
             max_steps: None,
             dumps: Dumps::default(),
@@ -1345,7 +1361,12 @@ impl<'p> Jit<'p> {
         // start in a frame the tree's own code does not hold (bridges start in the tree's
         // frame), so it gets none.
         let inside_call = !tree.guard_snapshot(from).frames.is_empty();
-        let wanted = exits > self.config.bridge_threshold
+        let threshold = if self.program.has_jit_hints() {
+            self.config.merge_bridge_threshold
+        } else {
+            self.config.bridge_threshold
+        };
+        let wanted = exits > threshold
             && !inside_call
             && tree.bridges.len() < MAX_BRIDGES
             && tree.failures.get(&from).copied().unwrap_or(0) < MAX_BRIDGE_FAILURES;
