@@ -391,7 +391,6 @@ impl Pe<'_> {
         }))
     }
 
-    /// The articles' `pe` of one block.
     /// Whether a static jump to `to` is followed in place, in the residual block being
     /// made (see [`Pe::in_place`]), after `steps` jumps followed so far.
     fn follow(&self, to: BlockId, steps: usize) -> bool {
@@ -400,6 +399,8 @@ impl Pe<'_> {
             && steps < MAX_IN_PLACE
     }
 
+    /// The articles' `pe` of one block: residual block `index`, for `label` under `env`,
+    /// and (in a program with the hints) the labels its static jumps lead to.
     fn block(&mut self, index: usize, mut label: BlockId, mut env: PEnv) -> Result<(), PeError> {
         let mut stmts = Vec::new();
         let mut steps = 0;
