@@ -1361,7 +1361,7 @@ impl<'p> Jit<'p> {
         // start in a frame the tree's own code does not hold (bridges start in the tree's
         // frame), so it gets none.
         let inside_call = !tree.guard_snapshot(from).frames.is_empty();
-        let threshold = if self.program.has_jit_hints() {
+        let threshold = if self.profile.by_greens() {
             self.config.merge_bridge_threshold
         } else {
             self.config.bridge_threshold

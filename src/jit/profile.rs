@@ -74,19 +74,27 @@ struct Merge {
     armed: Option<Vec<Value>>,
     /// Whether any key has a trace (until then no jump is looked up).
     traced: bool,
-    /// The greens of the jump looked up last (kept to reuse its memory).
+    /// The greens read last, by a jump or `can_enter_jit` (kept to reuse its memory).
     scratch: Vec<Value>,
 }
 
 impl Merge {
-    /// Whether the frame's greens have a trace: if so, the profile is armed with them.
-    fn arm_if_traced(&mut self, frame: &Frame) -> bool {
+    /// Reads the frame's greens into `scratch`; false if one is not set.
+    fn read_greens(&mut self, frame: &Frame) -> bool {
         self.scratch.clear();
         for g in &self.greens {
             match &frame[g.index()] {
                 Some(v) => self.scratch.push(v.clone()),
                 None => return false,
             }
+        }
+        true
+    }
+
+    /// Whether the frame's greens have a trace: if so, the profile is armed with them.
+    fn arm_if_traced(&mut self, frame: &Frame) -> bool {
+        if !self.read_greens(frame) {
+            return false;
         }
         let traced = self
             .keys
@@ -130,6 +138,11 @@ impl Profile {
             labels: vec![Counter::default(); program.blocks.len()],
             merge,
         }
+    }
+
+    /// Whether the profile is by green values (the program has the meta-tracing hints).
+    pub fn by_greens(&self) -> bool {
+        self.merge.is_some()
     }
 
     /// The merge point's greens, when the profile is by green values.
@@ -253,11 +266,18 @@ impl Monitor for Profile {
     fn can_enter_jit(&mut self, frame: &Frame) {
         let threshold = self.threshold;
         let Some(m) = &mut self.merge else { return };
-        let greens: Option<Vec<Value>> =
-            m.greens.iter().map(|g| frame[g.index()].clone()).collect();
-        let Some(greens) = greens else { return };
-        let hot = m.keys.entry(greens.clone()).or_default().arrive(threshold);
-        m.armed = hot.then_some(greens);
+        if !m.read_greens(frame) {
+            return;
+        }
+        let hot = match m.keys.get_mut(m.scratch.as_slice()) {
+            Some(c) => c.arrive(threshold),
+            None => m
+                .keys
+                .entry(m.scratch.clone())
+                .or_default()
+                .arrive(threshold),
+        };
+        m.armed = hot.then(|| m.scratch.clone());
     }
 }
 
