@@ -46,6 +46,7 @@ use super::lower::{exit_code, linkable, mirror_tag, Analysis, Origin, Segment, R
 use crate::lang::Slot;
 use crate::opt::bounds::safe_divisor;
 use crate::trace::{Kind, Opnd, Ref};
+use rustc_hash::FxHashMap as HashMap;
 
 /// How many iterations a root's loop runs in the quick backend's code before it exits to
 /// be compiled by Cranelift. Cranelift takes about a millisecond for a root (some six
@@ -100,6 +101,19 @@ pub(super) struct Emitted {
     pub origins: Vec<(u32, u32, Origin)>,
 }
 
+/// The address of an element's payload: a register and a displacement, plus the scratch
+/// register times 8 (`Scaled`, the scratch register holding twice the index).
+#[derive(Clone, Copy, Debug)]
+enum Address {
+    Scaled(u8, i32),
+    Plain(u8, i32),
+}
+
+/// Where an array's items are, how many, and whether it holds only integers.
+const ITEMS: i32 = abi::LIST_ITEMS_OFFSET as i32;
+const LEN: i32 = abi::LIST_LEN_OFFSET as i32;
+const INTS: i32 = abi::ARRAY_INTS_OFFSET as i32;
+
 /// Where an operand is while the code runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Loc {
@@ -153,6 +167,9 @@ struct Exit {
     /// Whether it returns even where it could go on in another tree (the loop's exit when
     /// its count is spent: the driver compiles the tree again).
     returns: bool,
+    /// How many of the arrays the code checked holding only integers were checked before
+    /// it (the first of [`Quick::checked`]): its stores into them are plain stores.
+    checked: usize,
 }
 
 /// The operations on integers the quick backend emits.
@@ -198,7 +215,10 @@ fn supported(segment: &Segment, an: &Analysis) -> bool {
     if an.unit == 0 && (trace.loop_start().is_none() || !an.bounds[0].sums.is_empty()) {
         return false;
     }
-    if an.input_kinds.iter().any(|k| *k != MKind::Int) {
+    // Arrays only in a bridge: a root's loop may hold what its preamble loaded.
+    let arrays = an.unit != 0;
+    let held_kind = |k: MKind| k == MKind::Int || (arrays && k == MKind::Array);
+    if !an.input_kinds.iter().all(|k| held_kind(*k)) {
         return false;
     }
     let kinds = &an.kinds[0];
@@ -206,9 +226,36 @@ fn supported(segment: &Segment, an: &Analysis) -> bool {
         Opnd::Ref(r) => kinds[r.index()] == Some(MKind::Int),
         Opnd::Const(v) => matches!(v, Value::Int(_)),
     };
+    let array = |o: &Opnd| matches!(o, Opnd::Ref(r) if kinds[r.index()] == Some(MKind::Array));
+    // An index the code can address: a value, or a constant from 0 whose element's
+    // displacement fits an instruction.
+    let index = |o: &Opnd| match o {
+        Opnd::Ref(_) => int(o),
+        Opnd::Const(Value::Int(k)) => (0..1 << 26).contains(k),
+        Opnd::Const(_) => false,
+    };
+    let stored = |o: &Opnd| match o {
+        Opnd::Ref(_) => int(o),
+        Opnd::Const(Value::Int(k)) => i32::try_from(*k).is_ok(),
+        Opnd::Const(_) => false,
+    };
     for (i, inst) in trace.insts.iter().enumerate() {
         let ok = match inst.kind {
-            Kind::Input(_) => kinds[i] == Some(MKind::Int),
+            Kind::Input(_) => kinds[i].is_some_and(held_kind),
+            // An integer read from an array that says it holds only integers, checked.
+            Kind::GetItem => {
+                segment.ints
+                    && inst.snap.is_some()
+                    && kinds[i] == Some(MKind::Int)
+                    && array(&inst.args[0])
+                    && index(&inst.args[1])
+            }
+            Kind::SetItem => {
+                segment.ints
+                    && array(&inst.args[0])
+                    && index(&inst.args[1])
+                    && stored(&inst.args[2])
+            }
             Kind::Op(op) => {
                 supported_op(op) && kinds[i] == Some(MKind::Int) && inst.args.iter().all(int)
             }
@@ -223,11 +270,18 @@ fn supported(segment: &Segment, an: &Analysis) -> bool {
             return false;
         }
         if let Some(snap) = trace.snap_of(inst) {
-            if !snap.stores.is_empty() || !snap.virtuals.is_empty() {
+            if !snap.virtuals.is_empty() {
+                return false;
+            }
+            let stores_ok = snap
+                .stores
+                .iter()
+                .all(|st| array(&st.array) && index(&st.index) && stored(&st.value));
+            if !stores_ok {
                 return false;
             }
             let held = |o: &Opnd| match o {
-                Opnd::Ref(r) => kinds[r.index()] == Some(MKind::Int),
+                Opnd::Ref(r) => kinds[r.index()].is_some_and(held_kind),
                 Opnd::Const(v) => constant(v).is_some(),
             };
             if !snap.exit_values().all(held) {
@@ -329,7 +383,18 @@ fn assemble(
         exits: Vec::new(),
         origins: Vec::new(),
         flags: None,
+        checked: Vec::new(),
+        covered: Vec::new(),
+        offsets: HashMap::default(),
     };
+    // The least and greatest offsets around each base at which each array is accessed
+    // (as `Lower::check_index` widens its bounds checks).
+    for i in 0..trace.insts.len() {
+        if let Some((array, base, c)) = access(an, trace, i) {
+            let e = q.offsets.entry((array, base)).or_insert((c, c));
+            *e = (e.0.min(c), e.1.max(c));
+        }
+    }
     for &r in saved {
         dynasm!(q.ops ; .arch x64 ; push Rq(r));
     }
@@ -423,6 +488,31 @@ struct Quick {
     /// A comparison whose result only the guard after it reads, and only from the flags
     /// (its instruction and condition): the guard is one conditional jump.
     flags: Option<(usize, Cond)>,
+    /// The arrays checked holding only integers, in order: the code stores nothing else,
+    /// so they go on doing so.
+    checked: Vec<Ref>,
+    /// The (array, base) whose bounds checks cover every access around that base.
+    covered: Vec<(Ref, Ref)>,
+    /// Per (array, base): the least and greatest offsets accessed around it.
+    offsets: HashMap<(Ref, Ref), (i64, i64)>,
+}
+
+/// Instruction `i` as an access of an array around a base, with a snapshot, that one
+/// bounds check may cover with the others around the same base: (array, base, offset).
+fn access(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> Option<(Ref, Ref, i64)> {
+    let inst = &trace.insts[i];
+    inst.snap?;
+    if !matches!(inst.kind, Kind::GetItem | Kind::SetItem) {
+        return None;
+    }
+    let (Opnd::Ref(array), Opnd::Ref(index)) = (&inst.args[0], &inst.args[1]) else {
+        return None;
+    };
+    let kinds = &an.kinds[0];
+    let (base, c) = crate::opt::bounds::offset_of(&trace.insts[index.index()])
+        .filter(|(x, _)| kinds[x.index()] == Some(MKind::Int))
+        .unwrap_or((*index, 0));
+    Some((*array, base, c))
 }
 
 impl Quick {
@@ -466,6 +556,7 @@ impl Quick {
             inst: i,
             regs,
             returns: false,
+            checked: self.checked.len(),
         });
         Some(label)
     }
@@ -686,6 +777,31 @@ impl Quick {
                 self.header = Some(header);
             }
             Kind::Param(_) => {}
+            Kind::GetItem => {
+                let fail = self.exit(trace, i)?;
+                let a = self.array_reg(&inst.args[0])?;
+                self.check_access(an, trace, i, a, fail)?;
+                let d = self.define(i)?;
+                dynasm!(self.ops ; .arch x64 ; mov Rq(d), QWORD [Rq(a) + ITEMS]);
+                self.element(d, self.loc(&inst.args[1])?, |q, at| q.load_at(d, at));
+            }
+            Kind::SetItem => {
+                let a = self.array_reg(&inst.args[0])?;
+                if inst.snap.is_some() {
+                    let fail = self.exit(trace, i)?;
+                    self.check_access(an, trace, i, a, fail)?;
+                } else if !self.checked.contains(&inst.args[0].as_ref()?) {
+                    // Stored without checking: the optimizer checked the index before,
+                    // but only a checked array may take a plain store.
+                    return None;
+                }
+                let index = self.loc(&inst.args[1])?;
+                let v = self.loc(&inst.args[2])?;
+                let t = self.temp()?;
+                dynasm!(self.ops ; .arch x64 ; mov Rq(t), QWORD [Rq(a) + ITEMS]);
+                self.element(t, index, |q, at| q.store_at(at, v));
+                self.free.push(t);
+            }
             Kind::Op(op) => self.op(an, trace, i, op, last_use)?,
             _ => return None,
         }
@@ -849,6 +965,127 @@ impl Quick {
         Some(())
     }
 
+    /// The register of an operand that is an array.
+    fn array_reg(&self, o: &Opnd) -> Option<u8> {
+        self.reg_of[o.as_ref()?.index()]
+    }
+
+    /// A free register for the length of one instruction's code (given back by pushing
+    /// it onto `free`).
+    fn temp(&mut self) -> Option<u8> {
+        let r = self.free.pop()?;
+        if callee_saved(r) && !self.used.contains(&r) {
+            self.used.push(r);
+        }
+        Some(r)
+    }
+
+    /// Checks access `i` of the array in register `a` (a `getitem` or a `setitem` with a
+    /// snapshot), exiting at `fail`: that the array holds only integers, once per array,
+    /// and that the index is within it. The first access around a base checks the least
+    /// and the greatest offsets the code accesses around it, as `Lower::check_index` does,
+    /// and the later ones nothing: exiting before an access that would not fail is
+    /// correct, the interpreter goes on from there.
+    fn check_access(
+        &mut self,
+        an: &Analysis,
+        trace: &crate::trace::Trace,
+        i: usize,
+        a: u8,
+        fail: DynamicLabel,
+    ) -> Option<()> {
+        let inst = &trace.insts[i];
+        let array = inst.args[0].as_ref()?;
+        if !self.checked.contains(&array) {
+            dynasm!(self.ops
+                ; .arch x64
+                ; cmp QWORD [Rq(a) + INTS], 0
+                ; je =>fail
+            );
+            self.checked.push(array);
+        }
+        let index = self.loc(&inst.args[1])?;
+        let Some((array, base, c)) = access(an, trace, i) else {
+            // A constant index (from 0, `supported`).
+            let Loc::Imm(k) = index else { return None };
+            dynasm!(self.ops
+                ; .arch x64
+                ; cmp QWORD [Rq(a) + LEN], k as i32
+                ; jbe =>fail
+            );
+            return Some(());
+        };
+        if self.covered.contains(&(array, base)) {
+            return Some(());
+        }
+        let Loc::Reg(x) = index else { return None };
+        let (lo, hi) = self.offsets[&(array, base)];
+        // Each end of the run, `x + lo` and `x + hi`, as `index + (end - c)`: both within
+        // the array (unsigned: a negative or wrapped sum is past any length), so is every
+        // offset between.
+        let ends = if lo == hi { vec![lo] } else { vec![lo, hi] };
+        for end in ends {
+            let d = i32::try_from(end - c).ok()?;
+            if d == 0 {
+                dynasm!(self.ops ; .arch x64 ; cmp Rq(x), QWORD [Rq(a) + LEN]);
+            } else {
+                dynasm!(self.ops
+                    ; .arch x64
+                    ; lea r11, [Rq(x) + d]
+                    ; cmp r11, QWORD [Rq(a) + LEN]
+                );
+            }
+            dynasm!(self.ops ; .arch x64 ; jae =>fail);
+        }
+        self.covered.push((array, base));
+        Some(())
+    }
+
+    /// Emits `access` with the address of the payload of the element at `index` among the
+    /// items at register `items`, as a displacement from a register: `items + 16 * index +
+    /// 8` (the scratch register holds `2 * index`).
+    fn element(&mut self, items: u8, index: Loc, access: impl FnOnce(&mut Quick, Address)) {
+        let payload = abi::VALUE_PAYLOAD_OFFSET as i32;
+        match index {
+            Loc::Reg(x) => {
+                dynasm!(self.ops ; .arch x64 ; lea r11, [Rq(x) + Rq(x)]);
+                access(self, Address::Scaled(items, payload));
+            }
+            Loc::Imm(k) => {
+                let at = k as i32 * abi::VALUE_SIZE as i32 + payload;
+                access(self, Address::Plain(items, at));
+            }
+        }
+    }
+
+    /// `mov d, [address]`.
+    fn load_at(&mut self, d: u8, address: Address) {
+        match address {
+            Address::Scaled(b, at) => {
+                dynasm!(self.ops ; .arch x64 ; mov Rq(d), QWORD [Rq(b) + r11 * 8 + at])
+            }
+            Address::Plain(b, at) => dynasm!(self.ops ; .arch x64 ; mov Rq(d), QWORD [Rq(b) + at]),
+        }
+    }
+
+    /// `mov [address], v` (`v` a register or a 32-bit immediate, `supported`).
+    fn store_at(&mut self, address: Address, v: Loc) {
+        match (address, v) {
+            (Address::Scaled(b, d), Loc::Reg(s)) => {
+                dynasm!(self.ops ; .arch x64 ; mov QWORD [Rq(b) + r11 * 8 + d], Rq(s))
+            }
+            (Address::Scaled(b, d), Loc::Imm(k)) => {
+                dynasm!(self.ops ; .arch x64 ; mov QWORD [Rq(b) + r11 * 8 + d], k as i32)
+            }
+            (Address::Plain(b, d), Loc::Reg(s)) => {
+                dynasm!(self.ops ; .arch x64 ; mov QWORD [Rq(b) + d], Rq(s))
+            }
+            (Address::Plain(b, d), Loc::Imm(k)) => {
+                dynasm!(self.ops ; .arch x64 ; mov QWORD [Rq(b) + d], k as i32)
+            }
+        }
+    }
+
     /// Where operands are now.
     fn locs(&self, args: &[Opnd]) -> Option<Vec<Loc>> {
         args.iter().map(|a| self.loc(a)).collect()
@@ -907,10 +1144,36 @@ impl Quick {
         let g = an.layout.offsets[0] + i;
         dynasm!(self.ops ; .arch x64 ; =>exit.label);
         if linkable(trace, i) && !exit.returns {
+            // The stores the code delayed (`opt::sink`), into arrays checked holding only
+            // integers before the exit (the code stores nothing else). A register that
+            // holds none of the snapshot's values holds their items.
+            if !snap.stores.is_empty() {
+                let taken: Vec<u8> = exit.regs.iter().map(|(_, g)| *g).collect();
+                let items = POOL.iter().copied().find(|g| !taken.contains(g));
+                if let Some(g) = items.filter(|g| callee_saved(*g) && !self.used.contains(g)) {
+                    self.used.push(g);
+                }
+                let items = items?;
+                for st in &snap.stores {
+                    let array = st.array.as_ref()?;
+                    if !self.checked[..exit.checked].contains(&array) {
+                        return None;
+                    }
+                    let at = |o: &Opnd| match o {
+                        Opnd::Ref(r) => reg(r).map(Loc::Reg),
+                        Opnd::Const(Value::Int(k)) => Some(Loc::Imm(*k)),
+                        Opnd::Const(_) => None,
+                    };
+                    let a = reg(&array)?;
+                    dynasm!(self.ops ; .arch x64 ; mov Rq(items), QWORD [Rq(a) + ITEMS]);
+                    let v = at(&st.value)?;
+                    self.element(items, at(&st.index)?, |q, address| q.store_at(address, v));
+                }
+            }
             for (slot, o) in &snap.entries {
                 let at = 2 * slot.index();
                 let (kind, value) = match o {
-                    Opnd::Ref(r) => (MKind::Int, Loc::Reg(reg(r)?)),
+                    Opnd::Ref(r) => (an.kinds[0][r.index()]?, Loc::Reg(reg(r)?)),
                     Opnd::Const(v) => {
                         let (bits, kind) = constant(v)?;
                         (kind, Loc::Imm(bits))
