@@ -811,8 +811,32 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
             3 => heap
         ]
         .boxed(),
-        _ => prop_oneof![2 => straight, 4 => looped, 2 => heap].boxed(),
+        _ => prop_oneof![2 => straight, 4 => looped, 2 => heap, 1 => between()].boxed(),
     }
+}
+
+/// An outer loop whose body is two inner loops with a walk on the tape between them
+/// ([`HeapOp::Walk`]), as a Brainfuck program's code between two of its loops: the bridge
+/// from the first loop's exit ends at the second's anchor, so it is compiled on its own,
+/// by the quick backend on x86-64 (`backend::quick`), and it reads and writes the tape
+/// around a pointer that leaves it in the end.
+fn between() -> impl Strategy<Value = Seg> {
+    let inner = |ops| Seg::Loop {
+        count: 12,
+        body: vec![Seg::Ops(ops)],
+        branch: None,
+        promote: None,
+        until_zero: false,
+    };
+    (hot_ops(), heap::walk(), hot_ops(), 40i64..400).prop_map(move |(a, walk, b, count)| {
+        Seg::Loop {
+            count,
+            body: vec![inner(a), Seg::Heap(vec![walk]), inner(b)],
+            branch: None,
+            promote: None,
+            until_zero: false,
+        }
+    })
 }
 
 /// The strategy that generates programs.

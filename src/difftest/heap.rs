@@ -34,6 +34,9 @@ use super::flow::{Emitter, GenArg, GenOp, VARS};
 /// How many elements `arr` has.
 pub const ARRAY_LEN: i64 = 5;
 
+/// The length of `tape`, which [`HeapOp::Walk`] walks.
+pub const TAPE_LEN: i64 = 48;
+
 /// The deepest recursion a generated recursive function makes.
 const MAX_DEPTH: i64 = 12;
 
@@ -117,6 +120,23 @@ pub enum HeapOp {
         at: i64,
         /// The new length.
         len: i64,
+    },
+    /// `q = wp + c`, `t = tape[q]`, `x{dst} = tape[wp]`, `tape[q] = (t + x{dst}) & 255`,
+    /// then `wp = wp + step` on one pass in `every`: a pointer that walks a tape of
+    /// integers ([`TAPE_LEN`], `wp` starts in its middle) the way a Brainfuck program's
+    /// does, and leaves it at the end its farther offset looks towards (`c` and `step` of
+    /// one sign). Between two loops such a piece is a bridge compiled on its own, which
+    /// the quick backend emits on x86-64 (`backend::quick`): its one bounds check for both
+    /// offsets must check each end.
+    Walk {
+        /// The variable assigned.
+        dst: usize,
+        /// The farther offset.
+        c: i64,
+        /// 1 or -1.
+        step: i64,
+        /// How often the pointer moves.
+        every: i64,
     },
     /// `x{dst} = tolist(arr) == tolist(ali)`: two lists compared by their elements, equal
     /// when the arrays hold the same, whether or not they are the same array.
@@ -250,6 +270,7 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
             .prop_map(|(dst, m, c)| HeapOp::Neighbors { dst, m, c }),
         1 => (0..VARS, prop_oneof![Just(60i64), Just(150), Just(400)], 0i64..3)
             .prop_map(|(dst, at, len)| HeapOp::Shrink { dst, at, len }),
+        2 => walk(),
         3 => prop_oneof![4 => (0..VARS).prop_map(Some), 1 => Just(None)].prop_map(HeapOp::Print),
         2 => (0..VARS, prop_oneof![4 => Just(127i64), 1 => Just(511)])
             .prop_map(|(v, m)| HeapOp::Putchar(v, m)),
@@ -265,7 +286,41 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         3 => (0..VARS, 0usize..3, value(), value(), any::<bool>())
             .prop_map(|(dst, func, a, b, promote)| HeapOp::Call { dst, func, args: [a, b], promote }),
     ];
-    prop::collection::vec(one, 1..4)
+    // Reads and writes around an index alone: between two loops, such a piece is a
+    // bridge of integer arithmetic and array accesses, which the quick backend emits
+    // (`backend::quick`, its widened bounds checks).
+    let alone = prop_oneof![
+        (
+            0..VARS,
+            2..=ARRAY_LEN,
+            prop_oneof![3 => 1i64..3, 1 => Just(-1)]
+        )
+            .prop_map(|(dst, m, c)| HeapOp::Neighbors { dst, m, c }),
+        walk(),
+    ];
+    prop_oneof![
+        4 => prop::collection::vec(one, 1..4),
+        1 => alone.prop_map(|op| vec![op]),
+    ]
+}
+
+/// A [`HeapOp::Walk`].
+pub(super) fn walk() -> impl Strategy<Value = HeapOp> {
+    (
+        0..VARS,
+        1i64..4,
+        any::<bool>(),
+        prop_oneof![1 => 1i64..3, 1 => 3i64..40],
+    )
+        .prop_map(|(dst, c, up, every)| {
+            let step = if up { 1 } else { -1 };
+            HeapOp::Walk {
+                dst,
+                c: c * step,
+                step,
+                every,
+            }
+        })
 }
 
 /// The functions of a program: none, or up to three.
@@ -288,7 +343,9 @@ pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
 /// The statements that make the array and the memo tables, for the first block.
 pub fn prologue(funcs: &[GenFunc]) -> String {
     let mut s = format!(
-        "    arr = array({ARRAY_LEN}, 0)\n    ali = arr\n    box = array(2, 0)\n    sp = 1\n"
+        "    arr = array({ARRAY_LEN}, 0)\n    ali = arr\n    box = array(2, 0)\n    sp = 1\n    \
+         tape = array({TAPE_LEN}, 0)\n    wp = {}\n",
+        TAPE_LEN / 2
     );
     for (m, f) in funcs.iter().enumerate() {
         if let GenFunc::Memo { size, .. } = f {
@@ -372,6 +429,22 @@ impl Emitter {
                         self.out,
                         "    {k} = {counter} % {m}\n    x{dst} = arr[{k}]\n    {e} = {k} + {c}\n    \
                          {t} = arr[{e}]\n    arr[{e}] = x{dst}\n    x{dst} = x{dst} + {t}"
+                    );
+                }
+                HeapOp::Walk {
+                    dst,
+                    c,
+                    step,
+                    every,
+                } => {
+                    let (q, t) = (self.label("q"), self.label("t"));
+                    let (w, go, skip) = (self.label("w"), self.label("go"), self.label("skip"));
+                    let _ = writeln!(
+                        self.out,
+                        "    {q} = wp + {c}\n    {t} = tape[{q}]\n    x{dst} = tape[wp]\n    \
+                         {t} = {t} + x{dst}\n    {t} = {t} & 255\n    tape[{q}] = {t}\n    \
+                         {w} = {counter} % {every}\n    if {w} goto {skip} else goto {go}\n\
+                         {go}:\n    wp = wp + {step}\n    goto {skip}\n{skip}:"
                     );
                 }
                 HeapOp::Shrink { dst, at, len } => {
