@@ -223,6 +223,9 @@ pub struct RunOpts {
     /// loop's tree.
     #[arg(long, value_name = "N", default_value_t = crate::backend::TIER_ITERATIONS, value_parser = clap::value_parser!(i64).range(1..))]
     pub tier_iterations: i64,
+    /// Entries of a bridge compiled on its own before it moves into its tree's function.
+    #[arg(long, value_name = "N", default_value_t = crate::backend::BRIDGE_ENTRIES, value_parser = clap::value_parser!(i64).range(1..))]
+    pub bridge_entries: i64,
     /// Optimizer passes, by name, comma-separated (fold, cse, heap, guards, bounds, peel, virtuals, sink, dce).
     #[arg(long, value_delimiter = ',')]
     pub passes: Option<Vec<String>>,
@@ -761,6 +764,7 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
         // pay for itself.
         pay_off: opts.threshold.is_none() && opts.bridge_threshold.is_none(),
         tier_iterations: opts.tier_iterations,
+        bridge_entries: opts.bridge_entries,
         ..jit::Config::default()
     })
 }

@@ -44,6 +44,17 @@ const MODES: &[&[&str]] = &[
         "2",
     ],
     &["--mode", "jit", "--threshold", "1"],
+    // Bridges compiled on their own move into their tree's function after three entries.
+    &[
+        "--mode",
+        "jit",
+        "--threshold",
+        "1",
+        "--bridge-threshold",
+        "1",
+        "--bridge-entries",
+        "3",
+    ],
     // Bridges from every guard that fails at all, or twice.
     &[
         "--mode",

@@ -245,6 +245,10 @@ pub fn mirror_tag(kind: MKind) -> i64 {
 /// mirror than the tree was compiled for: the tree did nothing.
 pub const REFUSED: u32 = u32::MAX;
 
+/// What a bridge unit returns, having done nothing, on the entry that spends its count
+/// ([`Links::entries`]): it runs often enough for its tree's function to take it in.
+pub const HOT: u32 = u32::MAX - 1;
+
 /// In an [`exit_code`], with the exiting instruction: the exit wrote its snapshot into the
 /// mirror and made its stores, as a linked exit does, and the runtime only writes the
 /// mirror back (a [`linkable`] exit with nothing linked to it).
@@ -2299,6 +2303,9 @@ pub struct Links<'a> {
     /// linked to it; for a tree, its inputs' (the driver links only exits that leave them,
     /// the runtime checks the frame).
     pub assumed: &'a [(Slot, MKind)],
+    /// For a bridge unit: the address of its count of entries left before it asks to be
+    /// compiled in its tree's function ([`HOT`]).
+    pub entries: Option<u64>,
 }
 
 /// The inputs whose kinds the code `an` analyzed does not check on entry, given the kinds
@@ -2396,6 +2403,22 @@ pub fn lower(
         b.ins().return_(&[code]);
         b.switch_to_block(go_on);
         b.seal_block(go_on);
+    }
+    // A bridge unit counts its entries down; the one that spends the count returns.
+    if let Some(entries) = links.and_then(|l| l.entries) {
+        let at = b.ins().iconst(I64, entries as i64);
+        let left = b.ins().load(I64, mf, at, 0);
+        let left = b.ins().iadd_imm_s(left, -1);
+        b.ins().store(mf, left, at, 0);
+        let (hot, go_on) = (b.create_block(), b.create_block());
+        b.set_cold_block(hot);
+        b.ins().brif(left, go_on, &[], hot, &[]);
+        b.seal_block(hot);
+        b.seal_block(go_on);
+        b.switch_to_block(hot);
+        let code = b.ins().iconst(I64, exit_code(tree, an.unit, HOT));
+        b.ins().return_(&[code]);
+        b.switch_to_block(go_on);
     }
     let start = b.create_block();
     let loaded: Vec<BlockArg> = an

@@ -23,6 +23,14 @@ mod quick;
 pub use lower::Segment;
 pub use quick::TIER_ITERATIONS;
 
+/// How many entries a bridge compiled on its own counts before it returns
+/// [`lower::HOT`], and the driver compiles it in its tree's function, where its guard
+/// branches to it instead of exiting, writing the mirror, and entering it through a
+/// link (the exit, the epilogue, the prologue and the input loads: some 25 instructions).
+/// Compiling the tree's function again costs some millions of instructions: a bridge
+/// entered this often is entered many times more.
+pub const BRIDGE_ENTRIES: i64 = 400_000;
+
 use std::cell::Cell;
 use std::io::Write;
 use std::rc::Rc;
@@ -257,8 +265,9 @@ pub struct Compiled {
     pub origins: Vec<(u32, u32, lower::Origin)>,
     /// Whether the quick backend emitted it (`quick`), rather than Cranelift.
     pub quick: bool,
-    /// The quick backend's code: the iterations a root's loop runs before it exits to be
-    /// compiled by Cranelift ([`TIER_ITERATIONS`]), counted down by the code.
+    /// What the code counts down: the quick backend's root, the iterations its loop runs
+    /// before it exits to be compiled by Cranelift ([`TIER_ITERATIONS`]); a bridge unit,
+    /// its entries before it returns [`lower::HOT`] ([`BRIDGE_ENTRIES`]).
     _countdown: Option<Box<Cell<i64>>>,
     /// The address the disassembly starts at.
     pub base: u64,
@@ -306,6 +315,9 @@ pub struct Backend {
     ctx: Context,
     /// The iterations a root's loop runs in the quick backend's code ([`TIER_ITERATIONS`]).
     tier_iterations: i64,
+    /// The entries of a bridge unit before it returns [`lower::HOT`] ([`BRIDGE_ENTRIES`]);
+    /// 0 for never.
+    bridge_entries: i64,
     /// `/tmp/perf-PID.map`, when `FLOWJIT_PERF_MAP` is set: where each function's code
     /// is, for `perf report`.
     perf_map: Option<std::io::BufWriter<std::fs::File>>,
@@ -335,6 +347,7 @@ impl Backend {
             fctx: FunctionBuilderContext::new(),
             ctx: Context::new(),
             tier_iterations: TIER_ITERATIONS,
+            bridge_entries: BRIDGE_ENTRIES,
             perf_map: perf_map(),
         };
         let func = lower::trampoline(&*backend.isa, &mut backend.fctx);
@@ -356,6 +369,17 @@ impl Backend {
     /// to be compiled by Cranelift (at least 1).
     pub fn set_tier_iterations(&mut self, n: i64) {
         self.tier_iterations = n.max(1);
+    }
+
+    /// How many entries a bridge compiled on its own counts before it returns
+    /// [`lower::HOT`] (0: it does not count).
+    pub fn set_bridge_entries(&mut self, n: i64) {
+        self.bridge_entries = n.max(0);
+    }
+
+    /// How many entries a bridge compiled on its own counts ([`Backend::set_bridge_entries`]).
+    pub fn bridge_entries(&self) -> i64 {
+        self.bridge_entries
     }
 
     /// The name of the ISA listings are for.
@@ -403,9 +427,18 @@ impl Backend {
         };
         let unlinked = self.unlinked.as_ref().expect("made with the backend").0;
         let links: Box<[Cell<u64>]> = (0..an.layout.size).map(|_| Cell::new(unlinked)).collect();
+        // A bridge unit counts its entries ([`lower::HOT`]); a root of the quick backend,
+        // its loop's iterations.
+        let counts_entries = unit != 0 && !counting && self.bridge_entries > 0;
+        let countdown = Box::new(Cell::new(if unit == 0 {
+            self.tier_iterations
+        } else {
+            self.bridge_entries
+        }));
         let table = Some(lower::Links {
             table: links.as_ptr() as *const u64,
             assumed,
+            entries: counts_entries.then_some(countdown.as_ptr() as u64),
         });
         let label = match unit {
             0 => format!("tree {tree}"),
@@ -421,11 +454,10 @@ impl Backend {
             && !listings.ir
             && self.display.is_none()
             && self.host == Target::X86_64;
-        let countdown = Box::new(Cell::new(self.tier_iterations));
         let emitted = quick
             .then(|| {
                 let table = links.as_ptr() as u64;
-                let counter = countdown.as_ptr() as u64;
+                let counter = (unit == 0 || counts_entries).then_some(countdown.as_ptr() as u64);
                 quick::emit(&segments[0], &an, tree, table, &sure, counter)
             })
             .flatten();
@@ -539,7 +571,7 @@ impl Backend {
             asm,
             origins,
             quick: false,
-            _countdown: None,
+            _countdown: counts_entries.then_some(countdown),
             base,
             size: bytes.len(),
             _memory: memory,
@@ -820,6 +852,9 @@ pub struct TreeExit {
     /// exited; `None` when `tree` refused its entry (an input of another kind) and the
     /// interpreter continues at its anchor.
     pub at: Option<(usize, usize)>,
+    /// The bridge unit of `tree` that returned [`lower::HOT`] on its entry, having done
+    /// nothing (`at` is `None`, the interpreter continues at the bridge's start).
+    pub hot: Option<usize>,
     /// How many lists and arrays the code made (the virtual arrays bridges built
     /// included).
     pub allocated: u64,
@@ -837,6 +872,20 @@ pub struct TreeCode<'a> {
 }
 
 impl Compiled {
+    /// Stops a bridge unit's count of entries: it does not return [`lower::HOT`] again
+    /// (within the next 2^63 entries).
+    pub fn stop_counting(&self) {
+        if let Some(c) = &self._countdown {
+            c.set(i64::MAX);
+        }
+    }
+
+    /// How many entries a bridge unit that counts them has left before it returns
+    /// [`lower::HOT`].
+    pub fn entries_left(&self) -> Option<i64> {
+        self._countdown.as_ref().map(|c| c.get())
+    }
+
     /// Makes the exit at global instruction index `g` (a [`lower::linkable`] one) go on in
     /// `target` instead of returning.
     pub fn link(&self, g: usize, target: &Compiled) {
@@ -1061,12 +1110,13 @@ impl Backend {
         } else {
             0
         };
-        if at == lower::REFUSED {
+        if at == lower::REFUSED || at == lower::HOT {
             steps.left = steps.left.saturating_sub(consumed.max(0) as u64);
             return Some(TreeExit {
                 tree,
                 pos: exited.start,
                 at: None,
+                hot: (at == lower::HOT).then_some(unit),
                 allocated,
             });
         }
@@ -1094,6 +1144,7 @@ impl Backend {
                 tree,
                 pos: own.pos,
                 at: Some((unit_seg, inst)),
+                hot: None,
                 allocated,
             });
         }
@@ -1112,6 +1163,7 @@ impl Backend {
             tree,
             pos: own.pos,
             at: Some((unit_seg, inst)),
+            hot: None,
             allocated,
         })
     }

@@ -42,7 +42,9 @@ use dynasmrt::{dynasm, x64::X64Relocation, DynamicLabel, DynasmApi, DynasmLabelA
 use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::{Op, Value};
 
-use super::lower::{exit_code, linkable, mirror_tag, Analysis, Origin, Segment, REFUSED, WRITTEN};
+use super::lower::{
+    exit_code, linkable, mirror_tag, Analysis, Origin, Segment, HOT, REFUSED, WRITTEN,
+};
 use crate::lang::Slot;
 use crate::opt::bounds::safe_divisor;
 use crate::trace::{Kind, Opnd, Ref};
@@ -304,7 +306,7 @@ pub(super) fn emit(
     tree: usize,
     table: u64,
     sure: &[(Slot, MKind)],
-    counter: u64,
+    counter: Option<u64>,
 ) -> Option<Emitted> {
     if !supported(segment, an) {
         return None;
@@ -355,7 +357,7 @@ type Parts<'a> = (
     usize,
     u64,
     &'a [(Slot, MKind)],
-    u64,
+    Option<u64>,
     &'a [usize],
 );
 
@@ -412,6 +414,16 @@ fn assemble(
             ; jne =>refused
         );
     }
+    // A bridge unit counts its entries down; the one that spends the count returns.
+    let hot = q.ops.new_dynamic_label();
+    if let Some(counter) = q.counter.filter(|_| an.unit != 0) {
+        dynasm!(q.ops
+            ; .arch x64
+            ; mov r11, QWORD counter as i64
+            ; sub QWORD [r11], 1
+            ; jz =>hot
+        );
+    }
     for (i, inst) in trace.insts.iter().enumerate() {
         let start = q.ops.offset().0 as u32;
         let goes_on = q.inst(an, trace, i, last_use)?;
@@ -446,14 +458,16 @@ fn assemble(
         };
         q.origins.push((start, q.ops.offset().0 as u32, origin));
     }
-    let code = exit_code(tree, an.unit, REFUSED);
-    dynasm!(q.ops ; .arch x64 ; =>refused);
-    q.restore();
-    dynasm!(q.ops
-        ; .arch x64
-        ; mov rax, QWORD code
-        ; ret
-    );
+    for (label, what) in [(refused, REFUSED), (hot, HOT)] {
+        let code = exit_code(tree, an.unit, what);
+        dynasm!(q.ops ; .arch x64 ; =>label);
+        q.restore();
+        dynasm!(q.ops
+            ; .arch x64
+            ; mov rax, QWORD code
+            ; ret
+        );
+    }
     let used = std::mem::take(&mut q.used);
     let bytes = q.ops.finalize().ok()?;
     let emitted = Emitted {
@@ -474,8 +488,9 @@ struct Quick {
     saved: Vec<u8>,
     /// The callee-saved registers the code uses, in the order of `POOL`.
     used: Vec<u8>,
-    /// The address of a root's count of iterations left before Cranelift compiles it.
-    counter: u64,
+    /// The address of a root's count of iterations left before Cranelift compiles it, or
+    /// of a bridge unit's count of entries left before it returns [`HOT`].
+    counter: Option<u64>,
     /// A root's loop header.
     header: Option<DynamicLabel>,
     ops: VecAssembler<X64Relocation>,
@@ -722,7 +737,7 @@ impl Quick {
                 if let Some(e) = self.exits.last_mut() {
                     e.returns = true;
                 }
-                let counter = self.counter as i64;
+                let counter = self.counter? as i64;
                 dynasm!(self.ops
                     ; .arch x64
                     ; mov r11, QWORD counter

@@ -82,6 +82,11 @@ pub const STEP_LIMIT: u64 = 200_000;
 /// of generated programs.
 pub const TIER_ITERATIONS: i64 = 3;
 
+/// `--bridge-entries` where [`TIER_ITERATIONS`] is given: bridges compiled on their own
+/// move into their tree's function (`Jit::promote`) within the short runs of generated
+/// programs.
+pub const BRIDGE_ENTRIES: i64 = 3;
+
 /// How long the oracle may run; a program that needs longer is discarded. Only arithmetic
 /// on integers of millions of bits takes that long within [`STEP_LIMIT`] operations, and
 /// every executor would spend as long on it.
@@ -326,6 +331,12 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
         } else {
             backend::TIER_ITERATIONS
         };
+        // Bridges move into their tree's function there too.
+        let entries = if tier == TIER_ITERATIONS {
+            BRIDGE_ENTRIES
+        } else {
+            backend::BRIDGE_ENTRIES
+        };
         let config = Config {
             native,
             threshold,
@@ -345,6 +356,7 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
             max_steps: limited.then_some(STEP_LIMIT),
             pay_off: defaults,
             tier_iterations: tier,
+            bridge_entries: entries,
             ..Config::default()
         };
         let mut jit = Jit::new(s.program, config).map_err(|e| e.to_string())?;
@@ -361,7 +373,7 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
                 if tier == backend::TIER_ITERATIONS {
                     String::new()
                 } else {
-                    format!(" --tier-iterations {tier}")
+                    format!(" --tier-iterations {tier} --bridge-entries {entries}")
                 },
                 passes.join(","),
                 if limited {

@@ -89,6 +89,11 @@ pub const MAX_TREE_FUNCTION: usize = 2000;
 /// more moves in the larger function).
 pub const MAX_TREE_BRIDGES: usize = 2;
 
+/// How many bridges compiled on their own a tree's function takes in once they are
+/// entered often ([`backend::BRIDGE_ENTRIES`], `Jit::promote`): each compiles the function
+/// again.
+pub const MAX_PROMOTED: usize = 8;
+
 /// The most guards of a tree that may have exited for a bridge to be compiled in the
 /// tree's function (`Jit::few_ways`).
 pub const MAX_TREE_WAYS: usize = 4;
@@ -187,6 +192,9 @@ pub struct Config {
     /// Iterations a loop runs in the quick backend's code before Cranelift compiles its
     /// tree (`--tier-iterations`, [`backend::TIER_ITERATIONS`] by default).
     pub tier_iterations: i64,
+    /// Entries of a bridge compiled on its own before it moves into its tree's function
+    /// (`--bridge-entries`, [`backend::BRIDGE_ENTRIES`] by default).
+    pub bridge_entries: i64,
 }
 
 impl Default for Config {
@@ -205,6 +213,7 @@ impl Default for Config {
             keep: false,
             pay_off: false,
             tier_iterations: backend::TIER_ITERATIONS,
+            bridge_entries: backend::BRIDGE_ENTRIES,
         }
     }
 }
@@ -441,6 +450,7 @@ impl<'p> Jit<'p> {
             match Backend::new(self.config.target) {
                 Ok(mut b) => {
                     b.set_tier_iterations(self.config.tier_iterations);
+                    b.set_bridge_entries(self.config.bridge_entries);
                     self.backend = Some(b);
                 }
                 Err(why) => {
@@ -608,6 +618,7 @@ impl<'p> Jit<'p> {
                     wide,
                     ways: 0,
                     quick: true,
+                    promoted: 0,
                 });
                 self.compile(index, None);
                 Ok(Recording::Tree(index))
@@ -619,10 +630,10 @@ impl<'p> Jit<'p> {
     /// the tree keeps the code it had (its new bridges then run on the trace interpreter).
     /// `new` is the segment of the bridge it is compiled again for, whose code alone the
     /// `ir` and `asm` dumps show.
-    fn compile(&mut self, t: usize, new: Option<usize>) {
+    fn compile(&mut self, t: usize, new: Option<usize>) -> bool {
         self.make_backend();
         let Some(backend) = self.backend.as_mut() else {
-            return;
+            return false;
         };
         let listings = Listings {
             ir: self.config.dumps.ir || self.config.keep,
@@ -697,6 +708,7 @@ impl<'p> Jit<'p> {
                     }
                 }
                 self.trees[t].code = Some(code);
+                true
             }
             Err(why) => {
                 if self.config.dumps.ir || self.config.dumps.asm {
@@ -715,6 +727,89 @@ impl<'p> Jit<'p> {
                 if self.trees[t].code.is_none() {
                     let key = self.trees[t].key.clone();
                     self.profile.forget(&key);
+                }
+                false
+            }
+        }
+    }
+
+    /// Bridge `seg` of tree `t`, compiled on its own, returned [`backend::lower::HOT`]: it
+    /// was entered [`backend::BRIDGE_ENTRIES`] times, each through its guard's exit (the
+    /// snapshot written into the mirror, the epilogue, a jump through a link, the prologue,
+    /// the inputs loaded). It moves into the tree's function, compiled again, where its
+    /// guard branches to it with every value in a register, as LuaJIT and PyPy give a
+    /// side exit that runs often a trace of its own and then patch the guard to jump there.
+    /// Only a bridge whose guard is in that function (the root's, or a bridge's there), while
+    /// the function has room ([`MAX_TREE_FUNCTION`]) and fewer than [`MAX_PROMOTED`] bridges
+    /// came in so; any other stops counting. The tree's other bridges on their own that
+    /// have spent a quarter of their count come in with it, in the same compilation. Their
+    /// own bridges stay on their own, linked from the new function's exits of their guards.
+    fn promote(&mut self, t: usize, seg: usize) {
+        let count = self.backend.as_ref().map_or(0, |b| b.bridge_entries());
+        let tree = &self.trees[t];
+        let mut room = MAX_TREE_FUNCTION.saturating_sub(
+            tree.segments()
+                .iter()
+                .filter(|s| !s.separate)
+                .map(|s| s.trace.insts.len())
+                .sum(),
+        );
+        let movable = |k: usize| {
+            let bridge = &tree.bridges[k - 1];
+            bridge.separate
+                && bridge.code.is_some()
+                && bridge.value.is_none()
+                && tree.unit_of(bridge.from.0) == 0
+                && tree.code.is_some()
+        };
+        // With it, the tree's other bridges that have spent a quarter of their count: one
+        // compilation for them all.
+        let mut chosen = Vec::new();
+        let spent = |k: usize| {
+            let left = tree.bridges[k - 1]
+                .code
+                .as_ref()
+                .and_then(|c| c.entries_left());
+            left.is_some_and(|left| left <= count - count / 4)
+        };
+        let others = (1..=tree.bridges.len()).filter(|&k| k != seg && spent(k));
+        for k in std::iter::once(seg).chain(others) {
+            let size = tree.bridges[k - 1].trace.insts.len();
+            if movable(k) && tree.promoted + chosen.len() < MAX_PROMOTED && size <= room {
+                room -= size;
+                chosen.push(k);
+            }
+        }
+        if chosen.first() != Some(&seg) {
+            if let Some(code) = &tree.bridges[seg - 1].code {
+                code.stop_counting();
+            }
+            return;
+        }
+        // Their old code stays alive until the new function, whose guards no longer go
+        // there, has replaced the old one, which linked to it.
+        let mut old = Vec::new();
+        for &k in &chosen {
+            let bridge = &mut self.trees[t].bridges[k - 1];
+            old.push(bridge.code.take());
+            bridge.separate = false;
+        }
+        if self.compile(t, Some(seg)) {
+            self.trees[t].promoted += chosen.len();
+            self.stats.promoted += chosen.len() as u64;
+            // The exits of their old code that went on in other trees went with it.
+            for tree in &mut self.trees {
+                tree.incoming
+                    .retain(|&(from, unit, _)| from != t || !chosen.contains(&unit));
+            }
+            drop(old);
+        } else {
+            for (&k, code) in chosen.iter().zip(old) {
+                let bridge = &mut self.trees[t].bridges[k - 1];
+                bridge.separate = true;
+                bridge.code = code;
+                if let Some(code) = &bridge.code {
+                    code.stop_counting();
                 }
             }
         }
@@ -1164,6 +1259,9 @@ impl<'p> Jit<'p> {
                             self.stats.tiered += 1;
                             self.compile(exit.tree, None);
                         }
+                    }
+                    if let Some(unit) = exit.hot {
+                        self.promote(exit.tree, unit);
                     }
                     return Some((exit.tree, exit.pos, at));
                 }

@@ -55,6 +55,9 @@ pub struct Stats {
     pub heap: [Kept; 4],
     /// Trees whose loop ran long in the quick backend's code, compiled again by Cranelift.
     pub tiered: u64,
+    /// Bridges compiled on their own that moved into their tree's function once entered
+    /// often (`Jit::promote`).
+    pub promoted: u64,
     /// Lists and arrays that machine code made (allocation removal made none of the
     /// others).
     pub native_allocations: u64,
@@ -172,13 +175,16 @@ impl Jit<'_> {
                 .iter()
                 .flat_map(|t| t.bridges.iter().filter_map(|b| b.code.as_ref()))
                 .collect();
-            if !separate.is_empty() {
+            if !separate.is_empty() || s.promoted > 0 {
                 let quick = separate.iter().filter(|c| c.quick).count();
                 let _ = writeln!(
                     out,
-                    "bridges compiled on their own: {} ({} bytes; {quick} by the quick backend)",
+                    "bridges compiled on their own: {} ({} bytes; {quick} by the quick backend; \
+                     {} moved into their tree's function once entered {} times)",
                     separate.len(),
-                    separate.iter().map(|c| c.size).sum::<usize>()
+                    separate.iter().map(|c| c.size).sum::<usize>(),
+                    s.promoted,
+                    self.config.bridge_entries,
                 );
             }
             // Code nothing reaches any more (a tree's function compiled again) is freed.

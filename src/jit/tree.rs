@@ -61,6 +61,9 @@ pub struct Tree {
     /// Whether its function may be the quick backend's (`Segment::quick`): until its loop
     /// has run `TIER_ITERATIONS` there, and its code compiled again by Cranelift.
     pub(super) quick: bool,
+    /// How many bridges compiled on their own moved into its function once entered often
+    /// (`Jit::promote`).
+    pub(super) promoted: usize,
 }
 
 impl Tree {
