@@ -801,14 +801,16 @@ impl Quick {
                 self.element(d, self.loc(&inst.args[1])?, |q, at| q.load_at(d, at));
             }
             Kind::SetItem => {
+                // Only into an array a read checked holding only integers: into another,
+                // Cranelift's code stores through the element's tag, where this code's
+                // check would exit at every pass.
+                if !self.checked.contains(&inst.args[0].as_ref()?) {
+                    return None;
+                }
                 let a = self.array_reg(&inst.args[0])?;
                 if inst.snap.is_some() {
                     let fail = self.exit(trace, i)?;
                     self.check_access(an, trace, i, a, fail)?;
-                } else if !self.checked.contains(&inst.args[0].as_ref()?) {
-                    // Stored without checking: the optimizer checked the index before,
-                    // but only a checked array may take a plain store.
-                    return None;
                 }
                 let index = self.loc(&inst.args[1])?;
                 let v = self.loc(&inst.args[2])?;
@@ -995,7 +997,7 @@ impl Quick {
         Some(r)
     }
 
-    /// Checks access `i` of the array in register `a` (a `getitem` or a `setitem` with a
+    /// Checks access `i` of the array in register `a` (a `getitem`, or a `setitem` with a
     /// snapshot), exiting at `fail`: that the array holds only integers, once per array,
     /// and that the index is within it. The first access around a base checks the least
     /// and the greatest offsets the code accesses around it, as `Lower::check_index` does,
