@@ -787,21 +787,28 @@ impl<'p> Jit<'p> {
             return;
         }
         // Their old code stays alive until the new function, whose guards no longer go
-        // there, has replaced the old one, which linked to it.
+        // there, has replaced the old one, which linked to it. The exits of their old
+        // code that went on in trees (this one's too, which compiling it again relinks)
+        // go with it: their numbers are the old code's.
         let mut old = Vec::new();
         for &k in &chosen {
             let bridge = &mut self.trees[t].bridges[k - 1];
             old.push(bridge.code.take());
             bridge.separate = false;
         }
+        let mut links = Vec::new();
+        for (to, tree) in self.trees.iter_mut().enumerate() {
+            tree.incoming.retain(|&(from, unit, g)| {
+                let theirs = from == t && chosen.contains(&unit);
+                if theirs {
+                    links.push((to, (from, unit, g)));
+                }
+                !theirs
+            });
+        }
         if self.compile(t, Some(seg)) {
             self.trees[t].promoted += chosen.len();
             self.stats.promoted += chosen.len() as u64;
-            // The exits of their old code that went on in other trees went with it.
-            for tree in &mut self.trees {
-                tree.incoming
-                    .retain(|&(from, unit, _)| from != t || !chosen.contains(&unit));
-            }
             drop(old);
         } else {
             for (&k, code) in chosen.iter().zip(old) {
@@ -811,6 +818,9 @@ impl<'p> Jit<'p> {
                 if let Some(code) = &bridge.code {
                     code.stop_counting();
                 }
+            }
+            for (to, link) in links {
+                self.trees[to].incoming.push(link);
             }
         }
     }
