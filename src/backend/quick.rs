@@ -533,11 +533,8 @@ fn access(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> Option<(Ref, 
 impl Quick {
     /// A register for the value of instruction `i`.
     fn define(&mut self, i: usize) -> Option<u8> {
-        let r = self.free.pop()?;
+        let r = self.temp()?;
         self.reg_of[i] = Some(r);
-        if callee_saved(r) && !self.used.contains(&r) {
-            self.used.push(r);
-        }
         Some(r)
     }
 
@@ -991,10 +988,15 @@ impl Quick {
     /// it onto `free`).
     fn temp(&mut self) -> Option<u8> {
         let r = self.free.pop()?;
+        self.uses(r);
+        Some(r)
+    }
+
+    /// Notes that the code writes register `r`: a callee-saved one is saved on entry.
+    fn uses(&mut self, r: u8) {
         if callee_saved(r) && !self.used.contains(&r) {
             self.used.push(r);
         }
-        Some(r)
     }
 
     /// Checks access `i` of the array in register `a` (a `getitem`, or a `setitem` with a
@@ -1166,11 +1168,8 @@ impl Quick {
             // holds none of the snapshot's values holds their items.
             if !snap.stores.is_empty() {
                 let taken: Vec<u8> = exit.regs.iter().map(|(_, g)| *g).collect();
-                let items = POOL.iter().copied().find(|g| !taken.contains(g));
-                if let Some(g) = items.filter(|g| callee_saved(*g) && !self.used.contains(g)) {
-                    self.used.push(g);
-                }
-                let items = items?;
+                let items = POOL.iter().copied().find(|g| !taken.contains(g))?;
+                self.uses(items);
                 for st in &snap.stores {
                     let array = st.array.as_ref()?;
                     if !self.checked[..exit.checked].contains(&array) {
