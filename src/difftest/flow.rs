@@ -252,20 +252,27 @@ pub struct Wrapped {
 }
 
 /// An array `h` of its own (made before the program's first statement) that a loop reads
-/// at a constant index on every iteration and never writes there, so that the optimizer
-/// loads the element once, in the preamble, and the loop keeps it; every `every`-th
-/// iteration a rare path stores an integer there (the counter). Each iteration mixes the
-/// element into `x{acc}` through a mask, so that the loop accumulates nothing a jump to
-/// its header would have to check again. A bridge from the rare path that jumped straight
-/// to the header would leave the loop with the old element (`lower::holds_loads` sends it
-/// through the preamble; without that check, `flowjit difftest --seed 18001` finds such a
-/// loop).
+/// at a constant index on every iteration. Where only a rare path (every `every`-th
+/// iteration) writes there, storing the counter, the optimizer loads the element once, in
+/// the preamble, and the loop keeps it. Each iteration mixes the element into `x{acc}`
+/// through a mask, so that the loop accumulates nothing a jump to its header would have to
+/// check again. A bridge from the rare path that jumped straight to the header would leave
+/// the loop with the old element (`lower::holds_loads` sends it through the preamble;
+/// without that check, `flowjit difftest --seed 18001` finds such a loop).
+///
+/// The hot way may write the element too (`hot`): a constant, the counter, or `x{acc}`
+/// once mixed (then through a prime modulus, since `x * 3 + x` under a power-of-two mask
+/// soon leaves 0). The loop then carries the element from one iteration to the next, and
+/// the optimizer may find it always equal to a constant or to a variable the loop carries
+/// (`h7[2] = x2` on the recorded way, merged with `x2`). A bridge of the rare way that
+/// went straight to the header would break that (`Trace::carries_elements`; without that
+/// check, `flowjit difftest --seed 38001 --count 800` finds one).
 ///
 /// ```text
 /// hld7:   z7 = h7[2]    t7 = x2 * 3    t7 = t7 + z7    x2 = t7 & 65535
 ///         w7 = i4 % 9      if w7 goto hot7 else goto rare7
-/// hot7:
-/// rare7:  h7[2] = i4
+/// hot7:   (or: h7[2] = 0, h7[2] = i4, h7[2] = x2)
+/// rare7:  h7[2] = i4       (or: h7[2] = 5, nothing)
 /// ```
 #[derive(Clone, Debug)]
 pub struct Held {
@@ -275,6 +282,22 @@ pub struct Held {
     pub every: i64,
     /// The variable the element is mixed into.
     pub acc: usize,
+    /// What the hot way writes there. The rare way then writes the counter, or a
+    /// constant where the hot way writes the counter, or nothing where it writes `acc`.
+    pub hot: HeldWrite,
+}
+
+/// What a way of a [`Held`] piece writes into its element.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeldWrite {
+    /// Nothing.
+    Nothing,
+    /// A constant.
+    Const(i64),
+    /// The loop's counter.
+    Counter,
+    /// The variable the element is mixed into, once mixed.
+    Acc,
 }
 
 /// A piece of a generated program.
@@ -752,8 +775,24 @@ fn wrapped_piece() -> impl Strategy<Value = Wrapped> {
 }
 
 fn held() -> impl Strategy<Value = Held> {
-    (0i64..4, prop_oneof![1 => 2i64..8, 1 => 8i64..40], 0..VARS)
-        .prop_map(|(index, every, acc)| Held { index, every, acc })
+    let hot = prop_oneof![
+        2 => Just(HeldWrite::Nothing),
+        1 => (0i64..3).prop_map(HeldWrite::Const),
+        1 => Just(HeldWrite::Counter),
+        2 => Just(HeldWrite::Acc),
+    ];
+    (
+        0i64..4,
+        prop_oneof![1 => 2i64..8, 1 => 8i64..40],
+        0..VARS,
+        hot,
+    )
+        .prop_map(|(index, every, acc, hot)| Held {
+            index,
+            every,
+            acc,
+            hot,
+        })
 }
 
 fn seg(depth: u32) -> BoxedStrategy<Seg> {
@@ -960,13 +999,29 @@ impl Emitter {
         let n = self.labels;
         let (h, acc, k) = (format!("h{n}"), format!("x{}", g.acc), g.index);
         let _ = writeln!(self.inits, "    {h} = array(4, 1)");
+        // Written back into the element, `acc * 3 + acc` under a power-of-two mask would
+        // be 0 within 16 iterations: a prime modulus keeps it moving.
+        let bound = match g.hot {
+            HeldWrite::Acc => "% 65521",
+            _ => "& 65535",
+        };
         let _ = writeln!(
             self.out,
             "hld{n}:\n    z{n} = {h}[{k}]\n    t{n} = {acc} * 3\n    t{n} = t{n} + z{n}\n    \
-             {acc} = t{n} & 65535",
+             {acc} = t{n} {bound}",
         );
-        let rare = format!("    {h}[{k}] = {counter}\n");
-        self.rare_way(n, (counter, g.every), "", &rare, next);
+        let write = |w: &HeldWrite| match w {
+            HeldWrite::Nothing => String::new(),
+            HeldWrite::Const(c) => format!("    {h}[{k}] = {c}\n"),
+            HeldWrite::Counter => format!("    {h}[{k}] = {counter}\n"),
+            HeldWrite::Acc => format!("    {h}[{k}] = {acc}\n"),
+        };
+        let rare = match g.hot {
+            HeldWrite::Counter => HeldWrite::Const(5),
+            HeldWrite::Acc => HeldWrite::Nothing,
+            _ => HeldWrite::Counter,
+        };
+        self.rare_way(n, (counter, g.every), &write(&g.hot), &write(&rare), next);
         format!("hld{n}")
     }
 

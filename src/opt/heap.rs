@@ -192,7 +192,9 @@ pub fn carry(trace: &Trace, carries: &[Carry]) -> Trace {
             }
         }
     }
-    rw.finish()
+    let mut carried = rw.finish();
+    carried.carries_elements |= !carries.is_empty();
+    carried
 }
 
 impl Heap {

@@ -339,5 +339,6 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
         calls: trace.calls,
         known: trace.known.clone(),
         merges: Vec::new(),
+        carries_elements: trace.carries_elements,
     }
 }

@@ -183,6 +183,7 @@ impl<'t> Rewriter<'t> {
             calls: self.old.calls,
             known: self.old.known.clone(),
             merges: Vec::new(),
+            carries_elements: self.old.carries_elements,
         }
     }
 }

@@ -239,7 +239,9 @@ fn attempt(trace: &Trace, excluded: &[(Opnd, Opnd)]) -> Result<Trace, Vec<(Opnd,
             carry_params(&mut rw, &carried, &mut pending);
         }
     }
-    Ok(rw.finish())
+    let mut t = rw.finish();
+    t.carries_elements |= !carried.is_empty();
+    Ok(t)
 }
 
 /// After the last `param`: a `param_item` for each element the loop carries, which is then

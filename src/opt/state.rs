@@ -64,9 +64,17 @@ pub struct LoopState {
 
 impl LoopState {
     /// The header state of a peeled trace; `None` if the trace is not peeled, or a carried
-    /// variable is neither a constant nor a parameter at the header, or is a virtual array
-    /// (then no jump enters the loop but through the preamble).
+    /// variable is neither a constant nor a parameter at the header, or is a virtual array,
+    /// or the loop carries array elements (then no jump enters the loop but through the
+    /// preamble).
     pub fn of(trace: &Trace) -> Option<LoopState> {
+        // What an element holds at the header is not a variable a jump brings: the loop
+        // may have merged it with a variable's param (`a[0] = i` on the recorded way) or
+        // taken it for a constant, and a jump whose way stored otherwise, or not at all,
+        // would break that.
+        if trace.carries_elements {
+            return None;
+        }
         let start = trace.loop_start()?;
         let first = &trace.insts[start];
         let last = trace.insts.last()?;

@@ -511,6 +511,12 @@ pub struct Trace {
     /// `debug_merge_point`), which `flowjit report` marks. Only a recording has them: the
     /// optimizer's traces have none.
     pub merges: Vec<Merge>,
+    /// Whether the peeled loop carries array elements from one iteration to the next
+    /// (`opt::heap::carry`, `opt::sink`): its body assumes at its header that each such
+    /// element holds a value it has, which may be a `param_item`, another `param` whose
+    /// value it always shares, or a constant once the optimizer finds it fixed. Only the
+    /// preamble establishes that, so no other jump enters the header (`opt::state`).
+    pub carries_elements: bool,
 }
 
 /// A merge point a recording passed ([`Trace::merges`]).

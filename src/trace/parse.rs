@@ -469,6 +469,7 @@ pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
         calls,
         known: Vec::new(),
         merges: Vec::new(),
+        carries_elements: false,
     };
     super::verify::verify(&trace)?;
     Ok((trace, p.text))

@@ -719,6 +719,7 @@ fn record_from(
                 calls: r.deepest,
                 known: Vec::new(),
                 merges: r.merges,
+                carries_elements: false,
             }));
         }
         if r.callers.is_empty() && traced(next, &state.frame) {
