@@ -265,8 +265,10 @@ pub struct Wrapped {
 /// soon leaves 0). The loop then carries the element from one iteration to the next, and
 /// the optimizer may find it always equal to a constant or to a variable the loop carries
 /// (`h7[2] = x2` on the recorded way, merged with `x2`). A bridge of the rare way that
-/// went straight to the header would break that (`Trace::carries_elements`; without that
-/// check, `flowjit difftest --seed 38001 --count 800` finds one).
+/// went straight to the header would break that (`Trace::carries_elements`). Without that
+/// check, `flowjit difftest --seed 41001 --count 1000` finds a merged one; without it and
+/// with `param_item`s never merged, `--seed 44001 --count 1200` finds a constant one, in a
+/// piece whose element decides a branch (`branch`).
 ///
 /// ```text
 /// hld7:   z7 = h7[2]    t7 = x2 * 3    t7 = t7 + z7    x2 = t7 & 65535
@@ -285,6 +287,10 @@ pub struct Held {
     /// What the hot way writes there. The rare way then writes the counter, or a
     /// constant where the hot way writes the counter, or nothing where it writes `acc`.
     pub hot: HeldWrite,
+    /// The element decides a branch (`z < 3`: `acc` times 3, or times 5 plus 1) instead of
+    /// being added to `acc`: what the loop computes then holds no value loaded in its
+    /// preamble, and a bridge that stores may go straight to the header.
+    pub branch: bool,
 }
 
 /// What a way of a [`Held`] piece writes into its element.
@@ -786,12 +792,14 @@ fn held() -> impl Strategy<Value = Held> {
         prop_oneof![1 => 2i64..8, 1 => 8i64..40],
         0..VARS,
         hot,
+        any::<bool>(),
     )
-        .prop_map(|(index, every, acc, hot)| Held {
+        .prop_map(|(index, every, acc, hot, branch)| Held {
             index,
             every,
             acc,
             hot,
+            branch,
         })
 }
 
@@ -1005,11 +1013,22 @@ impl Emitter {
             HeldWrite::Acc => "% 65521",
             _ => "& 65535",
         };
-        let _ = writeln!(
-            self.out,
-            "hld{n}:\n    z{n} = {h}[{k}]\n    t{n} = {acc} * 3\n    t{n} = t{n} + z{n}\n    \
-             {acc} = t{n} {bound}",
-        );
+        if g.branch {
+            let _ = writeln!(
+                self.out,
+                "hld{n}:\n    z{n} = {h}[{k}]\n    b{n} = z{n} < 3\n    \
+                 if b{n} goto hsm{n} else goto hbg{n}\n\
+                 hsm{n}:\n    {acc} = {acc} * 3\n    {acc} = {acc} {bound}\n    goto hrw{n}\n\
+                 hbg{n}:\n    {acc} = {acc} * 5\n    {acc} = {acc} + 1\n    {acc} = {acc} {bound}\n    \
+                 goto hrw{n}\nhrw{n}:",
+            );
+        } else {
+            let _ = writeln!(
+                self.out,
+                "hld{n}:\n    z{n} = {h}[{k}]\n    t{n} = {acc} * 3\n    t{n} = t{n} + z{n}\n    \
+                 {acc} = t{n} {bound}",
+            );
+        }
         let write = |w: &HeldWrite| match w {
             HeldWrite::Nothing => String::new(),
             HeldWrite::Const(c) => format!("    {h}[{k}] = {c}\n"),
