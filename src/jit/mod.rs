@@ -1519,11 +1519,13 @@ impl<'p> Jit<'p> {
             }
         }
         let inherited: Vec<Slot> = snap.entries.iter().map(|(slot, _)| *slot).collect();
-        let known: Vec<(Slot, Value)> = snap
-            .entries
-            .iter()
-            .filter_map(|(slot, o)| o.as_const().map(|v| (*slot, v.clone())))
-            .collect();
+        for (slot, o) in &snap.entries {
+            if let Some(v) = o.as_const() {
+                if fixed.iter().all(|(s, _)| s != slot) {
+                    fixed.push((*slot, v.clone()));
+                }
+            }
+        }
         let guard_ref = GuardRef {
             tree: t,
             segment: from.0,
@@ -1581,7 +1583,7 @@ impl<'p> Jit<'p> {
                     .filter(|p| *p != "peel")
                     .collect();
                 let start = Instant::now();
-                let optimized = self.optimize(&opt::specialize_inputs(&trace, &known), &passes);
+                let optimized = self.optimize(&trace, &passes);
                 let took = start.elapsed();
                 self.stats.opt_time += took;
                 let recorded = trace;

@@ -141,28 +141,6 @@ fn local_carrying(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Walk
 /// A trace the forward optimizer emitted, and the elements its loop could carry.
 type Walked = (Trace, Vec<heap::Carry>);
 
-/// `trace` with the `input`s of the variables in `known` replaced by their constants: a
-/// bridge starts where a guard's snapshot gave those variables these values.
-pub fn specialize_inputs(
-    trace: &Trace,
-    known: &[(crate::lang::Slot, flowjit_runtime::Value)],
-) -> Trace {
-    let mut rw = rewrite::Rewriter::new(trace);
-    for (i, inst) in trace.insts.iter().enumerate() {
-        let constant = match inst.kind {
-            crate::trace::Kind::Input(slot) => known.iter().find(|(s, _)| *s == slot),
-            _ => None,
-        };
-        match constant {
-            Some((_, v)) => rw.set(i, crate::trace::Opnd::Const(v.clone())),
-            None => {
-                rw.keep(i);
-            }
-        }
-    }
-    rw.finish()
-}
-
 /// How many times `carry_elements` looks for more elements to carry: once an element is
 /// carried, a load that read through it may become one too.
 const CARRY_ROUNDS: usize = 3;
