@@ -1507,25 +1507,25 @@ impl<'p> Jit<'p> {
         };
         // The guard's snapshot is complete: the bridge reads every variable it gives (so
         // that the bridge's snapshots are complete too), and those it gives as constants
-        // are constants in the bridge.
+        // are constants in the bridge from its recording on (the recorder's fixed values).
         let snap = tree.guard_snapshot(from);
+        let given = snap
+            .entries
+            .iter()
+            .filter_map(|(slot, o)| o.as_const().map(|v| (*slot, v)));
         // A green variable the snapshot does not give still holds the value the tree was
         // entered with, its key's: a constant in the bridge too (the bytecode of an
         // interpreter written in the flowgraph language, so that the bridge's dispatch
         // folds away as the root's does).
-        for (g, v) in self.profile.greens().iter().zip(&tree.key.greens) {
-            if snap.get(*g).is_none() && fixed.iter().all(|(s, _)| s != g) {
-                fixed.push((*g, v.clone()));
+        let greens = (self.profile.greens().iter().zip(&tree.key.greens))
+            .filter(|(g, _)| snap.get(**g).is_none())
+            .map(|(g, v)| (*g, v));
+        for (slot, v) in given.chain(greens) {
+            if fixed.iter().all(|(s, _)| *s != slot) {
+                fixed.push((slot, v.clone()));
             }
         }
         let inherited: Vec<Slot> = snap.entries.iter().map(|(slot, _)| *slot).collect();
-        for (slot, o) in &snap.entries {
-            if let Some(v) = o.as_const() {
-                if fixed.iter().all(|(s, _)| s != slot) {
-                    fixed.push((*slot, v.clone()));
-                }
-            }
-        }
         let guard_ref = GuardRef {
             tree: t,
             segment: from.0,
