@@ -1,6 +1,7 @@
 //! The quick backend: a bridge compiled on its own, or a tree's function that holds its
-//! root alone, that only computes with 64-bit integers, emitted as x86-64 machine code
-//! directly rather than through Cranelift.
+//! root alone, that only computes with 64-bit integers and reads and writes them in arrays
+//! that hold only integers, emitted as x86-64 machine code directly rather than through
+//! Cranelift.
 //!
 //! Cranelift costs about 400,000 instructions for a function however small: a bridge of
 //! ten operations (`v = i + 3`, a comparison, a guard, the loop's end) took 80 µs to
@@ -8,8 +9,8 @@
 //! ways compiles thousands of them (`benches/cliffs/branchy400.fg`: 400 roots and 12,400
 //! bridges). LuaJIT and PyPy emit machine code straight from their traces; so does this,
 //! for the traces that need no more than a template per operation, in a few microseconds.
-//! Anything else (arrays, calls, integers of any size, shifts, `--max-steps`, a tree's
-//! function with bridges in it) goes to Cranelift, as does a trace whose values do not fit
+//! Anything else (other arrays, loops that carry elements, calls, integers of any size,
+//! shifts, `--max-steps`, a tree's function with bridges in it) goes to Cranelift, as does a trace whose values do not fit
 //! in the registers below. A root's loop runs [`TIER_ITERATIONS`] iterations in this code,
 //! then exits so that the driver has Cranelift compile the tree: the loops that run long
 //! get the better code.
@@ -217,9 +218,7 @@ fn supported(segment: &Segment, an: &Analysis) -> bool {
     if an.unit == 0 && (trace.loop_start().is_none() || !an.bounds[0].sums.is_empty()) {
         return false;
     }
-    // Arrays only in a bridge: a root's loop may hold what its preamble loaded.
-    let arrays = an.unit != 0;
-    let held_kind = |k: MKind| k == MKind::Int || (arrays && k == MKind::Array);
+    let held_kind = |k: MKind| k == MKind::Int || k == MKind::Array;
     if !an.input_kinds.iter().all(|k| held_kind(*k)) {
         return false;
     }
