@@ -120,6 +120,7 @@ fn run_jit(setup: &Setup, native: bool) -> (Outcome, Option<Duration>) {
     let config = Config {
         native,
         pay_off: true,
+        background: native,
         ..Config::default()
     };
     let mut jit = Jit::new(setup.program, config).expect("the host emits machine code");

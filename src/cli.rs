@@ -765,6 +765,12 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
         pay_off: opts.threshold.is_none() && opts.bridge_threshold.is_none(),
         tier_iterations: opts.tier_iterations,
         bridge_entries: opts.bridge_entries,
+        // What a run prints about itself must not depend on how fast the compiler
+        // thread is; the program's output does not.
+        background: opts.dump.is_empty()
+            && !opts.stats
+            && opts.log.is_none()
+            && opts.max_steps.is_none(),
         ..jit::Config::default()
     })
 }
@@ -884,6 +890,7 @@ fn execute_with(
     let mut config = jit_config(opts)?;
     config.native = mode == Mode::Jit;
     config.keep = report.is_some();
+    config.background &= !config.keep;
     if !config.native && (config.dumps.ir || config.dumps.asm || config.target.is_some()) {
         return Err(usage_error(
             "--dump ir, --dump asm and --target need --mode jit",

@@ -12,6 +12,7 @@
 //! A trace the backend cannot lower is not an error: `--stats` says why, and the driver
 //! leaves the loop to the interpreter (a bridge to the trace interpreter).
 
+mod background;
 pub mod cfg;
 mod code_heap;
 pub mod helpers;
@@ -41,6 +42,8 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_codegen::{Final, MachSrcLoc};
 use cranelift_frontend::FunctionBuilderContext;
+
+pub use background::Machine;
 use flowjit_runtime::abi;
 
 use crate::lang::Slot;
@@ -277,6 +280,40 @@ pub struct Compiled {
     _memory: CodeMemory,
 }
 
+/// What [`Backend::prepare`] made of a function.
+pub enum Lowered {
+    /// The quick backend's code, ready to run.
+    Ready(Box<Compiled>),
+    /// Cranelift's IR, to compile.
+    Pending(Box<Prepared>),
+}
+
+/// A function lowered to Cranelift's IR, and what its [`Compiled`] will hold besides its
+/// code (allocated now: the IR holds their addresses).
+pub struct Prepared {
+    /// The IR, until it goes to Cranelift.
+    func: Option<cranelift_codegen::ir::Function>,
+    /// Whether with Cranelift's optimizations ([`MAX_OPTIMIZED`]).
+    optimize: bool,
+    /// Its name in the perf map.
+    label: String,
+    /// The root's loop header, when the function holds it.
+    header: Option<usize>,
+    /// Whether to disassemble the code.
+    listing: bool,
+    an: lower::Analysis,
+    links: Box<[Cell<u64>]>,
+    unlinked: u64,
+    assumed: Vec<(Slot, abi::Kind)>,
+    counting: bool,
+    max_cost: u64,
+    boxes: helpers::Boxes,
+    ir: Option<String>,
+    asm: Option<String>,
+    origins: Vec<(u32, u32, lower::Origin)>,
+    countdown: Option<Box<Cell<i64>>>,
+}
+
 /// What to produce besides the machine code.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Listings {
@@ -313,6 +350,8 @@ pub struct Backend {
     fctx: FunctionBuilderContext,
     /// The Cranelift context every function is compiled in, reused.
     ctx: Context,
+    /// The compiler thread, once a function went there ([`Backend::submit`]).
+    worker: Option<background::Worker>,
     /// The iterations a root's loop runs in the quick backend's code ([`TIER_ITERATIONS`]).
     tier_iterations: i64,
     /// The entries of a bridge unit before it returns [`lower::HOT`] ([`BRIDGE_ENTRIES`]);
@@ -346,6 +385,7 @@ impl Backend {
             display,
             fctx: FunctionBuilderContext::new(),
             ctx: Context::new(),
+            worker: None,
             tier_iterations: TIER_ITERATIONS,
             bridge_entries: BRIDGE_ENTRIES,
             perf_map: perf_map(),
@@ -403,10 +443,31 @@ impl Backend {
         segments: &[Segment],
         listings: Listings,
         counting: bool,
-        (tree, unit): (usize, usize),
+        at: (usize, usize),
         frame_size: usize,
         assumed: &[(Slot, abi::Kind)],
     ) -> Result<Compiled, Unsupported> {
+        match self.prepare(segments, listings, counting, at, frame_size, assumed)? {
+            Lowered::Ready(code) => Ok(*code),
+            Lowered::Pending(mut p) => {
+                let m = self.emit(&mut p)?;
+                self.finish(p, m)
+            }
+        }
+    }
+
+    /// [`Backend::compile`]'s first part: the quick backend's code, or the function lowered
+    /// to Cranelift's IR, for Cranelift to compile here ([`Backend::emit`]) or on the
+    /// compiler thread ([`Backend::submit`]), and then [`Backend::finish`].
+    pub fn prepare(
+        &mut self,
+        segments: &[Segment],
+        listings: Listings,
+        counting: bool,
+        (tree, unit): (usize, usize),
+        frame_size: usize,
+        assumed: &[(Slot, abi::Kind)],
+    ) -> Result<Lowered, Unsupported> {
         let an = lower::analyze(segments, frame_size, unit)?;
         // A tree's function is entered by the runtime, which checks the frame first
         // (`Compiled::accepts`), or by a linked exit, which the driver links only where the
@@ -477,7 +538,7 @@ impl Backend {
             if self.regs.len() < an.layout.size {
                 self.regs.resize(an.layout.size, 0);
             }
-            return Ok(Compiled {
+            return Ok(Lowered::Ready(Box::new(Compiled {
                 f: ptr,
                 links,
                 unlinked,
@@ -494,7 +555,7 @@ impl Backend {
                 base: ptr as u64,
                 size: emitted.bytes.len(),
                 _memory: memory,
-            });
+            })));
         }
         let (func, boxes) = lower::lower(
             segments,
@@ -509,7 +570,6 @@ impl Backend {
         let mut ir = None;
         let mut asm = None;
         let mut origins = Vec::new();
-        let mut base = 0;
         if let Some((target, disp)) = &self.display {
             // Emitted for another ISA: listings only, from a compilation of their own.
             let (dfunc, _) = lower::lower(
@@ -536,42 +596,94 @@ impl Backend {
         } else if listings.ir {
             ir = Some(func.display().to_string());
         }
+        // The loop of the root, when this function holds it: its header is aligned.
+        let header = segments[0].trace.loop_start().filter(|_| unit == 0);
+        let size: usize = segments.iter().map(|s| s.trace.insts.len()).sum();
+        Ok(Lowered::Pending(Box::new(Prepared {
+            func: Some(func),
+            optimize: !(unit != 0 || size > MAX_OPTIMIZED),
+            label,
+            header,
+            listing: listings.asm,
+            an,
+            links,
+            unlinked,
+            assumed: assumed.to_vec(),
+            counting,
+            max_cost: lower::max_cost(segments),
+            boxes,
+            ir,
+            asm,
+            origins,
+            countdown: counts_entries.then_some(countdown),
+        })))
+    }
+
+    /// The machine code of a function [`Backend::prepare`] lowered, compiled by Cranelift
+    /// here.
+    pub fn emit(&mut self, p: &mut Prepared) -> Result<Machine, Unsupported> {
+        let func = p.func.take().expect("a function not compiled yet");
+        let isa = if p.optimize {
+            &self.isa
+        } else {
+            &self.quick_isa
+        };
+        background::emit(&**isa, &mut self.ctx, func)
+    }
+
+    /// Queues the function [`Backend::prepare`] lowered, number `id`, for the compiler
+    /// thread (started the first time); false when there is none (the system would not
+    /// start it), and the caller compiles it here.
+    pub fn submit(&mut self, id: u64, p: &mut Prepared) -> bool {
+        if self.worker.is_none() {
+            self.worker = background::Worker::spawn(self.isa.clone(), self.quick_isa.clone());
+        }
+        let Some(worker) = &self.worker else {
+            return false;
+        };
+        let func = p.func.take().expect("a function not compiled yet");
+        worker.submit(id, func, p.optimize)
+    }
+
+    /// A function the compiler thread has finished, if any: its number and its code.
+    pub fn finished(&mut self) -> Option<(u64, Result<Machine, Unsupported>)> {
+        self.worker.as_ref()?.finished()
+    }
+
+    /// Places the machine code of a prepared function: the function, compiled.
+    pub fn finish(&mut self, p: Box<Prepared>, m: Machine) -> Result<Compiled, Unsupported> {
         let Defined {
             bytes,
             ptr,
             blocks,
             locs,
             memory,
-        } = {
-            // The loop of the root, when this function holds it: its header is aligned.
-            let header = segments[0].trace.loop_start().filter(|_| unit == 0);
-            let size: usize = segments.iter().map(|s| s.trace.insts.len()).sum();
-            self.define(func, &label, unit != 0 || size > MAX_OPTIMIZED, header)?
-        };
-        if listings.asm && self.display.is_none() {
+        } = self.place_machine(m, &p.label, p.header, p.optimize)?;
+        let (mut asm, mut origins, mut base) = (p.asm, p.origins, 0);
+        if p.listing && self.display.is_none() {
             asm = Some(disassemble(
                 &*self.isa, self.host, &bytes, ptr as u64, &blocks,
             )?);
             origins = locs;
             base = ptr as u64;
         }
-        if self.regs.len() < an.layout.size {
-            self.regs.resize(an.layout.size, 0);
+        if self.regs.len() < p.an.layout.size {
+            self.regs.resize(p.an.layout.size, 0);
         }
         Ok(Compiled {
             f: ptr,
-            links,
-            unlinked,
-            assumed: assumed.to_vec(),
-            counting,
-            max_cost: lower::max_cost(segments),
-            analysis: an,
-            _boxes: boxes,
-            ir,
+            links: p.links,
+            unlinked: p.unlinked,
+            assumed: p.assumed,
+            counting: p.counting,
+            max_cost: p.max_cost,
+            analysis: p.an,
+            _boxes: p.boxes,
+            ir: p.ir,
             asm,
             origins,
             quick: false,
-            _countdown: counts_entries.then_some(countdown),
+            _countdown: p.countdown,
             base,
             size: bytes.len(),
             _memory: memory,
@@ -695,24 +807,34 @@ impl Backend {
         if self.live.get() >= MAX_CODE_BYTES {
             return Err(Unsupported::CodeMemory);
         }
-        let cl = Unsupported::Cranelift;
         let isa = if quick { &self.quick_isa } else { &self.isa };
         // One context for every compilation: Cranelift keeps its allocations (the register
         // allocator's above all) from one function to the next.
-        let ctx = &mut self.ctx;
-        ctx.clear();
-        ctx.func = func;
-        ctx.compile(&**isa, &mut ControlPlane::default())
-            .map_err(|e| cl(format!("{e:?}")))?;
-        let code = ctx.compiled_code().expect("just compiled");
-        let locs = origins_of(code.buffer.get_srclocs_sorted());
-        let (bytes, blocks) = (code.code_buffer().to_vec(), code.bb_starts.clone());
+        let m = background::emit(&**isa, &mut self.ctx, func)?;
+        self.place_machine(m, label, header, !quick)
+    }
+
+    /// Places machine code compiled for the host (with Cranelift's optimizations, or
+    /// without): `header` is the root's loop header, when the function holds it.
+    fn place_machine(
+        &mut self,
+        m: Machine,
+        label: &str,
+        header: Option<usize>,
+        optimized: bool,
+    ) -> Result<Defined, Unsupported> {
+        let Machine {
+            bytes,
+            blocks,
+            locs,
+            align,
+        } = m;
         // The code goes `pad` bytes into memory aligned to LOOP_ALIGN: a multiple of the
         // alignment the code itself asks for (its constants'), chosen so that the block
         // where the loop's first instruction is starts at most `align - 1` bytes past a
         // boundary. A loop that straddles a boundary fetches two windows per iteration:
         // the square loop of the register machine ran half again as long.
-        let align = code.buffer.alignment.max(16);
+        let align = align.max(16);
         let pad = header
             .and_then(|h| {
                 let first = locs
@@ -724,11 +846,11 @@ impl Backend {
                 Some((LOOP_ALIGN - past).div_ceil(align) * align % LOOP_ALIGN)
             })
             .unwrap_or(0);
-        // Every address the code holds is a constant of its own (helpers, link tables,
-        // other functions through those): it runs wherever it is placed.
-        if !code.buffer.relocs().is_empty() {
-            return Err(cl("a relocation in the code".to_string()));
-        }
+        let isa = if optimized {
+            &self.isa
+        } else {
+            &self.quick_isa
+        };
         let mut placed = vec![isa_pad_byte(&**isa); pad as usize];
         placed.extend_from_slice(&bytes);
         let (ptr, memory) = self.place(&placed, LOOP_ALIGN as usize, label)?;

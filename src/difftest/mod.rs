@@ -357,6 +357,9 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
             pay_off: defaults,
             tier_iterations: tier,
             bridge_entries: entries,
+            // As the command line runs (without `--max-steps`): Cranelift's work on the
+            // compiler thread, its code put to use whenever it comes.
+            background: native && !limited,
             ..Config::default()
         };
         let mut jit = Jit::new(s.program, config).map_err(|e| e.to_string())?;

@@ -40,7 +40,7 @@ use std::time::Instant;
 use flowjit_runtime::Value;
 
 use crate::backend::lower::Origin;
-use crate::backend::{self, Backend, Listings};
+use crate::backend::{self, Backend, Listings, Lowered};
 use crate::interp::{self, Exit, NoMonitor, RuntimeError};
 use crate::lang::{BlockId, Inst as Stmt, Program, Slot, Terminator};
 use crate::opt;
@@ -195,6 +195,11 @@ pub struct Config {
     /// Entries of a bridge compiled on its own before it moves into its tree's function
     /// (`--bridge-entries`, [`backend::BRIDGE_ENTRIES`] by default).
     pub bridge_entries: i64,
+    /// Whether Cranelift compiles trees' functions on a thread of its own while the
+    /// program runs on (docs/ARCHITECTURE.md, *Compiling in the background*). The command
+    /// line sets it unless a dump, the event log, the statistics, `flowjit report` or
+    /// `--max-steps` is asked for, whose output would then depend on timing.
+    pub background: bool,
 }
 
 impl Default for Config {
@@ -214,6 +219,7 @@ impl Default for Config {
             pay_off: false,
             tier_iterations: backend::TIER_ITERATIONS,
             bridge_entries: backend::BRIDGE_ENTRIES,
+            background: false,
         }
     }
 }
@@ -237,6 +243,25 @@ pub struct Jit<'p> {
     log: Vec<Event>,
     /// What `flowjit report` shows, kept when `Config::keep` is set.
     kept: Kept,
+    /// The trees' functions on the compiler thread ([`Config::background`]).
+    jobs: Vec<Job>,
+    /// The number of the next job.
+    next_job: u64,
+}
+
+/// A tree's function on the compiler thread: lowered to Cranelift's IR by the driver,
+/// which places its code and puts it to use when the thread is done (`Jit::collect`).
+/// Until then the tree's old code runs, and what the new one adds waits: the bridges to
+/// put in the function ([`tree::Bridge`]'s `wanted`) run on their own, or their guards
+/// exit to the interpreter.
+struct Job {
+    id: u64,
+    tree: usize,
+    /// The bridge it was compiled for, as `Jit::compile`'s `new`.
+    new: Option<usize>,
+    /// The bridges on their own (or without code) that the function holds.
+    moved: Vec<usize>,
+    prepared: Box<backend::Prepared>,
 }
 
 /// What a run keeps for `flowjit report` ([`Config::keep`]).
@@ -307,6 +332,8 @@ impl<'p> Jit<'p> {
             started: Instant::now(),
             log: Vec::new(),
             kept: Kept::default(),
+            jobs: Vec::new(),
+            next_job: 0,
         })
     }
 
@@ -406,6 +433,7 @@ impl<'p> Jit<'p> {
         self.started = Instant::now();
         let mut pos = Position::start(entry);
         loop {
+            self.collect();
             let start = Instant::now();
             let exit = interp::run(self.program, state, pos, &mut self.steps, &mut self.profile);
             self.stats.interp_time += start.elapsed();
@@ -619,6 +647,8 @@ impl<'p> Jit<'p> {
                     ways: 0,
                     quick: true,
                     promoted: 0,
+                    job: None,
+                    again: false,
                 });
                 self.compile(index, None);
                 Ok(Recording::Tree(index))
@@ -632,6 +662,11 @@ impl<'p> Jit<'p> {
     /// `ir` and `asm` dumps show.
     fn compile(&mut self, t: usize, new: Option<usize>) -> bool {
         self.make_backend();
+        let background = self.config.background;
+        if background && self.trees[t].job.is_some() {
+            self.trees[t].again = true;
+            return true;
+        }
         let Some(backend) = self.backend.as_mut() else {
             return false;
         };
@@ -641,20 +676,64 @@ impl<'p> Jit<'p> {
         };
         let counting = self.config.max_steps.is_some();
         let tree = &self.trees[t];
-        let label = describe(self.program, &tree.key);
         let start = Instant::now();
         let frame_size = self.program.frame_size();
-        let compiled = backend.compile(
-            &tree.segments(),
+        let moved: Vec<usize> = (1..=tree.bridges.len())
+            .filter(|&k| tree.bridges[k - 1].separate && tree.bridges[k - 1].wanted)
+            .collect();
+        let prepared = backend.prepare(
+            &tree.next_segments(),
             listings,
             counting,
             (t, 0),
             frame_size,
             &[],
         );
+        let compiled = match prepared {
+            Ok(Lowered::Ready(code)) => Ok(*code),
+            Ok(Lowered::Pending(mut p)) => {
+                let id = self.next_job;
+                if background && backend.submit(id, &mut p) {
+                    self.next_job += 1;
+                    self.stats.compile_time += start.elapsed();
+                    self.jobs.push(Job {
+                        id,
+                        tree: t,
+                        new,
+                        moved,
+                        prepared: p,
+                    });
+                    self.trees[t].job = Some(id);
+                    return true;
+                }
+                backend.emit(&mut p).and_then(|m| backend.finish(p, m))
+            }
+            Err(why) => Err(why),
+        };
         let took = start.elapsed();
         self.stats.compile_time += took;
-        let inside = tree.bridges.iter().filter(|b| !b.separate).count();
+        self.compiled(t, new, &moved, compiled, took)
+    }
+
+    /// Puts tree `t`'s function, compiled (for its bridge `new`, and with the bridges
+    /// `moved` that were on their own), to use; or, when it could not be, says why. Whether
+    /// it was.
+    fn compiled(
+        &mut self,
+        t: usize,
+        new: Option<usize>,
+        moved: &[usize],
+        compiled: Result<backend::Compiled, backend::Unsupported>,
+        took: std::time::Duration,
+    ) -> bool {
+        let Some(backend) = self.backend.as_ref() else {
+            return false;
+        };
+        let tree = &self.trees[t];
+        let label = describe(self.program, &tree.key);
+        let inside = (1..=tree.bridges.len())
+            .filter(|k| !tree.bridges[k - 1].separate || moved.contains(k))
+            .count();
         let target = backend.listing_target();
         let what = match new {
             None if inside == 0 => format!("{t}: loop at {label}"),
@@ -663,6 +742,24 @@ impl<'p> Jit<'p> {
         };
         match compiled {
             Ok(code) => {
+                // The bridges that move in: their old code stays alive until the new
+                // function, whose guards no longer go there, has replaced the old one,
+                // which linked to it. The exits of their old code that went on in trees
+                // (this one's too, which the relinking below would take for the new
+                // function's) go with it: their numbers are the old code's.
+                let mut retired = Vec::new();
+                for &k in moved {
+                    let bridge = &mut self.trees[t].bridges[k - 1];
+                    retired.push(bridge.code.take());
+                    bridge.separate = false;
+                    bridge.wanted = false;
+                }
+                if !moved.is_empty() {
+                    for tree in &mut self.trees {
+                        tree.incoming
+                            .retain(|&(from, unit, _)| !(from == t && moved.contains(&unit)));
+                    }
+                }
                 self.show_code(t, 0, new, &code, &what, target);
                 self.event(EventKind::Compiled {
                     tree: t,
@@ -708,6 +805,7 @@ impl<'p> Jit<'p> {
                     }
                 }
                 self.trees[t].code = Some(code);
+                drop(retired);
                 true
             }
             Err(why) => {
@@ -733,6 +831,33 @@ impl<'p> Jit<'p> {
         }
     }
 
+    /// Puts to use the trees' functions the compiler thread has finished, and compiles
+    /// again those asked for meanwhile ([`Tree::again`](tree::Tree)).
+    fn collect(&mut self) {
+        if self.jobs.is_empty() {
+            return;
+        }
+        while let Some((id, machine)) = self.backend.as_mut().and_then(|b| b.finished()) {
+            let Some(at) = self.jobs.iter().position(|j| j.id == id) else {
+                continue;
+            };
+            let job = self.jobs.swap_remove(at);
+            let t = job.tree;
+            self.trees[t].job = None;
+            let start = Instant::now();
+            let Some(backend) = self.backend.as_mut() else {
+                return;
+            };
+            let compiled = machine.and_then(|m| backend.finish(job.prepared, m));
+            let took = start.elapsed();
+            self.stats.compile_time += took;
+            self.compiled(t, job.new, &job.moved, compiled, took);
+            if std::mem::take(&mut self.trees[t].again) {
+                self.compile(t, None);
+            }
+        }
+    }
+
     /// Bridge `seg` of tree `t`, compiled on its own, returned [`backend::lower::HOT`]: it
     /// was entered [`backend::BRIDGE_ENTRIES`] times, each through its guard's exit (the
     /// snapshot written into the mirror, the epilogue, a jump through a link, the prologue,
@@ -748,7 +873,7 @@ impl<'p> Jit<'p> {
         let count = self.backend.as_ref().map_or(0, |b| b.bridge_entries());
         let tree = &self.trees[t];
         let mut room = MAX_TREE_FUNCTION.saturating_sub(
-            tree.segments()
+            tree.next_segments()
                 .iter()
                 .filter(|s| !s.separate)
                 .map(|s| s.trace.insts.len())
@@ -757,6 +882,7 @@ impl<'p> Jit<'p> {
         let movable = |k: usize| {
             let bridge = &tree.bridges[k - 1];
             bridge.separate
+                && !bridge.wanted
                 && bridge.code.is_some()
                 && bridge.value.is_none()
                 && tree.unit_of(bridge.from.0) == 0
@@ -784,6 +910,17 @@ impl<'p> Jit<'p> {
             if let Some(code) = &tree.bridges[seg - 1].code {
                 code.stop_counting();
             }
+            return;
+        }
+        if self.config.background {
+            // They move in when the compiler thread is done (`Jit::compiled`), and their
+            // code runs until then.
+            for &k in &chosen {
+                self.trees[t].bridges[k - 1].wanted = true;
+            }
+            self.trees[t].promoted += chosen.len();
+            self.stats.promoted += chosen.len() as u64;
+            self.compile(t, Some(seg));
             return;
         }
         // Their old code stays alive until the new function, whose guards no longer go
@@ -1022,6 +1159,7 @@ impl<'p> Jit<'p> {
         let mut seg = 0;
         let mut here = Position::start(self.trees[t].key.anchor);
         loop {
+            self.collect();
             let (exited, pos, at) = match self.run_segment(t, seg, here, state) {
                 Some(exit) => exit,
                 None => return Ok(Next::Resume(here)),
@@ -1204,6 +1342,10 @@ impl<'p> Jit<'p> {
             *self.stats.tree_entries.entry(t).or_default() += 1;
         }
         let unit = tree.unit_of(seg);
+        // Code on its way from the compiler thread: the interpreter goes on meanwhile.
+        if self.config.native && tree.job.is_some() && tree.code_of(seg).is_none() {
+            return None;
+        }
         if seg == unit {
             // In --mode jit a trace runs as machine code or not at all: where its code does
             // not accept the frame (an integer that left 64 bits), the interpreter goes on,
@@ -1642,7 +1784,7 @@ impl<'p> Jit<'p> {
                 // function, compiled again.
                 let tree = &self.trees[t];
                 let in_tree: usize = tree
-                    .segments()
+                    .next_segments()
                     .iter()
                     .filter(|s| !s.separate)
                     .map(|s| s.trace.insts.len())
@@ -1651,7 +1793,7 @@ impl<'p> Jit<'p> {
                     && (tree.unit_of(from.0) != 0
                         || (value.is_none()
                             && (!returns
-                                || tree.bridges.iter().filter(|b| !b.separate).count()
+                                || tree.bridges.iter().filter(|b| b.in_function()).count()
                                     >= MAX_TREE_BRIDGES
                                 || !self.few_ways(t))
                             && backend::lower::linkable(tree.segment(from.0), from.1)));
@@ -1676,13 +1818,18 @@ impl<'p> Jit<'p> {
                     to: self.program.label(trace.anchor).to_string(),
                     separate,
                 });
+                // With the compiler thread, a bridge for the tree's function stays out of
+                // it (its guard exits to the interpreter) until the function is compiled
+                // with it.
+                let wanted = !separate && self.config.background;
                 self.trees[t].bridges.push(Bridge {
                     from,
                     value,
                     trace,
                     returns,
-                    separate,
+                    separate: separate || wanted,
                     code: None,
+                    wanted,
                 });
                 let seg = self.trees[t].bridges.len();
                 if seg == MAX_BRIDGES {

@@ -25,6 +25,17 @@ pub struct Bridge {
     pub separate: bool,
     /// Its machine code, when it is compiled on its own.
     pub(super) code: Option<Compiled>,
+    /// Whether it is to move into the tree's function (which then holds it) with the
+    /// next compilation of that function on the compiler thread: until that is done, it
+    /// stays on its own (`separate`), with its code if it has any.
+    pub(super) wanted: bool,
+}
+
+impl Bridge {
+    /// Whether the tree's function holds it, or is to ([`Bridge::wanted`]).
+    pub(super) fn in_function(&self) -> bool {
+        !self.separate || self.wanted
+    }
 }
 
 /// A root trace and its bridges.
@@ -64,6 +75,11 @@ pub struct Tree {
     /// How many bridges compiled on their own moved into its function once entered often
     /// (`Jit::promote`).
     pub(super) promoted: usize,
+    /// The job compiling its function on the compiler thread, if any.
+    pub(super) job: Option<u64>,
+    /// Whether its function is to be compiled again once that job is done (it was asked
+    /// for while the job ran).
+    pub(super) again: bool,
 }
 
 impl Tree {
@@ -80,6 +96,16 @@ impl Tree {
         (0..=self.bridges.len())
             .map(|seg| self.segment_alone(seg))
             .collect()
+    }
+
+    /// The segments as the tree's function is next compiled: with the bridges
+    /// [`Bridge::wanted`] in it.
+    pub(super) fn next_segments(&self) -> Vec<Segment<'_>> {
+        let mut segments = self.segments();
+        for (k, b) in self.bridges.iter().enumerate() {
+            segments[k + 1].separate = !b.in_function();
+        }
+        segments
     }
 
     /// Segment `seg` alone, as [`Tree::segments`] gives it, without making the others.

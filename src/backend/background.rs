@@ -1,0 +1,100 @@
+//! Cranelift's part of compiling a function (its e-graph, instruction selection, register
+//! allocation, emission), on the main thread or on a thread of its own.
+//!
+//! Lowering a trace tree to Cranelift's IR reads the traces, whose constants share the
+//! interpreter's values (`Rc`), so it stays on the driver's thread; what it makes, a
+//! [`Function`], is plain data, and so is the machine code Cranelift makes of it: position
+//! independent bytes ([`Machine`]), which the driver places in the code heap when it takes
+//! them. Between the two, the compiler thread ([`Worker`]) does four fifths of the work
+//! while the driver runs the program on. See docs/ARCHITECTURE.md, *Compiling in the
+//! background*.
+
+use std::sync::mpsc::{channel, Receiver, Sender};
+
+use cranelift_codegen::control::ControlPlane;
+use cranelift_codegen::ir::Function;
+use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
+use cranelift_codegen::Context;
+
+use super::{lower, origins_of, Unsupported};
+
+/// A function's machine code, not placed yet.
+pub struct Machine {
+    /// The code, position independent.
+    pub bytes: Vec<u8>,
+    /// Where its blocks start.
+    pub blocks: Vec<u32>,
+    /// Where each trace instruction's code is (`Compiled::origins`).
+    pub locs: Vec<(u32, u32, lower::Origin)>,
+    /// The alignment the code asks for (its constants').
+    pub align: u32,
+}
+
+/// Compiles `func` for `isa` in `ctx` (its allocations reused from one function to the
+/// next).
+pub(crate) fn emit(
+    isa: &dyn TargetIsa,
+    ctx: &mut Context,
+    func: Function,
+) -> Result<Machine, Unsupported> {
+    let cl = Unsupported::Cranelift;
+    ctx.clear();
+    ctx.func = func;
+    ctx.compile(isa, &mut ControlPlane::default())
+        .map_err(|e| cl(format!("{e:?}")))?;
+    let code = ctx.compiled_code().expect("just compiled");
+    // Every address the code holds is a constant of its own (helpers, link tables, other
+    // functions through those): it runs wherever it is placed.
+    if !code.buffer.relocs().is_empty() {
+        return Err(cl("a relocation in the code".to_string()));
+    }
+    Ok(Machine {
+        bytes: code.code_buffer().to_vec(),
+        blocks: code.bb_starts.clone(),
+        locs: origins_of(code.buffer.get_srclocs_sorted()),
+        align: code.buffer.alignment,
+    })
+}
+
+/// A function to compile: its number (the driver's), its IR, and whether with Cranelift's
+/// optimizations.
+type Job = (u64, Function, bool);
+
+/// The compiler thread: it takes functions in the order given and hands back their code.
+/// It ends when its `Worker` is dropped (its queue closes), after the function it is on.
+pub(crate) struct Worker {
+    jobs: Sender<Job>,
+    done: Receiver<(u64, Result<Machine, Unsupported>)>,
+}
+
+impl Worker {
+    /// Starts the thread, compiling for `isa` with Cranelift's optimizations and for
+    /// `plain` without; `None` if the system would not start it.
+    pub fn spawn(isa: OwnedTargetIsa, plain: OwnedTargetIsa) -> Option<Worker> {
+        let (jobs, queue) = channel::<Job>();
+        let (give, done) = channel();
+        std::thread::Builder::new()
+            .name("flowjit-compiler".to_string())
+            .spawn(move || {
+                let mut ctx = Context::new();
+                for (id, func, optimize) in queue {
+                    let isa = if optimize { &*isa } else { &*plain };
+                    if give.send((id, emit(isa, &mut ctx, func))).is_err() {
+                        break;
+                    }
+                }
+            })
+            .ok()?;
+        Some(Worker { jobs, done })
+    }
+
+    /// Queues function `id`; false if the thread has gone (it panicked).
+    pub fn submit(&self, id: u64, func: Function, optimize: bool) -> bool {
+        self.jobs.send((id, func, optimize)).is_ok()
+    }
+
+    /// A function the thread has finished, if any, without waiting.
+    pub fn finished(&self) -> Option<(u64, Result<Machine, Unsupported>)> {
+        self.done.try_recv().ok()
+    }
+}
