@@ -9,7 +9,7 @@
 //! while the driver runs the program on. See docs/ARCHITECTURE.md, *Compiling in the
 //! background*.
 
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::Function;
@@ -56,6 +56,13 @@ pub(crate) fn emit(
     })
 }
 
+/// A function the compiler thread has finished: its number, and its code or why not.
+pub type Done = (u64, Result<Machine, Unsupported>);
+
+/// The compiler thread has stopped (Cranelift panicked on a function).
+#[derive(Clone, Copy, Debug)]
+pub struct Gone;
+
 /// A function to compile: its number (the driver's), its IR, and whether with Cranelift's
 /// optimizations.
 type Job = (u64, Function, bool);
@@ -64,7 +71,7 @@ type Job = (u64, Function, bool);
 /// It ends when its `Worker` is dropped (its queue closes), after the function it is on.
 pub(crate) struct Worker {
     jobs: Sender<Job>,
-    done: Receiver<(u64, Result<Machine, Unsupported>)>,
+    done: Receiver<Done>,
 }
 
 impl Worker {
@@ -88,13 +95,20 @@ impl Worker {
         Some(Worker { jobs, done })
     }
 
-    /// Queues function `id`; false if the thread has gone (it panicked).
-    pub fn submit(&self, id: u64, func: Function, optimize: bool) -> bool {
-        self.jobs.send((id, func, optimize)).is_ok()
+    /// Queues function `id`; gives it back if the thread has gone (it panicked).
+    pub fn submit(&self, id: u64, func: Function, optimize: bool) -> Result<(), Box<Function>> {
+        self.jobs
+            .send((id, func, optimize))
+            .map_err(|refused| Box::new(refused.0 .1))
     }
 
-    /// A function the thread has finished, if any, without waiting.
-    pub fn finished(&self) -> Option<(u64, Result<Machine, Unsupported>)> {
-        self.done.try_recv().ok()
+    /// A function the thread has finished, if any, without waiting; `Err` when the thread
+    /// has gone (Cranelift panicked on a function): the functions queued are lost.
+    pub fn finished(&self) -> Result<Option<Done>, Gone> {
+        match self.done.try_recv() {
+            Ok(done) => Ok(Some(done)),
+            Err(TryRecvError::Empty) => Ok(None),
+            Err(TryRecvError::Disconnected) => Err(Gone),
+        }
     }
 }

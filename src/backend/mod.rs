@@ -43,7 +43,7 @@ use cranelift_codegen::Context;
 use cranelift_codegen::{Final, MachSrcLoc};
 use cranelift_frontend::FunctionBuilderContext;
 
-pub use background::Machine;
+pub use background::{Done, Gone, Machine};
 use flowjit_runtime::abi;
 
 use crate::lang::Slot;
@@ -352,6 +352,8 @@ pub struct Backend {
     ctx: Context,
     /// The compiler thread, once a function went there ([`Backend::submit`]).
     worker: Option<background::Worker>,
+    /// Whether the compiler thread could not start, or has gone.
+    worker_gone: bool,
     /// The iterations a root's loop runs in the quick backend's code ([`TIER_ITERATIONS`]).
     tier_iterations: i64,
     /// The entries of a bridge unit before it returns [`lower::HOT`] ([`BRIDGE_ENTRIES`]);
@@ -386,6 +388,7 @@ impl Backend {
             fctx: FunctionBuilderContext::new(),
             ctx: Context::new(),
             worker: None,
+            worker_gone: false,
             tier_iterations: TIER_ITERATIONS,
             bridge_entries: BRIDGE_ENTRIES,
             perf_map: perf_map(),
@@ -633,21 +636,41 @@ impl Backend {
 
     /// Queues the function [`Backend::prepare`] lowered, number `id`, for the compiler
     /// thread (started the first time); false when there is none (the system would not
-    /// start it), and the caller compiles it here.
+    /// start it, or it has gone), and the caller compiles it here.
     pub fn submit(&mut self, id: u64, p: &mut Prepared) -> bool {
-        if self.worker.is_none() {
+        if self.worker.is_none() && !self.worker_gone {
             self.worker = background::Worker::spawn(self.isa.clone(), self.quick_isa.clone());
+            self.worker_gone = self.worker.is_none();
         }
         let Some(worker) = &self.worker else {
             return false;
         };
         let func = p.func.take().expect("a function not compiled yet");
-        worker.submit(id, func, p.optimize)
+        match worker.submit(id, func, p.optimize) {
+            Ok(()) => true,
+            // The thread has gone: `emit` compiles it here.
+            Err(func) => {
+                p.func = Some(*func);
+                self.worker = None;
+                self.worker_gone = true;
+                false
+            }
+        }
     }
 
     /// A function the compiler thread has finished, if any: its number and its code.
-    pub fn finished(&mut self) -> Option<(u64, Result<Machine, Unsupported>)> {
-        self.worker.as_ref()?.finished()
+    /// `Err` once the thread has gone (Cranelift panicked): the functions queued are lost,
+    /// and the next ones are compiled here.
+    pub fn finished(&mut self) -> Result<Option<Done>, Gone> {
+        let Some(worker) = &self.worker else {
+            return Ok(None);
+        };
+        let done = worker.finished();
+        if done.is_err() {
+            self.worker = None;
+            self.worker_gone = true;
+        }
+        done
     }
 
     /// Places the machine code of a prepared function: the function, compiled.

@@ -837,11 +837,30 @@ impl<'p> Jit<'p> {
         if self.jobs.is_empty() {
             return;
         }
-        while let Some((id, machine)) = self.backend.as_mut().and_then(|b| b.finished()) {
-            let Some(at) = self.jobs.iter().position(|j| j.id == id) else {
-                continue;
-            };
-            let job = self.jobs.swap_remove(at);
+        let Some(backend) = self.backend.as_mut() else {
+            return;
+        };
+        let mut done = Vec::new();
+        loop {
+            match backend.finished() {
+                Ok(None) => break,
+                Ok(Some((id, machine))) => {
+                    if let Some(at) = self.jobs.iter().position(|j| j.id == id) {
+                        done.push((self.jobs.swap_remove(at), machine));
+                    }
+                }
+                // The thread has gone, and its functions with it: each fails, and its
+                // tree is compiled here when next asked.
+                Err(backend::Gone) => {
+                    for job in self.jobs.drain(..) {
+                        let why = "the compiler thread stopped".to_string();
+                        done.push((job, Err(backend::Unsupported::Cranelift(why))));
+                    }
+                    break;
+                }
+            }
+        }
+        for (job, machine) in done {
             let t = job.tree;
             self.trees[t].job = None;
             let start = Instant::now();
