@@ -809,6 +809,15 @@ impl<'p> Jit<'p> {
                 true
             }
             Err(why) => {
+                // Bridges that were to move in and have code of their own stay there, and
+                // stop asking to move (as `Jit::promote` does when compiling fails).
+                for &k in moved {
+                    let bridge = &mut self.trees[t].bridges[k - 1];
+                    if let Some(code) = &bridge.code {
+                        code.stop_counting();
+                        bridge.wanted = false;
+                    }
+                }
                 if self.config.dumps.ir || self.config.dumps.asm {
                     let _ = writeln!(
                         self.dump,
