@@ -1214,7 +1214,10 @@ impl<'p> Jit<'p> {
                 self.trees[t].assume_ints = false;
                 self.compile(t, None);
                 for seg in 1..=self.trees[t].bridges.len() {
-                    if self.trees[t].bridges[seg - 1].separate {
+                    // Not those on their way into the function (`Bridge::wanted`): their
+                    // old code stays correct until then, its checks exiting.
+                    let b = &self.trees[t].bridges[seg - 1];
+                    if b.separate && !b.wanted {
                         self.compile_bridge(t, seg);
                     }
                 }
@@ -1510,7 +1513,7 @@ impl<'p> Jit<'p> {
         self.trees[t].wide.extend(found);
         self.compile(t, None);
         let separate: Vec<usize> = (0..self.trees[t].bridges.len())
-            .filter(|&k| self.trees[t].bridges[k].separate)
+            .filter(|&k| self.trees[t].bridges[k].separate && !self.trees[t].bridges[k].wanted)
             .collect();
         for k in separate {
             self.compile_bridge(t, k + 1);
