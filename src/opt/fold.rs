@@ -240,24 +240,28 @@ fn mask_of(inst: &Inst) -> Option<(Ref, i64)> {
 /// `2^k - 1`: as its operand, or in its own snapshot), with that mask: where a run of
 /// wrapping additions can be merged (`merge_wrapping`).
 pub fn masked_only(trace: &crate::trace::Trace) -> HashMap<Ref, i64> {
-    if !trace.insts.iter().any(|i| mask_of(i).is_some()) {
+    // Per operand of a mask: the mask of every use so far, or `None` once another use is
+    // seen. Only those can qualify; the other values are not followed.
+    let mut uses: HashMap<Ref, Option<i64>> = trace
+        .insts
+        .iter()
+        .filter_map(mask_of)
+        .map(|(x, m)| (x, Some(m)))
+        .collect();
+    if uses.is_empty() {
         return HashMap::default();
     }
-    // Per value: the mask of every use so far, or `None` once another use is seen.
-    let mut uses: HashMap<Ref, Option<i64>> = HashMap::default();
-    let mut seen = |r: Ref, by: Option<i64>| {
-        let e = uses.entry(r).or_insert(by);
-        if *e != by {
-            *e = None;
-        }
-    };
     for inst in &trace.insts {
         let mask = mask_of(inst);
         let by = |r: &Ref| mask.filter(|(x, _)| x == r).map(|(_, m)| m);
         let snap = trace.snap_of(inst).into_iter().flat_map(|s| s.operands());
         for o in inst.args.iter().chain(snap) {
             if let Opnd::Ref(r) = o {
-                seen(*r, by(r));
+                if let Some(e) = uses.get_mut(r) {
+                    if *e != by(r) {
+                        *e = None;
+                    }
+                }
             }
         }
     }
