@@ -940,52 +940,18 @@ impl<'p> Jit<'p> {
             }
             return;
         }
-        if self.config.background {
-            // They move in when the compiler thread is done (`Jit::compiled`), and their
-            // code runs until then.
-            for &k in &chosen {
-                self.trees[t].bridges[k - 1].wanted = true;
-            }
-            self.trees[t].promoted += chosen.len();
-            self.stats.promoted += chosen.len() as u64;
-            self.compile(t, Some(seg));
-            return;
-        }
-        // Their old code stays alive until the new function, whose guards no longer go
-        // there, has replaced the old one, which linked to it. The exits of their old
-        // code that went on in trees (this one's too, which compiling it again relinks)
-        // go with it: their numbers are the old code's.
-        let mut old = Vec::new();
+        // They move in with the function's next compilation (`Jit::compiled`, which
+        // retires their code), and their code runs until then: on the compiler thread,
+        // until it is done.
         for &k in &chosen {
-            let bridge = &mut self.trees[t].bridges[k - 1];
-            old.push(bridge.code.take());
-            bridge.separate = false;
-        }
-        let mut links = Vec::new();
-        for (to, tree) in self.trees.iter_mut().enumerate() {
-            tree.incoming.retain(|&(from, unit, g)| {
-                let theirs = from == t && chosen.contains(&unit);
-                if theirs {
-                    links.push((to, (from, unit, g)));
-                }
-                !theirs
-            });
+            self.trees[t].bridges[k - 1].wanted = true;
         }
         if self.compile(t, Some(seg)) {
             self.trees[t].promoted += chosen.len();
             self.stats.promoted += chosen.len() as u64;
-            drop(old);
         } else {
-            for (&k, code) in chosen.iter().zip(old) {
-                let bridge = &mut self.trees[t].bridges[k - 1];
-                bridge.separate = true;
-                bridge.code = code;
-                if let Some(code) = &bridge.code {
-                    code.stop_counting();
-                }
-            }
-            for (to, link) in links {
-                self.trees[to].incoming.push(link);
+            for &k in &chosen {
+                self.trees[t].bridges[k - 1].wanted = false;
             }
         }
     }
