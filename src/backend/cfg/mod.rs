@@ -23,6 +23,8 @@
 //! kinds, a read that may come before the variable is written on some path, `readlist` of
 //! a list whose element kind is not known, big integer constants, calls.
 
+mod bounds;
+
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -101,6 +103,8 @@ pub struct Analysis {
     /// Per block: the interval of each variable's integer wherever the block starts, when
     /// known ([`entry_ranges`]).
     entry_ranges: Vec<Vec<Option<Range>>>,
+    /// Where the bounds checks of indexes relative to a variable go ([`bounds::plan`]).
+    bounds: bounds::Plan,
     /// The deoptimization points: where the interpreter resumes, and the variables written
     /// there, each in the register of its slot (entry `Ref(k)` is register `k`).
     pub points: Vec<Snapshot>,
@@ -287,12 +291,14 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         None
     };
     let entry_ranges = entry_ranges(program, entry, &kinds, &lengths, elements);
+    let bounds = bounds::plan(program, entry, &kinds, &defined, ints);
     Ok(Analysis {
         kinds,
         defined,
         elements,
         lengths,
         entry_ranges,
+        bounds,
         ints,
         points: Vec::new(),
     })
@@ -681,12 +687,49 @@ pub fn lower(
         b.def_var(vars[s.index()], v);
     }
     let blocks: Vec<Block> = program.blocks.iter().map(|_| b.create_block()).collect();
-    b.ins().jump(blocks[entry.index()], &[]);
+    // A block with checks on the way in from before its loop starts with a block of them.
+    let pre: Vec<Option<Block>> = an
+        .bounds
+        .entry
+        .iter()
+        .map(|checks| (!checks.is_empty()).then(|| b.create_block()))
+        .collect();
+    let way_in = |to: BlockId| pre[to.index()].unwrap_or(blocks[to.index()]);
+    b.ins().jump(way_in(entry), &[]);
     let mut pending: Vec<(Block, usize)> = Vec::new();
     for (bi, block) in program.blocks.iter().enumerate() {
-        b.switch_to_block(blocks[bi]);
         let mut written: Vec<Slot> = an.defined[bi].iter().collect();
         written.sort();
+        // Where the block's checks deoptimize: its first statement.
+        let live = program.live_at(BlockId(bi as u32), 0);
+        let at_start: Vec<Slot> = written
+            .iter()
+            .copied()
+            .filter(|s| live.contains(*s))
+            .collect();
+        let start_pos = Position {
+            block: BlockId(bi as u32),
+            inst: 0,
+        };
+        for (pre, checks) in [
+            (pre[bi], &an.bounds.entry[bi]),
+            (Some(blocks[bi]), &an.bounds.body[bi]),
+        ] {
+            let Some(pre) = pre else { continue };
+            b.switch_to_block(pre);
+            let mut exits = Deopts {
+                pending: &mut pending,
+                points: &mut an.points,
+                pos: start_pos,
+                written: at_start.clone(),
+            };
+            for c in checks {
+                check_span(&mut b, c, &vars, &an.lengths, &mut exits);
+            }
+            if pre != blocks[bi] {
+                b.ins().jump(blocks[bi], &[]);
+            }
+        }
         let value = |b: &mut FunctionBuilder, o: &Operand| -> (ClifValue, MKind) {
             match o {
                 Operand::Var(s) => (
@@ -706,6 +749,21 @@ pub fn lower(
         let mut dead = false;
         let mut facts = Facts::new(&an.kinds, &an.lengths);
         facts.ranges.clone_from(&an.entry_ranges[bi]);
+        // Checked: `base + k` is an index, so `base` is no further from the array's ends.
+        for (&(array, base), &(lo, hi)) in &an.bounds.known[bi] {
+            let top =
+                an.lengths[array.index()].map_or(flowjit_runtime::value::MAX_INDEX, |len| len - 1);
+            let (lo, hi) = (-lo, top - hi);
+            let r = &mut facts.ranges[base.index()];
+            let (lo, hi) = match *r {
+                Some((a, b)) => (lo.max(a), hi.min(b)),
+                None => (lo, hi),
+            };
+            if lo <= hi {
+                *r = Some((lo, hi));
+            }
+        }
+        let covered = &an.bounds.covered[bi];
         for (k, inst) in block.insts.iter().enumerate() {
             let mut exits = Deopts {
                 pending: &mut pending,
@@ -741,7 +799,8 @@ pub fn lower(
                         } else if let (Op::Readlist, true, [(a, MKind::Array), (i, MKind::Int)]) =
                             (op, an.ints, args.as_slice())
                         {
-                            let check = !facts.in_bounds(&operands[0], &operands[1]);
+                            let check = !covered.contains(&k)
+                                && !facts.in_bounds(&operands[0], &operands[1]);
                             Some((dst, int_item(&mut b, *a, *i, check, &mut exits)))
                         } else {
                             let result = match op {
@@ -776,7 +835,7 @@ pub fn lower(
                         dead = true;
                         break;
                     }
-                    if !facts.in_bounds(&Operand::Var(*array), index) {
+                    if !covered.contains(&k) && !facts.in_bounds(&Operand::Var(*array), index) {
                         let len = b.ins().load(I64, HEADER, a, abi::LIST_LEN_OFFSET as i32);
                         let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
                         exits.exit_if(&mut b, outside);
@@ -830,24 +889,26 @@ pub fn lower(
         if dead {
             continue;
         }
+        // Round a loop, past the checks on the way in.
+        let to = |target: BlockId| {
+            if an.bounds.round(BlockId(bi as u32), target) {
+                blocks[target.index()]
+            } else {
+                way_in(target)
+            }
+        };
         match &block.term {
             Terminator::Goto(j) | Terminator::Promote { target: j, .. } => {
-                b.ins().jump(blocks[j.target.index()], &[]);
+                b.ins().jump(to(j.target), &[]);
             }
             Terminator::Return(_) => unreachable!("`declined` refuses programs that return"),
             Terminator::If { cond, then, els } => {
                 let (c, kind) = value(&mut b, &Operand::Var(*cond));
                 if kind == MKind::Int {
-                    b.ins().brif(
-                        c,
-                        blocks[then.target.index()],
-                        &[],
-                        blocks[els.target.index()],
-                        &[],
-                    );
+                    b.ins().brif(c, to(then.target), &[], to(els.target), &[]);
                 } else {
                     // An atom or a list is never the integer 0.
-                    b.ins().jump(blocks[then.target.index()], &[]);
+                    b.ins().jump(to(then.target), &[]);
                 }
             }
             Terminator::PrintAndStop(a) => {
@@ -870,6 +931,38 @@ pub fn lower(
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());
     func
+}
+
+/// Deoptimizes at the block's first statement unless `base + k` is an index of `array`
+/// for every `k` of the check: one unsigned comparison of the lowest, `base + lo`, with the
+/// length less the span. Wrapped round 64 bits, a sum of a base and an offset (both far
+/// smaller than 2^63, see [`bounds`]) is a huge unsigned number, and fails it.
+fn check_span(
+    b: &mut FunctionBuilder,
+    check: &bounds::Check,
+    vars: &[Variable],
+    lengths: &[Option<i64>],
+    exits: &mut Deopts,
+) {
+    let base = b.use_var(vars[check.base.index()]);
+    let lowest = b.ins().iadd_imm_s(base, check.lo);
+    let span = check.hi - check.lo;
+    let limit = match lengths[check.array.index()] {
+        Some(len) => b.ins().iconst(I64, (len - span).max(0)),
+        None => {
+            let array = b.use_var(vars[check.array.index()]);
+            let len = b
+                .ins()
+                .load(I64, HEADER, array, abi::LIST_LEN_OFFSET as i32);
+            let room = b.ins().iadd_imm_s(len, -span);
+            let zero = b.ins().iconst(I64, 0);
+            b.ins().smax(room, zero)
+        }
+    };
+    let outside = b
+        .ins()
+        .icmp(IntCC::UnsignedGreaterThanOrEqual, lowest, limit);
+    exits.exit_if(b, outside);
 }
 
 /// The element at `index` of array `a`, which holds only integers: the index is checked
