@@ -8,7 +8,9 @@
 //! then (`k = i % 6` on five elements), or at constant indexes. A small array, `box`, is made
 //! anew ([`HeapOp::Box`]), read at constant indexes, made to hold `arr`, printed or aliased
 //! by `ali` (so that allocation removal keeps it virtual, across iterations too, or lets it
-//! escape, in one branch or every time). It prints variables and the array, writes bytes
+//! escape, in one branch or every time). A pointer `wp` walks `tape` the way a Brainfuck
+//! program's does, between loops ([`HeapOp::Walk`]) and in a loop of its own
+//! ([`HeapOp::Sweep`]), off its ends now and then. It prints variables and the array, writes bytes
 //! (some of which are not bytes: `x & 511`), and reads its input; so output comes before
 //! errors, and each executor must have written all of it.
 //!
@@ -137,6 +139,26 @@ pub enum HeapOp {
         step: i64,
         /// How often the pointer moves.
         every: i64,
+    },
+    /// A loop of its own, as a Brainfuck loop at a pointer only the run knows: up to eight
+    /// times (`n = (getchar() + counter % times) & 7`, plus one: a byte of input, so that
+    /// the partial evaluator counts neither the times round nor, after them, `wp`),
+    /// `x{dst} = tape[wp]` (printed when `print`), `tape[wp + c] = (tape[wp + c] + x{dst} +
+    /// 1) & 255`, `wp = wp + step`. The loop's block is its own back edge's target, where a
+    /// whole program's compiler checks both offsets once on the way in and nothing round
+    /// the loop when `step` is 0 (`backend::cfg::bounds`), and each time round otherwise,
+    /// until the walk leaves the tape in the middle of an iteration, after its output.
+    Sweep {
+        /// The variable the first read assigns.
+        dst: usize,
+        /// The other cell's offset.
+        c: i64,
+        /// How far the pointer moves each time round.
+        step: i64,
+        /// Bounds how many times round.
+        times: i64,
+        /// Whether each time round prints what it read first.
+        print: bool,
     },
     /// `x{dst} = tolist(arr) == tolist(ali)`: two lists compared by their elements, equal
     /// when the arrays hold the same, whether or not they are the same array.
@@ -271,6 +293,14 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         1 => (0..VARS, prop_oneof![Just(60i64), Just(150), Just(400)], 0i64..3)
             .prop_map(|(dst, at, len)| HeapOp::Shrink { dst, at, len }),
         2 => walk(),
+        2 => (
+            0..VARS,
+            -3i64..4,
+            prop_oneof![2 => Just(0i64), 1 => Just(1), 1 => Just(-1), 1 => Just(2)],
+            1i64..9,
+            any::<bool>()
+        )
+            .prop_map(|(dst, c, step, times, print)| HeapOp::Sweep { dst, c, step, times, print }),
         3 => prop_oneof![4 => (0..VARS).prop_map(Some), 1 => Just(None)].prop_map(HeapOp::Print),
         2 => (0..VARS, prop_oneof![4 => Just(127i64), 1 => Just(511)])
             .prop_map(|(v, m)| HeapOp::Putchar(v, m)),
@@ -445,6 +475,31 @@ impl Emitter {
                          {t} = {t} + x{dst}\n    {t} = {t} & 255\n    tape[{q}] = {t}\n    \
                          {w} = {counter} % {every}\n    if {w} goto {skip} else goto {go}\n\
                          {go}:\n    wp = wp + {step}\n    goto {skip}\n{skip}:"
+                    );
+                }
+                HeapOp::Sweep {
+                    dst,
+                    c,
+                    step,
+                    times,
+                    print,
+                } => {
+                    let (n, q, t) = (self.label("n"), self.label("q"), self.label("t"));
+                    let (sweep, out) = (self.label("sweep"), self.label("swept"));
+                    let print = if *print {
+                        format!("    print(x{dst})\n")
+                    } else {
+                        String::new()
+                    };
+                    let _ = writeln!(
+                        self.out,
+                        "    {n} = getchar()\n    {q} = {counter} % {times}\n    {n} = {n} + {q}\n    \
+                         {n} = {n} & 7\n    {n} = {n} + 1\n    \
+                         goto {sweep}\n\
+                         {sweep}:\n    x{dst} = tape[wp]\n{print}    {q} = wp + {c}\n    \
+                         {t} = tape[{q}]\n    {t} = {t} + x{dst}\n    {t} = {t} + 1\n    \
+                         {t} = {t} & 255\n    tape[{q}] = {t}\n    wp = wp + {step}\n    \
+                         {n} = {n} - 1\n    if {n} goto {sweep} else goto {out}\n{out}:"
                     );
                 }
                 HeapOp::Shrink { dst, at, len } => {

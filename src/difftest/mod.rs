@@ -20,7 +20,8 @@
 //!   peeling rejects loops for changing types and bridges carry the other type back in.
 //!   Pieces of heap statements (`heap.rs`) store into an array through one of its two names
 //!   and read through the other, make a fresh array that parts them, store the array into
-//!   itself, index past its end now and then, print values and the array, write bytes (and
+//!   itself, index past its end now and then, walk a tape with a pointer as Brainfuck does
+//!   (between loops, and in a loop of its own: three deep then), print values and the array, write bytes (and
 //!   values that are not bytes), read input, and call the program's functions: straight-line
 //!   ones, recursive ones, and `@elidable` ones that memoize in a table of their own.
 //! - **Interpreters** ([`GenDispatch`], `dispatch.rs`): a dispatch loop with
@@ -42,7 +43,7 @@
 //! What it does not reach: lists other than the one constant list and the constant lists
 //! of the variables that change type, arrays other than one (and the memo tables), calls
 //! from functions other than a recursion to itself, loops inside functions, atoms other
-//! than `'a'`, loops nested more than two deep, loops whose counter is not a plain countdown, more than one dispatch loop in a
+//! than `'a'`, loops nested more than two deep (but for a heap piece's own loop), loops whose counter is not a plain countdown, more than one dispatch loop in a
 //! program, and bytecode with more than two loops (its inner loop always starts from the
 //! outer counter).
 //!
