@@ -143,8 +143,8 @@ pub enum HeapOp {
     /// A loop of its own, as a Brainfuck loop at a pointer only the run knows: up to eight
     /// times (`n = (getchar() + counter % times) & 7`, plus one: a byte of input, so that
     /// the partial evaluator counts neither the times round nor, after them, `wp`),
-    /// `x{dst} = tape[wp]` (printed when `print`), `tape[wp + c] = (tape[wp + c] + x{dst} +
-    /// 1) & 255`, `wp = wp + step`. The loop's block is its own back edge's target, where a
+    /// `x{dst} = tape[wp]` (printed when `print`),
+    /// `tape[wp + c] = (tape[wp + c] + x{dst} + 1) & 255`, `wp = wp + step`. The loop's block is its own back edge's target, where a
     /// whole program's compiler checks both offsets once on the way in and nothing round
     /// the loop when `step` is 0 (`backend::cfg::bounds`), and each time round otherwise,
     /// until the walk leaves the tape in the middle of an iteration, after its output.
