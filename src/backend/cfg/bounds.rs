@@ -58,6 +58,12 @@ pub struct Check {
 /// used, and facts that drift further are forgotten: sums of offsets stay far from 64 bits.
 const MAX_OFFSET: i64 = 1 << 32;
 
+/// Whether `offset` is within [`MAX_OFFSET`] of its base (`i64::MIN` is not: its absolute
+/// value does not fit).
+fn near(offset: i64) -> bool {
+    offset.unsigned_abs() <= MAX_OFFSET.unsigned_abs()
+}
+
 /// Passes over the blocks after which a program whose facts still change gets none (each
 /// pass can only narrow them, so they settle; this bounds how long that may take).
 const MAX_PASSES: usize = 64;
@@ -129,7 +135,7 @@ impl Walk<'_> {
         let shifted = |r: Option<Rel>, by: i64| {
             let r = r?;
             let offset = r.offset.checked_add(by)?;
-            (offset.abs() <= MAX_OFFSET).then_some(Rel { offset, ..r })
+            near(offset).then_some(Rel { offset, ..r })
         };
         let rel = match inst {
             Inst::Op1 {
@@ -245,8 +251,8 @@ fn through(known: &Known, ends: &HashMap<Slot, Option<Rel>>) -> Known {
                 Some(Some(r)) if r.base == base => r.offset,
                 Some(_) => return None,
             };
-            let (lo, hi) = (lo - d, hi - d);
-            (lo.abs() <= MAX_OFFSET && hi.abs() <= MAX_OFFSET).then_some(((array, base), (lo, hi)))
+            let (lo, hi) = (lo.checked_sub(d)?, hi.checked_sub(d)?);
+            (near(lo) && near(hi)).then_some(((array, base), (lo, hi)))
         })
         .collect()
 }

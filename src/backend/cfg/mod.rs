@@ -751,9 +751,10 @@ pub fn lower(
         facts.ranges.clone_from(&an.entry_ranges[bi]);
         // Checked: `base + k` is an index, so `base` is no further from the array's ends.
         for (&(array, base), &(lo, hi)) in &an.bounds.known[bi] {
-            let top =
-                an.lengths[array.index()].map_or(flowjit_runtime::value::MAX_INDEX, |len| len - 1);
-            let (lo, hi) = (-lo, top - hi);
+            let top = an.lengths[array.index()].map_or(flowjit_runtime::value::MAX_INDEX, |len| {
+                len.saturating_sub(1)
+            });
+            let (lo, hi) = (lo.saturating_neg(), top.saturating_sub(hi));
             let r = &mut facts.ranges[base.index()];
             let (lo, hi) = match *r {
                 Some((a, b)) => (lo.max(a), hi.min(b)),
@@ -948,7 +949,7 @@ fn check_span(
     let lowest = b.ins().iadd_imm_s(base, check.lo);
     let span = check.hi - check.lo;
     let limit = match lengths[check.array.index()] {
-        Some(len) => b.ins().iconst(I64, (len - span).max(0)),
+        Some(len) => b.ins().iconst(I64, len.saturating_sub(span).max(0)),
         None => {
             let array = b.use_var(vars[check.array.index()]);
             let len = b
