@@ -524,6 +524,20 @@ mod tests {
         assert!(plan.body[3].is_empty() && plan.entry[3].is_empty());
     }
 
+    /// Offsets far from 64 bits' ends only: `ptr + 9223372036854775807` and `ptr +
+    /// -9223372036854775808` are left to their own checks (the absolute value of the second
+    /// overflowed while planning).
+    #[test]
+    fn huge_offsets_are_not_covered() {
+        let (_, plan) = plan_of(
+            "start:\n  i = ptr + 9223372036854775807\n  v = tape[i]\n  \
+             j = ptr + -9223372036854775808\n  v = tape[j]\n  \
+             k = ptr - -9223372036854775808\n  v = tape[k]\n  print_and_stop(v)\n",
+        );
+        assert!(plan.covered[0].is_empty());
+        assert!(plan.body[0].is_empty());
+    }
+
     /// An index the block computes otherwise, or an array it assigns first, is left to
     /// the check where it is used.
     #[test]
