@@ -1686,17 +1686,24 @@ impl Lower<'_> {
                         // where it holds, one conditional branch per iteration (the block
                         // `over` comes next: Cranelift branches back, and falls through to
                         // the way out).
+                        // The values that go round are passed in a block of their own
+                        // on the way back, not by the branch: what the exit needs too is
+                        // then not held in a register apart from the loop's.
+                        let round = b.create_block();
+                        let over = b.create_block();
+                        if on_nonzero {
+                            b.ins().brif(fail, over, &[], round, &[]);
+                        } else {
+                            b.ins().brif(fail, round, &[], over, &[]);
+                        }
+                        b.seal_block(round);
+                        b.switch_to_block(round);
                         let args: Vec<BlockArg> = trace.insts[i + 1]
                             .args
                             .iter()
                             .map(|a| BlockArg::Value(self.opnd(b, seg, a).0))
                             .collect();
-                        let over = b.create_block();
-                        if on_nonzero {
-                            b.ins().brif(fail, over, &[], h, &args);
-                        } else {
-                            b.ins().brif(fail, h, &args, over, &[]);
-                        }
+                        b.ins().jump(h, &args);
                         b.seal_block(over);
                         b.switch_to_block(over);
                         b.ins().jump(target, &[]);
@@ -1997,8 +2004,27 @@ impl Lower<'_> {
         };
         if let Some((array, base, _)) = access {
             let (lo, hi) = self.offsets[&(array, base)];
+            let x = self.vals[seg][base.index()];
+            // A loop parameter the loop's proofs hold at or above 0 and `-lo`: `x + lo`
+            // is not negative, and one comparison of `x` itself with `len - hi` (or 0)
+            // checks the whole run, failing exactly where the others would. The index `x + lo` is then not needed before the element's address,
+            // which is `x`'s anyway (`Lower::element`): a loop that moves its pointer,
+            // `[>>>>>>>>>]`, computes its new pointer where the iteration ends, in the old
+            // one's register, with no move at the back edge.
+            let floor = self.param_hull(seg, base).and_then(|r| r.lo);
+            if let (Some(floor), Some(x)) = (floor, x) {
+                if floor >= 0 && floor + i128::from(lo) >= 0 && hi >= 0 {
+                    let room = b.ins().iadd_imm_s(len, -hi);
+                    let zero = b.ins().iconst(I64, 0);
+                    let limit = b.ins().smax(room, zero);
+                    let fail = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, x, limit);
+                    self.exit_if(b, fail, i);
+                    self.covered.push((array, base));
+                    return;
+                }
+            }
             let span = hi.checked_sub(lo).filter(|&s| s > 0);
-            if let (Some(span), Some(x)) = (span, self.vals[seg][base.index()]) {
+            if let (Some(span), Some(x)) = (span, x) {
                 // One unsigned comparison: `x + lo` is below `len - span` (or 0, for an
                 // array shorter than the span) exactly when `x + lo` and `x + hi` are both
                 // within the array. A sum that wraps lands at 2^63 or past, as an unsigned
@@ -2023,6 +2049,21 @@ impl Lower<'_> {
                 self.covered.push((array, base));
             }
         }
+    }
+
+    /// The interval the root loop's proofs hold `r` in, when `r` is one of its parameters
+    /// (the loop's body sees each as it came round, `an.bounds[0].hull`).
+    fn param_hull(&self, seg: usize, r: Ref) -> Option<Range> {
+        if seg != 0 {
+            return None;
+        }
+        let insts = &self.segments[0].trace.insts;
+        if !matches!(insts[r.index()].kind, Kind::Param(_)) {
+            return None;
+        }
+        let start = insts.iter().position(|i| i.kind == Kind::LoopStart)?;
+        let k = r.index().checked_sub(start + 1)?;
+        self.an.bounds[0].hull.get(k).copied()
     }
 
     /// The address of the payload of the element at `index` (the value of operand `o` of
