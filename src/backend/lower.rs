@@ -1683,19 +1683,14 @@ impl Lower<'_> {
                     let back_edge = *header;
                     if let Some(h) = back_edge.filter(|_| self.closes_loop(i)) {
                         // The guard just before the root's back edge: the loop goes on
-                        // where it holds, one conditional branch per iteration (the block
-                        // `over` comes next: Cranelift branches back, and falls through to
-                        // the way out).
-                        // The values that go round are passed in a block of their own
-                        // on the way back, not by the branch: what the exit needs too is
-                        // then not held in a register apart from the loop's.
+                        // where it holds, one conditional branch per iteration to the way
+                        // out. The values that go round are passed by a jump from a block
+                        // of their own (`round`, which comes next), not by the branch: a
+                        // value the exit needs too is then computed again on each way,
+                        // not held in a register apart from the loop's and moved.
                         let round = b.create_block();
                         let over = b.create_block();
-                        if on_nonzero {
-                            b.ins().brif(fail, over, &[], round, &[]);
-                        } else {
-                            b.ins().brif(fail, round, &[], over, &[]);
-                        }
+                        Self::guard_branch(b, fail, on_nonzero, over, round);
                         b.seal_block(round);
                         b.switch_to_block(round);
                         let args: Vec<BlockArg> = trace.insts[i + 1]
@@ -1710,11 +1705,7 @@ impl Lower<'_> {
                         return;
                     }
                     let cont = b.create_block();
-                    if on_nonzero {
-                        b.ins().brif(fail, target, &[], cont, &[]);
-                    } else {
-                        b.ins().brif(fail, cont, &[], target, &[]);
-                    }
+                    Self::guard_branch(b, fail, on_nonzero, target, cont);
                     b.seal_block(cont);
                     b.switch_to_block(cont);
                 }
@@ -2048,6 +2039,22 @@ impl Lower<'_> {
             if lo == hi {
                 self.covered.push((array, base));
             }
+        }
+    }
+
+    /// A guard's branch on `fail`: to `out` where it fails (on a non-zero `fail` when
+    /// `on_nonzero`, on zero otherwise), to `holds` where it holds.
+    fn guard_branch(
+        b: &mut FunctionBuilder,
+        fail: ClifValue,
+        on_nonzero: bool,
+        out: Block,
+        holds: Block,
+    ) {
+        if on_nonzero {
+            b.ins().brif(fail, out, &[], holds, &[]);
+        } else {
+            b.ins().brif(fail, holds, &[], out, &[]);
         }
     }
 
