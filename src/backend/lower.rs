@@ -1998,10 +1998,11 @@ impl Lower<'_> {
             let x = self.vals[seg][base.index()];
             // A loop parameter the loop's proofs hold at or above 0 and `-lo`: `x + lo`
             // is not negative, and one comparison of `x` itself with `len - hi` (or 0)
-            // checks the whole run, failing exactly where the others would. The index `x + lo` is then not needed before the element's address,
-            // which is `x`'s anyway (`Lower::element`): a loop that moves its pointer,
-            // `[>>>>>>>>>]`, computes its new pointer where the iteration ends, in the old
-            // one's register, with no move at the back edge.
+            // checks the whole run, failing exactly where the others would. The index
+            // `x + lo` is then not needed before the element's address, which is `x`'s
+            // anyway (`Lower::element`): a loop that moves its pointer, `[>>>>>>>>>]`,
+            // computes its new pointer where the iteration ends, in the old one's
+            // register, with no move at the back edge.
             let floor = self.param_hull(seg, base).and_then(|r| r.lo);
             if let (Some(floor), Some(x)) = (floor, x) {
                 if floor >= 0 && floor + i128::from(lo) >= 0 && hi >= 0 {
@@ -2068,7 +2069,7 @@ impl Lower<'_> {
         if !matches!(insts[r.index()].kind, Kind::Param(_)) {
             return None;
         }
-        let start = insts.iter().position(|i| i.kind == Kind::LoopStart)?;
+        let start = self.segments[0].trace.loop_start()?;
         let k = r.index().checked_sub(start + 1)?;
         self.an.bounds[0].hull.get(k).copied()
     }

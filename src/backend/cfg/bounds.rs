@@ -354,7 +354,11 @@ pub fn plan(
     }
     // Each reachable block's state: what its entry checks leave known, what its statements
     // start with, what it ends with (`None` for the end: not analyzed yet).
-    let mut entered: Vec<Known> = vec![Known::new(); n];
+    // Each reachable block's state in the last pass: what its ways from before the loop
+    // know, what its statements start with before and after its own checks, and what it
+    // ends with (`None` for the end: not analyzed yet).
+    let mut befores: Vec<Known> = vec![Known::new(); n];
+    let mut arrivings: Vec<Known> = vec![Known::new(); n];
     let mut starts: Vec<Known> = vec![Known::new(); n];
     let mut ends: Vec<Option<Known>> = vec![None; n];
     let mut settled = false;
@@ -370,17 +374,17 @@ pub fn plan(
             // Every reachable block but the entry has a forward predecessor before it in
             // reverse postorder (its parent in the search), analyzed in this pass.
             let from_before = from_before.expect("a way in from before");
-            let after_entry = with(from_before, &summaries[b].needs);
-            let around = meet_all(back_preds[b].iter().map(|&p| &ends[p]));
-            let start = match around {
+            let after_entry = with(from_before.clone(), &summaries[b].needs);
+            let arriving = match meet_all(back_preds[b].iter().map(|&p| &ends[p])) {
                 Some(around) => meet(&after_entry, &around),
-                None => after_entry.clone(),
+                None => after_entry,
             };
-            let start = with(start, &summaries[b].needs);
+            let start = with(arriving.clone(), &summaries[b].needs);
             let end = Some(through(&start, &summaries[b].ends));
             changed |= ends[b] != end;
             ends[b] = end;
-            entered[b] = after_entry;
+            befores[b] = from_before;
+            arrivings[b] = arriving;
             starts[b] = start;
         }
         if !changed {
@@ -413,21 +417,10 @@ pub fn plan(
             plan.known[b] = s.needs.clone();
             continue;
         }
-        // What the statements start with, their own checks not counted.
-        let arriving = {
-            let after_entry = &entered[b];
-            match meet_all(back_preds[b].iter().map(|&p| &ends[p])) {
-                Some(around) => meet(after_entry, &around),
-                None => after_entry.clone(),
-            }
-        };
-        let body = checks(&s.needs, &arriving);
-        let from_before = if b == entry.index() {
-            Known::new()
-        } else {
-            meet_all(forward_preds[b].iter().map(|&p| &ends[p])).expect("analyzed")
-        };
-        let entry_checks = checks(&s.needs, &from_before);
+        // What the statements start with, their own checks not counted, and what the
+        // ways from before the loop bring.
+        let body = checks(&s.needs, &arrivings[b]);
+        let entry_checks = checks(&s.needs, &befores[b]);
         if back_preds[b].is_empty() {
             // No way round a loop: the ways in are all the ways in.
             plan.body[b] = entry_checks;
