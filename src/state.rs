@@ -12,10 +12,70 @@ use std::io::{BufRead, Write};
 
 use flowjit_runtime::Value;
 
-use crate::lang::{BlockId, Program, Slot};
+use crate::lang::{BlockId, FuncId, Program, Slot};
 
 /// How deep calls may nest: one call more is the runtime error `call depth limit reached`.
 pub const MAX_CALL_DEPTH: usize = 100_000;
+
+/// The results of `@elidable` calls the JIT's interpreter and recorder have made, so that
+/// a call made again with the same arguments is not run again (SPEC §2.3: the JIT may reuse
+/// a result). Only without `--max-steps`: a function may keep private state, such as a memo
+/// table of its own, and take fewer operations the second time, so that no count kept with
+/// a result is what the call would take now, and a limit must stop the program at the
+/// interpreter's operation. Each result keeps the operations its call took all the same
+/// (the recorder puts them in the trace). Arguments compare as `eq` compares them (a list by its contents, found by its cached
+/// fingerprint; an array by identity); the table keeps them alive, so an array's address is
+/// never another array's while its entry stands.
+#[derive(Default)]
+pub struct Memo {
+    results: rustc_hash::FxHashMap<(FuncId, Vec<Value>), (Value, u64)>,
+    /// The lists and arrays the keys keep alive, by address, and their elements in all:
+    /// what the table holds that the program may have let go.
+    held: rustc_hash::FxHashSet<usize>,
+    weight: usize,
+}
+
+impl Memo {
+    /// The most results kept: past it, new results are not kept.
+    pub const MAX: usize = 1 << 16;
+
+    /// The most elements of lists and arrays the keys may keep alive (each list or array
+    /// counted once): past it, a result whose arguments would keep more is not kept.
+    pub const MAX_HELD: usize = 1 << 22;
+
+    /// The result of `func` on `args` and the operations the call took, if known and if
+    /// `left` operations let it finish.
+    pub fn get(&self, func: FuncId, args: Vec<Value>, left: u64) -> Option<(Value, u64)> {
+        let (v, took) = self.results.get(&(func, args))?;
+        (*took <= left).then(|| (v.clone(), *took))
+    }
+
+    /// Keeps the result `v` of `func` on `args`, which took `took` operations, if the
+    /// table has room.
+    pub fn insert(&mut self, func: FuncId, args: Vec<Value>, v: Value, took: u64) {
+        if self.results.len() >= Self::MAX {
+            return;
+        }
+        let mut new: Vec<(usize, usize)> = Vec::new();
+        for a in &args {
+            let (at, len) = match a {
+                Value::List(l) => (std::rc::Rc::as_ptr(l) as usize, l.len()),
+                Value::Array(x) => (std::rc::Rc::as_ptr(x) as usize, x.len()),
+                _ => continue,
+            };
+            if !self.held.contains(&at) && !new.iter().any(|&(b, _)| b == at) {
+                new.push((at, len + 1));
+            }
+        }
+        let weight = self.weight + new.iter().map(|&(_, n)| n).sum::<usize>();
+        if weight > Self::MAX_HELD {
+            return;
+        }
+        self.weight = weight;
+        self.held.extend(new.iter().map(|&(at, _)| at));
+        self.results.insert((func, args), (v, took));
+    }
+}
 
 /// A call waiting for the call it made to return.
 #[derive(Clone, Debug)]
@@ -78,6 +138,9 @@ pub struct State {
     pub depth: usize,
     /// Frames of calls that have returned, kept for the next calls.
     spare: Vec<Frame>,
+    /// The results of `@elidable` calls, under the JIT ([`Memo`]); none under the plain
+    /// interpreter, which makes every call.
+    pub memo: Option<Box<Memo>>,
 }
 
 impl State {
@@ -90,6 +153,7 @@ impl State {
             returns_out: false,
             depth: 0,
             spare: Vec::new(),
+            memo: None,
         }
     }
 
@@ -103,6 +167,7 @@ impl State {
             returns_out: false,
             depth: 0,
             spare: Vec::new(),
+            memo: None,
         }
     }
 
@@ -315,4 +380,53 @@ pub fn frame_with(program: &Program, inputs: &[(Slot, Value)]) -> Frame {
         frame[slot.index()] = Some(v.clone());
     }
     frame
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memo_finds_a_result_by_the_arguments_values() {
+        let mut memo = Memo::default();
+        let f = FuncId(0);
+        let list = || Value::list(vec![Value::Int(1), Value::Int(2)]);
+        memo.insert(f, vec![list(), Value::Int(7)], Value::Int(42), 30);
+        // Another list with the same elements is the same argument, as `eq` sees it.
+        assert_eq!(
+            memo.get(f, vec![list(), Value::Int(7)], 100),
+            Some((Value::Int(42), 30))
+        );
+        assert_eq!(memo.get(f, vec![list(), Value::Int(8)], 100), None);
+        assert_eq!(memo.get(FuncId(1), vec![list(), Value::Int(7)], 100), None);
+        // A budget too small for the call it stands for: not found.
+        assert_eq!(memo.get(f, vec![list(), Value::Int(7)], 29), None);
+    }
+
+    #[test]
+    fn memo_compares_arrays_by_identity() {
+        let mut memo = Memo::default();
+        let f = FuncId(0);
+        let a = Value::array(vec![Value::Int(0); 3]);
+        memo.insert(f, vec![a.clone()], Value::Int(1), 5);
+        assert_eq!(memo.get(f, vec![a], 100), Some((Value::Int(1), 5)));
+        let b = Value::array(vec![Value::Int(0); 3]);
+        assert_eq!(memo.get(f, vec![b], 100), None);
+    }
+
+    #[test]
+    fn memo_keeps_no_more_elements_alive_than_its_limit() {
+        let mut memo = Memo::default();
+        let f = FuncId(0);
+        let big = Value::array(vec![Value::Int(0); Memo::MAX_HELD / 2]);
+        memo.insert(f, vec![big.clone()], Value::Int(1), 1);
+        // The same array again costs nothing more.
+        memo.insert(f, vec![big.clone(), Value::Int(2)], Value::Int(2), 1);
+        assert!(memo.get(f, vec![big.clone(), Value::Int(2)], 10).is_some());
+        // Another as large does not fit.
+        let other = Value::array(vec![Value::Int(0); Memo::MAX_HELD / 2]);
+        memo.insert(f, vec![other.clone()], Value::Int(3), 1);
+        assert_eq!(memo.get(f, vec![other], 10), None);
+        assert!(memo.get(f, vec![big], 10).is_some());
+    }
 }

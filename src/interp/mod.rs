@@ -16,7 +16,7 @@
 
 use flowjit_runtime::{ops, Op, OpError, Value};
 
-use crate::lang::{BlockId, Inst, Jump, Operand, Program, Slot, Terminator};
+use crate::lang::{BlockId, FuncId, Inst, Jump, Operand, Program, Slot, Terminator};
 use crate::state::{Frame, Position, State, Steps};
 
 /// What went wrong, without where.
@@ -333,6 +333,11 @@ fn interpret<M: Monitor>(
 ) -> Result<Exit, RuntimeError> {
     let mut id = at.block;
     let mut first = at.inst;
+    // The calls of `@elidable` functions entered in this run whose results the memo will
+    // keep (`State::memo`): each call's depth, function and arguments, and the budget left
+    // at its entry. A call that does not return here (the JIT took over, or an error) keeps
+    // nothing.
+    let mut pending: Vec<(usize, (FuncId, Vec<Value>), u64)> = Vec::new();
     'blocks: loop {
         let block = &program.blocks[id.index()];
         let fail = |k: usize| {
@@ -358,10 +363,13 @@ fn interpret<M: Monitor>(
                         block: id,
                         inst: index_of(&block.insts, inst),
                     };
-                    let entered = interrupted(program, frame, state, stop, inst, at);
-                    if let Some(entry) = entered.map_err(fail(at.inst))? {
+                    let entered = interrupted(program, frame, state, stop, inst, at, steps);
+                    if let Interrupted::Enter(entry, key) = entered.map_err(fail(at.inst))? {
                         // What is left of the block runs (and is counted) on return.
                         steps.left += cost_from(&block.insts, at.inst + 1);
+                        if let Some(key) = key {
+                            pending.push((state.calls.len(), key, steps.left));
+                        }
                         id = entry;
                         first = 0;
                         continue 'blocks;
@@ -382,8 +390,11 @@ fn interpret<M: Monitor>(
                 }
                 if let Err(stop) = step(program, frame, inst) {
                     let at = Position { block: id, inst: k };
-                    let entered = interrupted(program, frame, state, stop, inst, at);
-                    if let Some(entry) = entered.map_err(fail(k))? {
+                    let entered = interrupted(program, frame, state, stop, inst, at, steps);
+                    if let Interrupted::Enter(entry, key) = entered.map_err(fail(k))? {
+                        if let Some(key) = key {
+                            pending.push((state.calls.len(), key, steps.left));
+                        }
                         id = entry;
                         first = 0;
                         continue 'blocks;
@@ -414,6 +425,12 @@ fn interpret<M: Monitor>(
                 return Err(fail(term)(ErrorKind::ReturnOutside));
             }
             Flow::Return(v) => {
+                if pending.last().is_some_and(|p| p.0 == state.calls.len()) {
+                    let (_, (func, args), entry) = pending.pop().expect("just seen");
+                    if let Some(memo) = state.memo.as_deref_mut() {
+                        memo.insert(func, args, v.clone(), entry.saturating_sub(steps.left));
+                    }
+                }
                 let ret = with_state(frame, state, |s| s.leave(v)).expect("a call is waiting");
                 id = ret.block;
                 first = ret.inst;
@@ -423,8 +440,9 @@ fn interpret<M: Monitor>(
 }
 
 /// Finishes statement `inst` at `at`, which [`step`] stopped at with `stop`: its error, or
-/// its effect run (on the current `frame` and the rest of the `state`). `Some(entry)` when
-/// the statement entered a call, which runs from `entry`.
+/// its effect run (on the current `frame` and the rest of the `state`), which may enter a
+/// call ([`Interrupted`]). Without a step limit, a call of an `@elidable` function whose
+/// result the memo holds (`State::memo`) is not made: the result is stored.
 #[cold]
 #[inline(never)]
 fn interrupted(
@@ -434,14 +452,44 @@ fn interrupted(
     stop: Interrupt,
     inst: &Inst,
     at: Position,
-) -> Result<Option<BlockId>, ErrorKind> {
-    match stop {
-        Interrupt::Error(e) => Err(e),
-        Interrupt::Effect => match with_state(frame, state, |s| effect(program, s, inst, at))? {
-            Effected::Done => Ok(None),
-            Effected::Enter(entry) => Ok(Some(entry)),
-        },
+    steps: &mut Steps,
+) -> Result<Interrupted, ErrorKind> {
+    if let Interrupt::Error(e) = stop {
+        return Err(e);
     }
+    let mut key = None;
+    // Only without `--max-steps`: a function that keeps private state (a memo table of its
+    // own) may take fewer operations the second time, which a limit would see.
+    let memo = state.memo.as_deref().filter(|_| steps.limit.is_none());
+    if let (Inst::Call { dst, func, args }, Some(memo)) = (inst, memo) {
+        if program.func(*func).elidable {
+            let values = args
+                .iter()
+                .map(|a| operand(program, frame, a).cloned())
+                .collect::<Result<Vec<_>, _>>()?;
+            if let Some((v, took)) = memo.get(*func, values.clone(), steps.left) {
+                steps.left -= took;
+                frame[dst.index()] = Some(v);
+                return Ok(Interrupted::Done);
+            }
+            key = Some((*func, values));
+        }
+    }
+    Ok(
+        match with_state(frame, state, |s| effect(program, s, inst, at))? {
+            Effected::Done => Interrupted::Done,
+            Effected::Enter(entry) => Interrupted::Enter(entry, key),
+        },
+    )
+}
+
+/// What [`interrupted`] did.
+enum Interrupted {
+    /// The statement ran (or its call's result was found).
+    Done,
+    /// A call was entered, to run from this block; of an `@elidable` function, with the
+    /// function and arguments the memo is to keep its result under.
+    Enter(BlockId, Option<(FuncId, Vec<Value>)>),
 }
 
 /// What running `insts` from statement `k` and then the terminator costs.

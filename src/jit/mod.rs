@@ -431,6 +431,8 @@ impl<'p> Jit<'p> {
     /// Runs the program from `entry` on `state` and returns the value it prints.
     pub fn run(&mut self, state: &mut State, entry: BlockId) -> Result<Value, RuntimeError> {
         self.started = Instant::now();
+        // The interpreter and the recorder reuse the results of elidable calls.
+        state.memo.get_or_insert_with(Default::default);
         let mut pos = Position::start(entry);
         loop {
             self.collect();

@@ -550,10 +550,28 @@ fn record_from(
                     if depth >= MAX_CALL_DEPTH {
                         return Err(fail(i)(ErrorKind::CallDepth));
                     }
-                    let before = steps.left;
-                    let result = interp::call_function(program, *func, values, depth, steps)?
-                        .expect("an elidable function returns");
-                    let took = before - steps.left;
+                    // Without `--max-steps` (see `interp::interrupted`), a result the memo
+                    // holds is the call's.
+                    let memo = state.memo.as_deref().filter(|_| steps.limit.is_none());
+                    let known = memo.and_then(|m| m.get(*func, values.clone(), steps.left));
+                    let (result, took) = match known {
+                        Some((result, took)) => {
+                            steps.left -= took;
+                            (result, took)
+                        }
+                        None => {
+                            let before = steps.left;
+                            let args = values.clone();
+                            let result = interp::call_function(program, *func, args, depth, steps)?
+                                .expect("an elidable function returns");
+                            let took = before - steps.left;
+                            let unlimited = steps.limit.is_none();
+                            if let Some(memo) = state.memo.as_deref_mut().filter(|_| unlimited) {
+                                memo.insert(*func, values, result.clone(), took);
+                            }
+                            (result, took)
+                        }
+                    };
                     let ty = Ty::of(&result);
                     opnds.push(Opnd::Const(result.clone()));
                     opnds.push(Opnd::Const(Value::Int(took as i64)));
