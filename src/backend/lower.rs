@@ -2090,6 +2090,7 @@ impl Lower<'_> {
         let size = abi::VALUE_SIZE as i64;
         let payload = abi::VALUE_PAYLOAD_OFFSET as i64;
         let (x, at) = match o {
+            Opnd::Ref(r) if self.goes_round(seg, *r) => (None, None),
             Opnd::Ref(r) => {
                 let (x, c) = self.index_parts(seg, *r);
                 let at = c
@@ -2108,6 +2109,29 @@ impl Lower<'_> {
             b.ins().iadd(items, scaled)
         });
         (address, at)
+    }
+
+    /// Whether `r`, of segment `seg`, is a value the root's loop passes round (a pointer
+    /// that the iteration moves, `ptr - 9` of `[<<<<<<<<<]`), and the only index of its base
+    /// on its array: its element is addressed from `r` itself, not from the base with a
+    /// displacement, so that the base dies where `r` is computed and `r` takes its register
+    /// for the next iteration, with no move at the back edge.
+    fn goes_round(&self, seg: usize, r: Ref) -> bool {
+        if seg != 0 {
+            return false;
+        }
+        let trace = self.segments[0].trace;
+        let Some(last) = trace.insts.last().filter(|i| i.kind == Kind::Loop) else {
+            return false;
+        };
+        let (x, _) = self.index_parts(seg, r);
+        x != r
+            && last.args.contains(&Opnd::Ref(r))
+            && self
+                .offsets
+                .iter()
+                .filter(|((_, base), _)| *base == x)
+                .all(|(_, (lo, hi))| lo == hi)
     }
 
     /// Field `what` (`Known::Len` or `Known::Items`) of the array `a`, loaded once on the
