@@ -23,15 +23,16 @@ pub const MAX_CALL_DEPTH: usize = 100_000;
 /// table of its own, and take fewer operations the second time, so that no count kept with
 /// a result is what the call would take now, and a limit must stop the program at the
 /// interpreter's operation. Each result keeps the operations its call took all the same
-/// (the recorder puts them in the trace). Arguments compare as `eq` compares them (a list by its contents, found by its cached
-/// fingerprint; an array by identity); the table keeps them alive, so an array's address is
-/// never another array's while its entry stands.
+/// (the recorder puts them in the trace). Arguments compare as `eq` compares them (a list
+/// by its contents, found by its cached fingerprint; an array by identity); the table keeps
+/// them alive, so an array's address is never another array's while its entry stands.
 #[derive(Default)]
 pub struct Memo {
     results: rustc_hash::FxHashMap<(FuncId, Vec<Value>), (Value, u64)>,
-    /// The lists and arrays the keys keep alive, by address, and their elements in all:
-    /// what the table holds that the program may have let go.
+    /// The lists and arrays the keys keep alive, by address: what the table holds that the
+    /// program may have let go.
     held: rustc_hash::FxHashSet<usize>,
+    /// Their elements in all, each list or array counted once (and one more for itself).
     weight: usize,
 }
 
