@@ -1434,7 +1434,9 @@ impl Lower<'_> {
             // through the preamble, which loads and checks again.
             let insts = &self.segments[s].trace.insts;
             let stores = insts.iter().any(|i| i.kind == Kind::SetItem);
-            if self.may_mix(s, insts) || (stores && holds_loads(self.segments[0].trace, start)) {
+            let root = self.segments[0].trace;
+            let held = holds_loads(root, start) || root.heap_from_preamble;
+            if self.may_mix(s, insts) || (stores && held) {
                 return None;
             }
             s = ps;

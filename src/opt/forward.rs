@@ -50,6 +50,9 @@ pub struct Optimizer<'t> {
     pub counted: bool,
     /// The loads of a peeled loop that could carry their element instead (`heap`).
     pub carries: Vec<heap::Carry>,
+    /// Whether the loop's body found an element where the preamble left it
+    /// (`Trace::heap_from_preamble`).
+    pub heap_from_preamble: bool,
 }
 
 /// An old instruction on its way through the stages, in terms of the new trace.
@@ -137,6 +140,7 @@ fn walk(
         },
         counted,
         carries: Vec::new(),
+        heap_from_preamble: false,
     };
     'insts: for (i, old) in trace.insts.iter().enumerate() {
         let mut inst = Pending {
@@ -168,7 +172,10 @@ fn walk(
         }
     }
     let carries = std::mem::take(&mut opt.carries);
-    Ok((opt.out.finish(), carries))
+    let from_preamble = opt.heap_from_preamble;
+    let mut t = opt.out.finish();
+    t.heap_from_preamble |= from_preamble;
+    Ok((t, carries))
 }
 
 #[cfg(test)]

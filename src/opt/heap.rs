@@ -55,6 +55,9 @@ pub struct Heap {
     /// Every (array, index) read or written so far: an index of its array for good (an
     /// array's length never changes), so a store there cannot fail.
     checked: Vec<(Opnd, Opnd)>,
+    /// Whether the loop's body found an element as the preamble left it
+    /// (`Trace::heap_from_preamble`), told to the optimizer at the loop's end.
+    from_preamble: bool,
 }
 
 /// Whether two array operands are surely different arrays: two different constants, or
@@ -237,13 +240,25 @@ impl Heap {
 
 impl Stage for Heap {
     fn visit(&mut self, opt: &Optimizer, inst: &mut Pending) -> Result<Verdict, Rejected> {
+        // An element found in the loop's body as the preamble left it.
+        let preamble = |heap: &Heap, v: &Opnd| {
+            heap.start.is_some() && lookup(&heap.at_start, &inst.args[0], &inst.args[1]) == Some(v)
+        };
         Ok(match inst.kind {
             Kind::GetItem => match self.lookup(&inst.args[0], &inst.args[1]) {
-                Some(v) => Verdict::Becomes(v.clone()),
+                Some(v) => {
+                    let v = v.clone();
+                    self.from_preamble |= preamble(self, &v);
+                    Verdict::Becomes(v)
+                }
                 None => Verdict::Pass,
             },
             Kind::SetItem => match self.lookup(&inst.args[0], &inst.args[1]) {
-                Some(v) if *v == inst.args[2] => Verdict::Holds,
+                Some(v) if *v == inst.args[2] => {
+                    let v = v.clone();
+                    self.from_preamble |= preamble(self, &v);
+                    Verdict::Holds
+                }
                 _ => {
                     let key = (inst.args[0].clone(), inst.args[1].clone());
                     if self.checked.contains(&key) {
@@ -287,6 +302,7 @@ impl Stage for Heap {
             }
             Kind::LoopStart => self.start = Some(r),
             Kind::Loop => {
+                opt.heap_from_preamble |= self.from_preamble;
                 let insts = opt.out.insts();
                 for (load, a, i) in &self.loop_loads {
                     let ty = insts[load.index()].ty;

@@ -340,5 +340,6 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
         known: trace.known.clone(),
         merges: Vec::new(),
         carries_elements: trace.carries_elements,
+        heap_from_preamble: trace.heap_from_preamble,
     }
 }

@@ -184,6 +184,7 @@ impl<'t> Rewriter<'t> {
             known: self.old.known.clone(),
             merges: Vec::new(),
             carries_elements: self.old.carries_elements,
+            heap_from_preamble: self.old.heap_from_preamble,
         }
     }
 }

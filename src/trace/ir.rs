@@ -517,6 +517,13 @@ pub struct Trace {
     /// value it always shares, or a constant once the optimizer finds it fixed. Only the
     /// preamble establishes that, so no other jump enters the header (`opt::state`).
     pub carries_elements: bool,
+    /// Whether the peeled loop's body found an array element where the preamble left it
+    /// (`opt::heap`: a load of the loop became the preamble's value, or a store of the
+    /// loop was dropped as storing what the element already held). The loop then counts
+    /// on the element holding that value at its header, whether or not it reads the value
+    /// afterwards (a guard on it may have gone as the preamble's repeated): a way into the
+    /// header that stores into an array must go through the preamble, which loads again.
+    pub heap_from_preamble: bool,
 }
 
 /// A merge point a recording passed ([`Trace::merges`]).

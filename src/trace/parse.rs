@@ -470,6 +470,7 @@ pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
         known: Vec::new(),
         merges: Vec::new(),
         carries_elements: false,
+        heap_from_preamble: false,
     };
     super::verify::verify(&trace)?;
     Ok((trace, p.text))

@@ -738,6 +738,7 @@ fn record_from(
                 known: Vec::new(),
                 merges: r.merges,
                 carries_elements: false,
+                heap_from_preamble: false,
             }));
         }
         if r.callers.is_empty() && traced(next, &state.frame) {
