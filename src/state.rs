@@ -140,11 +140,17 @@ pub struct State {
     /// Frames of calls that have returned, kept for the next calls.
     spare: Vec<Frame>,
     /// The results of `@elidable` calls, under the JIT ([`Memo`]); none under the plain
-    /// interpreter, which makes every call.
+    /// interpreter, which makes every call. Read through [`State::memo`].
     pub memo: Option<Box<Memo>>,
 }
 
 impl State {
+    /// The memo of elidable calls, where the run keeps one and counts no steps
+    /// (`steps.limit` is `None`; see [`Memo`]).
+    pub fn memo(&mut self, steps: &Steps) -> Option<&mut Memo> {
+        self.memo.as_deref_mut().filter(|_| steps.limit.is_none())
+    }
+
     /// The state at the start of a run of `program` with the given inputs set.
     pub fn new(program: &Program, inputs: &[(Slot, Value)], io: Io) -> State {
         State {

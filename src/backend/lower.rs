@@ -1435,8 +1435,8 @@ impl Lower<'_> {
             let insts = &self.segments[s].trace.insts;
             let stores = insts.iter().any(|i| i.kind == Kind::SetItem);
             let root = self.segments[0].trace;
-            let held = holds_loads(root, start) || root.heap_from_preamble;
-            if self.may_mix(s, insts) || (stores && held) {
+            let held = || root.heap_from_preamble || holds_loads(root, start);
+            if self.may_mix(s, insts) || (stores && held()) {
                 return None;
             }
             s = ps;

@@ -427,7 +427,7 @@ fn interpret<M: Monitor>(
             Flow::Return(v) => {
                 if pending.last().is_some_and(|p| p.0 == state.calls.len()) {
                     let (_, (func, args), entry) = pending.pop().expect("just seen");
-                    if let Some(memo) = state.memo.as_deref_mut() {
+                    if let Some(memo) = state.memo(steps) {
                         memo.insert(func, args, v.clone(), entry.saturating_sub(steps.left));
                     }
                 }
@@ -458,10 +458,7 @@ fn interrupted(
         return Err(e);
     }
     let mut key = None;
-    // Only without `--max-steps`: a function that keeps private state (a memo table of its
-    // own) may take fewer operations the second time, which a limit would see.
-    let memo = state.memo.as_deref().filter(|_| steps.limit.is_none());
-    if let (Inst::Call { dst, func, args }, Some(memo)) = (inst, memo) {
+    if let (Inst::Call { dst, func, args }, Some(memo)) = (inst, state.memo(steps)) {
         if program.func(*func).elidable {
             let values = args
                 .iter()

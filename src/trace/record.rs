@@ -550,10 +550,10 @@ fn record_from(
                     if depth >= MAX_CALL_DEPTH {
                         return Err(fail(i)(ErrorKind::CallDepth));
                     }
-                    // Without `--max-steps` (see `interp::interrupted`), a result the memo
-                    // holds is the call's.
-                    let memo = state.memo.as_deref().filter(|_| steps.limit.is_none());
-                    let known = memo.and_then(|m| m.get(*func, values.clone(), steps.left));
+                    // A result the memo holds is the call's (`State::memo`).
+                    let known = state
+                        .memo(steps)
+                        .and_then(|m| m.get(*func, values.clone(), steps.left));
                     let (result, took) = match known {
                         Some((result, took)) => {
                             steps.left -= took;
@@ -565,8 +565,7 @@ fn record_from(
                             let result = interp::call_function(program, *func, args, depth, steps)?
                                 .expect("an elidable function returns");
                             let took = before - steps.left;
-                            let unlimited = steps.limit.is_none();
-                            if let Some(memo) = state.memo.as_deref_mut().filter(|_| unlimited) {
+                            if let Some(memo) = state.memo(steps) {
                                 memo.insert(*func, values, result.clone(), took);
                             }
                             (result, took)

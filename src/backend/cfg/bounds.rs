@@ -352,8 +352,6 @@ pub fn plan(
             }
         }
     }
-    // Each reachable block's state: what its entry checks leave known, what its statements
-    // start with, what it ends with (`None` for the end: not analyzed yet).
     // Each reachable block's state in the last pass: what its ways from before the loop
     // know, what its statements start with before and after its own checks, and what it
     // ends with (`None` for the end: not analyzed yet).
