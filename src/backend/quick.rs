@@ -323,6 +323,7 @@ pub(super) fn emit(
     for (j, inst) in trace.insts.iter().enumerate() {
         let snapped = trace
             .snap_of(inst)
+            .filter(|_| may_exit(an, trace, j))
             .into_iter()
             .flat_map(|s| s.exit_values());
         for r in inst.args.iter().chain(snapped).filter_map(Opnd::as_ref) {
@@ -346,6 +347,20 @@ pub(super) fn emit(
         return Some(emitted);
     }
     assemble(args, &used).map(|(emitted, _)| emitted)
+}
+
+/// Whether instruction `i`, which has a snapshot, may exit in this code. Arithmetic that
+/// the backend proved cannot overflow ([`MachineBounds`](crate::opt::bounds::MachineBounds):
+/// safe, and not the one check of a widened run) never does, so what its snapshot holds
+/// need not live to it: in a Brainfuck run `<<<<<<<<<`, each `sub` of the pointer has the
+/// one before in its snapshot, and all but the last are then dead.
+fn may_exit(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> bool {
+    let bounds = &an.bounds[0];
+    !matches!(
+        trace.insts[i].kind,
+        Kind::Op(Op::Add | Op::Sub | Op::Mul | Op::Neg)
+            if bounds.safe[i] && bounds.widen[i].is_none()
+    )
 }
 
 /// What [`assemble`] works from: the analysis, the trace, the tree's number, the link
