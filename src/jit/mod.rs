@@ -649,7 +649,7 @@ impl<'p> Jit<'p> {
                     ways: 0,
                     quick: true,
                     promoted: 0,
-                    job: None,
+                    compiling: false,
                     again: false,
                 });
                 self.compile(index, None);
@@ -665,7 +665,7 @@ impl<'p> Jit<'p> {
     fn compile(&mut self, t: usize, new: Option<usize>) -> bool {
         self.make_backend();
         let background = self.config.background;
-        if background && self.trees[t].job.is_some() {
+        if background && self.trees[t].compiling {
             self.trees[t].again = true;
             return true;
         }
@@ -705,7 +705,7 @@ impl<'p> Jit<'p> {
                         moved,
                         prepared: p,
                     });
-                    self.trees[t].job = Some(id);
+                    self.trees[t].compiling = true;
                     return true;
                 }
                 backend.emit(&mut p).and_then(|m| backend.finish(p, m))
@@ -873,7 +873,7 @@ impl<'p> Jit<'p> {
         }
         for (job, machine) in done {
             let t = job.tree;
-            self.trees[t].job = None;
+            self.trees[t].compiling = false;
             let start = Instant::now();
             let Some(backend) = self.backend.as_mut() else {
                 return;
@@ -1342,7 +1342,7 @@ impl<'p> Jit<'p> {
         }
         let unit = tree.unit_of(seg);
         // Code on its way from the compiler thread: the interpreter goes on meanwhile.
-        if self.config.native && tree.job.is_some() && tree.code_of(seg).is_none() {
+        if self.config.native && tree.compiling && tree.code_of(seg).is_none() {
             return None;
         }
         if seg == unit {

@@ -75,8 +75,8 @@ pub struct Tree {
     /// How many bridges compiled on their own moved into its function once entered often
     /// (`Jit::promote`).
     pub(super) promoted: usize,
-    /// The job compiling its function on the compiler thread, if any.
-    pub(super) job: Option<u64>,
+    /// Whether a job on the compiler thread is compiling its function.
+    pub(super) compiling: bool,
     /// Whether its function is to be compiled again once that job is done (it was asked
     /// for while the job ran).
     pub(super) again: bool,
