@@ -120,6 +120,9 @@ pub struct Layout {
     /// The counter's slot, the same in every tree (after the mirror): an exit that goes on
     /// in another tree leaves the budget there.
     pub counter: usize,
+    /// The slot after it, the same in every tree: the address of the context the runtime
+    /// passes helpers (`helpers::Ctx`), which it writes there before it enters the code.
+    pub context: usize,
     /// How many slots in all.
     pub size: usize,
     /// Whether a bridge goes back to `start`: then the tree inputs are the state between
@@ -572,7 +575,7 @@ fn analyze_with(
     let mut offsets = Vec::new();
     // The counter, shared by every tree like the mirror, follows it.
     let counter = 2 * frame_size;
-    let mut next = counter + 1;
+    let mut next = counter + 2;
     for s in segments {
         offsets.push(next);
         next += s.trace.insts.len();
@@ -582,6 +585,7 @@ fn analyze_with(
         offsets,
         inputs: inputs.iter().map(|s| (*s, 2 * s.index())).collect(),
         counter,
+        context: counter + 1,
         size: next,
         carry,
     };
@@ -664,7 +668,12 @@ fn holds_loads(trace: &Trace, start: usize) -> bool {
 /// Trees use the tail-call convention, so that an exit can go on in another tree without
 /// returning (`return_call_indirect`); the runtime calls them through a trampoline
 /// ([`trampoline_signature`]). `code` is the code of the exit that jumped there: a tree
-/// ignores it, the function of unlinked exits ([`unlinked`]) returns it.
+/// ignores it, the function of unlinked exits ([`unlinked`]) returns it. `ctx` is the
+/// context the trampoline passes, which the code does not read: it reads the context from
+/// its slot of the register buffer where a helper needs it ([`Layout::context`]), and an
+/// exit passes `regs` in its place. (Held in a register through the whole function, the
+/// context took one from the trace's values: 22 of mandel.b's 385 functions compiled by
+/// Cranelift spilled it to the stack on entry.)
 pub fn tree_signature(isa: &dyn TargetIsa) -> Signature {
     let mut sig = Signature::new(CallConv::Tail);
     sig.params.push(AbiParam::new(isa.pointer_type()));
@@ -794,8 +803,6 @@ struct Lower<'a> {
     /// The current values of the tree inputs (the `start` block's parameters).
     inputs: Vec<ClifValue>,
     regs: ClifValue,
-    /// The context helpers take.
-    ctx: ClifValue,
     isa: &'a dyn TargetIsa,
     counter: Option<Variable>,
     max_cost: u64,
@@ -861,6 +868,15 @@ struct Lower<'a> {
 type NumMove = (*mut Value, ClifValue, ClifValue);
 
 impl Lower<'_> {
+    /// The context helpers take, from its slot of the register buffer
+    /// ([`Layout::context`]): read where used (Cranelift shares the reads and moves them
+    /// out of loops), rather than held in a register through the whole function.
+    fn ctx(&self, b: &mut FunctionBuilder) -> ClifValue {
+        let flags = MemFlagsData::trusted().with_readonly().with_can_move();
+        b.ins()
+            .load(I64, flags, self.regs, (8 * self.an.layout.context) as i32)
+    }
+
     /// The number in its tree of segment `seg` of those being lowered.
     fn tree_segment(&self, seg: usize) -> usize {
         if self.an.unit == 0 {
@@ -1180,7 +1196,8 @@ impl Lower<'_> {
     fn alloc(&mut self, b: &mut FunctionBuilder, i: usize, op: Op) {
         let seg = self.seg;
         let inst = &self.segments[seg].trace.insts[i];
-        let mut words = vec![self.ctx, b.ins().iconst(I64, helpers::op_code(op))];
+        let ctx = self.ctx(b);
+        let mut words = vec![ctx, b.ins().iconst(I64, helpers::op_code(op))];
         self.operand_words(b, i, &mut words);
         let made = self
             .call(b, helpers::alloc as *const u8, &words, true)
@@ -1279,7 +1296,8 @@ impl Lower<'_> {
     fn charge(&mut self, b: &mut FunctionBuilder, i: usize, cost: u64) {
         if self.an.owns {
             let at = std::mem::offset_of!(helpers::Ctx, made) as i32;
-            let made = b.ins().load(I64, MemFlagsData::trusted(), self.ctx, at);
+            let ctx = self.ctx(b);
+            let made = b.ins().load(I64, MemFlagsData::trusted(), ctx, at);
             let full = b.ins().icmp_imm_u(
                 IntCC::UnsignedGreaterThanOrEqual,
                 made,
@@ -1372,8 +1390,9 @@ impl Lower<'_> {
             let int = b.ins().iconst(I64, helpers::kind_code(MKind::Int));
             let code = b.ins().iconst(I64, helpers::op_code(Op::Array));
             let f = helpers::alloc as *const u8;
+            let ctx = self.ctx(b);
             let made = self
-                .call(b, f, &[self.ctx, code, n, int, zero, int], true)
+                .call(b, f, &[ctx, code, n, int, zero, int], true)
                 .expect("a result");
             self.built.insert(v.at, made);
         }
@@ -1723,7 +1742,8 @@ impl Lower<'_> {
                     if matches!(kind, MKind::List | MKind::Array) {
                         let v = self.vals[seg][i].expect("lowered");
                         let code = b.ins().iconst(I64, helpers::kind_code(kind));
-                        self.call(b, helpers::keep as *const u8, &[self.ctx, v, code], false);
+                        let ctx = self.ctx(b);
+                        self.call(b, helpers::keep as *const u8, &[ctx, v, code], false);
                     }
                 }
                 Kind::Op(op) if op.allocates() || op == Op::ToList => self.alloc(b, i, op),
@@ -1736,7 +1756,8 @@ impl Lower<'_> {
                     let (v, kind) = self.opnd(b, seg, &inst.args[0]);
                     let kind = b.ins().iconst(I64, helpers::kind_code(kind));
                     let f = helpers::print as *const u8;
-                    self.call(b, f, &[self.ctx, v, kind], false);
+                    let ctx = self.ctx(b);
+                    self.call(b, f, &[ctx, v, kind], false);
                 }
                 Kind::Putchar => {
                     let (v, kind) = self.opnd(b, seg, &inst.args[0]);
@@ -1748,11 +1769,13 @@ impl Lower<'_> {
                     // Not a byte (a negative one is a huge unsigned number): exit before.
                     let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, v, 255);
                     self.exit_if(b, wide, i);
-                    self.call(b, helpers::putchar as *const u8, &[self.ctx, v], false);
+                    let ctx = self.ctx(b);
+                    self.call(b, helpers::putchar as *const u8, &[ctx, v], false);
                 }
                 Kind::Getchar => {
                     let f = helpers::getchar as *const u8;
-                    self.vals[seg][i] = self.call(b, f, &[self.ctx], true);
+                    let ctx = self.ctx(b);
+                    self.vals[seg][i] = self.call(b, f, &[ctx], true);
                 }
                 Kind::CallPure(_) => {
                     // The function may store anything into any array.
@@ -1849,8 +1872,9 @@ impl Lower<'_> {
         let slot = b.ins().iconst(I64, slot.index() as i64);
         let mode = b.ins().iconst(I64, take as i64);
         let f = helpers::mirror_num as *const u8;
+        let ctx = self.ctx(b);
         let at = self
-            .call(b, f, &[self.ctx, slot, from, mode], true)
+            .call(b, f, &[ctx, slot, from, mode], true)
             .expect("the helper returns the address");
         if take {
             moved.push((v, at));
@@ -2218,8 +2242,9 @@ impl Lower<'_> {
             None => b.ins().iconst(I64, i64::MAX),
         };
         let f = helpers::call_pure as *const u8;
+        let ctx = self.ctx(b);
         let used = self
-            .call(b, f, &[self.ctx, site, args, budget], true)
+            .call(b, f, &[ctx, site, args, budget], true)
             .expect("a helper with a result");
         let failed = b.ins().icmp_imm_s(IntCC::SignedLessThan, used, 0);
         self.exit_if(b, failed, i);
@@ -2419,7 +2444,6 @@ pub fn lower(
     b.switch_to_block(entry);
     b.seal_block(entry);
     let regs = b.block_params(entry)[0];
-    let ctx = b.block_params(entry)[1];
     let counter = counting.then(|| {
         let counter = b.declare_var(I64);
         let initial = b.ins().load(I64, mf, regs, (8 * an.layout.counter) as i32);
@@ -2515,7 +2539,6 @@ pub fn lower(
             .collect(),
         inputs,
         regs,
-        ctx,
         isa,
         counter,
         max_cost: max_cost(segments),
@@ -2728,7 +2751,7 @@ pub fn lower(
             // exit's target at its own address.
             let sig = b.import_signature(tree_signature(isa));
             b.ins()
-                .return_call_indirect(sig, target, &[l.regs, l.ctx, code]);
+                .return_call_indirect(sig, target, &[l.regs, l.regs, code]);
             let Some(plain) = plain else {
                 if let Some((r, old)) = saved {
                     l.vals[seg][r.index()] = old;

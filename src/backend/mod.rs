@@ -1214,6 +1214,7 @@ impl Backend {
             allocated: 0,
             nums: vec![flowjit_runtime::Value::Int(0); layout.mirror],
         };
+        regs[layout.context] = &mut ctx as *mut helpers::Ctx as i64;
         let enter = self.trampoline.as_ref().expect("made with the backend").0;
         // SAFETY: `regs` has every slot the code of any compiled tree reads and writes (it
         // grows with each tree compiled), the mirror holds the frame with each value's kind,

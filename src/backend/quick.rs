@@ -62,8 +62,9 @@ pub const TIER_ITERATIONS: i64 = 100_000;
 
 /// The registers values live in, in the order they are taken: `rax`, `rcx`, `rdx`, `r8`,
 /// `r9`, `r10`, then the callee-saved `rbx`, `r12` to `r15`, which the code saves on entry
-/// and restores at every exit when it uses them (`rdi` holds the register buffer and `rsi`
-/// the context throughout).
+/// and restores at every exit when it uses them (`rdi` holds the register buffer
+/// throughout; `rsi`, the context the trampoline passes, is left as it is, though nothing
+/// reads it: `lower::Layout::context`).
 const POOL: [u8; 11] = [0, 1, 2, 8, 9, 10, 3, 12, 13, 14, 15];
 
 /// Whether register `r` is one the `tail` convention's callee preserves.
