@@ -19,13 +19,13 @@
 //! other functions cannot tell the two apart: `tail fn(regs, ctx) -> i64`, entered by a
 //! call from the trampoline or by a jump from another function's exit; it checks the kinds
 //! of the inputs it is not sure of (returning [`REFUSED`]: for a tree, only those held as
-//! integers of any size), reads its inputs from the
-//! mirror, and each exit either writes its snapshot into the mirror and jumps through its
-//! slot of the link table (a [`linkable`] exit), or stores its snapshot's values in their
-//! slots of the register buffer and returns the exit's code. Cranelift's `tail` convention
-//! passes `regs`, `ctx` and the code in `rdi`, `rsi` and `rdx`, returns in `rax`, and has
-//! the System V callee-saved registers, which the code saves on entry and restores before
-//! it leaves when it uses them; the stack holds nothing else.
+//! integers of any size), reads its inputs from the mirror, and each exit either writes its
+//! snapshot into the mirror and jumps through its slot of the link table (a [`linkable`]
+//! exit), or stores its snapshot's values in their slots of the register buffer and returns
+//! the exit's code. Cranelift's `tail` convention passes `regs`, `ctx` (which no code
+//! reads) and the code in `rdi`, `rsi` and `rdx`, returns in `rax`, and has the System V
+//! callee-saved registers, which the code saves on entry and restores before it leaves
+//! when it uses them; the stack holds nothing else.
 //!
 //! Each value gets a register of its own from its definition to its last use, by its
 //! operands or by the snapshot of an instruction that may exit (in a root, what the loop
@@ -61,11 +61,11 @@ use rustc_hash::FxHashMap as HashMap;
 pub const TIER_ITERATIONS: i64 = 100_000;
 
 /// The registers values live in, in the order they are taken: `rax`, `rcx`, `rdx`, `r8`,
-/// `r9`, `r10`, then the callee-saved `rbx`, `r12` to `r15`, which the code saves on entry
-/// and restores at every exit when it uses them (`rdi` holds the register buffer
-/// throughout; `rsi`, the context the trampoline passes, is left as it is, though nothing
-/// reads it: `lower::Layout::context`).
-const POOL: [u8; 11] = [0, 1, 2, 8, 9, 10, 3, 12, 13, 14, 15];
+/// `r9`, `r10`, `rsi` (the context the trampoline passes, which no code reads:
+/// `lower::Layout::context`), then the callee-saved `rbx`, `r12` to `r15`, which the code
+/// saves on entry and restores at every exit when it uses them (`rdi` holds the register
+/// buffer throughout).
+const POOL: [u8; 12] = [0, 1, 2, 8, 9, 10, 6, 3, 12, 13, 14, 15];
 
 /// Whether register `r` is one the `tail` convention's callee preserves.
 fn callee_saved(r: u8) -> bool {
