@@ -834,6 +834,11 @@ struct Lower<'a> {
     /// The (array, base) pairs whose indexes are all checked already, by one check of
     /// the least and greatest offset at the segment's first access ([`Lower::check_index`]).
     covered: Vec<(Ref, Ref)>,
+    /// Per access of the current segment whose bounds check stands for the overflow check
+    /// of a widened run of offsets of its base (`MachineBounds::widen`): that run's first
+    /// operation, whose check is left out and whose exit the access's check takes
+    /// ([`Lower::checked_by_access`]).
+    overflow_checks: HashMap<usize, usize>,
     /// What the accesses of arrays of integers computed on the current segment's way so
     /// far, for the later ones to use again ([`Lower::field`], [`Lower::element`]): an
     /// array's length and items (fixed for its life), an index times the element size.
@@ -1539,6 +1544,9 @@ impl Lower<'_> {
                 *e = (e.0.min(c), e.1.max(c));
             }
         }
+        self.overflow_checks = (0..trace.insts.len())
+            .filter_map(|i| Some((self.checked_by_access(seg, i)?, i)))
+            .collect();
         let segment = self.tree_segment(seg);
         for (i, inst) in trace.insts.iter().enumerate() {
             let snap = inst.snap.is_some();
@@ -1949,13 +1957,15 @@ impl Lower<'_> {
             return None;
         }
         let mf = MemFlagsData::trusted();
+        // The bounds first: where it stands for an overflow check, no exit may see an
+        // index before it (`Lower::checked_by_access`).
+        self.check_index(b, i, a, index);
         if !self.ints.contains(&a) {
             let flag = b.ins().load(I64, mf, a, abi::ARRAY_INTS_OFFSET as i32);
             let mixed = b.ins().icmp_imm_s(IntCC::Equal, flag, 0);
             self.exit_if(b, mixed, i);
             self.ints.push(a);
         }
-        self.check_index(b, i, a, index);
         let items = self.field(b, Known::Items, a);
         let (addr, at) = self.element(b, seg, items, index, &inst.args[1]);
         Some(b.ins().load(I64, mf, addr, at))
@@ -1967,6 +1977,49 @@ impl Lower<'_> {
         crate::opt::bounds::offset_of(&self.segments[seg].trace.insts[r.index()])
             .filter(|(x, _)| self.an.kinds[seg][x.index()] == Some(MKind::Int))
             .unwrap_or((r, 0))
+    }
+
+    /// For operation `i` of segment `seg`, `x + c` whose overflow check is widened to a
+    /// run of offsets of `x` (`MachineBounds::widen`): the access that checks the bounds
+    /// of an index `x + d` next, if nothing between the two can exit or send a value
+    /// elsewhere. Its bounds check then stands for the overflow check, which is left out:
+    /// an index within an array (of at most `MAX_INDEX` elements) leaves `x` far enough
+    /// from either end of 64 bits for every offset of the run, offsets of at most 2^32
+    /// either way; and where the check fails (an index out of the array, or a sum that
+    /// wrapped), it exits where the overflow check would, before the run, whose values no
+    /// exit has seen. (A check already made on the segment's way, `covered`, was made
+    /// before `i`: `x` is then known in range.) At each entry of a tree whose pointer
+    /// moves, mandel.b's overflow check of the pointer's run cost one or two comparisons
+    /// and branches.
+    fn checked_by_access(&self, seg: usize, i: usize) -> Option<usize> {
+        const FAR: i64 = 1 << 32;
+        let trace = self.segments[seg].trace;
+        let bounds = &self.an.bounds[seg];
+        let (lo, hi) = bounds.widen[i]?;
+        if lo < -FAR || hi > FAR {
+            return None;
+        }
+        let x = trace.insts[i].args.iter().find_map(Opnd::as_ref)?;
+        for (j, inst) in trace.insts.iter().enumerate().skip(i + 1) {
+            if let Some((_, base, d)) = self.access(seg, j) {
+                return (base == x && (-FAR..=FAR).contains(&d)).then_some(j);
+            }
+            let quiet = match inst.kind {
+                Kind::Input(_) => true,
+                Kind::Op(op) => {
+                    self.an.kinds[seg][j] == Some(MKind::Int)
+                        && (inst.snap.is_none()
+                            || (matches!(op, Op::Add | Op::Sub | Op::Mul | Op::Neg)
+                                && bounds.safe[j]
+                                && bounds.widen[j].is_none()))
+                }
+                _ => false,
+            };
+            if !quiet {
+                return None;
+            }
+        }
+        None
     }
 
     /// Instruction `i` of segment `seg` as a checked access of an array of integers that
@@ -2010,6 +2063,9 @@ impl Lower<'_> {
     fn check_index(&mut self, b: &mut FunctionBuilder, i: usize, a: ClifValue, index: ClifValue) {
         let seg = self.seg;
         let access = self.access(seg, i);
+        // Where the check exits: before the run of offsets whose overflow check it stands
+        // for, if any ([`Lower::checked_by_access`]).
+        let exit_at = self.overflow_checks.get(&i).copied().unwrap_or(i);
         if let Some((array, base, _)) = access {
             if self.covered.contains(&(array, base)) {
                 return;
@@ -2036,7 +2092,7 @@ impl Lower<'_> {
                     let zero = b.ins().iconst(I64, 0);
                     let limit = b.ins().smax(room, zero);
                     let fail = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, x, limit);
-                    self.exit_if(b, fail, i);
+                    self.exit_if(b, fail, exit_at);
                     self.covered.push((array, base));
                     return;
                 }
@@ -2053,13 +2109,13 @@ impl Lower<'_> {
                 let limit = b.ins().smax(room, zero);
                 let at = b.ins().iadd_imm_s(x, lo);
                 let fail = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, limit);
-                self.exit_if(b, fail, i);
+                self.exit_if(b, fail, exit_at);
                 self.covered.push((array, base));
                 return;
             }
         }
         let fail = outside(b, index);
-        self.exit_if(b, fail, i);
+        self.exit_if(b, fail, exit_at);
         // A single offset: the later accesses use this very index.
         if let Some((array, base, _)) = access {
             let (lo, hi) = self.offsets[&(array, base)];
@@ -2272,7 +2328,8 @@ impl Lower<'_> {
         let args: Vec<(ClifValue, MKind)> =
             inst.args.iter().map(|a| self.opnd(b, seg, a)).collect();
         let widen = self.an.bounds[seg].widen[i];
-        if let Some((lo, hi)) = widen {
+        let by_access = self.overflow_checks.values().any(|&k| k == i);
+        if let Some((lo, hi)) = widen.filter(|_| !by_access) {
             // One check for the whole run of offsets of the same value (`MachineBounds`).
             let x = match inst.args.as_slice() {
                 [Opnd::Ref(_), _] => args[0].0,
@@ -2553,6 +2610,7 @@ pub fn lower(
         ints: Vec::new(),
         offsets: HashMap::default(),
         covered: Vec::new(),
+        overflow_checks: HashMap::default(),
         known: Vec::new(),
         boxes: RefCell::new(helpers::Boxes::default()),
         own_boxes: HashMap::default(),

@@ -1172,13 +1172,18 @@ impl<'p> Jit<'p> {
             }
             let inst = &self.trees[t].segment(eseg).insts[einst];
             // A read that exits again and again: its array may have stopped holding only
-            // integers (an atom stored in it), which the code assumed (`Segment::ints`).
-            // Compile the tree's code again (its function and its bridges on their own),
-            // checking tags instead.
-            if inst.kind == Kind::GetItem
-                && *exits > self.config.bridge_threshold
-                && self.trees[t].assume_ints
-            {
+            // integers (an atom stored in it), which the code assumed (`Segment::ints`), or
+            // the one bounds check of all the offsets the segment reads around a pointer
+            // (`Lower::check_index`) fails where the pointer is near an end of the array,
+            // though the access it is made at would not. Likewise an addition or subtraction
+            // whose overflow check that bounds check stands for (`Lower::checked_by_access`),
+            // whose exit it takes. Compile the tree's code again (its function and its
+            // bridges on their own), checking tags instead, and each read's own index.
+            let read = matches!(
+                inst.kind,
+                Kind::GetItem | Kind::Op(flowjit_runtime::Op::Add | flowjit_runtime::Op::Sub)
+            );
+            if read && *exits > self.config.bridge_threshold && self.trees[t].assume_ints {
                 self.trees[t].assume_ints = false;
                 self.compile(t, None);
                 for seg in 1..=self.trees[t].bridges.len() {
