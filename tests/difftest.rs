@@ -284,3 +284,31 @@ fn a_flag_that_sends_each_iteration_the_other_way() {
                 end: print_and_stop(x2)";
     assert_eq!(check(flag), Ok(true));
 }
+
+/// A pointer that a rare pass sets near the least 64-bit integer, then read at `wp - 2` and
+/// `wp - 1`: the bounds check of the first read stands for the overflow check of the two
+/// offsets (`Lower::checked_by_access`) and must exit before them, where the interpreter
+/// computes `wp - 2` past 64 bits; an exit at the read itself showed the sum that wrapped
+/// (index 9223372036854775807 for -9223372036854775809). Found by the generator's
+/// `HeapOp::FarPointer` against code whose check took the read's own exit.
+#[test]
+fn a_pointer_near_an_end_of_64_bits() {
+    let text = "start: x0 = 0 x1 = 0 x2 = 0 x3 = 0 x4 = 0 lst = [0] arr = array(5, 0) ali = \
+                arr box = array(2, 0) sp = 1 tape = array(48, 0) wp = 24 goto loop1 \
+                then12: x0 = x0 + x0 x0 = x0 + x0 x0 = x0 goto step8 \
+                else13: x0 = 0 goto step8 \
+                fork11: w14 = i9 % 7 if w14 goto then12 else goto else13 \
+                h15: q16 = wp + -2 q17 = wp + -1 x0 = tape[q16] t18 = tape[q17] x0 = x0 + t18 \
+                w19 = i9 == 10 if w19 goto far20 else goto skip21 \
+                far20: wp = -9223372036854775807 goto skip21 \
+                skip21: goto fork11 \
+                promote22: p = i9 // 9 promote(p) x0 = x0 + p goto h15 \
+                loop6: i9 = 50 goto head7 \
+                head7: c10 = i9 > 0 if c10 goto promote22 else goto step3 \
+                step8: i9 = i9 - 1 goto head7 \
+                loop1: i4 = 78 goto head2 \
+                head2: c5 = i4 > 0 if c5 goto loop6 else goto end \
+                step3: i4 = i4 - 1 goto head2 \
+                end: print_and_stop(x0)";
+    assert_eq!(check(text), Ok(true));
+}

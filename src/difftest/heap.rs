@@ -167,6 +167,23 @@ pub enum HeapOp {
     Print(Option<usize>),
     /// `t = x{n} & mask`, `putchar(t)`: not a byte when `mask` lets more through.
     Putchar(usize, i64),
+    /// `a = wp + 2c`, `b = wp + c`, `x{dst} = tape[a] + tape[b]` (`c` negative when not
+    /// `high`), then `wp = ...` near an end of 64 bits (`i64::MAX - 1`, or `i64::MIN + 1`)
+    /// on the pass where `counter == at`: the next pass computes the offsets past 64 bits
+    /// and reads the tape there, an error whose message holds the index. Machine code
+    /// checks the bounds of the first read in place of the overflow check of the run of
+    /// offsets (`Lower::checked_by_access`): an exit that showed a sum that wrapped would
+    /// make the message another index.
+    FarPointer {
+        /// The variable assigned.
+        dst: usize,
+        /// The nearer offset, 1 to 3 (negated when not `high`).
+        c: i64,
+        /// On which pass.
+        at: i64,
+        /// Near the greatest integer, or the least.
+        high: bool,
+    },
     /// `x{dst} = getchar()`.
     Getchar(usize),
     /// `arr[k] = value` at a constant `k`, on one pass in `every` (`w = counter % every`,
@@ -293,6 +310,8 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         1 => (0..VARS, prop_oneof![Just(60i64), Just(150), Just(400)], 0i64..3)
             .prop_map(|(dst, at, len)| HeapOp::Shrink { dst, at, len }),
         2 => walk(),
+        1 => (0..VARS, 1i64..4, prop_oneof![Just(10i64), Just(40), Just(150)], any::<bool>())
+            .prop_map(|(dst, c, at, high)| HeapOp::FarPointer { dst, c, at, high }),
         2 => (
             0..VARS,
             -3i64..4,
@@ -475,6 +494,23 @@ impl Emitter {
                          {t} = {t} + x{dst}\n    {t} = {t} & 255\n    tape[{q}] = {t}\n    \
                          {w} = {counter} % {every}\n    if {w} goto {skip} else goto {go}\n\
                          {go}:\n    wp = wp + {step}\n    goto {skip}\n{skip}:"
+                    );
+                }
+                HeapOp::FarPointer { dst, c, at, high } => {
+                    let (a, b, t) = (self.label("q"), self.label("q"), self.label("t"));
+                    let (w, far, skip) = (self.label("w"), self.label("far"), self.label("skip"));
+                    let (c, to) = if *high {
+                        (*c, i64::MAX - 1)
+                    } else {
+                        (-c, i64::MIN + 1)
+                    };
+                    let _ = writeln!(
+                        self.out,
+                        "    {a} = wp + {}\n    {b} = wp + {c}\n    x{dst} = tape[{a}]\n    \
+                         {t} = tape[{b}]\n    x{dst} = x{dst} + {t}\n    \
+                         {w} = {counter} == {at}\n    if {w} goto {far} else goto {skip}\n\
+                         {far}:\n    wp = {to}\n    goto {skip}\n{skip}:",
+                        2 * c
                     );
                 }
                 HeapOp::Sweep {
