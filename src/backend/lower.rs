@@ -1743,6 +1743,9 @@ impl Lower<'_> {
                         self.vals[seg][i] = Some(v);
                         continue;
                     }
+                    // Its own exits would see the run of offsets an access that checks its
+                    // bounds in `getitem_int` stands for.
+                    debug_assert!(!self.overflow_checks.contains_key(&i));
                     if !self.op(b, i, Op::Readlist, snap) {
                         return;
                     }
