@@ -340,9 +340,30 @@ pub(super) fn emit(
             *p = n - 1;
         }
     }
+    // The accesses whose bounds checks stand for the overflow checks of runs before them,
+    // as in Cranelift's code (`Lower::checked_by_access`): what the run's snapshot holds
+    // lives to the access, whose check exits with it.
+    let by_access: HashMap<usize, usize> = (0..n)
+        .filter_map(|i| Some((checked_by_access(an, trace, i)?, i)))
+        .collect();
+    for (&j, &i) in &by_access {
+        let snap = trace.snap_of(&trace.insts[i])?;
+        for r in snap.exit_values().filter_map(Opnd::as_ref) {
+            last_use[r.index()] = last_use[r.index()].max(j);
+        }
+    }
     // Once to learn which callee-saved registers the code uses, again to save them: the
     // allocation is the same both times.
-    let args = (an, trace, tree, table, sure, counter, &last_use[..]);
+    let args = (
+        an,
+        trace,
+        tree,
+        table,
+        sure,
+        counter,
+        &last_use[..],
+        &by_access,
+    );
     let (emitted, used) = assemble(args, &[])?;
     if used.is_empty() {
         return Some(emitted);
@@ -364,8 +385,40 @@ fn may_exit(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> bool {
     )
 }
 
+/// For operation `i`, `x + c` whose overflow check is widened to a run of offsets of `x`:
+/// the access that checks the bounds of an index `x + d` next, if nothing between the two
+/// can exit, whose check then stands for the overflow check (as Cranelift's code does,
+/// `Lower::checked_by_access`, which says why it may).
+fn checked_by_access(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> Option<usize> {
+    const FAR: i64 = 1 << 32;
+    let bounds = &an.bounds[0];
+    let (lo, hi) = bounds.widen[i]?;
+    if lo < -FAR || hi > FAR {
+        return None;
+    }
+    let x = trace.insts[i].args.iter().find_map(Opnd::as_ref)?;
+    for (j, inst) in trace.insts.iter().enumerate().skip(i + 1) {
+        if let Some((_, base, d)) = access(an, trace, j) {
+            return (base == x && (-FAR..=FAR).contains(&d)).then_some(j);
+        }
+        let quiet = match inst.kind {
+            Kind::Input(_) => true,
+            Kind::Op(_) => {
+                an.kinds[0][j] == Some(MKind::Int)
+                    && (inst.snap.is_none() || !may_exit(an, trace, j))
+            }
+            _ => false,
+        };
+        if !quiet {
+            return None;
+        }
+    }
+    None
+}
+
 /// What [`assemble`] works from: the analysis, the trace, the tree's number, the link
-/// table, the inputs whose kinds are sure, the counter's address and each value's last use.
+/// table, the inputs whose kinds are sure, the counter's address, each value's last use,
+/// and the accesses whose bounds checks stand for overflow checks (access, run).
 type Parts<'a> = (
     &'a Analysis,
     &'a crate::trace::Trace,
@@ -374,16 +427,19 @@ type Parts<'a> = (
     &'a [(Slot, MKind)],
     Option<u64>,
     &'a [usize],
+    &'a HashMap<usize, usize>,
 );
 
 /// The code, saving the callee-saved registers `saved` on entry and restoring them at
 /// every exit; and the callee-saved registers it uses.
 fn assemble(
-    (an, trace, tree, table, sure, counter, last_use): Parts,
+    (an, trace, tree, table, sure, counter, last_use, by_access): Parts,
     saved: &[u8],
 ) -> Option<(Emitted, Vec<u8>)> {
     let n = trace.insts.len();
     let mut q = Quick {
+        by_access: by_access.clone(),
+        pending: HashMap::default(),
         saved: saved.to_vec(),
         used: Vec::new(),
         counter,
@@ -523,6 +579,11 @@ struct Quick {
     checked: Vec<Ref>,
     /// The (array, base) whose bounds checks cover every access around that base.
     covered: Vec<(Ref, Ref)>,
+    /// The accesses whose bounds checks stand for the overflow checks of runs before them:
+    /// (access, run) ([`checked_by_access`]).
+    by_access: HashMap<usize, usize>,
+    /// Per such access: the exit of its run, made where the run starts.
+    pending: HashMap<usize, DynamicLabel>,
     /// Per (array, base): the least and greatest offsets accessed around it.
     offsets: HashMap<(Ref, Ref), (i64, i64)>,
 }
@@ -853,7 +914,15 @@ impl Quick {
             .map(|a| self.loc(a))
             .collect::<Option<_>>()?;
         let bounds = &an.bounds[0];
-        if let Some((lo, hi)) = bounds.widen[i] {
+        let access = self
+            .by_access
+            .iter()
+            .find_map(|(&j, &run)| (run == i).then_some(j));
+        if let (Some(j), Some(_)) = (access, bounds.widen[i]) {
+            // The access's bounds check stands for this one, and exits here.
+            let fail = self.exit(trace, i)?;
+            self.pending.insert(j, fail);
+        } else if let Some((lo, hi)) = bounds.widen[i] {
             // One check for a run of constant offsets of the same value.
             let x = match (inst.args.as_slice(), args.as_slice()) {
                 ([Opnd::Ref(_), _], [x, _]) | (_, [_, x]) => *x,
@@ -1030,6 +1099,10 @@ impl Quick {
     ) -> Option<()> {
         let inst = &trace.insts[i];
         let array = inst.args[0].as_ref()?;
+        // The bounds first, exiting before the run of offsets whose overflow check they
+        // stand for, if any ([`checked_by_access`]); then the array's flag.
+        let out = self.pending.remove(&i).unwrap_or(fail);
+        self.check_bounds(an, trace, i, a, out)?;
         if !self.checked.contains(&array) {
             dynasm!(self.ops
                 ; .arch x64
@@ -1038,6 +1111,19 @@ impl Quick {
             );
             self.checked.push(array);
         }
+        Some(())
+    }
+
+    /// [`Quick::check_access`]'s bounds check.
+    fn check_bounds(
+        &mut self,
+        an: &Analysis,
+        trace: &crate::trace::Trace,
+        i: usize,
+        a: u8,
+        fail: DynamicLabel,
+    ) -> Option<()> {
+        let inst = &trace.insts[i];
         let index = self.loc(&inst.args[1])?;
         let Some((array, base, c)) = access(an, trace, i) else {
             // A constant index (from 0, `supported`).
