@@ -102,6 +102,19 @@ impl Worker {
             .map_err(|refused| Box::new(refused.0 .1))
     }
 
+    /// A thread that takes `n` functions and stops without compiling them, as one on which
+    /// Cranelift panicked does (for the tests of what the driver does then).
+    #[cfg(test)]
+    pub fn stopping_after(n: usize) -> Worker {
+        let (jobs, queue) = channel::<Job>();
+        let (give, done) = channel::<Done>();
+        std::thread::spawn(move || {
+            let _give = give;
+            queue.iter().take(n).for_each(drop);
+        });
+        Worker { jobs, done }
+    }
+
     /// A function the thread has finished, if any, without waiting; `Err` when the thread
     /// has gone (Cranelift panicked on a function): the functions queued are lost.
     pub fn finished(&self) -> Result<Option<Done>, Gone> {

@@ -658,6 +658,20 @@ impl Backend {
         }
     }
 
+    /// Makes the compiler thread one that takes `n` functions and stops without compiling
+    /// them, as one on which Cranelift panicked does (for the tests of what the driver does
+    /// then).
+    #[cfg(test)]
+    pub(crate) fn stop_worker_after(&mut self, n: usize) {
+        self.worker = Some(background::Worker::stopping_after(n));
+    }
+
+    /// Whether the compiler thread has gone (or could not be started).
+    #[cfg(test)]
+    pub(crate) fn worker_gone(&self) -> bool {
+        self.worker_gone
+    }
+
     /// A function the compiler thread has finished, if any: its number and its code.
     /// `Err` once the thread has gone (Cranelift panicked): the functions queued are lost,
     /// and the next ones are compiled here.

@@ -1875,3 +1875,65 @@ fn describe(program: &Program, key: &Key) -> String {
         .collect();
     format!("{label} with greens ({})", greens.join(", "))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::{self, Syntax};
+    use crate::state::Io;
+
+    /// Loops nested in a loop, whose trees move from the quick backend to Cranelift after
+    /// two iterations: their functions go to the compiler thread.
+    const NESTED: &str = "start:\n    i = 0\n    s = 0\n    goto outer\n\
+        outer:\n    c = i < 3000\n    if c goto init else goto done\n\
+        init:\n    j = 0\n    goto inner\n\
+        inner:\n    d = j < 50\n    if d goto body else goto next\n\
+        body:\n    s = s + j\n    s = s & 1048575\n    j = j + 1\n    goto inner\n\
+        next:\n    i = i + 1\n    goto outer\n\
+        done:\n    print_and_stop(s)\n";
+
+    /// The compiler thread stops (as when Cranelift panics on a function) with a function
+    /// it took: the driver finds it gone, the functions it held fail, their trees are
+    /// compiled on the driver's thread when next asked, and the program's answer is the
+    /// interpreter's.
+    #[test]
+    fn the_compiler_thread_stops_with_a_function_it_took() {
+        let (_, program) = lang::load(NESTED, Syntax::Fg).expect("a valid program");
+        let entry = program.block_id("start").expect("a start block");
+        let mut state = State::new(&program, &[], Io::captured(b""));
+        let expected = interp::run_program(&program, entry, &mut state, None);
+        let config = Config {
+            native: true,
+            background: true,
+            tier_iterations: 2,
+            ..Config::default()
+        };
+        let mut jit = Jit::new(&program, config).expect("a driver");
+        jit.make_backend();
+        let backend = jit.backend.as_mut().expect("machine code on this host");
+        backend.stop_worker_after(1);
+        let mut state = State::new(&program, &[], Io::captured(b""));
+        let got = jit.run(&mut state, entry);
+        assert_eq!(format!("{got:?}"), format!("{expected:?}"));
+        // The run may end before the driver looks again; it finds the thread gone then.
+        let gone = |jit: &Jit| jit.backend.as_ref().is_some_and(|b| b.worker_gone());
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while !gone(&jit) && Instant::now() < deadline {
+            jit.collect();
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(gone(&jit), "the driver found the thread gone");
+        assert!(jit.jobs.is_empty(), "no function waits for it");
+        // Run again: the trees whose functions were lost are compiled when next asked, on
+        // the driver's thread.
+        let mut state = State::new(&program, &[], Io::captured(b""));
+        let again = jit.run(&mut state, entry);
+        assert_eq!(format!("{again:?}"), format!("{expected:?}"));
+        assert!(
+            jit.trees
+                .iter()
+                .all(|t| t.code.as_ref().is_some_and(|c| !c.quick)),
+            "every tree compiled by Cranelift"
+        );
+    }
+}
