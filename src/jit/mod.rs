@@ -852,6 +852,9 @@ impl<'p> Jit<'p> {
             return;
         };
         let mut done = Vec::new();
+        // The thread has gone, and the functions it held with it: each is compiled again
+        // here (as everything after), below.
+        let mut lost = Vec::new();
         loop {
             match backend.finished() {
                 Ok(None) => break,
@@ -860,13 +863,8 @@ impl<'p> Jit<'p> {
                         done.push((self.jobs.swap_remove(at), machine));
                     }
                 }
-                // The thread has gone, and its functions with it: each fails, and its
-                // tree is compiled here when next asked.
                 Err(backend::Gone) => {
-                    for job in self.jobs.drain(..) {
-                        let why = "the compiler thread stopped".to_string();
-                        done.push((job, Err(backend::Unsupported::Cranelift(why))));
-                    }
+                    lost = std::mem::take(&mut self.jobs);
                     break;
                 }
             }
@@ -885,6 +883,12 @@ impl<'p> Jit<'p> {
             if std::mem::take(&mut self.trees[t].again) {
                 self.compile(t, None);
             }
+        }
+        for job in lost {
+            let t = job.tree;
+            self.trees[t].compiling = false;
+            self.trees[t].again = false;
+            self.compile(t, job.new);
         }
     }
 
@@ -1893,9 +1897,9 @@ mod tests {
         done:\n    print_and_stop(s)\n";
 
     /// The compiler thread stops (as when Cranelift panics on a function) with a function
-    /// it took: the driver finds it gone, the functions it held fail (their trees keep
-    /// the code they had), what is compiled next is compiled on the driver's thread, and
-    /// the program's answer is the interpreter's, in that run and the next.
+    /// it took: the driver finds it gone, compiles the functions it held again on its own
+    /// thread, as everything after, and the program's answer is the interpreter's, in that
+    /// run and the next, in which every tree runs Cranelift's code.
     #[test]
     fn the_compiler_thread_stops_with_a_function_it_took() {
         let (_, program) = lang::load(NESTED, Syntax::Fg).expect("a valid program");
@@ -1928,5 +1932,11 @@ mod tests {
         let mut state = State::new(&program, &[], Io::captured(b""));
         let again = jit.run(&mut state, entry);
         assert_eq!(format!("{again:?}"), format!("{expected:?}"));
+        assert!(
+            jit.trees
+                .iter()
+                .all(|t| t.code.as_ref().is_some_and(|c| !c.quick)),
+            "every tree compiled by Cranelift"
+        );
     }
 }
