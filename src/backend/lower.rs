@@ -1995,34 +1995,9 @@ impl Lower<'_> {
     /// moves, mandel.b's overflow check of the pointer's run cost one or two comparisons
     /// and branches.
     fn checked_by_access(&self, seg: usize, i: usize) -> Option<usize> {
-        const FAR: i64 = 1 << 32;
-        let trace = self.segments[seg].trace;
-        let bounds = &self.an.bounds[seg];
-        let (lo, hi) = bounds.widen[i]?;
-        if lo < -FAR || hi > FAR {
-            return None;
-        }
-        let x = trace.insts[i].args.iter().find_map(Opnd::as_ref)?;
-        for (j, inst) in trace.insts.iter().enumerate().skip(i + 1) {
-            if let Some((_, base, d)) = self.access(seg, j) {
-                return (base == x && (-FAR..=FAR).contains(&d)).then_some(j);
-            }
-            let quiet = match inst.kind {
-                Kind::Input(_) => true,
-                Kind::Op(op) => {
-                    self.an.kinds[seg][j] == Some(MKind::Int)
-                        && (inst.snap.is_none()
-                            || (matches!(op, Op::Add | Op::Sub | Op::Mul | Op::Neg)
-                                && bounds.safe[j]
-                                && bounds.widen[j].is_none()))
-                }
-                _ => false,
-            };
-            if !quiet {
-                return None;
-            }
-        }
-        None
+        run_checked_by_access(self.an, seg, self.segments[seg].trace, i, |j| {
+            self.access(seg, j)
+        })
     }
 
     /// Instruction `i` of segment `seg` as a checked access of an array of integers that
@@ -2382,6 +2357,44 @@ impl Lower<'_> {
             ops::Lowered::AlwaysExits => false,
         }
     }
+}
+
+/// [`Lower::checked_by_access`] for operation `i` of segment `seg` of `trace`, whose
+/// accesses `access` gives as (array, base, offset): the quick backend's too.
+pub(super) fn run_checked_by_access(
+    an: &Analysis,
+    seg: usize,
+    trace: &Trace,
+    i: usize,
+    access: impl Fn(usize) -> Option<(Ref, Ref, i64)>,
+) -> Option<usize> {
+    const FAR: i64 = 1 << 32;
+    let bounds = &an.bounds[seg];
+    let (lo, hi) = bounds.widen[i]?;
+    if lo < -FAR || hi > FAR {
+        return None;
+    }
+    let x = trace.insts[i].args.iter().find_map(Opnd::as_ref)?;
+    for (j, inst) in trace.insts.iter().enumerate().skip(i + 1) {
+        if let Some((_, base, d)) = access(j) {
+            return (base == x && (-FAR..=FAR).contains(&d)).then_some(j);
+        }
+        let quiet = match inst.kind {
+            Kind::Input(_) => true,
+            Kind::Op(op) => {
+                an.kinds[seg][j] == Some(MKind::Int)
+                    && (inst.snap.is_none()
+                        || (matches!(op, Op::Add | Op::Sub | Op::Mul | Op::Neg)
+                            && bounds.safe[j]
+                            && bounds.widen[j].is_none()))
+            }
+            _ => false,
+        };
+        if !quiet {
+            return None;
+        }
+    }
+    None
 }
 
 /// An exit to fill: its block, the segment and instruction it exits at, and the operand it

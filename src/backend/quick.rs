@@ -44,7 +44,8 @@ use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::{Op, Value};
 
 use super::lower::{
-    exit_code, linkable, mirror_tag, Analysis, Origin, Segment, HOT, REFUSED, WRITTEN,
+    exit_code, linkable, mirror_tag, run_checked_by_access, Analysis, Origin, Segment, HOT,
+    REFUSED, WRITTEN,
 };
 use crate::lang::Slot;
 use crate::opt::bounds::safe_divisor;
@@ -390,30 +391,7 @@ fn may_exit(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> bool {
 /// can exit, whose check then stands for the overflow check (as Cranelift's code does,
 /// `Lower::checked_by_access`, which says why it may).
 fn checked_by_access(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> Option<usize> {
-    const FAR: i64 = 1 << 32;
-    let bounds = &an.bounds[0];
-    let (lo, hi) = bounds.widen[i]?;
-    if lo < -FAR || hi > FAR {
-        return None;
-    }
-    let x = trace.insts[i].args.iter().find_map(Opnd::as_ref)?;
-    for (j, inst) in trace.insts.iter().enumerate().skip(i + 1) {
-        if let Some((_, base, d)) = access(an, trace, j) {
-            return (base == x && (-FAR..=FAR).contains(&d)).then_some(j);
-        }
-        let quiet = match inst.kind {
-            Kind::Input(_) => true,
-            Kind::Op(_) => {
-                an.kinds[0][j] == Some(MKind::Int)
-                    && (inst.snap.is_none() || !may_exit(an, trace, j))
-            }
-            _ => false,
-        };
-        if !quiet {
-            return None;
-        }
-    }
-    None
+    run_checked_by_access(an, 0, trace, i, |j| access(an, trace, j))
 }
 
 /// What [`assemble`] works from: the analysis, the trace, the tree's number, the link
