@@ -2105,6 +2105,13 @@ impl Lower<'_> {
 
     /// A guard's branch on `fail`: to `out` where it fails (on a non-zero `fail` when
     /// `on_nonzero`, on zero otherwise), to `holds` where it holds.
+    ///
+    /// `holds` is always the branch's second target, the one Cranelift places right after
+    /// the branch (its block order is the reverse postorder of a walk that takes a
+    /// branch's first target first): the way the guard holds falls through, and only a
+    /// failing guard jumps. With the targets the other way round, a guard before a loop's
+    /// back edge whose bridge is in the function jumped on every iteration to a block
+    /// that jumped again, to the loop's header.
     fn guard_branch(
         b: &mut FunctionBuilder,
         fail: ClifValue,
@@ -2112,11 +2119,13 @@ impl Lower<'_> {
         out: Block,
         holds: Block,
     ) {
-        if on_nonzero {
-            b.ins().brif(fail, out, &[], holds, &[]);
+        let fail = if on_nonzero {
+            fail
         } else {
-            b.ins().brif(fail, holds, &[], out, &[]);
-        }
+            // Folded into the comparison that makes `fail`, or a test of `fail` itself.
+            b.ins().icmp_imm(IntCC::Equal, fail, 0)
+        };
+        b.ins().brif(fail, out, &[], holds, &[]);
     }
 
     /// The interval the root loop's proofs hold `r` in, when `r` is one of its parameters
