@@ -1082,7 +1082,6 @@ impl Compiled {
     /// Makes the exit at global instruction index `g`, if it goes on in another tree, go
     /// on in `new`, that tree compiled again, if `new` admits what the exit leaves in the
     /// mirror (`kinds`); otherwise it returns to the runtime.
-    /// Makes the exit at global instruction index `g`, if it goes on in another tree, go
     pub fn relink(&self, g: usize, new: &Compiled, kinds: Option<&[(Slot, abi::Kind)]>) {
         if self.links[g].get() != self.unlinked {
             let to = match kinds {
