@@ -2123,7 +2123,7 @@ impl Lower<'_> {
             fail
         } else {
             // Folded into the comparison that makes `fail`, or a test of `fail` itself.
-            b.ins().icmp_imm(IntCC::Equal, fail, 0)
+            b.ins().icmp_imm_s(IntCC::Equal, fail, 0)
         };
         b.ins().brif(fail, out, &[], holds, &[]);
     }

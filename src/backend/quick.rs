@@ -566,6 +566,16 @@ struct Quick {
     offsets: HashMap<(Ref, Ref), (i64, i64)>,
 }
 
+/// The displacement of `x + y` (`op` an addition) or `x - y` (a subtraction) as one
+/// `lea`: `x` a register and `y` a constant whose displacement fits in 32 bits.
+fn lea_offset(op: Op, x: Loc, y: Loc) -> Option<i32> {
+    let (Loc::Reg(_), Loc::Imm(k)) = (x, y) else {
+        return None;
+    };
+    let k = if op == Op::Sub { k.checked_neg()? } else { k };
+    i32::try_from(k).ok()
+}
+
 /// Instruction `i` as an access of an array around a base, with a snapshot, that one
 /// bounds check may cover with the others around the same base: (array, base, offset).
 fn access(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> Option<(Ref, Ref, i64)> {
@@ -1011,6 +1021,15 @@ impl Quick {
                         ; =>done
                     );
                 }
+            }
+            // A sum with a constant that no overflow check follows: one `lea`, where a
+            // `mov` and an `add` were two (a pointer's step, a cell's `+` or `-` that
+            // cannot leave its range).
+            Op::Add | Op::Sub if !checked && lea_offset(op, args[0], args[1]).is_some() => {
+                let (Loc::Reg(x), Some(k)) = (args[0], lea_offset(op, args[0], args[1])) else {
+                    return None;
+                };
+                dynasm!(self.ops ; .arch x64 ; lea Rq(d), [Rq(x) + k]);
             }
             Op::Add | Op::Sub | Op::Mul | Op::And | Op::Or | Op::Xor => {
                 self.mov(d, args[0]);
