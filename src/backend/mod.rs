@@ -28,9 +28,10 @@ pub use quick::TIER_ITERATIONS;
 /// [`lower::HOT`], and the driver compiles it in its tree's function, where its guard
 /// branches to it instead of exiting, writing the mirror, and entering it through a
 /// link (the exit, the epilogue, the prologue and the input loads: some 25 instructions).
-/// Compiling the tree's function again costs some millions of instructions: a bridge
-/// entered this often is entered many times more.
-pub const BRIDGE_ENTRIES: i64 = 400_000;
+/// Compiling the tree's function again costs some millions of instructions, on the
+/// compiler thread: 400,000 until the clock said a lower count ran mandel.b 2%-8% faster
+/// (docs/ARCHITECTURE.md, *Bridges entered often move into the tree's function*).
+pub const BRIDGE_ENTRIES: i64 = 50_000;
 
 use std::cell::Cell;
 use std::io::Write;
