@@ -652,9 +652,10 @@ impl Quick {
         }
     }
 
-    /// `mov d, x`.
+    /// `mov d, x` (nothing where `x` is `d`).
     fn mov(&mut self, d: u8, x: Loc) {
         match x {
+            Loc::Reg(s) if s == d => {}
             Loc::Reg(s) => dynasm!(self.ops ; .arch x64 ; mov Rq(d), Rq(s)),
             Loc::Imm(k) => self.mov_imm(d, k),
         }
@@ -936,7 +937,26 @@ impl Quick {
             self.flags = Some((i, cond));
             return Some(());
         }
-        let d = self.define(i)?;
+        // Two-operand arithmetic that cannot exit after it writes its result takes the
+        // register of its first operand where that dies here: the `mov` before it goes
+        // (a cell's `and 255` after its `+`).
+        let reuse = match (inst.args.first(), args.first()) {
+            (Some(Opnd::Ref(x)), Some(&Loc::Reg(r)))
+                if !(checked && matches!(op, Op::Add | Op::Sub | Op::Mul))
+                    && last_use[x.index()] == i
+                    && inst.args[1..].iter().all(|a| a.as_ref() != Some(*x))
+                    && matches!(op, Op::Add | Op::Sub | Op::Mul | Op::And | Op::Or | Op::Xor) =>
+            {
+                self.reg_of[x.index()] = None;
+                self.reg_of[i] = Some(r);
+                Some(r)
+            }
+            _ => None,
+        };
+        let d = match reuse {
+            Some(r) => r,
+            None => self.define(i)?,
+        };
         if let Some(cond) = Cond::of(op) {
             dynasm!(self.ops ; .arch x64 ; xor Rd(d), Rd(d));
             self.cmp(args[0], args[1])?;
