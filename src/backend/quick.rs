@@ -435,6 +435,7 @@ fn assemble(
         origins: Vec::new(),
         flags: None,
         checked: Vec::new(),
+        items: HashMap::default(),
         covered: Vec::new(),
         offsets: HashMap::default(),
     };
@@ -555,6 +556,11 @@ struct Quick {
     /// The arrays checked holding only integers, in order: the code stores nothing else,
     /// so they go on doing so.
     checked: Vec<Ref>,
+    /// Per array checked, the register that holds the address of its first element from
+    /// its first access on, while one was free then: an array's elements never move, and
+    /// the register is free again where the array dies (the loop's own arrays live to its
+    /// back edge).
+    items: HashMap<Ref, u8>,
     /// The (array, base) whose bounds checks cover every access around that base.
     covered: Vec<(Ref, Ref)>,
     /// The accesses whose bounds checks stand for the overflow checks of runs before them:
@@ -602,13 +608,35 @@ impl Quick {
         Some(r)
     }
 
-    /// Frees the register of `r` if instruction `i` was its last use.
+    /// Frees the register of `r` if instruction `i` was its last use (and that of its
+    /// items, for an array).
     fn release(&mut self, r: Ref, i: usize, last_use: &[usize]) {
         if last_use[r.index()] == i {
             if let Some(reg) = self.reg_of[r.index()].take() {
                 self.free.push(reg);
             }
+            if let Some(items) = self.items.remove(&r) {
+                self.free.push(items);
+            }
         }
+    }
+
+    /// The register holding the address of the first element of `array` (in register
+    /// `a`), checked to hold only integers: the one loaded at its first access, or loaded
+    /// now into one kept while the array lives. `None` when few registers are free: the
+    /// caller loads the address into a register of its own.
+    fn items_of(&mut self, array: Ref, a: u8) -> Option<u8> {
+        if let Some(&r) = self.items.get(&array) {
+            return Some(r);
+        }
+        // Not the last registers: the values to come need them more.
+        if self.free.len() <= 3 {
+            return None;
+        }
+        let r = self.temp()?;
+        dynasm!(self.ops ; .arch x64 ; mov Rq(r), QWORD [Rq(a) + ITEMS]);
+        self.items.insert(array, r);
+        Some(r)
     }
 
     fn loc(&self, o: &Opnd) -> Option<Loc> {
@@ -858,9 +886,13 @@ impl Quick {
                 let fail = self.exit(trace, i)?;
                 let a = self.array_reg(&inst.args[0])?;
                 self.check_access(an, trace, i, a, fail)?;
+                let items = self.items_of(inst.args[0].as_ref()?, a);
                 let d = self.define(i)?;
-                dynasm!(self.ops ; .arch x64 ; mov Rq(d), QWORD [Rq(a) + ITEMS]);
-                self.element(d, self.loc(&inst.args[1])?, |q, at| q.load_at(d, at));
+                let items = items.unwrap_or_else(|| {
+                    dynasm!(self.ops ; .arch x64 ; mov Rq(d), QWORD [Rq(a) + ITEMS]);
+                    d
+                });
+                self.element(items, self.loc(&inst.args[1])?, |q, at| q.load_at(d, at));
             }
             Kind::SetItem => {
                 // Only into an array a read checked holding only integers: into another,
@@ -876,10 +908,14 @@ impl Quick {
                 }
                 let index = self.loc(&inst.args[1])?;
                 let v = self.loc(&inst.args[2])?;
-                let t = self.temp()?;
-                dynasm!(self.ops ; .arch x64 ; mov Rq(t), QWORD [Rq(a) + ITEMS]);
-                self.element(t, index, |q, at| q.store_at(at, v));
-                self.free.push(t);
+                if let Some(items) = self.items_of(inst.args[0].as_ref()?, a) {
+                    self.element(items, index, |q, at| q.store_at(at, v));
+                } else {
+                    let t = self.temp()?;
+                    dynasm!(self.ops ; .arch x64 ; mov Rq(t), QWORD [Rq(a) + ITEMS]);
+                    self.element(t, index, |q, at| q.store_at(at, v));
+                    self.free.push(t);
+                }
             }
             Kind::Op(op) => self.op(an, trace, i, op, last_use)?,
             _ => return None,
