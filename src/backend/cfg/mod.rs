@@ -30,7 +30,8 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
 use cranelift_codegen::ir::{
-    Block, Function, InstBuilder, MemFlagsData, UserFuncName, Value as ClifValue,
+    Block, Function, InstBuilder, InstructionData, MemFlagsData, Opcode, UserFuncName,
+    Value as ClifValue,
 };
 use cranelift_codegen::isa::TargetIsa;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
@@ -747,6 +748,11 @@ pub fn lower(
             }
         };
         let mut dead = false;
+        // The elements of arrays of integers this block has read or stored, while nothing
+        // else could have written them: a read of one is its value, not a load. Cranelift
+        // cannot tell `a[p + 9]` from `a[p]`, and loaded `a[p]` again after a store to
+        // `a[p + 9]` (`[->>>>>>>>>+<<<<<<<<<]`).
+        let mut seen = Elements::default();
         let mut facts = Facts::new(&an.kinds, &an.lengths);
         facts.ranges.clone_from(&an.entry_ranges[bi]);
         // Checked: `base + k` is an index, so `base` is no further from the array's ends.
@@ -800,9 +806,14 @@ pub fn lower(
                         } else if let (Op::Readlist, true, [(a, MKind::Array), (i, MKind::Int)]) =
                             (op, an.ints, args.as_slice())
                         {
-                            let check = !covered.contains(&k)
-                                && !facts.in_bounds(&operands[0], &operands[1]);
-                            Some((dst, int_item(&mut b, *a, *i, check, &mut exits)))
+                            let at = index_parts(&b, *i);
+                            let v = seen.get(*a, at).unwrap_or_else(|| {
+                                let check = !covered.contains(&k)
+                                    && !facts.in_bounds(&operands[0], &operands[1]);
+                                int_item(&mut b, *a, *i, check, &mut exits)
+                            });
+                            seen.put(*a, at, v);
+                            Some((dst, v))
                         } else {
                             let result = match op {
                                 Op::Readlist => an.kinds[dst.index()],
@@ -846,6 +857,7 @@ pub fn lower(
                         let addr = element(&mut b, a, i);
                         let at = abi::VALUE_PAYLOAD_OFFSET as i32;
                         b.ins().store(MemFlagsData::trusted(), v, addr, at);
+                        seen.stored(a, index_parts(&b, i), v);
                     } else {
                         ops::store_item(&mut b, isa, (a, i, v, kv), false);
                     }
@@ -983,6 +995,72 @@ fn int_item(
     let addr = element(b, a, index);
     let at = abi::VALUE_PAYLOAD_OFFSET as i32;
     b.ins().load(I64, MemFlagsData::trusted(), addr, at)
+}
+
+/// An index as a value and a constant added to it (wrapping), through the additions and
+/// subtractions of constants that made it: `p + 9 - 9` is `p` and 0, and a constant `k`
+/// no value and `k`.
+fn index_parts(b: &FunctionBuilder, mut index: ClifValue) -> (Option<ClifValue>, i64) {
+    let mut offset = 0i64;
+    let dfg = &b.func.dfg;
+    let constant = |v: ClifValue| match dfg.value_def(v).inst().map(|i| &dfg.insts[i]) {
+        Some(InstructionData::UnaryImm {
+            opcode: Opcode::Iconst,
+            imm,
+        }) => Some(imm.bits()),
+        _ => None,
+    };
+    if let Some(k) = constant(index) {
+        return (None, k);
+    }
+    while let Some(inst) = dfg.value_def(index).inst() {
+        let InstructionData::Binary { opcode, args } = dfg.insts[inst] else {
+            break;
+        };
+        let (x, k) = match (opcode, constant(args[1]), constant(args[0])) {
+            (Opcode::Iadd, Some(k), _) => (args[0], k),
+            (Opcode::Iadd, None, Some(k)) => (args[1], k),
+            (Opcode::Isub, Some(k), _) => (args[0], k.wrapping_neg()),
+            _ => break,
+        };
+        offset = offset.wrapping_add(k);
+        index = x;
+    }
+    (Some(index), offset)
+}
+
+/// The elements of arrays of integers a block knows: (array, index as
+/// [`index_parts`], value).
+#[derive(Default)]
+struct Elements(Vec<(ClifValue, Index, ClifValue)>);
+
+/// An index as [`index_parts`] gives it.
+type Index = (Option<ClifValue>, i64);
+
+impl Elements {
+    /// The value of element `at` of `array`, if known.
+    fn get(&self, array: ClifValue, at: Index) -> Option<ClifValue> {
+        self.0
+            .iter()
+            .find(|(a, i, _)| (*a, *i) == (array, at))
+            .map(|e| e.2)
+    }
+
+    /// Notes that element `at` of `array` holds `v` (read).
+    fn put(&mut self, array: ClifValue, at: Index, v: ClifValue) {
+        if self.get(array, at).is_none() {
+            self.0.push((array, at, v));
+        }
+    }
+
+    /// Notes a store of `v` into element `at` of `array`: what is known of other elements
+    /// stays only where they cannot be that one, the same array around the same value (or
+    /// none, constants) at another offset (another array value may be the same array).
+    fn stored(&mut self, array: ClifValue, at: Index, v: ClifValue) {
+        self.0
+            .retain(|(a, (base, c), _)| *a == array && *base == at.0 && *c != at.1);
+        self.0.push((array, at, v));
+    }
 }
 
 /// The flags of a load of an array's length or elements' address in a whole program: as
