@@ -101,7 +101,7 @@ fn bool_to_int(b: &mut FunctionBuilder, flag: ClifValue) -> ClifValue {
 }
 
 /// The value of `v` when an `iconst` defines it.
-fn constant(b: &FunctionBuilder, v: ClifValue) -> Option<i64> {
+pub(super) fn constant(b: &FunctionBuilder, v: ClifValue) -> Option<i64> {
     let inst = b.func.dfg.value_def(v).inst()?;
     match b.func.dfg.insts[inst] {
         InstructionData::UnaryImm {

@@ -572,14 +572,19 @@ struct Quick {
     offsets: HashMap<(Ref, Ref), (i64, i64)>,
 }
 
-/// The displacement of `x + y` (`op` an addition) or `x - y` (a subtraction) as one
-/// `lea`: `x` a register and `y` a constant whose displacement fits in 32 bits.
-fn lea_offset(op: Op, x: Loc, y: Loc) -> Option<i32> {
-    let (Loc::Reg(_), Loc::Imm(k)) = (x, y) else {
+/// `x + y` (`op` an addition) or `x - y` (a subtraction) as one `lea`: `x` a register
+/// and `y` a constant whose displacement fits in 32 bits; the register and the
+/// displacement.
+fn lea_of(op: Op, x: Loc, y: Loc) -> Option<(u8, i32)> {
+    let (Loc::Reg(x), Loc::Imm(k)) = (x, y) else {
         return None;
     };
-    let k = if op == Op::Sub { k.checked_neg()? } else { k };
-    i32::try_from(k).ok()
+    let k = match op {
+        Op::Add => k,
+        Op::Sub => k.checked_neg()?,
+        _ => return None,
+    };
+    Some((x, i32::try_from(k).ok()?))
 }
 
 /// Instruction `i` as an access of an array around a base, with a snapshot, that one
@@ -993,6 +998,11 @@ impl Quick {
             Some(r) => r,
             None => self.define(i)?,
         };
+        // A sum with a constant that no overflow check follows (below).
+        let lea = match args.as_slice() {
+            [x, y] if !checked => lea_of(op, *x, *y),
+            _ => None,
+        };
         if let Some(cond) = Cond::of(op) {
             dynasm!(self.ops ; .arch x64 ; xor Rd(d), Rd(d));
             self.cmp(args[0], args[1])?;
@@ -1081,10 +1091,8 @@ impl Quick {
             // A sum with a constant that no overflow check follows: one `lea`, where a
             // `mov` and an `add` were two (a pointer's step, a cell's `+` or `-` that
             // cannot leave its range).
-            Op::Add | Op::Sub if !checked && lea_offset(op, args[0], args[1]).is_some() => {
-                let (Loc::Reg(x), Some(k)) = (args[0], lea_offset(op, args[0], args[1])) else {
-                    return None;
-                };
+            Op::Add | Op::Sub if lea.is_some() => {
+                let (x, k) = lea?;
                 dynasm!(self.ops ; .arch x64 ; lea Rq(d), [Rq(x) + k]);
             }
             Op::Add | Op::Sub | Op::Mul | Op::And | Op::Or | Op::Xor => {

@@ -1002,17 +1002,11 @@ fn int_item(
 /// no value and `k`.
 fn index_parts(b: &FunctionBuilder, mut index: ClifValue) -> (Option<ClifValue>, i64) {
     let mut offset = 0i64;
-    let dfg = &b.func.dfg;
-    let constant = |v: ClifValue| match dfg.value_def(v).inst().map(|i| &dfg.insts[i]) {
-        Some(InstructionData::UnaryImm {
-            opcode: Opcode::Iconst,
-            imm,
-        }) => Some(imm.bits()),
-        _ => None,
-    };
+    let constant = |v: ClifValue| ops::constant(b, v);
     if let Some(k) = constant(index) {
         return (None, k);
     }
+    let dfg = &b.func.dfg;
     while let Some(inst) = dfg.value_def(index).inst() {
         let InstructionData::Binary { opcode, args } = dfg.insts[inst] else {
             break;
