@@ -61,6 +61,7 @@ pub mod cleanup;
 pub mod run;
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 use flowjit_runtime::{ops, Op, Value};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -93,6 +94,20 @@ pub const ELIDABLE_STEPS: u64 = 1_000_000;
 
 /// What is known of the variables: per slot, the value if it is static.
 pub type PEnv = Vec<Option<Value>>;
+
+/// A partial environment as the code cache keeps it: the static variables and their
+/// values, in the order of their slots. (Most variables are dynamic: a Brainfuck program's
+/// tens of thousands of positions each keep the program, the position and perhaps the
+/// pointer, of the interpreter's twenty variables.)
+type Known = Rc<[(Slot, Value)]>;
+
+/// The value of `slot` in `known`, if it is static there.
+fn value_in(known: &[(Slot, Value)], slot: Slot) -> Option<&Value> {
+    known
+        .binary_search_by_key(&slot, |(s, _)| *s)
+        .ok()
+        .map(|i| &known[i].1)
+}
 
 /// What a residual statement does.
 #[derive(Clone, Debug, PartialEq)]
@@ -182,6 +197,8 @@ struct Pe<'p> {
     /// Per slot: whether it is a green variable of the merge point, which generalization
     /// keeps (see [`specialize`]).
     green: Vec<bool>,
+    /// How many green variables there are.
+    greens: usize,
     /// Per label: whether it is a function's entry.
     entries: Vec<bool>,
     /// In a program with the meta-tracing hints, the merge point's label: a static jump to
@@ -195,14 +212,14 @@ struct Pe<'p> {
     /// reaches the merge point still ends in blocks of its own, generalized as any.
     in_place: Option<BlockId>,
     /// Per label: the residual block of each partial environment it was specialized for.
-    cache: Vec<FxHashMap<PEnv, usize>>,
+    cache: Vec<FxHashMap<Known, usize>>,
     /// The partial environments each label was specialized for, by the label and the
     /// values of the green variables in them.
-    versions: FxHashMap<(BlockId, Option<Vec<Value>>), Vec<PEnv>>,
+    versions: FxHashMap<(BlockId, Option<Vec<Value>>), Vec<Known>>,
     counters: FxHashMap<String, u32>,
     names: FxHashSet<String>,
     blocks: Vec<Option<RBlock>>,
-    queue: VecDeque<(usize, BlockId, PEnv)>,
+    queue: VecDeque<(usize, BlockId, Known)>,
 }
 
 impl Pe<'_> {
@@ -233,22 +250,24 @@ impl Pe<'_> {
         Ok(self.blocks.len() - 1)
     }
 
-    /// The values of the green variables in `penv`, when all are known (the program
+    /// The values of the green variables in `known`, when all are known (the program
     /// interpreted is): a label's specializations are counted per these, and
     /// generalization keeps them. `None` otherwise (a program without hints too): with the
     /// interpreted program unknown, its position would take ever new values.
-    fn greens_of(&self, penv: &PEnv) -> Option<Vec<Value>> {
-        penv.iter()
-            .zip(&self.green)
-            .filter(|(_, green)| **green)
-            .map(|(v, _)| v.clone())
-            .collect::<Option<Vec<Value>>>()
-            .filter(|g| !g.is_empty())
+    fn greens_of(&self, known: &[(Slot, Value)]) -> Option<Vec<Value>> {
+        let greens: Vec<Value> = known
+            .iter()
+            .filter(|(s, _)| self.green[s.index()])
+            .map(|(_, v)| v.clone())
+            .collect();
+        (!greens.is_empty() && greens.len() == self.greens).then_some(greens)
     }
 
-    /// The partial environment a new specialization of `label` gets from `penv`.
-    fn generalize(&self, label: BlockId, penv: &PEnv) -> PEnv {
-        let greens = self.greens_of(penv);
+    /// The part of `known` a new specialization of `label` keeps: all of it, until the
+    /// label has its share of specializations; then the values every one of them agrees
+    /// on (and the greens).
+    fn generalize(&self, label: BlockId, known: &[(Slot, Value)]) -> Vec<(Slot, Value)> {
+        let greens = self.greens_of(known);
         let max = match greens {
             Some(_) => MAX_GREEN_VERSIONS,
             None => MAX_VERSIONS,
@@ -259,17 +278,16 @@ impl Pe<'_> {
             .get(&(label, greens))
             .filter(|v| v.len() >= max)
         else {
-            return penv.clone();
+            return known.to_vec();
         };
-        let mut general = penv.clone();
-        for v in versions {
-            for ((g, old), green) in general.iter_mut().zip(v).zip(&self.green) {
-                if g.is_some() && g != old && !(*green && keep_greens) {
-                    *g = None;
-                }
-            }
-        }
-        general
+        known
+            .iter()
+            .filter(|(s, v)| {
+                (self.green[s.index()] && keep_greens)
+                    || versions.iter().all(|old| value_in(old, *s) == Some(v))
+            })
+            .cloned()
+            .collect()
     }
 
     /// The articles' `do_pe`: the residual block for `label` under `penv`, and the
@@ -278,40 +296,40 @@ impl Pe<'_> {
         // What `label` never reads before writing it is forgotten: specializations that
         // differ only there are one, and nothing is assigned for it. (Not at a function's
         // entry, whose specializations are told apart by which parameters are static.)
-        let penv: &PEnv = &if self.entries[label.index()] {
-            penv.clone()
-        } else {
-            let live = self.program.live_at(label, 0);
-            penv.iter()
-                .enumerate()
-                .map(|(s, v)| {
-                    v.clone()
-                        .filter(|_| self.green[s] || live.contains(Slot(s as u32)))
-                })
-                .collect()
-        };
-        if let Some(&b) = self.cache[label.index()].get(penv) {
+        let entry = self.entries[label.index()];
+        let live = (!entry).then(|| self.program.live_at(label, 0));
+        let known: Vec<(Slot, Value)> = penv
+            .iter()
+            .enumerate()
+            .filter_map(|(s, v)| {
+                let slot = Slot(s as u32);
+                let kept = live
+                    .as_ref()
+                    .is_none_or(|live| self.green[s] || live.contains(slot));
+                Some((slot, v.clone().filter(|_| kept)?))
+            })
+            .collect();
+        if let Some(&b) = self.cache[label.index()].get(known.as_slice()) {
             return Ok((b, Vec::new()));
         }
-        let general = self.generalize(label, penv);
-        let assigns = penv
+        let general = self.generalize(label, &known);
+        let assigns = known
             .iter()
-            .zip(&general)
-            .enumerate()
-            .filter(|(_, (now, then))| now.is_some() && then.is_none())
-            .map(|(slot, (now, _))| RStmt {
-                dst: Some(Slot(slot as u32)),
+            .filter(|(s, _)| value_in(&general, *s).is_none())
+            .map(|(slot, now)| RStmt {
+                dst: Some(*slot),
                 kind: RKind::Op(Op::Same),
-                args: vec![Operand::Const(now.clone().expect("filtered"))],
+                args: vec![Operand::Const(now.clone())],
                 origin: label,
             })
             .collect();
-        let b = match self.cache[label.index()].get(&general) {
+        let b = match self.cache[label.index()].get(general.as_slice()) {
             Some(&b) => b,
             None => {
                 let b = self.new_block(label)?;
-                self.cache[label.index()].insert(general.clone(), b);
                 let greens = self.greens_of(&general);
+                let general: Known = general.into();
+                self.cache[label.index()].insert(general.clone(), b);
                 self.versions
                     .entry((label, greens))
                     .or_default()
@@ -523,6 +541,7 @@ pub fn specialize(
     }
     let mut pe = Pe {
         program,
+        greens: green.iter().filter(|g| **g).count(),
         green,
         in_place: program
             .merge_point()
@@ -547,7 +566,11 @@ pub fn specialize(
         assigns.is_empty(),
         "the first specialization is never generalized"
     );
-    while let Some((index, label, env)) = pe.queue.pop_front() {
+    while let Some((index, label, known)) = pe.queue.pop_front() {
+        let mut env: PEnv = vec![None; program.frame_size()];
+        for (slot, v) in known.iter() {
+            env[slot.index()] = Some(v.clone());
+        }
         pe.block(index, label, env)?;
     }
     Ok(Residual {
