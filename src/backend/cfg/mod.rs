@@ -731,7 +731,11 @@ pub fn lower(
                 b.ins().jump(blocks[bi], &[]);
             }
         }
-        let value = |b: &mut FunctionBuilder, o: &Operand| -> (ClifValue, MKind) {
+        // Constants and the addresses of arrays' elements, made once in the block (each
+        // of the block's Cranelift blocks follows the ones before it): a smaller function
+        // for Cranelift to compile.
+        let mut made = Made::default();
+        let value = |b: &mut FunctionBuilder, made: &mut Made, o: &Operand| -> (ClifValue, MKind) {
             match o {
                 Operand::Var(s) => (
                     b.use_var(vars[s.index()]),
@@ -740,8 +744,7 @@ pub fn lower(
                 Operand::Const(v) => {
                     let kind = MKind::of(v).expect("analyze() rejects big constants");
                     (
-                        b.ins()
-                            .iconst(I64, abi::unbox(v, kind).expect("its own kind")),
+                        made.constant(b, abi::unbox(v, kind).expect("its own kind")),
                         kind,
                     )
                 }
@@ -799,8 +802,10 @@ pub fn lower(
                         // generalized before a jump, read or not): it cannot fail.
                         None
                     } else {
-                        let args: Vec<(ClifValue, MKind)> =
-                            operands.iter().map(|a| value(&mut b, a)).collect();
+                        let args: Vec<(ClifValue, MKind)> = operands
+                            .iter()
+                            .map(|a| value(&mut b, &mut made, a))
+                            .collect();
                         if op.allocates() || op == Op::ToList {
                             Some((dst, alloc(&mut b, isa, ctx, op, &args, &mut exits)))
                         } else if let (Op::Readlist, true, [(a, MKind::Array), (i, MKind::Int)]) =
@@ -810,7 +815,7 @@ pub fn lower(
                             let v = seen.get(*a, at).unwrap_or_else(|| {
                                 let check = !covered.contains(&k)
                                     && !facts.in_bounds(&operands[0], &operands[1]);
-                                int_item(&mut b, *a, *i, check, &mut exits)
+                                int_item(&mut b, &mut made, *a, *i, check, &mut exits)
                             });
                             seen.put(*a, at, v);
                             Some((dst, v))
@@ -838,9 +843,9 @@ pub fn lower(
                     index,
                     value: item,
                 } => {
-                    let (a, ka) = value(&mut b, &Operand::Var(*array));
-                    let (i, ki) = value(&mut b, index);
-                    let (v, kv) = value(&mut b, item);
+                    let (a, ka) = value(&mut b, &mut made, &Operand::Var(*array));
+                    let (i, ki) = value(&mut b, &mut made, index);
+                    let (v, kv) = value(&mut b, &mut made, item);
                     if ka != MKind::Array || ki != MKind::Int {
                         // Fails every time (a type error): the interpreter raises it.
                         exits.exit_now(&mut b);
@@ -854,8 +859,8 @@ pub fn lower(
                     }
                     if an.ints {
                         // Only the payload: the tag stays the integer's.
-                        let addr = element(&mut b, a, i);
-                        let at = abi::VALUE_PAYLOAD_OFFSET as i32;
+                        let (addr, at) = made.element(&mut b, a, i);
+                        let at = at + abi::VALUE_PAYLOAD_OFFSET as i32;
                         b.ins().store(MemFlagsData::trusted(), v, addr, at);
                         seen.stored(a, index_parts(&b, i), v);
                     } else {
@@ -864,14 +869,14 @@ pub fn lower(
                     None
                 }
                 Inst::Print(a) => {
-                    let (v, kind) = value(&mut b, a);
+                    let (v, kind) = value(&mut b, &mut made, a);
                     let kind = b.ins().iconst(I64, helpers::kind_code(kind));
                     let f = helpers::print as *const u8;
                     ops::call_helper(&mut b, isa, f, &[ctx, v, kind], false);
                     None
                 }
                 Inst::Putchar(a) => {
-                    let (v, kind) = value(&mut b, a);
+                    let (v, kind) = value(&mut b, &mut made, a);
                     if kind != MKind::Int {
                         exits.exit_now(&mut b);
                         dead = true;
@@ -916,7 +921,7 @@ pub fn lower(
             }
             Terminator::Return(_) => unreachable!("`declined` refuses programs that return"),
             Terminator::If { cond, then, els } => {
-                let (c, kind) = value(&mut b, &Operand::Var(*cond));
+                let (c, kind) = value(&mut b, &mut made, &Operand::Var(*cond));
                 if kind == MKind::Int {
                     b.ins().brif(c, to(then.target), &[], to(els.target), &[]);
                 } else {
@@ -925,7 +930,7 @@ pub fn lower(
                 }
             }
             Terminator::PrintAndStop(a) => {
-                let (v, kind) = value(&mut b, a);
+                let (v, kind) = value(&mut b, &mut made, a);
                 b.ins().store(mf, v, regs, (8 * n) as i32);
                 let code = b.ins().iconst(I32, stop_code(kind) as i64);
                 b.ins().return_(&[code]);
@@ -982,6 +987,7 @@ fn check_span(
 /// (unless `check` is false: the block has used it on `a` already), the tag is not.
 fn int_item(
     b: &mut FunctionBuilder,
+    made: &mut Made,
     a: ClifValue,
     index: ClifValue,
     check: bool,
@@ -992,8 +998,8 @@ fn int_item(
         let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
         exits.exit_if(b, outside);
     }
-    let addr = element(b, a, index);
-    let at = abi::VALUE_PAYLOAD_OFFSET as i32;
+    let (addr, at) = made.element(b, a, index);
+    let at = at + abi::VALUE_PAYLOAD_OFFSET as i32;
     b.ins().load(I64, MemFlagsData::trusted(), addr, at)
 }
 
@@ -1063,11 +1069,68 @@ impl Elements {
 /// frame's, or one the code made, kept alive by the context.
 const HEADER: MemFlagsData = ops::HEADER.with_can_move();
 
-/// The address of element `index` of array `a`.
-fn element(b: &mut FunctionBuilder, a: ClifValue, index: ClifValue) -> ClifValue {
-    let items = b.ins().load(I64, HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
-    let offset = ops::element_offset(b, index);
-    b.ins().iadd(items, offset)
+/// What a block has made once for all its statements: constants, and the addresses of
+/// arrays' elements (and of their first elements).
+#[derive(Default)]
+struct Made {
+    constants: HashMap<i64, ClifValue>,
+    /// (array, base index or none) to the address of element `base` (the first with none).
+    addresses: HashMap<(ClifValue, Option<ClifValue>), ClifValue>,
+}
+
+impl Made {
+    /// The constant `k`.
+    fn constant(&mut self, b: &mut FunctionBuilder, k: i64) -> ClifValue {
+        *self
+            .constants
+            .entry(k)
+            .or_insert_with(|| b.ins().iconst(I64, k))
+    }
+
+    /// The address of element `index` of array `a`, as an address and a displacement: the
+    /// elements at `p + 1` and `p + 9` share the address of `p`'s, and those at constant
+    /// indices the address of the first. (In wrapping arithmetic, as the sum the index is.)
+    fn element(
+        &mut self,
+        b: &mut FunctionBuilder,
+        a: ClifValue,
+        index: ClifValue,
+    ) -> (ClifValue, i32) {
+        const SIZE: i64 = abi::VALUE_SIZE as i64;
+        let (base, k) = match index_parts(b, index) {
+            (base, k)
+                if k.checked_mul(SIZE)
+                    .and_then(|d| i32::try_from(d).ok())
+                    .is_some() =>
+            {
+                (base, k)
+            }
+            _ => (Some(index), 0),
+        };
+        let address = match self.addresses.get(&(a, base)) {
+            Some(&address) => address,
+            None => {
+                let items = match self.addresses.get(&(a, None)) {
+                    Some(&items) => items,
+                    None => {
+                        let items = b.ins().load(I64, HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
+                        self.addresses.insert((a, None), items);
+                        items
+                    }
+                };
+                let address = match base {
+                    Some(x) => {
+                        let offset = ops::element_offset(b, x);
+                        b.ins().iadd(items, offset)
+                    }
+                    None => items,
+                };
+                self.addresses.insert((a, base), address);
+                address
+            }
+        };
+        (address, (SIZE * k) as i32)
+    }
 }
 
 /// Lowers `op` (one that makes a list or an array) on `args`: the runtime makes it and
