@@ -859,8 +859,7 @@ pub fn lower(
                     }
                     if an.ints {
                         // Only the payload: the tag stays the integer's.
-                        let (addr, at) = made.element(&mut b, a, i);
-                        let at = at + abi::VALUE_PAYLOAD_OFFSET as i32;
+                        let (addr, at) = made.payload(&mut b, a, i);
                         b.ins().store(MemFlagsData::trusted(), v, addr, at);
                         seen.stored(a, index_parts(&b, i), v);
                     } else {
@@ -998,8 +997,7 @@ fn int_item(
         let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
         exits.exit_if(b, outside);
     }
-    let (addr, at) = made.element(b, a, index);
-    let at = at + abi::VALUE_PAYLOAD_OFFSET as i32;
+    let (addr, at) = made.payload(b, a, index);
     b.ins().load(I64, MemFlagsData::trusted(), addr, at)
 }
 
@@ -1087,25 +1085,26 @@ impl Made {
             .or_insert_with(|| b.ins().iconst(I64, k))
     }
 
-    /// The address of element `index` of array `a`, as an address and a displacement: the
-    /// elements at `p + 1` and `p + 9` share the address of `p`'s, and those at constant
-    /// indices the address of the first. (In wrapping arithmetic, as the sum the index is.)
-    fn element(
+    /// The address of the payload of element `index` of array `a`, as an address and a
+    /// displacement: the elements at `p + 1` and `p + 9` share the address of `p`'s, and
+    /// those at constant indices the address of the first. (In wrapping arithmetic, as the
+    /// sum the index is.)
+    fn payload(
         &mut self,
         b: &mut FunctionBuilder,
         a: ClifValue,
         index: ClifValue,
     ) -> (ClifValue, i32) {
         const SIZE: i64 = abi::VALUE_SIZE as i64;
-        let (base, k) = match index_parts(b, index) {
-            (base, k)
-                if k.checked_mul(SIZE)
-                    .and_then(|d| i32::try_from(d).ok())
-                    .is_some() =>
-            {
-                (base, k)
-            }
-            _ => (Some(index), 0),
+        const PAYLOAD: i64 = abi::VALUE_PAYLOAD_OFFSET as i64;
+        let (base, k) = index_parts(b, index);
+        let at = k
+            .checked_mul(SIZE)
+            .and_then(|d| d.checked_add(PAYLOAD))
+            .and_then(|d| i32::try_from(d).ok());
+        let (base, at) = match at {
+            Some(at) => (base, at),
+            None => (Some(index), PAYLOAD as i32),
         };
         let address = match self.addresses.get(&(a, base)) {
             Some(&address) => address,
@@ -1129,7 +1128,7 @@ impl Made {
                 address
             }
         };
-        (address, (SIZE * k) as i32)
+        (address, at)
     }
 }
 
