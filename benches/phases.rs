@@ -42,6 +42,7 @@ fn bench(c: &mut Criterion) {
             &|_, _| false,
             &mut Steps::new(None),
             4000,
+            true,
         );
         match recorded {
             Ok(Recorded::Loop(t)) => t,

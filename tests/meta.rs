@@ -81,6 +81,43 @@ fn with_merge_point_hints_the_bytecode_loop_is_one_trace_in_machine_code() {
     );
 }
 
+/// With the greens constant, the interpreter's dispatch is done as it is recorded: the
+/// recorded trace of `square.bc`'s loop holds the bytecodes' work and the one guard of
+/// `jump_if_a`, and no read of the bytecode list, no test of an opcode, no `promote`
+/// (`Recorder::folds`). With the optimizer off, every operation is recorded.
+#[test]
+fn the_dispatch_on_constant_greens_is_not_recorded() {
+    let dump = |extra: &[&str]| {
+        let mut args = vec!["bytecode", "examples/square.bc", "a=100", "--dump", "trace"];
+        args.extend_from_slice(extra);
+        let (out, err) = flowjit(&args);
+        assert_eq!(out, "10000\n");
+        err.lines()
+            .skip(1)
+            .take_while(|l| !l.starts_with('#'))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        dump(&[]),
+        [
+            "op1(a,same,var(r0))",
+            "op2(a,sub,var(a),const(1))",
+            "op1(r0,same,var(a))",
+            "op1(a,same,var(r2))",
+            "op2(a,add,var(a),var(r1))",
+            "op1(r2,same,var(a))",
+            "op1(a,same,var(r0))",
+            "op2(c,eq,var(a),const(0))",
+            "guard_false(c,[],bytecode_loop)",
+            "loop",
+        ]
+    );
+    let unfolded = dump(&["--no-opt"]);
+    assert!(unfolded.len() > 40, "{unfolded:?}");
+    assert!(unfolded.contains(&"op2(opcode,readlist,var(bytecode),var(pc))".to_string()));
+}
+
 #[test]
 fn a_branching_loop_stays_in_machine_code_through_its_bridge() {
     let exits = |n: &str| {

@@ -405,6 +405,7 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                         &|_, _| false,
                         &mut steps,
                         4000,
+                        true,
                     ) {
                         Ok(Recorded::Loop(t)) => {
                             assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
@@ -542,6 +543,7 @@ fn the_ssa_form_reads_back_as_the_same_trace() {
             &|_, _| false,
             &mut steps,
             4000,
+            true,
         ) else {
             continue;
         };

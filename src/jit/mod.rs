@@ -564,6 +564,7 @@ impl<'p> Jit<'p> {
             &traced,
             &mut self.steps,
             self.config.max_trace_len,
+            self.config.passes.contains(&"fold"),
         );
         self.stats.record_time += start.elapsed();
         match recorded? {
@@ -1719,6 +1720,7 @@ impl<'p> Jit<'p> {
             &ends,
             &mut self.steps,
             self.config.max_trace_len * BRIDGE_LENGTH_FACTOR,
+            self.config.passes.contains(&"fold"),
         );
         self.stats.record_time += start.elapsed();
         let label = format!("a bridge from {guard_ref}");

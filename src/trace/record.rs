@@ -119,6 +119,13 @@ struct Recorder<'p> {
     apart: Vec<(Opnd, Opnd)>,
     /// The merge points passed ([`Trace::merges`]).
     merges: Vec<Merge>,
+    /// Whether what the recording knows as constants is folded as it goes (in a program
+    /// with the meta-tracing hints, see [`Recorder::folds`]).
+    fold: bool,
+    /// The operations and guards folded so far: they count towards the trace's length
+    /// limit as if recorded, so that folding changes what a trace costs to record and
+    /// optimize, not which paths are traced.
+    folded: usize,
 }
 
 /// How many arrays a trace tells apart by guards: a store into one then leaves what the
@@ -236,6 +243,27 @@ impl Recorder<'_> {
         Ref(self.insts.len() as u32 - 1)
     }
 
+    /// Whether an operation on `args` is done now, its result a constant of the trace, rather
+    /// than recorded (RPython's tracer does the same): in a program with the meta-tracing
+    /// hints, whose greens are constants, an operation on constants alone (the dispatch of
+    /// an interpreter on its program's position) that neither makes an array nor reads one.
+    /// The optimizer would fold it (`opt::fold`) to the same value; recorded, a Brainfuck
+    /// interpreter's trace was fifteen times as long as what was left of it. Without the
+    /// hints the recording is the articles' (their traces keep `same` of a constant).
+    fn folds(&self, kind: Kind, args: &[Opnd]) -> bool {
+        let pure = match kind {
+            Kind::Op(op) => !op.allocates(),
+            Kind::CallPure(_) => true,
+            _ => false,
+        };
+        self.fold && pure && args.iter().all(|a| a.as_const().is_some())
+    }
+
+    /// The trace's length, for its limit: what it holds and what was folded.
+    fn len(&self) -> usize {
+        self.insts.len() + self.folded
+    }
+
     /// The operand holding variable `slot` now, reading it with an `input` at `pos` if the
     /// iteration has neither written nor read it yet. The input is of the type of the
     /// variable's value in `frame`, and checks it.
@@ -291,7 +319,10 @@ fn charge(steps: &mut Steps, block: &str) -> Result<(), RuntimeError> {
 
 /// Records a trace from the start of `anchor`, executing the program on `frame` as it goes.
 /// `max_len` bounds the number of instructions. Errors are the interpreter's: the same
-/// error, raised at the same place, as interpreting would have raised.
+/// error, raised at the same place, as interpreting would have raised. With `fold`, in a
+/// program with the meta-tracing hints, an operation on constants alone is done as it is
+/// recorded, its result a constant of the trace, and a guard on a constant is left out
+/// (the optimizer's `fold` pass, done early: see [`Recorder::folds`]).
 ///
 /// With `greens` (the merge point's green variables, when `anchor` is the merge point), the
 /// greens' values now are constants in the trace, and the loop closes only when the
@@ -300,6 +331,7 @@ fn charge(steps: &mut Steps, block: &str) -> Result<(), RuntimeError> {
 ///
 /// A jump to a position where `traced` says another trace is anchored ends the recording
 /// ([`AbortReason::InnerLoop`]).
+#[allow(clippy::too_many_arguments)]
 pub fn record(
     program: &Program,
     state: &mut State,
@@ -308,6 +340,7 @@ pub fn record(
     traced: &dyn Fn(BlockId, &Frame) -> bool,
     steps: &mut Steps,
     max_len: usize,
+    fold: bool,
 ) -> Result<Recorded, RuntimeError> {
     let fixed: Vec<(Slot, Value)> = greens
         .iter()
@@ -331,6 +364,7 @@ pub fn record(
         traced,
         steps,
         max_len,
+        fold,
     )
 }
 
@@ -343,7 +377,7 @@ pub fn record(
 ///
 /// The bridge starts by reading the variables in `inherited` (those the guard's snapshot
 /// gives): they count as written, so that every snapshot of the bridge is complete, as the
-/// guard's is (`crate::resume`).
+/// guard's is (`crate::resume`). `max_len` and `fold` are as for [`record`].
 #[allow(clippy::too_many_arguments)]
 pub fn record_bridge(
     program: &Program,
@@ -354,6 +388,7 @@ pub fn record_bridge(
     ends: &dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>,
     steps: &mut Steps,
     max_len: usize,
+    fold: bool,
 ) -> Result<Recorded, RuntimeError> {
     record_from(
         program,
@@ -365,6 +400,7 @@ pub fn record_bridge(
         &|_, _| false,
         steps,
         max_len,
+        fold,
     )
 }
 
@@ -379,6 +415,7 @@ fn record_from(
     traced: &dyn Fn(BlockId, &Frame) -> bool,
     steps: &mut Steps,
     max_len: usize,
+    fold: bool,
 ) -> Result<Recorded, RuntimeError> {
     let n = program.frame_size();
     let mut greens = vec![None; n];
@@ -398,6 +435,8 @@ fn record_from(
         arrays: Vec::new(),
         apart: Vec::new(),
         merges: Vec::new(),
+        fold: fold && program.has_jit_hints(),
+        folded: 0,
     };
     for slot in inherited {
         let v = r.var(&state.frame, *slot, start);
@@ -478,7 +517,8 @@ fn record_from(
                     if let (Kind::GetItem, Operand::Var(a)) = (kind, &operands[0]) {
                         r.tell_apart(&args[0], state.frame[a.index()].as_ref(), at);
                     }
-                    let snap = kind.needs_snapshot().then(|| r.snapshot(at));
+                    let folds = r.folds(kind, &args);
+                    let snap = (kind.needs_snapshot() && !folds).then(|| r.snapshot(at));
                     step(program, &mut state.frame, stmt).map_err(|stop| match stop {
                         Interrupt::Error(e) => fail(i)(e),
                         Interrupt::Effect => unreachable!("an operation has no effect"),
@@ -486,9 +526,13 @@ fn record_from(
                     let result = state.frame[dst.index()]
                         .as_ref()
                         .expect("a result was written");
-                    let ty = Ty::of(result);
-                    let v = r.emit(kind, args, snap, at, ty);
-                    r.written[dst.index()] = Some(Opnd::Ref(v));
+                    r.folded += usize::from(folds);
+                    r.written[dst.index()] = Some(if folds {
+                        Opnd::Const(result.clone())
+                    } else {
+                        let ty = Ty::of(result);
+                        Opnd::Ref(r.emit(kind, args, snap, at, ty))
+                    });
                     r.cost += 1;
                 }
                 Stmt::SetItem {
@@ -545,7 +589,8 @@ fn record_from(
                         .iter()
                         .map(|a| r.operand(&state.frame, a, at))
                         .collect();
-                    let snap = r.snapshot(at);
+                    let folds = r.folds(Kind::CallPure(*func), &opnds);
+                    let snap = (!folds).then(|| r.snapshot(at));
                     let depth = state.depth + state.calls.len();
                     if depth >= MAX_CALL_DEPTH {
                         return Err(fail(i)(ErrorKind::CallDepth));
@@ -571,19 +616,30 @@ fn record_from(
                             (result, took)
                         }
                     };
+                    r.cost += 1 + took;
+                    if folds {
+                        r.folded += 1;
+                        r.written[dst.index()] = Some(Opnd::Const(result.clone()));
+                        state.frame[dst.index()] = Some(result);
+                        continue;
+                    }
                     let ty = Ty::of(&result);
                     opnds.push(Opnd::Const(result.clone()));
                     opnds.push(Opnd::Const(Value::Int(took as i64)));
                     state.frame[dst.index()] = Some(result);
-                    let v = r.emit(Kind::CallPure(*func), opnds, Some(snap), at, ty);
+                    let v = r.emit(Kind::CallPure(*func), opnds, snap, at, ty);
                     r.written[dst.index()] = Some(Opnd::Ref(v));
-                    r.cost += 1 + took;
                 }
                 Stmt::Promote(slot) => {
                     // A variable never written has no value to freeze: the interpreter
                     // ignores the promotion, and so does the recorder.
                     if let Some(value) = state.frame[slot.index()].clone() {
                         let v = r.var(&state.frame, *slot, at);
+                        if r.fold && v.as_const().is_some() {
+                            // A constant (in a program with the hints) is what it is.
+                            r.folded += 1;
+                            continue;
+                        }
                         let resume = Position {
                             block: id,
                             inst: i + 1,
@@ -610,7 +666,7 @@ fn record_from(
                 }
                 Stmt::CanEnterJit => {}
             }
-            if r.insts.len() > max_len {
+            if r.len() > max_len {
                 return Ok(Recorded::Aborted {
                     reason: AbortReason::TooLong(max_len),
                     at: Position {
@@ -677,6 +733,13 @@ fn record_from(
             Flow::Jump(j) => j.target,
             Flow::Return(_) => unreachable!("a `return` stops the recording before it runs"),
         };
+        // A constant condition (in a program with the hints) holds in every run of the
+        // trace: no guard.
+        let guarded = guarded.filter(|(v, _)| {
+            let constant = r.fold && v.as_const().is_some();
+            r.folded += usize::from(constant);
+            !constant
+        });
         match (&block.term, guarded) {
             (Terminator::If { then, els, .. }, Some((c, None))) => {
                 let (kind, other) = if next == then.target {
