@@ -249,7 +249,9 @@ impl Recorder<'_> {
     /// an interpreter on its program's position) that neither makes an array nor reads one.
     /// The optimizer would fold it (`opt::fold`) to the same value; recorded, a Brainfuck
     /// interpreter's trace was fifteen times as long as what was left of it. Without the
-    /// hints the recording is the articles' (their traces keep `same` of a constant).
+    /// hints the recording is the articles' (their traces keep `same` of a constant). An
+    /// `@elidable` call on constants is still recorded, one operation, but its result is
+    /// the constant it returned.
     fn folds(&self, kind: Kind, args: &[Opnd]) -> bool {
         let pure = match kind {
             Kind::Op(op) => !op.allocates(),
@@ -589,8 +591,10 @@ fn record_from(
                         .iter()
                         .map(|a| r.operand(&state.frame, a, at))
                         .collect();
+                    // Recorded, one operation (SPEC §4), whose result is a constant where its
+                    // arguments are (the optimizer then drops the call).
                     let folds = r.folds(Kind::CallPure(*func), &opnds);
-                    let snap = (!folds).then(|| r.snapshot(at));
+                    let snap = r.snapshot(at);
                     let depth = state.depth + state.calls.len();
                     if depth >= MAX_CALL_DEPTH {
                         return Err(fail(i)(ErrorKind::CallDepth));
@@ -616,19 +620,17 @@ fn record_from(
                             (result, took)
                         }
                     };
-                    r.cost += 1 + took;
-                    if folds {
-                        r.folded += 1;
-                        r.written[dst.index()] = Some(Opnd::Const(result.clone()));
-                        state.frame[dst.index()] = Some(result);
-                        continue;
-                    }
                     let ty = Ty::of(&result);
                     opnds.push(Opnd::Const(result.clone()));
                     opnds.push(Opnd::Const(Value::Int(took as i64)));
-                    state.frame[dst.index()] = Some(result);
-                    let v = r.emit(Kind::CallPure(*func), opnds, snap, at, ty);
-                    r.written[dst.index()] = Some(Opnd::Ref(v));
+                    state.frame[dst.index()] = Some(result.clone());
+                    let v = r.emit(Kind::CallPure(*func), opnds, Some(snap), at, ty);
+                    r.written[dst.index()] = Some(if folds {
+                        Opnd::Const(result)
+                    } else {
+                        Opnd::Ref(v)
+                    });
+                    r.cost += 1 + took;
                 }
                 Stmt::Promote(slot) => {
                     // A variable never written has no value to freeze: the interpreter
