@@ -409,6 +409,8 @@ fn dispatch(command: Command) -> CliResult<()> {
             // Inputs are variables of the original program; one the residual program never
             // reads is dropped.
             let runnable = residual.runnable(&loaded.program, &dynamic);
+            // What partial evaluation made is no longer needed: compiling reuses its memory.
+            drop(residual);
             if compile {
                 return run_compiled_program(&runnable, &opts);
             }
