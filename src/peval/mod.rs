@@ -197,8 +197,6 @@ struct Pe<'p> {
     /// Per slot: whether it is a green variable of the merge point, which generalization
     /// keeps (see [`specialize`]).
     green: Vec<bool>,
-    /// How many green variables there are.
-    greens: usize,
     /// Per label: whether it is a function's entry.
     entries: Vec<bool>,
     /// In a program with the meta-tracing hints, the merge point's label: a static jump to
@@ -260,7 +258,8 @@ impl Pe<'_> {
             .filter(|(s, _)| self.green[s.index()])
             .map(|(_, v)| v.clone())
             .collect();
-        (!greens.is_empty() && greens.len() == self.greens).then_some(greens)
+        let all = self.green.iter().filter(|g| **g).count();
+        (!greens.is_empty() && greens.len() == all).then_some(greens)
     }
 
     /// The part of `known` a new specialization of `label` keeps: all of it, until the
@@ -541,7 +540,6 @@ pub fn specialize(
     }
     let mut pe = Pe {
         program,
-        greens: green.iter().filter(|g| **g).count(),
         green,
         in_place: program
             .merge_point()

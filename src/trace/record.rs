@@ -258,7 +258,12 @@ impl Recorder<'_> {
             Kind::CallPure(_) => true,
             _ => false,
         };
-        self.fold && pure && args.iter().all(|a| a.as_const().is_some())
+        pure && args.iter().all(|a| self.constant(a))
+    }
+
+    /// Whether `o` is a constant the recording folds on (see [`Recorder::folds`]).
+    fn constant(&self, o: &Opnd) -> bool {
+        self.fold && o.as_const().is_some()
     }
 
     /// The trace's length, for its limit: what it holds and what was folded.
@@ -637,7 +642,7 @@ fn record_from(
                     // ignores the promotion, and so does the recorder.
                     if let Some(value) = state.frame[slot.index()].clone() {
                         let v = r.var(&state.frame, *slot, at);
-                        if r.fold && v.as_const().is_some() {
+                        if r.constant(&v) {
                             // A constant (in a program with the hints) is what it is.
                             r.folded += 1;
                             continue;
@@ -737,11 +742,13 @@ fn record_from(
         };
         // A constant condition (in a program with the hints) holds in every run of the
         // trace: no guard.
-        let guarded = guarded.filter(|(v, _)| {
-            let constant = r.fold && v.as_const().is_some();
-            r.folded += usize::from(constant);
-            !constant
-        });
+        let guarded = match guarded {
+            Some((v, _)) if r.constant(&v) => {
+                r.folded += 1;
+                None
+            }
+            guarded => guarded,
+        };
         match (&block.term, guarded) {
             (Terminator::If { then, els, .. }, Some((c, None))) => {
                 let (kind, other) = if next == then.target {

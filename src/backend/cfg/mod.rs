@@ -1106,27 +1106,16 @@ impl Made {
             Some(at) => (base, at),
             None => (Some(index), PAYLOAD as i32),
         };
-        let address = match self.addresses.get(&(a, base)) {
-            Some(&address) => address,
-            None => {
-                let items = match self.addresses.get(&(a, None)) {
-                    Some(&items) => items,
-                    None => {
-                        let items = b.ins().load(I64, HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
-                        self.addresses.insert((a, None), items);
-                        items
-                    }
-                };
-                let address = match base {
-                    Some(x) => {
-                        let offset = ops::element_offset(b, x);
-                        b.ins().iadd(items, offset)
-                    }
-                    None => items,
-                };
-                self.addresses.insert((a, base), address);
-                address
-            }
+        let items = *self
+            .addresses
+            .entry((a, None))
+            .or_insert_with(|| b.ins().load(I64, HEADER, a, abi::LIST_ITEMS_OFFSET as i32));
+        let address = match base {
+            Some(x) => *self.addresses.entry((a, base)).or_insert_with(|| {
+                let offset = ops::element_offset(b, x);
+                b.ins().iadd(items, offset)
+            }),
+            None => items,
         };
         (address, at)
     }
