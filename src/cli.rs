@@ -951,8 +951,6 @@ fn execute_with(
     finished.and(written)
 }
 
-/// `pe --compile --run`: the residual program as one function of machine code; the
-/// interpreter takes over where it deoptimizes, or runs it all when it cannot be compiled.
 /// Has the kernel give the process's memory in pages of 4 KiB from now on, not in
 /// transparent huge pages of 2 MiB (`PR_SET_THP_DISABLE`): for `pe --compile`, whose
 /// specialization and whole-program compilation allocate tens of megabytes once and briefly.
@@ -968,6 +966,8 @@ fn small_pages() {
     }
 }
 
+/// `pe --compile --run`: the residual program as one function of machine code; the
+/// interpreter takes over where it deoptimizes, or runs it all when it cannot be compiled.
 fn run_compiled_program(runnable: &Runnable, opts: &RunOpts) -> CliResult<()> {
     let config = jit_config(opts)?;
     let mut backend = crate::backend::Backend::new(config.target).map_err(usage_error)?;
