@@ -956,7 +956,7 @@ fn execute_with(
 /// specialization and whole-program compilation allocate tens of megabytes once and briefly.
 /// Under huge pages each fresh 2 MiB is zeroed whole at its first touch: mandel.b's
 /// `pe --compile --run` peaked at 81 MB (60 MB in small pages) and ran 6% longer
-/// (docs/BENCHMARKS.md). `flowjit bf` keeps huge pages: without them it ran 3% longer.
+/// (docs/BENCHMARKS.md). `flowjit bf` keeps huge pages: without them it ran 1-3% longer.
 fn small_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: a plain system call on the process itself; a failure leaves the pages as
