@@ -475,6 +475,13 @@ impl<'p> Jit<'p> {
     /// Makes the backend when first needed in `--mode jit` (a run that compiles nothing
     /// does not pay for making it). When it cannot be made, nothing is compiled, and the
     /// error is kept in `--stats`.
+    /// Whether the recorder folds operations on constants as it records
+    /// (`trace::record`'s `fold`): when the optimizer's `fold` pass runs, which would fold
+    /// them anyway; `--no-opt` records everything.
+    fn folds_while_recording(&self) -> bool {
+        self.config.passes.contains(&"fold")
+    }
+
     fn make_backend(&mut self) {
         if self.config.native && self.backend.is_none() {
             match Backend::new(self.config.target) {
@@ -556,6 +563,7 @@ impl<'p> Jit<'p> {
                 .key_at(block, frame)
                 .is_some_and(|k| k != key && profile.lookup(&k).is_some())
         };
+        let fold = self.folds_while_recording();
         let recorded = trace::record(
             self.program,
             state,
@@ -564,7 +572,7 @@ impl<'p> Jit<'p> {
             &traced,
             &mut self.steps,
             self.config.max_trace_len,
-            self.config.passes.contains(&"fold"),
+            fold,
         );
         self.stats.record_time += start.elapsed();
         match recorded? {
@@ -1701,6 +1709,7 @@ impl<'p> Jit<'p> {
             from: Some(guard_ref),
         });
         let start = Instant::now();
+        let fold = self.folds_while_recording();
         let profile = &self.profile;
         let ends = |target: BlockId, frame: &Frame| {
             let key = profile.key_at(target, frame)?;
@@ -1720,7 +1729,7 @@ impl<'p> Jit<'p> {
             &ends,
             &mut self.steps,
             self.config.max_trace_len * BRIDGE_LENGTH_FACTOR,
-            self.config.passes.contains(&"fold"),
+            fold,
         );
         self.stats.record_time += start.elapsed();
         let label = format!("a bridge from {guard_ref}");
