@@ -11,6 +11,13 @@
 #   benches/peers/bf.sh                      # mandel.b, 1 run each
 #   BF=tests/bf/hello.b RUNS=5 benches/peers/bf.sh
 #   PEERS="direct c flowjit pe" benches/peers/bf.sh   # leave out PyPy and LuaJIT (minutes)
+#   PEERS="direct direct-word direct-word-checked direct-value direct-value-checked flowjit" \
+#       benches/peers/bf.sh
+#
+# The direct-* peers are the same translation with flowjit's representation, one cost at a
+# time (bf2c.py --cells, --checks): 64-bit cells masked after each step, 16-byte tagged
+# cells, a bounds check per access. gcc -O2 on them shows what the representation costs
+# compiled well, apart from what tracing adds.
 #
 # Every time is a whole process, start-up and compilation included, timed by hyperfine; the
 # table gives the median and its ratio to the direct translation. Each run's output is
@@ -40,6 +47,15 @@ fi
 
 python3 "$here/bf2c.py" "$BF" > "$work/direct.c"
 gcc -O2 -o "$work/direct" "$work/direct.c"
+for variant in word value; do
+    for checks in "" "-checked"; do
+        if [[ " $PEERS " == *" direct-$variant$checks "* ]]; then
+            python3 "$here/bf2c.py" "$BF" --cells "$variant" ${checks:+--checks} \
+                > "$work/direct-$variant$checks.c"
+            gcc -O2 -o "$work/direct-$variant$checks" "$work/direct-$variant$checks.c"
+        fi
+    done
+done
 gcc -O2 -o "$work/bf" "$here/bf.c"
 (cd "$root" && cargo build --release --quiet)
 flowjit="$root/target/release/flowjit"
@@ -61,6 +77,10 @@ commands=()
 for peer in $PEERS; do
     case "$peer" in
         direct) names+=("translated to C (gcc -O2)"); commands+=("$work/direct") ;;
+        direct-word) names+=("translated, 64-bit cells masked"); commands+=("$work/$peer") ;;
+        direct-word-checked) names+=("translated, 64-bit cells, checked"); commands+=("$work/$peer") ;;
+        direct-value) names+=("translated, 16-byte tagged cells"); commands+=("$work/$peer") ;;
+        direct-value-checked) names+=("translated, 16-byte cells, checked"); commands+=("$work/$peer") ;;
         c) names+=("C switch interpreter (gcc -O2)"); commands+=("$work/bf $BF") ;;
         luajit) names+=("LuaJIT interpreter"); commands+=("luajit $here/bf.lua $BF") ;;
         pypy) names+=("PyPy interpreter"); commands+=("pypy3 $here/bf.py $BF") ;;
