@@ -233,14 +233,20 @@ pub unsafe extern "C" fn call_pure(
         left: budget.max(0) as u64,
     };
     let (program, state) = (ctx.program, &*ctx.state);
-    let made =
-        crate::trace::call_elidable(program, state, site.func, values, &mut steps, 0, 0, site.ty);
+    let attempt = || {
+        crate::trace::call_elidable(program, state, site.func, values, &mut steps, 0, 0, site.ty)
+            .filter(|v| abi::Kind::of(v) == Some(site.result))
+    };
+    // Under a limit, a result of another kind than the code holds is a failed call too,
+    // whose stores are undone (`interp::undoable`).
+    let made = if ctx.limit.is_some() {
+        crate::interp::undoable(attempt)
+    } else {
+        attempt()
+    };
     let Some(v) = made else {
         return -1;
     };
-    if abi::Kind::of(&v) != Some(site.result) {
-        return -1;
-    }
     // A list or an array the call returns is kept alive in the context.
     let bits = ctx.keep(v, site.result);
     // SAFETY: the caller's guarantee of room.

@@ -195,7 +195,61 @@ fn setitem(
     let a = read(program, frame, array)?;
     let i = operand(program, frame, index)?;
     let v = operand(program, frame, value)?.clone();
+    if UNDO_ON.get() {
+        note_store(a, i);
+    }
     Ok(ops::setitem(a, i, v)?)
+}
+
+thread_local! {
+    /// Whether [`undoable`] is running: the interpreter then notes each element a store
+    /// replaces in [`UNDO`].
+    static UNDO_ON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The elements replaced while [`undoable`] runs, first first: the array, the index and
+    /// the value it held.
+    static UNDO: std::cell::RefCell<Vec<(std::rc::Rc<flowjit_runtime::Array>, usize, Value)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Notes the element that a store of `array[index]` is about to replace, when there is one
+/// (a store that fails replaces nothing).
+#[inline(never)]
+fn note_store(array: &Value, index: &Value) {
+    let (Value::Array(a), Value::Int(i)) = (array, index) else {
+        return;
+    };
+    let Some((i, old)) = usize::try_from(*i).ok().and_then(|i| Some((i, a.get(i)?))) else {
+        return;
+    };
+    UNDO.with_borrow_mut(|log| log.push((a.clone(), i, old)));
+}
+
+/// Runs `attempt`, an elidable call the JIT makes on the interpreter's behalf under
+/// `--max-steps`, as one transaction: when it gives `None` (the call failed, ran out of the
+/// operations it was allowed, or returned a value of a type the trace did not expect),
+/// every store into an array that it made is undone, last first, so that the interpreter,
+/// which then makes the call itself, finds the arrays as they were. An elidable function
+/// may keep a memo table in an array (SPEC §2.3): an attempt cut short after it filled an
+/// entry would otherwise leave the interpreter's call a shorter path, and a different
+/// count of operations. (Without a limit nothing counts them, and a call that keeps its
+/// promise gives the interpreter the same result either way; the stores are then not
+/// noted, so that an elidable function filling a large table of its own costs no more.)
+/// An attempt inside another undoes its own stores when it fails, and leaves them to the
+/// outer one when it succeeds.
+pub fn undoable<T>(attempt: impl FnOnce() -> Option<T>) -> Option<T> {
+    let was_on = UNDO_ON.replace(true);
+    let from = UNDO.with_borrow(|log| log.len());
+    let made = attempt();
+    UNDO_ON.set(was_on);
+    if made.is_none() || !was_on {
+        let noted: Vec<_> = UNDO.with_borrow_mut(|log| log.drain(from..).collect());
+        if made.is_none() {
+            for (a, i, old) in noted.into_iter().rev() {
+                a.set(i, old);
+            }
+        }
+    }
+    made
 }
 
 /// What [`effect`] did.

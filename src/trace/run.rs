@@ -52,10 +52,20 @@ pub fn call_elidable(
         limit: steps.limit,
         left: budget,
     };
-    let v = interp::call_function(program, func, args, depth, &mut inner).ok()??;
-    if !ty.admits(&v) {
-        return None;
-    }
+    let attempt = || {
+        interp::call_function(program, func, args, depth, &mut inner)
+            .ok()
+            .flatten()
+            .filter(|v| ty.admits(v))
+    };
+    // Under a limit, undone when it does not give a result the trace can use: the
+    // interpreter then makes the call on the arrays as they were, and counts what the
+    // plain interpreter counts (`interp::undoable`).
+    let v = if steps.limit.is_some() {
+        interp::undoable(attempt)
+    } else {
+        attempt()
+    }?;
     let used = budget - inner.left;
     steps.left = steps.left.saturating_add(recorded).saturating_sub(used);
     Some(v)
