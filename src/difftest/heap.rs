@@ -23,8 +23,13 @@
 //! func f2(k, t):
 //!     v = t[k]             c = v == 'none'      if c goto f2_compute else goto f2_known
 //! f2_known:    return v
-//! f2_compute:  x0 = k ...  x3 = x1 * 3  ...     t[k] = x3     return x3
+//! f2_compute:  x0 = k ...  x3 = x1 * 3  ...     t[k] = x3     pad = k + 1 ...   return x3
 //! ```
+//!
+//! A few statements that cannot fail may follow the store: an executor that makes the call
+//! on the interpreter's behalf and gives up after the store (it would need more of
+//! `--max-steps` than it can spare) must leave the table as it found it, or the
+//! interpreter, making the call after it, takes the shorter path (`interp::undoable`).
 
 use std::fmt::Write as _;
 
@@ -270,6 +275,9 @@ pub enum GenFunc {
         ops: Vec<GenOp>,
         /// The variable returned.
         result: usize,
+        /// How many statements follow the store (`pad = k + 1`, which cannot fail and leaves
+        /// the result alone).
+        after: usize,
     },
 }
 
@@ -381,8 +389,17 @@ pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
         prop::sample::select(vec![Op::Add, Op::Sub, Op::Xor]),
     )
         .prop_map(|(depth, op)| GenFunc::Recursive { depth, op });
-    let memo = (1i64..8, super::flow::hot_ops(), 0..VARS)
-        .prop_map(|(size, ops, result)| GenFunc::Memo { size, ops, result });
+    // Small tables fill while the loop is interpreted and recorded; larger ones go on
+    // filling in its trace and machine code, which then make the calls that compute.
+    let size = prop_oneof![3 => 1i64..8, 1 => 8i64..48];
+    let memo = (size, super::flow::hot_ops(), 0..VARS, 0..4usize).prop_map(
+        |(size, ops, result, after)| GenFunc::Memo {
+            size,
+            ops,
+            result,
+            after,
+        },
+    );
     prop_oneof![
         1 => Just(Vec::new()),
         3 => prop::collection::vec(prop_oneof![1 => plain, 1 => recursive, 2 => memo], 1..4),
@@ -672,7 +689,9 @@ impl Emitter {
                         op.infix().unwrap_or("+")
                     );
                 }
-                GenFunc::Memo { ops, result, .. } => {
+                GenFunc::Memo {
+                    ops, result, after, ..
+                } => {
                     let _ = writeln!(
                         self.out,
                         "@elidable\nfunc {f_}(k, t):\n    v = t[k]\n    c = v == 'none'\n    if c goto {f_}_compute else goto {f_}_known\n\
@@ -682,7 +701,11 @@ impl Emitter {
                     for o in ops {
                         self.stmt(o, "k");
                     }
-                    let _ = writeln!(self.out, "    t[k] = x{result}\n    return x{result}");
+                    let _ = writeln!(self.out, "    t[k] = x{result}");
+                    for _ in 0..*after {
+                        let _ = writeln!(self.out, "    pad = k + 1");
+                    }
+                    let _ = writeln!(self.out, "    return x{result}");
                 }
             }
         }
