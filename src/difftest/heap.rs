@@ -26,8 +26,11 @@
 //! f2_compute:  x0 = k ...  x3 = x1 * 3  ...     t[k] = x3     pad = k + 1 ...   return x3
 //! ```
 //!
-//! A few statements that cannot fail may follow the store: an executor that makes the call
-//! on the interpreter's behalf and gives up after the store (it would need more of
+//! A few statements that cannot fail may follow the store, and the result may be taken past
+//! 64 bits before it (`x3 = x3 ^ 1180591620717411303424`); the key may stay the same for a
+//! few calls in a row (`k = i // 2`). Then a loop's trace may be recorded on a call that
+//! finds its entry and later make calls that compute: an executor that makes the call on
+//! the interpreter's behalf and gives up after the store (it would need more of
 //! `--max-steps` than it can spare) must leave the table as it found it, or the
 //! interpreter, making the call after it, takes the shorter path (`interp::undoable`).
 
@@ -278,6 +281,9 @@ pub enum GenFunc {
         /// How many statements follow the store (`pad = k + 1`, which cannot fail and leaves
         /// the result alone).
         after: usize,
+        /// Whether the result is taken past 64 bits before the store (machine code then holds
+        /// it boxed and makes the call through its helper).
+        wide: bool,
     },
 }
 
@@ -392,14 +398,20 @@ pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
     // Small tables fill while the loop is interpreted and recorded; larger ones go on
     // filling in its trace and machine code, which then make the calls that compute.
     let size = prop_oneof![3 => 1i64..8, 1 => 8i64..48];
-    let memo = (size, super::flow::hot_ops(), 0..VARS, 0..4usize).prop_map(
-        |(size, ops, result, after)| GenFunc::Memo {
+    let memo = (
+        size,
+        super::flow::hot_ops(),
+        0..VARS,
+        0..4usize,
+        any::<bool>(),
+    )
+        .prop_map(|(size, ops, result, after, wide)| GenFunc::Memo {
             size,
             ops,
             result,
             after,
-        },
-    );
+            wide,
+        });
     prop_oneof![
         1 => Just(Vec::new()),
         3 => prop::collection::vec(prop_oneof![1 => plain, 1 => recursive, 2 => memo], 1..4),
@@ -656,9 +668,17 @@ impl Emitter {
                             } else {
                                 String::new()
                             };
+                            // A key that stays the same for a few calls in a row (with the
+                            // counter as `a`): the loop may be recorded on a call that finds
+                            // its entry, and its trace then makes the calls that compute,
+                            // which take more operations than it recorded.
+                            let key = match 1 + dst % 3 {
+                                1 => format!("    {k} = {a} % {size}\n"),
+                                d => format!("    {k} = {a} // {d}\n    {k} = {k} % {size}\n"),
+                            };
                             writeln!(
                                 self.out,
-                                "    {k} = {a} % {size}\n{promoted}    x{dst} = call f{m}({k}, memo{m})"
+                                "{key}{promoted}    x{dst} = call f{m}({k}, memo{m})"
                             )
                         }
                     };
@@ -690,7 +710,11 @@ impl Emitter {
                     );
                 }
                 GenFunc::Memo {
-                    ops, result, after, ..
+                    ops,
+                    result,
+                    after,
+                    wide,
+                    ..
                 } => {
                     let _ = writeln!(
                         self.out,
@@ -700,6 +724,9 @@ impl Emitter {
                     );
                     for o in ops {
                         self.stmt(o, "k");
+                    }
+                    if *wide {
+                        let _ = writeln!(self.out, "    x{result} = x{result} ^ {}", 1i128 << 70);
                     }
                     let _ = writeln!(self.out, "    t[k] = x{result}");
                     for _ in 0..*after {
