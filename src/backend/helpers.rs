@@ -237,13 +237,9 @@ pub unsafe extern "C" fn call_pure(
         crate::trace::call_elidable(program, state, site.func, values, &mut steps, 0, 0, site.ty)
             .filter(|v| abi::Kind::of(v) == Some(site.result))
     };
-    // Under a limit, a result of another kind than the code holds is a failed call too,
-    // whose stores are undone (`interp::undoable`).
-    let made = if ctx.limit.is_some() {
-        crate::interp::undoable(attempt)
-    } else {
-        attempt()
-    };
+    // A result of another kind than the code holds is a failed call too, whose stores are
+    // undone (`interp::undoable`).
+    let made = crate::interp::undoable(attempt);
     let Some(v) = made else {
         return -1;
     };

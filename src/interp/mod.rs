@@ -224,18 +224,17 @@ fn note_store(array: &Value, index: &Value) {
     UNDO.with_borrow_mut(|log| log.push((a.clone(), i, old)));
 }
 
-/// Runs `attempt`, an elidable call the JIT makes on the interpreter's behalf under
-/// `--max-steps`, as one transaction: when it gives `None` (the call failed, ran out of the
-/// operations it was allowed, or returned a value of a type the trace did not expect),
-/// every store into an array that it made is undone, last first, so that the interpreter,
-/// which then makes the call itself, finds the arrays as they were. An elidable function
-/// may keep a memo table in an array (SPEC §2.3): an attempt cut short after it filled an
-/// entry would otherwise leave the interpreter's call a shorter path, and a different
-/// count of operations. (Without a limit nothing counts them, and a call that keeps its
-/// promise gives the interpreter the same result either way; the stores are then not
-/// noted, so that an elidable function filling a large table of its own costs no more.)
-/// An attempt inside another undoes its own stores when it fails, and leaves them to the
-/// outer one when it succeeds.
+/// Runs `attempt`, an elidable call the JIT makes on the interpreter's behalf, as one
+/// transaction: when it gives `None` (the call failed, ran out of the operations it was
+/// allowed, or returned a value of a type the trace did not expect), every store into an
+/// array that it made is undone, last first, so that the interpreter, which then makes the
+/// call itself, finds the arrays as they were, and the frame where the trace exits is the
+/// interpreter's. An elidable function may keep a memo table in an array (SPEC §2.3): an
+/// attempt cut short after it filled an entry would otherwise leave the interpreter's call
+/// a shorter path, and under `--max-steps` a different count of operations. The cost is a
+/// note per store the attempt makes (the array, the index, the element replaced), kept
+/// until the attempt ends. An attempt inside another undoes its own stores when it fails,
+/// and leaves them to the outer one when it succeeds.
 pub fn undoable<T>(attempt: impl FnOnce() -> Option<T>) -> Option<T> {
     let was_on = UNDO_ON.replace(true);
     let from = UNDO.with_borrow(|log| log.len());

@@ -58,14 +58,10 @@ pub fn call_elidable(
             .flatten()
             .filter(|v| ty.admits(v))
     };
-    // Under a limit, undone when it does not give a result the trace can use: the
-    // interpreter then makes the call on the arrays as they were, and counts what the
-    // plain interpreter counts (`interp::undoable`).
-    let v = if steps.limit.is_some() {
-        interp::undoable(attempt)
-    } else {
-        attempt()
-    }?;
+    // Undone when it does not give a result the trace can use: the interpreter then makes
+    // the call on the arrays as they were, and counts what the plain interpreter counts
+    // (`interp::undoable`).
+    let v = interp::undoable(attempt)?;
     let used = budget - inner.left;
     steps.left = steps.left.saturating_add(recorded).saturating_sub(used);
     Some(v)
