@@ -29,7 +29,8 @@ pub struct Env<'a> {
 /// Makes an elidable call for a compiled trace: its result, or `None` when it fails or
 /// when it would need more operations than the budget holds beyond `reserve` (the rest of
 /// the iteration, which counts the `recorded` operations the call took when recorded). The
-/// trace then exits before the call, and the interpreter makes it. `steps` is charged what
+/// trace then exits before the call, and the interpreter makes it on the arrays as they
+/// were: what the attempt stored is undone ([`interp::undoable`]). `steps` is charged what
 /// the call used beyond `recorded`, or given back what it did not use. A result of another
 /// type than `ty`, the one recorded, is an exit too.
 #[allow(clippy::too_many_arguments)]
