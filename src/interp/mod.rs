@@ -240,13 +240,13 @@ pub fn undoable<T>(attempt: impl FnOnce() -> Option<T>) -> Option<T> {
     let from = UNDO.with_borrow(|log| log.len());
     let made = attempt();
     UNDO_ON.set(was_on);
-    if made.is_none() || !was_on {
-        let noted: Vec<_> = UNDO.with_borrow_mut(|log| log.drain(from..).collect());
-        if made.is_none() {
-            for (a, i, old) in noted.into_iter().rev() {
-                a.set(i, old);
-            }
+    if made.is_none() {
+        let noted = UNDO.with_borrow_mut(|log| log.split_off(from));
+        for (a, i, old) in noted.into_iter().rev() {
+            a.set(i, old);
         }
+    } else if !was_on {
+        UNDO.with_borrow_mut(|log| log.truncate(from));
     }
     made
 }

@@ -472,9 +472,6 @@ impl<'p> Jit<'p> {
         }
     }
 
-    /// Makes the backend when first needed in `--mode jit` (a run that compiles nothing
-    /// does not pay for making it). When it cannot be made, nothing is compiled, and the
-    /// error is kept in `--stats`.
     /// Whether the recorder folds operations on constants as it records
     /// (`trace::record`'s `fold`): when the optimizer's `fold` pass runs, which would fold
     /// them anyway; `--no-opt` records everything.
@@ -482,6 +479,9 @@ impl<'p> Jit<'p> {
         self.config.passes.contains(&"fold")
     }
 
+    /// Makes the backend when first needed in `--mode jit` (a run that compiles nothing
+    /// does not pay for making it). When it cannot be made, nothing is compiled, and the
+    /// error is kept in `--stats`.
     fn make_backend(&mut self) {
         if self.config.native && self.backend.is_none() {
             match Backend::new(self.config.target) {
