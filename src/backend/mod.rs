@@ -64,12 +64,6 @@ pub enum Unsupported {
     /// A statement of a residual program that machine code does not run yet.
     #[error("{0} in a residual program is not compiled yet")]
     NotCompiled(&'static str),
-    /// A trace instruction that machine code does not run yet.
-    #[error("`{0}` is not compiled yet")]
-    NotLowered(&'static str),
-    /// An array, which machine code does not hold yet.
-    #[error("an array value (arrays are not compiled yet)")]
-    Array,
     /// An input of a residual program machine code cannot hold.
     #[error("a big integer input")]
     BigInput,
