@@ -122,6 +122,39 @@ impl Default for Io {
     }
 }
 
+/// The elements that stores into arrays replaced while an elidable call made on the
+/// interpreter's behalf runs (`interp::call_undoable`), first first: the array, the index and
+/// the element it held. When the call is given up (it failed, ran out of the operations it was
+/// allowed, or returned what the caller cannot use), [`UndoLog::undo`] puts them back, last
+/// first, so that the interpreter, which then makes the call itself, finds the arrays as they
+/// were. An elidable function may keep a memo table in an array (SPEC §2.3): a call cut short
+/// after it filled an entry would otherwise leave the interpreter's call a shorter path, and
+/// under `--max-steps` a different count of operations.
+#[derive(Default)]
+pub struct UndoLog(Vec<(std::rc::Rc<flowjit_runtime::Array>, usize, Value)>);
+
+impl UndoLog {
+    /// Notes the element that a store of `array[index]` is about to replace, when there is
+    /// one (a store that fails replaces nothing).
+    #[inline(never)]
+    pub fn note(&mut self, array: &Value, index: &Value) {
+        let (Value::Array(a), Value::Int(i)) = (array, index) else {
+            return;
+        };
+        let Some((i, old)) = usize::try_from(*i).ok().and_then(|i| Some((i, a.get(i)?))) else {
+            return;
+        };
+        self.0.push((a.clone(), i, old));
+    }
+
+    /// Puts back every element noted, last first.
+    pub fn undo(self) {
+        for (a, i, old) in self.0.into_iter().rev() {
+            a.set(i, old);
+        }
+    }
+}
+
 /// A running program's state: frames and input and output.
 pub struct State {
     /// The variables of the call running now (of the program, outside any call).

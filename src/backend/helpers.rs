@@ -233,13 +233,11 @@ pub unsafe extern "C" fn call_pure(
         left: budget.max(0) as u64,
     };
     let (program, state) = (ctx.program, &*ctx.state);
-    let attempt = || {
-        crate::trace::call_elidable(program, state, site.func, values, &mut steps, 0, 0, site.ty)
-            .filter(|v| abi::Kind::of(v) == Some(site.result))
-    };
-    // A result of another kind than the code holds is a failed call too, whose stores are
-    // undone (`interp::undoable`).
-    let made = crate::interp::undoable(attempt);
+    // A result of another kind than the code holds is a call given up too, whose stores are
+    // undone (`trace::call_elidable`).
+    let accept = |v: &Value| site.ty.admits(v) && abi::Kind::of(v) == Some(site.result);
+    let made =
+        crate::trace::call_elidable(program, state, site.func, values, &mut steps, 0, 0, accept);
     let Some(v) = made else {
         return -1;
     };

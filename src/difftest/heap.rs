@@ -32,7 +32,7 @@
 //! finds its entry and later make calls that compute: an executor that makes the call on
 //! the interpreter's behalf and gives up after the store (it would need more of
 //! `--max-steps` than it can spare) must leave the table as it found it, or the
-//! interpreter, making the call after it, takes the shorter path (`interp::undoable`).
+//! interpreter, making the call after it, takes the shorter path (`interp::call_undoable`).
 
 use std::fmt::Write as _;
 

@@ -397,7 +397,7 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
     // Three limits: one at an eighth of the way or more, two anywhere. A limit exposes a
     // miscount only where it falls in the few operations the miscounted instruction spans
     // (an elidable call the trace gives up part of the way through: the interpreter must
-    // find the arrays as the call found them, `interp::undoable`).
+    // find the arrays as the call found them, `interp::call_undoable`).
     let turn = turn as u64;
     for limit in [
         used * (1 + turn % 7) / 8,

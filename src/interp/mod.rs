@@ -17,7 +17,7 @@
 use flowjit_runtime::{ops, Op, OpError, Value};
 
 use crate::lang::{BlockId, FuncId, Inst, Jump, Operand, Program, Slot, Terminator};
-use crate::state::{Frame, Position, State, Steps};
+use crate::state::{Frame, Position, State, Steps, UndoLog};
 
 /// What went wrong, without where.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -78,6 +78,21 @@ pub trait Monitor {
     /// taken, with `frame`'s values. Returning `true` ends [`run`] with [`Exit::Hot`].
     fn jump(&mut self, _target: BlockId, _frame: &Frame) -> bool {
         false
+    }
+
+    /// A store of `array[index]` is about to run (it may still fail). Only the undo log of
+    /// an elidable call made on the interpreter's behalf ([`call_undoable`]) looks.
+    #[inline(always)]
+    fn storing(&mut self, _array: &Value, _index: &Value) {}
+}
+
+impl Monitor for UndoLog {
+    fn back_edge(&mut self, _from: BlockId, _target: BlockId) -> bool {
+        false
+    }
+
+    fn storing(&mut self, array: &Value, index: &Value) {
+        self.note(array, index);
     }
 }
 
@@ -144,6 +159,17 @@ impl From<OpError> for Interrupt {
 /// to [`effect`].
 #[inline(always)]
 pub fn step(program: &Program, frame: &mut Slots, inst: &Inst) -> Result<(), Interrupt> {
+    step_noting(program, frame, inst, &mut NoMonitor)
+}
+
+/// [`step`], telling `monitor` of each array store before it runs.
+#[inline(always)]
+fn step_noting<M: Monitor>(
+    program: &Program,
+    frame: &mut Slots,
+    inst: &Inst,
+    monitor: &mut M,
+) -> Result<(), Interrupt> {
     match inst {
         Inst::Op2 { dst, op, a, b } => {
             let (x, y) = (operand(program, frame, a)?, operand(program, frame, b)?);
@@ -174,7 +200,7 @@ pub fn step(program: &Program, frame: &mut Slots, inst: &Inst) -> Result<(), Int
             array,
             index,
             value,
-        } => setitem(program, frame, *array, index, value)?,
+        } => setitem(program, frame, *array, index, value, monitor)?,
         Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => {}
         Inst::Print(_) | Inst::Putchar(_) | Inst::Getchar(_) | Inst::Call { .. } => {
             return Err(Interrupt::Effect)
@@ -185,70 +211,19 @@ pub fn step(program: &Program, frame: &mut Slots, inst: &Inst) -> Result<(), Int
 
 /// `array[index] = value`, out of line, so that the inner loop stays small.
 #[inline(never)]
-fn setitem(
+fn setitem<M: Monitor>(
     program: &Program,
     frame: &Slots,
     array: Slot,
     index: &Operand,
     value: &Operand,
+    monitor: &mut M,
 ) -> Result<(), ErrorKind> {
     let a = read(program, frame, array)?;
     let i = operand(program, frame, index)?;
     let v = operand(program, frame, value)?.clone();
-    if UNDO_ON.get() {
-        note_store(a, i);
-    }
+    monitor.storing(a, i);
     Ok(ops::setitem(a, i, v)?)
-}
-
-thread_local! {
-    /// Whether [`undoable`] is running: the interpreter then notes each element a store
-    /// replaces in [`UNDO`].
-    static UNDO_ON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// The elements replaced while [`undoable`] runs, first first: the array, the index and
-    /// the value it held.
-    static UNDO: std::cell::RefCell<Vec<(std::rc::Rc<flowjit_runtime::Array>, usize, Value)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Notes the element that a store of `array[index]` is about to replace, when there is one
-/// (a store that fails replaces nothing).
-#[inline(never)]
-fn note_store(array: &Value, index: &Value) {
-    let (Value::Array(a), Value::Int(i)) = (array, index) else {
-        return;
-    };
-    let Some((i, old)) = usize::try_from(*i).ok().and_then(|i| Some((i, a.get(i)?))) else {
-        return;
-    };
-    UNDO.with_borrow_mut(|log| log.push((a.clone(), i, old)));
-}
-
-/// Runs `attempt`, an elidable call the JIT makes on the interpreter's behalf, as one
-/// transaction: when it gives `None` (the call failed, ran out of the operations it was
-/// allowed, or returned a value of a type the trace did not expect), every store into an
-/// array that it made is undone, last first, so that the interpreter, which then makes the
-/// call itself, finds the arrays as they were, and the frame where the trace exits is the
-/// interpreter's. An elidable function may keep a memo table in an array (SPEC §2.3): an
-/// attempt cut short after it filled an entry would otherwise leave the interpreter's call
-/// a shorter path, and under `--max-steps` a different count of operations. The cost is a
-/// note per store the attempt makes (the array, the index, the element replaced), kept
-/// until the attempt ends. An attempt inside another undoes its own stores when it fails,
-/// and leaves them to the outer one when it succeeds.
-pub fn undoable<T>(attempt: impl FnOnce() -> Option<T>) -> Option<T> {
-    let was_on = UNDO_ON.replace(true);
-    let from = UNDO.with_borrow(|log| log.len());
-    let made = attempt();
-    UNDO_ON.set(was_on);
-    if made.is_none() {
-        let noted = UNDO.with_borrow_mut(|log| log.split_off(from));
-        for (a, i, old) in noted.into_iter().rev() {
-            a.set(i, old);
-        }
-    } else if !was_on {
-        UNDO.with_borrow_mut(|log| log.truncate(from));
-    }
-    made
 }
 
 /// What [`effect`] did.
@@ -410,7 +385,7 @@ fn interpret<M: Monitor>(
             steps.left -= cost;
             let mut slots: &mut Slots = frame;
             for inst in rest {
-                if let Err(stop) = step(program, slots, inst) {
+                if let Err(stop) = step_noting(program, slots, inst, monitor) {
                     // The statement's index is needed only here: found from its address.
                     let at = Position {
                         block: id,
@@ -441,7 +416,7 @@ fn interpret<M: Monitor>(
                     }
                     steps.left -= 1;
                 }
-                if let Err(stop) = step(program, frame, inst) {
+                if let Err(stop) = step_noting(program, frame, inst, monitor) {
                     let at = Position { block: id, inst: k };
                     let entered = interrupted(program, frame, state, stop, inst, at, steps);
                     if let Interrupted::Enter(entry, key) = entered.map_err(fail(k))? {
@@ -587,6 +562,42 @@ pub fn call_function(
     depth: usize,
     steps: &mut Steps,
 ) -> Result<Option<Value>, RuntimeError> {
+    call_monitored(program, func, args, depth, steps, &mut NoMonitor)
+}
+
+/// Makes an elidable call on the interpreter's behalf, as one transaction: its result, when
+/// the call returns one that `accept`s; otherwise (it failed, ran out of `steps`, stopped the
+/// program or returned what the caller cannot use) `None`, and every store into an array
+/// that it made is undone ([`UndoLog`]), so that the interpreter, which then makes the call
+/// itself, finds the arrays as they were and the frame where a trace exits is the
+/// interpreter's. The cost is a note per store the call makes, kept until it ends; the
+/// interpreter's own stores are not noted.
+pub fn call_undoable(
+    program: &Program,
+    func: crate::lang::FuncId,
+    args: Vec<Value>,
+    depth: usize,
+    steps: &mut Steps,
+    accept: impl FnOnce(&Value) -> bool,
+) -> Option<Value> {
+    let mut log = UndoLog::default();
+    let made = call_monitored(program, func, args, depth, steps, &mut log);
+    let made = made.ok().flatten().filter(accept);
+    if made.is_none() {
+        log.undo();
+    }
+    made
+}
+
+/// [`call_function`] under `monitor`, which never takes over.
+fn call_monitored<M: Monitor>(
+    program: &Program,
+    func: crate::lang::FuncId,
+    args: Vec<Value>,
+    depth: usize,
+    steps: &mut Steps,
+    monitor: &mut M,
+) -> Result<Option<Value>, RuntimeError> {
     let f = program.func(func);
     let mut frame = vec![None; program.frame_size()];
     for (p, v) in f.params.iter().zip(args) {
@@ -600,10 +611,10 @@ pub fn call_function(
         &mut state,
         Position::start(f.entry),
         steps,
-        &mut NoMonitor,
+        monitor,
     )? {
         Exit::Return(v) => Ok(Some(v)),
         Exit::Stop(_) => Ok(None),
-        Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+        Exit::Hot(_) => unreachable!("the monitor of a function run by itself never takes over"),
     }
 }

@@ -8,7 +8,7 @@
 
 use flowjit_runtime::{ops, Op, Value};
 
-use super::ir::{Kind, Opnd, Ref, SnapId, Trace, Ty};
+use super::ir::{Kind, Opnd, Ref, SnapId, Trace};
 use crate::interp;
 use crate::lang::Program;
 use crate::resume;
@@ -26,13 +26,13 @@ pub struct Env<'a> {
     pub steps: &'a mut Steps,
 }
 
-/// Makes an elidable call for a compiled trace: its result, or `None` when it fails or
-/// when it would need more operations than the budget holds beyond `reserve` (the rest of
-/// the iteration, which counts the `recorded` operations the call took when recorded). The
+/// Makes an elidable call for a compiled trace: its result, or `None` when it fails, when
+/// it would need more operations than the budget holds beyond `reserve` (the rest of the
+/// iteration, which counts the `recorded` operations the call took when recorded), or when
+/// its result is not one the code can `accept` (the trace's: of the type recorded). The
 /// trace then exits before the call, and the interpreter makes it on the arrays as they
-/// were: what the attempt stored is undone ([`interp::undoable`]). `steps` is charged what
-/// the call used beyond `recorded`, or given back what it did not use. A result of another
-/// type than `ty`, the one recorded, is an exit too.
+/// were: what the call stored is undone ([`interp::call_undoable`]). `steps` is charged what
+/// the call used beyond `recorded`, or given back what it did not use.
 #[allow(clippy::too_many_arguments)]
 pub fn call_elidable(
     program: &Program,
@@ -42,7 +42,7 @@ pub fn call_elidable(
     steps: &mut Steps,
     reserve: u64,
     recorded: u64,
-    ty: Ty,
+    accept: impl FnOnce(&Value) -> bool,
 ) -> Option<Value> {
     let depth = state.depth + state.calls.len();
     if depth >= crate::state::MAX_CALL_DEPTH {
@@ -53,16 +53,7 @@ pub fn call_elidable(
         limit: steps.limit,
         left: budget,
     };
-    let attempt = || {
-        interp::call_function(program, func, args, depth, &mut inner)
-            .ok()
-            .flatten()
-            .filter(|v| ty.admits(v))
-    };
-    // Undone when it does not give a result the trace can use: the interpreter then makes
-    // the call on the arrays as they were, and counts what the plain interpreter counts
-    // (`interp::undoable`).
-    let v = interp::undoable(attempt)?;
+    let v = interp::call_undoable(program, func, args, depth, &mut inner, accept)?;
     let used = budget - inner.left;
     steps.left = steps.left.saturating_add(recorded).saturating_sub(used);
     Some(v)
@@ -159,8 +150,10 @@ fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], env: &mut Env, rese
             let (args, _, recorded) = super::ir::call_pure_parts(&inst.args);
             let args = args.iter().map(|a| value(regs, a)).collect();
             let (program, steps) = (env.program, &mut *env.steps);
+            let ty = inst.ty;
+            let accept = |v: &Value| ty.admits(v);
             regs[i] = call_elidable(
-                program, env.state, func, args, steps, reserve, recorded, inst.ty,
+                program, env.state, func, args, steps, reserve, recorded, accept,
             );
             regs[i].is_some()
         }
