@@ -54,6 +54,8 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variab
 use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::{Op, Value};
 
+pub use super::exit::{decode_exit, exit_code, linkable, mirror_tag, HOT, REFUSED, WRITTEN};
+use super::exit::{Carried, ExitPlan, LinkPlan};
 use super::helpers::{self, CallSite};
 use super::{ops, Unsupported};
 use crate::lang::Slot;
@@ -153,7 +155,7 @@ enum Source {
 }
 
 /// Everything known about a tree before it is lowered.
-pub struct Analysis {
+pub struct TreeAnalysis {
     /// 0 for a tree's function, `k` for the bridge unit of segment `k`.
     pub unit: usize,
     /// The register layout.
@@ -238,60 +240,12 @@ fn source(segments: &[Segment], seg: usize, slot: Slot, inputs: &mut Vec<Slot>) 
     Source::Input(index)
 }
 
-/// The kind of a value in the mirror ([`Layout`]): 0 stands for a variable machine code
-/// does not hold.
-pub fn mirror_tag(kind: MKind) -> i64 {
-    helpers::kind_code(kind) + 1
-}
-
-/// What an exiting tree returns for an entry that found a tree input of another kind in the
-/// mirror than the tree was compiled for: the tree did nothing.
-pub const REFUSED: u32 = u32::MAX;
-
-/// What a bridge unit returns, having done nothing, on the entry that spends its count
-/// ([`Links::entries`]): it runs often enough for its tree's function to take it in.
-pub const HOT: u32 = u32::MAX - 1;
-
-/// In an [`exit_code`], with the exiting instruction: the exit wrote its snapshot into the
-/// mirror and made its stores, as a linked exit does, and the runtime only writes the
-/// mirror back (a [`linkable`] exit with nothing linked to it).
-pub const WRITTEN: u32 = 1 << 31;
-
-/// The code a function returns: in the high half the tree's number and the unit (0 for the
-/// tree's function, `k` for the bridge unit of segment `k`), in the low half the global
-/// index of the exiting instruction ([`Layout::locate`]), with [`WRITTEN`] or not, or
-/// [`REFUSED`].
-pub fn exit_code(tree: usize, unit: usize, at: u32) -> i64 {
-    ((tree as i64) << 40) | ((unit as i64) << 32) | at as i64
-}
-
-/// The tree, the unit and the instruction (or [`REFUSED`]) of an [`exit_code`].
-pub fn decode_exit(code: i64) -> (usize, usize, u32) {
-    (
-        (code >> 40) as usize,
-        ((code >> 32) & 0xff) as usize,
-        code as u32,
-    )
-}
-
-/// Whether an exit at instruction `i` of `trace` may go straight into the tree anchored
-/// where it resumes, through the mirror (`Layout`): its snapshot resumes at the start of
-/// a block in the trace's own frame, with no virtual array to build (it makes the stores
-/// the trace delayed itself), and every constant it writes is one machine code holds (not a
-/// big integer, which only the runtime's write-back makes).
-pub fn linkable(trace: &Trace, i: usize) -> bool {
-    trace.snap_of(&trace.insts[i]).is_some_and(|s| {
-        let held = |o: &Opnd| o.as_const().is_none_or(|v| MKind::of(v).is_some());
-        s.pos.inst == 0 && s.frames.is_empty() && s.virtuals.is_empty() && s.exit_values().all(held)
-    })
-}
-
 /// The kinds the mirror surely holds after the [`linkable`] exit at instruction `i` of
 /// segment `seg` (numbered as in the code `an` analyzed, 0 for a bridge unit's own): those
 /// the exit writes, and those of the code's inputs, checked on entry, which it leaves. A
 /// bridge unit entered only from that exit need not check them again
 /// ([`Links::assumed`]).
-pub fn exit_kinds(an: &Analysis, trace: &Trace, seg: usize, i: usize) -> Vec<(Slot, MKind)> {
+pub fn exit_kinds(an: &TreeAnalysis, trace: &Trace, seg: usize, i: usize) -> Vec<(Slot, MKind)> {
     let snap = trace
         .snap_of(&trace.insts[i])
         .expect("an exiting instruction has a snapshot");
@@ -327,7 +281,7 @@ pub fn analyze(
     segments: &[Segment],
     frame_size: usize,
     unit: usize,
-) -> Result<Analysis, Unsupported> {
+) -> Result<TreeAnalysis, Unsupported> {
     // The loop's parameters that hold integers of any size although the preamble gives
     // them 64-bit ones (`s = 0` before a loop that adds big integers to it): found when the
     // loop's end gives one a `Num`, and the kinds worked out again.
@@ -346,232 +300,48 @@ fn analyze_with(
     frame_size: usize,
     unit: usize,
     wide_params: &mut Vec<usize>,
-) -> Result<Option<Analysis>, Unsupported> {
+) -> Result<Option<TreeAnalysis>, Unsupported> {
     let root = segments[0].trace;
-    let wide = segments[0].wide;
     if unit == 0 && root.loop_start().is_none() {
         return Err(Unsupported::NotPeeled);
     }
-    let mut inputs: Vec<Slot> = Vec::new();
-    // Per tree input: its type, that of the `input` reading it first.
-    let mut input_kinds: Vec<MKind> = Vec::new();
-    let mut kinds: Vec<Vec<Option<MKind>>> = Vec::new();
-    let mut sources: Vec<HashMap<Slot, Source>> = Vec::new();
-    let mut sites = HashMap::default();
-    let mut owns = false;
+    let mut inf = Inference {
+        segments,
+        wide_params,
+        inputs: Vec::new(),
+        input_kinds: Vec::new(),
+        kinds: Vec::new(),
+        sources: Vec::new(),
+        sites: HashMap::default(),
+        owns: false,
+    };
     for (seg, s) in segments.iter().enumerate() {
-        let trace = s.trace;
-        let mut k: Vec<Option<MKind>> = vec![None; trace.insts.len()];
+        let mut k: Vec<Option<MKind>> = vec![None; s.trace.insts.len()];
         let mut src: HashMap<Slot, Source> = HashMap::default();
-        if s.separate {
-            kinds.push(k);
-            sources.push(src);
-            continue;
-        }
-        for (i, inst) in trace.insts.iter().enumerate() {
-            let of = |k: &[Option<MKind>], o: &Opnd| -> Result<MKind, Unsupported> {
-                match o {
-                    Opnd::Ref(r) => Ok(k[r.index()].expect("refs are defined before use")),
-                    Opnd::Const(v) => const_kind(v),
-                }
-            };
-            k[i] = match inst.kind {
-                Kind::Input(slot) => {
-                    let found = source(segments, seg, slot, &mut inputs);
-                    let kind = kind_of(inst.ty)?;
-                    let arrives = match &found {
-                        // A virtual array of the guard's snapshot: the bridge builds it.
-                        Source::Chain(ps, Opnd::Ref(r)) if is_virtual(segments, *ps, *r) => {
-                            owns = true;
-                            MKind::Array
-                        }
-                        Source::Chain(ps, Opnd::Ref(r)) => {
-                            kinds[*ps][r.index()].expect("a ref has a kind")
-                        }
-                        Source::Chain(_, Opnd::Const(v)) => const_kind(v)?,
-                        Source::Input(k) => match input_kinds.get(*k) {
-                            Some(known) => *known,
-                            None => {
-                                // A variable the tree holds wide is read boxed.
-                                let kind = match kind {
-                                    MKind::Int if wide.contains(&slot) => MKind::Num,
-                                    kind => kind,
-                                };
-                                input_kinds.push(kind);
-                                kind
-                            }
-                        },
-                    };
-                    // An integer of any size that arrives where a 64-bit one was expected
-                    // stays boxed.
-                    let kind = match (arrives, kind) {
-                        (a, k) if a == k => k,
-                        (MKind::Num, MKind::Int) => MKind::Num,
-                        _ => return Err(Unsupported::InputType),
-                    };
-                    src.insert(slot, found);
-                    Some(kind)
-                }
-                Kind::Param(_) | Kind::ParamItem => {
-                    // A parameter is as wide as the value the preamble gives it, or as
-                    // its loop's end found it must be.
-                    let start = trace.loop_start().expect("params follow loop_start");
-                    let p = i - start - 1;
-                    let first = of(&k, &trace.insts[start].args[p])?;
-                    if first == MKind::Num || wide_params.contains(&p) {
-                        Some(MKind::Num)
-                    } else {
-                        Some(kind_of(inst.ty)?)
-                    }
-                }
-                Kind::GetItem | Kind::CallPure(_) => {
-                    let args = inst
-                        .args
-                        .iter()
-                        .map(|a| of(&k, a))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    for o in trace
-                        .snap_of(inst)
-                        .into_iter()
-                        .flat_map(|s| s.exit_values())
-                    {
-                        of(&k, o)?;
-                    }
-                    if inst.kind == Kind::GetItem && args.contains(&MKind::Num) {
-                        return Err(Unsupported::Wide("getitem"));
-                    }
-                    // A list or an array read out of an array, or returned, is kept alive
-                    // in the context (`helpers::keep`).
-                    let kind = kind_of(inst.ty)?;
-                    owns |= matches!(kind, MKind::List | MKind::Array);
-                    if let Kind::CallPure(func) = inst.kind {
-                        let args = args[..args.len() - 2].to_vec();
-                        let site = CallSite {
-                            func,
-                            args,
-                            result: kind,
-                            ty: inst.ty,
-                        };
-                        sites.insert((seg, i), Box::new(site));
-                    }
-                    Some(kind)
-                }
-                Kind::Getchar => Some(MKind::Int),
-                // What allocates gives the code a reference that the context keeps alive
-                // (`helpers::alloc`).
-                Kind::Op(op) if op.allocates() || op == Op::ToList => {
-                    for a in &inst.args {
-                        of(&k, a)?;
-                    }
-                    for o in trace
-                        .snap_of(inst)
-                        .into_iter()
-                        .flat_map(|s| s.exit_values())
-                    {
-                        of(&k, o)?;
-                    }
-                    owns = true;
-                    Some(kind_of(inst.ty)?)
-                }
-                Kind::Op(Op::Same) => Some(of(&k, &inst.args[0])?),
-                // An array no executor makes: an exit that needs it builds it from the
-                // elements its snapshot lists, so its own operands (the initial element may
-                // be another such array) are not values of the code.
-                Kind::Virtual => None,
-                Kind::Op(op) => {
-                    let arg_kinds = inst
-                        .args
-                        .iter()
-                        .map(|a| of(&k, a))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    if arg_kinds.contains(&MKind::Num) {
-                        Some(num_result(op, &arg_kinds, inst.snap.is_some())?)
-                    } else {
-                        let kind = kind_of(inst.ty)?;
-                        ops::supported(op, &arg_kinds)?;
-                        // Division by a constant other than 0 and -1 cannot fail.
-                        let safe_divisor = matches!(
-                            inst.args.get(1),
-                            Some(Opnd::Const(Value::Int(k))) if safe_divisor(*k)
-                        );
-                        let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr)
-                            || (matches!(op, Op::Div | Op::Mod) && !safe_divisor);
-                        if exits && inst.snap.is_none() {
-                            return Err(Unsupported::NoSnapshot(op));
-                        }
-                        Some(kind)
-                    }
-                }
-                _ => {
-                    let mut args = Vec::new();
-                    for a in &inst.args {
-                        args.push(of(&k, a)?);
-                    }
-                    for o in trace
-                        .snap_of(inst)
-                        .into_iter()
-                        .flat_map(|s| s.exit_values())
-                    {
-                        of(&k, o)?;
-                    }
-                    // A `Num` may hold a small integer: a promotion of it, an index, a
-                    // byte written out are not lowered for it.
-                    let num_at = match inst.kind {
-                        Kind::GuardValue | Kind::Putchar => args.first(),
-                        Kind::SetItem => args.get(1),
-                        _ => None,
-                    };
-                    if num_at == Some(&MKind::Num) {
-                        return Err(Unsupported::Wide(inst.kind.name()));
-                    }
-                    None
-                }
-            };
-        }
-        if seg == 0 && unit == 0 {
-            // The loop's end must give each parameter what its kind holds: a `Num` to a
-            // 64-bit parameter widens the parameter.
-            let start = trace.loop_start().expect("checked above");
-            let end = trace.insts.last().expect("a trace ends in loop");
-            for (p, a) in end.args.iter().enumerate() {
-                let param = k[start + 1 + p];
-                let given = match a {
-                    Opnd::Ref(r) => k[r.index()],
-                    Opnd::Const(v) => Some(const_kind(v)?),
-                };
-                if given == Some(MKind::Num) && param != Some(MKind::Num) {
-                    wide_params.push(p);
-                    return Ok(None);
-                }
+        if !s.separate {
+            for i in 0..s.trace.insts.len() {
+                k[i] = inf.inst(seg, i, &k, &mut src)?;
+            }
+            if seg == 0 && unit == 0 && inf.widens_a_param(s.trace, &k)? {
+                return Ok(None);
             }
         }
-        kinds.push(k);
-        sources.push(src);
+        inf.kinds.push(k);
+        inf.sources.push(src);
     }
     let carry = segments.iter().any(|s| s.returns && !s.separate);
     if carry {
-        // The tree inputs are then the state between iterations: a variable no `input`
-        // reads is of the type the first segment that writes it gives it.
-        for (seg, s) in segments.iter().enumerate().filter(|(_, s)| !s.separate) {
-            let last = s.trace.insts.last().expect("a trace ends in loop");
-            let end = s.trace.snap_of(last).expect("a loop has a snapshot");
-            for (slot, o) in &end.entries {
-                if !inputs.contains(slot) {
-                    inputs.push(*slot);
-                    input_kinds.push(match o {
-                        // A virtual array (`opt::virtuals`) has no register of its own:
-                        // the exit builds it after it writes the inputs back, so the input
-                        // keeps what it held, an array.
-                        Opnd::Ref(r) => match kinds[seg][r.index()] {
-                            Some(k) => k,
-                            None => kind_of(s.trace.insts[r.index()].ty)?,
-                        },
-                        Opnd::Const(v) => const_kind(v)?,
-                    });
-                }
-            }
-        }
+        inf.carried_inputs()?;
     }
+    let Inference {
+        inputs,
+        input_kinds,
+        kinds,
+        sources,
+        sites,
+        owns,
+        ..
+    } = inf;
     let mut offsets = Vec::new();
     // The counter, shared by every tree like the mirror, follows it.
     let counter = 2 * frame_size;
@@ -601,7 +371,7 @@ fn analyze_with(
             }
         })
         .collect();
-    Ok(Some(Analysis {
+    Ok(Some(TreeAnalysis {
         unit,
         layout,
         kinds,
@@ -612,6 +382,262 @@ fn analyze_with(
         sites,
         owns,
     }))
+}
+
+/// The kinds of a tree's values as [`analyze_with`] works them out, segment after segment.
+struct Inference<'s, 'a> {
+    segments: &'s [Segment<'a>],
+    wide_params: &'s mut Vec<usize>,
+    /// The tree inputs found so far, and per input its kind: that of the `input` reading
+    /// it first.
+    inputs: Vec<Slot>,
+    input_kinds: Vec<MKind>,
+    /// Per segment done: the kind of each instruction's result.
+    kinds: Vec<Vec<Option<MKind>>>,
+    sources: Vec<HashMap<Slot, Source>>,
+    sites: HashMap<(usize, usize), Box<CallSite>>,
+    owns: bool,
+}
+
+/// The kind of operand `o`, given the kinds `k` of the segment's values so far.
+fn kind_in(k: &[Option<MKind>], o: &Opnd) -> Result<MKind, Unsupported> {
+    match o {
+        Opnd::Ref(r) => Ok(k[r.index()].expect("refs are defined before use")),
+        Opnd::Const(v) => const_kind(v),
+    }
+}
+
+/// The kinds of `inst`'s operands and of the values its snapshot gives an exit; `Err` for a
+/// constant machine code cannot hold.
+fn operand_kinds(
+    trace: &Trace,
+    inst: &crate::trace::Inst,
+    k: &[Option<MKind>],
+) -> Result<Vec<MKind>, Unsupported> {
+    let args = inst
+        .args
+        .iter()
+        .map(|a| kind_in(k, a))
+        .collect::<Result<Vec<_>, _>>()?;
+    for o in trace
+        .snap_of(inst)
+        .into_iter()
+        .flat_map(|s| s.exit_values())
+    {
+        kind_in(k, o)?;
+    }
+    Ok(args)
+}
+
+impl Inference<'_, '_> {
+    /// The kind of the result of instruction `i` of segment `seg`, whose earlier values
+    /// have kinds `k`; `src` takes where its `input`s find their values.
+    fn inst(
+        &mut self,
+        seg: usize,
+        i: usize,
+        k: &[Option<MKind>],
+        src: &mut HashMap<Slot, Source>,
+    ) -> Result<Option<MKind>, Unsupported> {
+        let trace = self.segments[seg].trace;
+        let inst = &trace.insts[i];
+        Ok(match inst.kind {
+            Kind::Input(slot) => Some(self.input(seg, inst, slot, src)?),
+            Kind::Param(_) | Kind::ParamItem => {
+                // A parameter is as wide as the value the preamble gives it, or as its
+                // loop's end found it must be.
+                let start = trace.loop_start().expect("params follow loop_start");
+                let p = i - start - 1;
+                let first = kind_in(k, &trace.insts[start].args[p])?;
+                if first == MKind::Num || self.wide_params.contains(&p) {
+                    Some(MKind::Num)
+                } else {
+                    Some(kind_of(inst.ty)?)
+                }
+            }
+            Kind::GetItem | Kind::CallPure(_) => Some(self.load_or_call(seg, i, k)?),
+            Kind::Getchar => Some(MKind::Int),
+            // What allocates gives the code a reference that the context keeps alive
+            // (`helpers::alloc`).
+            Kind::Op(op) if op.allocates() || op == Op::ToList => {
+                operand_kinds(trace, inst, k)?;
+                self.owns = true;
+                Some(kind_of(inst.ty)?)
+            }
+            Kind::Op(Op::Same) => Some(kind_in(k, &inst.args[0])?),
+            // An array no executor makes: an exit that needs it builds it from the elements
+            // its snapshot lists, so its own operands (the initial element may be another
+            // such array) are not values of the code.
+            Kind::Virtual => None,
+            Kind::Op(op) => Some(op_kind(op, inst, k)?),
+            _ => {
+                let args = operand_kinds(trace, inst, k)?;
+                // A `Num` may hold a small integer: a promotion of it, an index, a byte
+                // written out are not lowered for it.
+                let num_at = match inst.kind {
+                    Kind::GuardValue | Kind::Putchar => args.first(),
+                    Kind::SetItem => args.get(1),
+                    _ => None,
+                };
+                if num_at == Some(&MKind::Num) {
+                    return Err(Unsupported::Wide(inst.kind.name()));
+                }
+                None
+            }
+        })
+    }
+
+    /// The kind of `input` `inst` of `slot` in segment `seg`: what arrives, from the tree
+    /// inputs or from the guard the bridge hangs from.
+    fn input(
+        &mut self,
+        seg: usize,
+        inst: &crate::trace::Inst,
+        slot: Slot,
+        src: &mut HashMap<Slot, Source>,
+    ) -> Result<MKind, Unsupported> {
+        let segments = self.segments;
+        let found = source(segments, seg, slot, &mut self.inputs);
+        let kind = kind_of(inst.ty)?;
+        let arrives = match &found {
+            // A virtual array of the guard's snapshot: the bridge builds it.
+            Source::Chain(ps, Opnd::Ref(r)) if is_virtual(segments, *ps, *r) => {
+                self.owns = true;
+                MKind::Array
+            }
+            Source::Chain(ps, Opnd::Ref(r)) => {
+                self.kinds[*ps][r.index()].expect("a ref has a kind")
+            }
+            Source::Chain(_, Opnd::Const(v)) => const_kind(v)?,
+            Source::Input(k) => match self.input_kinds.get(*k) {
+                Some(known) => *known,
+                None => {
+                    // A variable the tree holds wide is read boxed.
+                    let kind = match kind {
+                        MKind::Int if segments[0].wide.contains(&slot) => MKind::Num,
+                        kind => kind,
+                    };
+                    self.input_kinds.push(kind);
+                    kind
+                }
+            },
+        };
+        // An integer of any size that arrives where a 64-bit one was expected stays boxed.
+        let kind = match (arrives, kind) {
+            (a, k) if a == k => k,
+            (MKind::Num, MKind::Int) => MKind::Num,
+            _ => return Err(Unsupported::InputType),
+        };
+        src.insert(slot, found);
+        Ok(kind)
+    }
+
+    /// The kind of `getitem` or elidable call `i` of segment `seg`; a call's site is kept.
+    fn load_or_call(
+        &mut self,
+        seg: usize,
+        i: usize,
+        k: &[Option<MKind>],
+    ) -> Result<MKind, Unsupported> {
+        let inst = &self.segments[seg].trace.insts[i];
+        let args = operand_kinds(self.segments[seg].trace, inst, k)?;
+        if inst.kind == Kind::GetItem && args.contains(&MKind::Num) {
+            return Err(Unsupported::Wide("getitem"));
+        }
+        // A list or an array read out of an array, or returned, is kept alive in the
+        // context (`helpers::keep`).
+        let kind = kind_of(inst.ty)?;
+        self.owns |= matches!(kind, MKind::List | MKind::Array);
+        if let Kind::CallPure(func) = inst.kind {
+            let args = args[..args.len() - 2].to_vec();
+            let site = CallSite {
+                func,
+                args,
+                result: kind,
+                ty: inst.ty,
+            };
+            self.sites.insert((seg, i), Box::new(site));
+        }
+        Ok(kind)
+    }
+
+    /// Whether the root loop's end gives a parameter a `Num` where the parameter is a
+    /// 64-bit integer (`k` its kinds): then it is added to the wide parameters, and the
+    /// kinds must be worked out again.
+    fn widens_a_param(&mut self, trace: &Trace, k: &[Option<MKind>]) -> Result<bool, Unsupported> {
+        let start = trace.loop_start().expect("checked above");
+        let end = trace.insts.last().expect("a trace ends in loop");
+        for (p, a) in end.args.iter().enumerate() {
+            let param = k[start + 1 + p];
+            let given = match a {
+                Opnd::Ref(r) => k[r.index()],
+                Opnd::Const(v) => Some(const_kind(v)?),
+            };
+            if given == Some(MKind::Num) && param != Some(MKind::Num) {
+                self.wide_params.push(p);
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// With bridges that go back to the start, the tree inputs are the state between
+    /// iterations: a variable no `input` reads is of the type the first segment that
+    /// writes it gives it.
+    fn carried_inputs(&mut self) -> Result<(), Unsupported> {
+        for (seg, s) in self
+            .segments
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.separate)
+        {
+            let last = s.trace.insts.last().expect("a trace ends in loop");
+            let end = s.trace.snap_of(last).expect("a loop has a snapshot");
+            for (slot, o) in &end.entries {
+                if self.inputs.contains(slot) {
+                    continue;
+                }
+                self.inputs.push(*slot);
+                self.input_kinds.push(match o {
+                    // A virtual array (`opt::virtuals`) has no register of its own: the
+                    // exit builds it after it writes the inputs back, so the input keeps
+                    // what it held, an array.
+                    Opnd::Ref(r) => match self.kinds[seg][r.index()] {
+                        Some(k) => k,
+                        None => kind_of(s.trace.insts[r.index()].ty)?,
+                    },
+                    Opnd::Const(v) => const_kind(v)?,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The kind of the result of operation `inst` (`op`, neither allocating nor `same`), whose
+/// operands' kinds are in `k`.
+fn op_kind(op: Op, inst: &crate::trace::Inst, k: &[Option<MKind>]) -> Result<MKind, Unsupported> {
+    let arg_kinds = inst
+        .args
+        .iter()
+        .map(|a| kind_in(k, a))
+        .collect::<Result<Vec<_>, _>>()?;
+    if arg_kinds.contains(&MKind::Num) {
+        return num_result(op, &arg_kinds, inst.snap.is_some());
+    }
+    let kind = kind_of(inst.ty)?;
+    ops::supported(op, &arg_kinds)?;
+    // Division by a constant other than 0 and -1 cannot fail.
+    let safe_divisor = matches!(
+        inst.args.get(1),
+        Some(Opnd::Const(Value::Int(k))) if safe_divisor(*k)
+    );
+    let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr)
+        || (matches!(op, Op::Div | Op::Mod) && !safe_divisor);
+    if exits && inst.snap.is_none() {
+        return Err(Unsupported::NoSnapshot(op));
+    }
+    Ok(kind)
 }
 
 /// How many flowgraph operations an iteration that ends at segment `seg`'s instruction
@@ -784,9 +810,10 @@ impl Origin {
 /// Per guard (segment, instruction): the bridges leaving from it, as (segment, value).
 type Attachments<'a> = HashMap<(usize, usize), Vec<(usize, Option<&'a Value>)>>;
 
-/// What [`Lower::known`] remembers of a value.
+/// A value derived from an array that [`Lower::known`] remembers: its length, its items, or
+/// the address of one of its elements.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Known {
+enum Derived {
     /// An array's length.
     Len,
     /// An array's items.
@@ -797,7 +824,7 @@ enum Known {
 
 struct Lower<'a> {
     segments: &'a [Segment<'a>],
-    an: &'a Analysis,
+    an: &'a TreeAnalysis,
     /// Per segment and instruction: its value.
     vals: Vec<Vec<Option<ClifValue>>>,
     /// The current values of the tree inputs (the `start` block's parameters).
@@ -847,7 +874,7 @@ struct Lower<'a> {
     /// as they are where a segment, a bridge's block or an exit's block starts.
     /// Cranelift's optimizer finds these again, but a function compiled without it (a
     /// bridge on its own) would compute each once per access.
-    known: Vec<(Known, ClifValue, ClifValue)>,
+    known: Vec<(Derived, ClifValue, ClifValue)>,
     /// The boxes of the integers of any size the code holds (kind `Num`): one per
     /// instruction that makes one, per tree input and loop parameter of that kind, and per
     /// big constant. The code holds their addresses; they live as long as it.
@@ -1137,6 +1164,273 @@ impl Lower<'_> {
                 }
                 self.vals[seg][i] = Some(r);
             }
+        }
+    }
+
+    /// Emits exit `plan` of segment `seg` in the current block. A returning exit jumps to
+    /// the one block that returns (`ret`, made where first needed).
+    fn exit(
+        &mut self,
+        b: &mut FunctionBuilder,
+        seg: usize,
+        plan: &ExitPlan,
+        ret: &mut Option<(Block, ClifValue)>,
+    ) {
+        let nums = self.carry_inputs(b, plan);
+        if let Some(link) = &plan.link {
+            let Some(plain) = self.link_exit(b, seg, link, &nums) else {
+                return;
+            };
+            b.switch_to_block(plain);
+            b.seal_block(plain);
+        }
+        self.return_exit(b, seg, plan, &nums, ret);
+    }
+
+    /// Writes back the tree inputs `plan` carries ([`ExitPlan::carried`]): each input's
+    /// value, and for one of any size its tag; those (with their boxes) are left to the
+    /// way the exit leaves.
+    fn carry_inputs(
+        &mut self,
+        b: &mut FunctionBuilder,
+        plan: &ExitPlan,
+    ) -> Vec<(Carried, ClifValue)> {
+        let mf = MemFlagsData::trusted();
+        let mut nums = Vec::new();
+        for c in &plan.carried {
+            let v = self.inputs[c.input];
+            if c.num {
+                // The entry may have found a 64-bit integer.
+                let tag = b.ins().iconst(I64, mirror_tag(MKind::Num));
+                b.ins().store(mf, tag, self.regs, (8 * (c.at + 1)) as i32);
+                nums.push((*c, v));
+            } else {
+                // A variable the snapshot writes is written over in the mirror (a linked
+                // exit) or in the frame after the mirror (a return).
+                b.ins().store(mf, v, self.regs, (8 * c.at) as i32);
+            }
+        }
+        nums
+    }
+
+    /// Emits the way a linked exit goes on: one tail call through the exit's slot of the
+    /// link table, to the tree linked there or to the function that returns the code
+    /// (`unlinked`), after its stores and its writes into the mirror. Returns the block in
+    /// which the exit returns instead, when an array it stores an integer into may no
+    /// longer hold only integers.
+    fn link_exit(
+        &mut self,
+        b: &mut FunctionBuilder,
+        seg: usize,
+        link: &LinkPlan,
+        nums: &[(Carried, ClifValue)],
+    ) -> Option<Block> {
+        let mf = MemFlagsData::trusted();
+        // An integer stored into an array that holds only integers is one plain store;
+        // where an array no longer does, the exit returns instead (below), and the runtime
+        // makes the stores. (No call here: calls are what cost Cranelift most.)
+        let mut ints: Vec<ClifValue> = Vec::new();
+        let mut plain = None;
+        for st in link.stores {
+            let (a, ka) = self.opnd(b, seg, &st.array);
+            let (_, kv) = self.opnd(b, seg, &st.value);
+            if ka == MKind::Array && kv == MKind::Int && !ints.contains(&a) {
+                let flag = b.ins().load(I64, mf, a, abi::ARRAY_INTS_OFFSET as i32);
+                let next = b.create_block();
+                let to = *plain.get_or_insert_with(|| {
+                    let block = b.create_block();
+                    b.set_cold_block(block);
+                    block
+                });
+                b.set_cold_block(next);
+                b.ins().brif(flag, next, &[], to, &[]);
+                b.seal_block(next);
+                b.switch_to_block(next);
+                ints.push(a);
+            }
+        }
+        // The stores first: an integer of any size they store may be moved into the
+        // mirror below.
+        for st in link.stores {
+            let (a, _) = self.opnd(b, seg, &st.array);
+            let (index, _) = self.opnd(b, seg, &st.index);
+            let (v, kv) = self.opnd(b, seg, &st.value);
+            self.store(b, seg, a, (index, &st.index), v, kv, ints.contains(&a));
+        }
+        // Each variable once (an entry's value replaces the input's), so that what `moved`
+        // remembers stays where it is.
+        let mut moved = Vec::new();
+        for &(c, v) in nums.iter().filter(|(c, _)| !c.rewritten) {
+            let v = self.mirror_num(b, c.slot, v, true, &mut moved);
+            b.ins().store(mf, v, self.regs, (8 * c.at) as i32);
+        }
+        for w in &link.writes {
+            let (v, kind) = self.opnd(b, seg, w.value);
+            debug_assert_eq!(kind, w.kind, "the plan's kind is the code's");
+            let v = match (kind, w.value) {
+                (MKind::Num, Opnd::Ref(r)) => {
+                    let take = self.rewritten_box(seg, *r);
+                    self.mirror_num(b, w.slot, v, take, &mut moved)
+                }
+                _ => v,
+            };
+            b.ins().store(mf, v, self.regs, (8 * w.at) as i32);
+            if let Some(tag) = w.tag {
+                let tag = b.ins().iconst(I64, tag);
+                b.ins().store(mf, tag, self.regs, (8 * (w.at + 1)) as i32);
+            }
+        }
+        // What the path to the exit did counts against the budget the next tree finds.
+        if let Some(counter) = self.counter {
+            let count = b.use_var(counter);
+            let left = b.ins().iadd_imm_s(count, -(link.cost as i64));
+            b.ins()
+                .store(mf, left, self.regs, (8 * self.an.layout.counter) as i32);
+        }
+        let code = b.ins().iconst(I64, link.code);
+        let slot = b.ins().iconst(I64, link.slot);
+        let target = b.ins().load(I64, mf, slot, 0);
+        // Each exit keeps its own indirect jump: the branch predictor learns each exit's
+        // target at its own address.
+        let sig = b.import_signature(tree_signature(self.isa));
+        b.ins()
+            .return_call_indirect(sig, target, &[self.regs, self.regs, code]);
+        plain
+    }
+
+    /// Emits the way an exit returns: the carried inputs' boxes and each value the snapshot
+    /// reads stored in their slots, the budget left, then a jump to the block that returns
+    /// the exit's code.
+    fn return_exit(
+        &mut self,
+        b: &mut FunctionBuilder,
+        seg: usize,
+        plan: &ExitPlan,
+        nums: &[(Carried, ClifValue)],
+        ret: &mut Option<(Block, ClifValue)>,
+    ) {
+        let mf = MemFlagsData::trusted();
+        // Returning, the boxes' own addresses: the runtime reads them at once.
+        for &(c, v) in nums {
+            b.ins().store(mf, v, self.regs, (8 * c.at) as i32);
+        }
+        for &(r, at) in &plan.returned {
+            let v = self.vals[seg][r.index()].expect("snapshot refs are defined before the exit");
+            b.ins().store(mf, v, self.regs, (8 * at) as i32);
+        }
+        if let Some(counter) = self.counter {
+            let count = b.use_var(counter);
+            b.ins()
+                .store(mf, count, self.regs, (8 * self.an.layout.counter) as i32);
+        }
+        let code = b.ins().iconst(I64, plan.code);
+        let (to, _) = *ret.get_or_insert_with(|| {
+            let block = b.create_block();
+            let param = b.append_block_param(block, I64);
+            b.set_cold_block(block);
+            (block, param)
+        });
+        b.ins().jump(to, &[BlockArg::Value(code)]);
+    }
+
+    /// Copies each tree input of kind `Num` into a box of its own from the mirror, where it
+    /// is a 64-bit integer or the address of one of any size (a frame's slot): `start` takes
+    /// the box's address in place of what was `loaded`.
+    fn box_num_inputs(
+        &mut self,
+        b: &mut FunctionBuilder,
+        mut loaded: Vec<BlockArg>,
+    ) -> Vec<BlockArg> {
+        let (an, segments, regs) = (self.an, self.segments, self.regs);
+        let mf = MemFlagsData::trusted();
+        let mut moves = Vec::new();
+        for (k, ((_, at), kind)) in an.layout.inputs.iter().zip(&an.input_kinds).enumerate() {
+            if *kind != MKind::Num {
+                self.input_boxes.push(std::ptr::null_mut());
+                continue;
+            }
+            let (addr, bx) = self.new_box(b, Value::Int(0));
+            self.input_boxes.push(bx);
+            let BlockArg::Value(bits) = loaded[k] else {
+                unreachable!("loaded values")
+            };
+            let tag = b.ins().load(I64, mf, regs, (8 * (at + 1)) as i32);
+            // The kind code is the tag less one (`mirror_tag`).
+            let code = b.ins().iadd_imm_s(tag, -1);
+            moves.push((k, (bx, bits, code)));
+            loaded[k] = BlockArg::Value(addr);
+        }
+        // Their sources are the mirror's: no move reads a box another writes.
+        if segments.iter().skip(1).all(|s| s.separate) {
+            self.deferred = vec![None; an.layout.inputs.len()];
+            for (k, m) in moves {
+                self.deferred[k] = Some(m);
+            }
+        } else {
+            let moves: Vec<NumMove> = moves.into_iter().map(|(_, m)| m).collect();
+            self.num_moves_coded(b, &moves);
+        }
+        loaded
+    }
+
+    /// Lowers the bridges compiled in the function, each from the block its guard branches
+    /// to. An array its guard's code found holding only integers still does where the
+    /// bridge starts, unless a store the guard's snapshot holds may put something else into
+    /// it.
+    fn pending_bridges(&mut self, b: &mut FunctionBuilder) {
+        while let Some((block, seg, ints)) = self.pending.pop() {
+            b.switch_to_block(block);
+            b.seal_block(block);
+            self.seg = seg;
+            self.known.clear();
+            self.build_virtuals(b);
+            self.ints = ints;
+            if self.parent_may_mix() {
+                self.ints.clear();
+            }
+            let mut none = None;
+            self.segment(b, &mut none);
+        }
+    }
+
+    /// Fills the exit blocks, each emitting its plan ([`ExitPlan`]). Those that return jump
+    /// to one block that returns its parameter, the exit's code: the epilogue (the
+    /// callee-saved registers restored, the frame popped) is written once for them all, not
+    /// once per exit (with the linked exits' own, the epilogues were two fifths of
+    /// Brainfuck's mandelbrot's machine code).
+    fn exit_blocks(&mut self, b: &mut FunctionBuilder, tree: usize, links: Option<Links>) {
+        let (an, segments) = (self.an, self.segments);
+        let exits = std::mem::take(&mut self.exits);
+        let table = links.map(|l| l.table as u64);
+        // Made where first jumped to.
+        let mut ret: Option<(Block, ClifValue)> = None;
+        for (block, seg, i, recompute) in exits {
+            b.switch_to_block(block);
+            b.seal_block(block);
+            self.known.clear();
+            let origin = Origin {
+                segment: self.tree_segment(seg),
+                inst: i,
+                exit: true,
+            };
+            b.set_srcloc(origin.srcloc());
+            // The operand the exit computes back stands for itself while the exit is filled.
+            let saved = recompute.map(|(r, first, undo)| {
+                let v = undo.operand(b, first);
+                (r, self.vals[seg][r.index()].replace(v))
+            });
+            let s = &segments[seg];
+            let plan = ExitPlan::new(an, s.trace, seg, i, (tree, s.cost), table);
+            self.exit(b, seg, &plan, &mut ret);
+            if let Some((r, old)) = saved {
+                self.vals[seg][r.index()] = old;
+            }
+        }
+        // Shared by the exits: no instruction of the trace's own.
+        b.set_srcloc(SourceLoc::default());
+        if let Some((block, code)) = ret {
+            b.switch_to_block(block);
+            b.ins().return_(&[code]);
         }
     }
 
@@ -1527,8 +1821,28 @@ impl Lower<'_> {
     /// Lowers the instructions of the current segment from the current block.
     fn segment(&mut self, b: &mut FunctionBuilder, header: &mut Option<Block>) {
         let seg = self.seg;
-        let s = self.segments[seg];
-        let trace = s.trace;
+        let trace = self.segments[seg].trace;
+        self.plan_segment(seg);
+        let segment = self.tree_segment(seg);
+        for (i, inst) in trace.insts.iter().enumerate() {
+            let origin = Origin {
+                segment,
+                inst: i,
+                exit: false,
+            };
+            b.set_srcloc(origin.srcloc());
+            if !self.inst(b, i, inst, header) {
+                return;
+            }
+        }
+    }
+
+    /// What lowering segment `seg` needs to know before its first instruction: each value's
+    /// last use, the least and greatest offset each array is accessed at around each base
+    /// (a bounds check covers them all), and the accesses whose bounds checks stand for the
+    /// overflow checks of runs before them.
+    fn plan_segment(&mut self, seg: usize) {
+        let trace = self.segments[seg].trace;
         self.last_use = (0..trace.insts.len()).collect();
         for (j, inst) in trace.insts.iter().enumerate() {
             for r in inst.args.iter().filter_map(Opnd::as_ref) {
@@ -1547,307 +1861,364 @@ impl Lower<'_> {
         self.overflow_checks = (0..trace.insts.len())
             .filter_map(|i| Some((self.checked_by_access(seg, i)?, i)))
             .collect();
-        let segment = self.tree_segment(seg);
-        for (i, inst) in trace.insts.iter().enumerate() {
-            let snap = inst.snap.is_some();
-            b.set_srcloc(
-                Origin {
-                    segment,
-                    inst: i,
-                    exit: false,
-                }
-                .srcloc(),
-            );
-            match inst.kind {
-                Kind::Input(slot) => {
-                    let v = match &self.an.sources[seg][&slot] {
-                        Source::Input(k) => {
-                            if let Some(m) = self.deferred.get_mut(*k).and_then(Option::take) {
-                                if self.in_no_snapshot(seg, slot) {
-                                    self.inputs[*k] = self.borrowed_input(b, m);
-                                } else {
-                                    self.num_moves_coded(b, &[m]);
-                                }
-                            }
-                            self.inputs[*k]
-                        }
-                        Source::Chain(_, Opnd::Ref(r)) if self.built.contains_key(r) => {
-                            self.built[r]
-                        }
-                        Source::Chain(ps, o) => self.opnd(b, *ps, o).0,
-                    };
-                    self.vals[seg][i] = Some(v);
-                }
-                // Never allocated: an exit whose snapshot holds it builds it.
-                Kind::Param(_) | Kind::ParamItem | Kind::Virtual => {}
-                Kind::LoopStart => {
-                    // The loop's proofs may assume a parameter in an interval the
-                    // preamble's value is not known to lie in (a counter moving towards
-                    // the bound it is compared with, `bounds::induction`): checked here.
-                    let entry = self.an.bounds[seg].entry.clone();
-                    for (k, range) in entry.iter().enumerate() {
-                        let Some(range) = range else { continue };
-                        let (v, kind) = self.opnd(b, seg, &inst.args[k]);
-                        debug_assert_eq!(kind, MKind::Int, "only integers are assumed");
-                        // A bound at the end of 64 bits needs no check.
-                        let bounds = [
-                            (IntCC::SignedLessThan, range.lo, i64::MIN),
-                            (IntCC::SignedGreaterThan, range.hi, i64::MAX),
-                        ];
-                        for (cc, bound, end) in bounds {
-                            let bound = bound.and_then(|n| i64::try_from(n).ok());
-                            let Some(bound) = bound.filter(|n| *n != end) else {
-                                continue;
-                            };
-                            let out = b.ins().icmp_imm_s(cc, v, bound);
-                            self.exit_if(b, out, i);
-                        }
-                    }
-                    self.check_sums(b, i);
-                    let h = b.create_block();
-                    for (k, _) in inst.args.iter().enumerate() {
-                        // A parameter of kind `Num` lives in its box, which the jumps to
-                        // the header fill.
-                        let p = if self.kind(seg, i + 1 + k) == MKind::Num {
-                            let (v, at) = self.new_box(b, Value::Int(0));
-                            self.param_boxes.insert(k, at);
-                            v
-                        } else {
-                            b.append_block_param(h, I64)
-                        };
-                        self.vals[seg][i + 1 + k] = Some(p);
-                    }
-                    self.charge(b, i, trace.iteration_cost());
-                    let args = self.param_args(b, &inst.args, false);
-                    b.ins().jump(h, &args);
-                    b.switch_to_block(h);
-                    *header = Some(h);
-                    self.header = Some(h);
-                    self.known.clear();
-                    // The back edge and bridges come here too. Bridges that store do not
-                    // (`header_args`); where the loop itself stores only integers and calls
-                    // nothing, an array the preamble found holding only integers still
-                    // does at the header, and is not checked again in each iteration.
-                    if self.loop_may_mix(i) {
-                        self.ints.clear();
-                    }
-                }
-                Kind::Loop if seg == 0 && self.an.unit == 0 => {
-                    let h = header.expect("a peeled trace has a loop_start before its loop");
-                    self.charge(b, i, trace.iteration_cost());
-                    let args = self.param_args(b, &inst.args, true);
-                    b.ins().jump(h, &args);
-                    // Not sealed yet: a bridge may jump here too. Every block is sealed
-                    // once all are lowered.
-                }
-                Kind::Loop => {
-                    // A bridge's end: straight into the loop when it may (`header_args`);
-                    // else back to `start` with every tree input's value now, if they keep
-                    // their kinds; otherwise (or at another anchor) an exit.
-                    if let Some(args) = self.header_args(b, i) {
-                        self.charge(b, i, path_cost(self.segments, seg, i));
-                        b.ins()
-                            .jump(self.header.expect("lowered with the root"), &args);
-                        continue;
-                    }
-                    let mut args = Vec::new();
-                    let mut same_kinds = s.returns;
-                    let mut moves = Vec::new();
-                    let end = trace.snap_of(inst).expect("a loop has a snapshot");
-                    for (k, (slot, _)) in self.an.layout.inputs.iter().enumerate() {
-                        let (v, kind) = match end.get(*slot) {
-                            Some(o) => self.opnd(b, seg, o),
-                            None => (self.inputs[k], self.an.input_kinds[k]),
-                        };
-                        let input = self.an.input_kinds[k];
-                        if input == MKind::Num && matches!(kind, MKind::Int | MKind::Num) {
-                            // Into the input's box (`start` takes its address).
-                            if v != self.inputs[k] {
-                                moves.push((self.input_boxes[k], v, kind));
-                            }
-                            args.push(BlockArg::Value(self.inputs[k]));
-                            continue;
-                        }
-                        same_kinds &= kind == input;
-                        args.push(BlockArg::Value(v));
-                    }
-                    if same_kinds {
-                        self.charge(b, i, path_cost(self.segments, seg, i));
-                        self.num_moves(b, &moves);
-                        b.ins().jump(self.start, &args);
+    }
+
+    /// Lowers instruction `i` of the current segment; false when the code does not go on
+    /// past it (it always exits, or ends the segment with a jump).
+    fn inst(
+        &mut self,
+        b: &mut FunctionBuilder,
+        i: usize,
+        inst: &crate::trace::Inst,
+        header: &mut Option<Block>,
+    ) -> bool {
+        let seg = self.seg;
+        match inst.kind {
+            Kind::Input(slot) => self.input(b, i, slot),
+            // Never allocated: an exit whose snapshot holds it builds it.
+            Kind::Param(_) | Kind::ParamItem | Kind::Virtual => {}
+            Kind::LoopStart => return self.loop_start(b, i, header),
+            Kind::Loop if seg == 0 && self.an.unit == 0 => return self.root_loop(b, i, header),
+            Kind::Loop => return self.bridge_end(b, i),
+            Kind::GuardTrue | Kind::GuardFalse => return self.guard_bool(b, i, header),
+            Kind::GetItem => return self.getitem(b, i),
+            Kind::Op(op) if op.allocates() || op == Op::ToList => self.alloc(b, i, op),
+            Kind::SetItem => return self.setitem(b, i),
+            Kind::Print => {
+                let (v, kind) = self.opnd(b, seg, &inst.args[0]);
+                let kind = b.ins().iconst(I64, helpers::kind_code(kind));
+                let f = helpers::print as *const u8;
+                let ctx = self.ctx(b);
+                self.call(b, f, &[ctx, v, kind], false);
+            }
+            Kind::Putchar => return self.putchar(b, i),
+            Kind::Getchar => {
+                let f = helpers::getchar as *const u8;
+                let ctx = self.ctx(b);
+                self.vals[seg][i] = self.call(b, f, &[ctx], true);
+            }
+            Kind::CallPure(_) => {
+                // The function may store anything into any array.
+                self.ints.clear();
+                self.call_pure(b, i);
+            }
+            Kind::GuardValue => return self.guard_value(b, i),
+            Kind::Op(op) => return self.op(b, i, op, inst.snap.is_some()),
+        }
+        true
+    }
+
+    /// Lowers `input` `i` of variable `slot`: the tree input's value, or the value the guard
+    /// it hangs from gives.
+    fn input(&mut self, b: &mut FunctionBuilder, i: usize, slot: Slot) {
+        let seg = self.seg;
+        let v = match &self.an.sources[seg][&slot] {
+            Source::Input(k) => {
+                if let Some(m) = self.deferred.get_mut(*k).and_then(Option::take) {
+                    if self.in_no_snapshot(seg, slot) {
+                        self.inputs[*k] = self.borrowed_input(b, m);
                     } else {
-                        let exit = self.exit_block(b, i);
-                        b.ins().jump(exit, &[]);
+                        self.num_moves_coded(b, &[m]);
                     }
                 }
-                Kind::GuardTrue | Kind::GuardFalse => {
-                    let (mut c, mut kind) = self.opnd(b, seg, &inst.args[0]);
-                    let want_true = inst.kind == Kind::GuardTrue;
-                    if kind == MKind::Num {
-                        // Whether it is not 0, by the helper.
-                        let op = b.ins().iconst(I64, helpers::op_code(Op::Ne));
-                        let num = b.ins().iconst(I64, helpers::kind_code(MKind::Num));
-                        let int = b.ins().iconst(I64, helpers::kind_code(MKind::Int));
-                        let zero = b.ins().iconst(I64, 0);
-                        let f = helpers::num_test as *const u8;
-                        c = self
-                            .call(b, f, &[op, c, num, zero, int], true)
-                            .expect("a result");
-                        kind = MKind::Int;
-                    }
-                    if kind != MKind::Int {
-                        // An atom or a list is never the integer 0: always true.
-                        if !want_true {
-                            let target = self.guard_target(b, i);
-                            b.ins().jump(target, &[]);
-                            return;
-                        }
-                        continue;
-                    }
-                    // The value the guard branches on, and whether it fails where that
-                    // is not zero.
-                    let (fail, holds_on_nonzero) = self.branch_value(b, i, c);
-                    let on_nonzero = holds_on_nonzero != want_true;
-                    let target = self.guard_target(b, i);
-                    let back_edge = *header;
-                    if let Some(h) = back_edge.filter(|_| self.closes_loop(i)) {
-                        // The guard just before the root's back edge: the loop goes on
-                        // where it holds, one conditional branch per iteration to the way
-                        // out. The values that go round are passed by a jump from a block
-                        // of their own (`round`, which comes next), not by the branch: a
-                        // value the exit needs too is then computed again on each way,
-                        // not held in a register apart from the loop's and moved.
-                        let round = b.create_block();
-                        let over = b.create_block();
-                        Self::guard_branch(b, fail, on_nonzero, over, round);
-                        b.seal_block(round);
-                        b.switch_to_block(round);
-                        let args: Vec<BlockArg> = trace.insts[i + 1]
-                            .args
-                            .iter()
-                            .map(|a| BlockArg::Value(self.opnd(b, seg, a).0))
-                            .collect();
-                        b.ins().jump(h, &args);
-                        b.seal_block(over);
-                        b.switch_to_block(over);
-                        b.ins().jump(target, &[]);
-                        return;
-                    }
-                    let cont = b.create_block();
-                    Self::guard_branch(b, fail, on_nonzero, target, cont);
-                    b.seal_block(cont);
-                    b.switch_to_block(cont);
-                }
-                Kind::GetItem => {
-                    if let Some(v) = self.getitem_int(b, i) {
-                        self.vals[seg][i] = Some(v);
-                        continue;
-                    }
-                    // Its own exits would see the run of offsets an access that checks its
-                    // bounds in `getitem_int` stands for.
-                    debug_assert!(!self.overflow_checks.contains_key(&i));
-                    if !self.op(b, i, Op::Readlist, snap) {
-                        return;
-                    }
-                    let kind = self.kind(seg, i);
-                    if matches!(kind, MKind::List | MKind::Array) {
-                        let v = self.vals[seg][i].expect("lowered");
-                        let code = b.ins().iconst(I64, helpers::kind_code(kind));
-                        let ctx = self.ctx(b);
-                        self.call(b, helpers::keep as *const u8, &[ctx, v, code], false);
-                    }
-                }
-                Kind::Op(op) if op.allocates() || op == Op::ToList => self.alloc(b, i, op),
-                Kind::SetItem => {
-                    if !self.setitem(b, i) {
-                        return;
-                    }
-                }
-                Kind::Print => {
-                    let (v, kind) = self.opnd(b, seg, &inst.args[0]);
-                    let kind = b.ins().iconst(I64, helpers::kind_code(kind));
-                    let f = helpers::print as *const u8;
-                    let ctx = self.ctx(b);
-                    self.call(b, f, &[ctx, v, kind], false);
-                }
-                Kind::Putchar => {
-                    let (v, kind) = self.opnd(b, seg, &inst.args[0]);
-                    if kind != MKind::Int {
-                        let exit = self.exit_block(b, i);
-                        b.ins().jump(exit, &[]);
-                        return;
-                    }
-                    // Not a byte (a negative one is a huge unsigned number): exit before.
-                    let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, v, 255);
-                    self.exit_if(b, wide, i);
-                    let ctx = self.ctx(b);
-                    self.call(b, helpers::putchar as *const u8, &[ctx, v], false);
-                }
-                Kind::Getchar => {
-                    let f = helpers::getchar as *const u8;
-                    let ctx = self.ctx(b);
-                    self.vals[seg][i] = self.call(b, f, &[ctx], true);
-                }
-                Kind::CallPure(_) => {
-                    // The function may store anything into any array.
-                    self.ints.clear();
-                    self.call_pure(b, i);
-                }
-                Kind::GuardValue => {
-                    let (v, kv) = self.opnd(b, seg, &inst.args[0]);
-                    let (k, kk) = self.opnd(b, seg, &inst.args[1]);
-                    if kv != kk {
-                        // Never the constant: always the other way.
-                        let other = self.guard_target(b, i);
-                        b.ins().jump(other, &[]);
-                        return;
-                    }
-                    let specialized: Vec<(usize, &Value)> = self
-                        .bridges
-                        .get(&(seg, i))
-                        .map(|bs| {
-                            bs.iter()
-                                .filter_map(|(s, val)| val.map(|val| (*s, val)))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    // A value without a bridge of its own goes to the unspecialized bridge,
-                    // if the guard has one, or exits.
-                    let other = self.guard_target(b, i);
-                    if specialized.is_empty() || kv == MKind::List {
-                        // For lists this compares addresses: a list equal to the constant
-                        // but stored elsewhere takes the other way, which is always allowed.
-                        let fail = b.ins().icmp(IntCC::NotEqual, v, k);
-                        self.branch_if(b, fail, other);
-                        continue;
-                    }
-                    // A dispatch on the value: the trace's own value goes on, each value a
-                    // bridge is specialized on goes to that bridge, any other exits.
-                    let key = |val: &Value| abi::unbox(val, kv).map(|bits| bits as u64 as u128);
-                    let mut switch = Switch::new();
-                    let cont = b.create_block();
-                    let own = inst.args[1]
-                        .as_const()
-                        .and_then(key)
-                        .expect("a constant of the guard's kind");
-                    switch.set_entry(own, cont);
-                    for (bseg, val) in specialized {
-                        if let Some(bits) = key(val).filter(|bits| *bits != own) {
-                            let block = self.bridge_block(b, bseg);
-                            switch.set_entry(bits, block);
-                        }
-                    }
-                    switch.emit(b, v, other);
-                    b.seal_block(cont);
-                    b.switch_to_block(cont);
-                }
-                Kind::Op(op) => {
-                    if !self.op(b, i, op, snap) {
-                        return;
-                    }
-                }
+                self.inputs[*k]
+            }
+            Source::Chain(_, Opnd::Ref(r)) if self.built.contains_key(r) => self.built[r],
+            Source::Chain(ps, o) => self.opnd(b, *ps, o).0,
+        };
+        self.vals[seg][i] = Some(v);
+    }
+
+    /// Lowers the root's `loop_start` `i`: the entry's checks of what the loop assumes, then a
+    /// jump to the loop's header, made here, with the parameters.
+    fn loop_start(
+        &mut self,
+        b: &mut FunctionBuilder,
+        i: usize,
+        header: &mut Option<Block>,
+    ) -> bool {
+        let seg = self.seg;
+        let trace = self.segments[seg].trace;
+        let inst = &trace.insts[i];
+        // The loop's proofs may assume a parameter in an interval the
+        // preamble's value is not known to lie in (a counter moving towards
+        // the bound it is compared with, `bounds::induction`): checked here.
+        let entry = self.an.bounds[seg].entry.clone();
+        for (k, range) in entry.iter().enumerate() {
+            let Some(range) = range else { continue };
+            let (v, kind) = self.opnd(b, seg, &inst.args[k]);
+            debug_assert_eq!(kind, MKind::Int, "only integers are assumed");
+            // A bound at the end of 64 bits needs no check.
+            let bounds = [
+                (IntCC::SignedLessThan, range.lo, i64::MIN),
+                (IntCC::SignedGreaterThan, range.hi, i64::MAX),
+            ];
+            for (cc, bound, end) in bounds {
+                let bound = bound.and_then(|n| i64::try_from(n).ok());
+                let Some(bound) = bound.filter(|n| *n != end) else {
+                    continue;
+                };
+                let out = b.ins().icmp_imm_s(cc, v, bound);
+                self.exit_if(b, out, i);
             }
         }
+        self.check_sums(b, i);
+        let h = b.create_block();
+        for (k, _) in inst.args.iter().enumerate() {
+            // A parameter of kind `Num` lives in its box, which the jumps to
+            // the header fill.
+            let p = if self.kind(seg, i + 1 + k) == MKind::Num {
+                let (v, at) = self.new_box(b, Value::Int(0));
+                self.param_boxes.insert(k, at);
+                v
+            } else {
+                b.append_block_param(h, I64)
+            };
+            self.vals[seg][i + 1 + k] = Some(p);
+        }
+        self.charge(b, i, trace.iteration_cost());
+        let args = self.param_args(b, &inst.args, false);
+        b.ins().jump(h, &args);
+        b.switch_to_block(h);
+        *header = Some(h);
+        self.header = Some(h);
+        self.known.clear();
+        // The back edge and bridges come here too. Bridges that store do not
+        // (`header_args`); where the loop itself stores only integers and calls
+        // nothing, an array the preamble found holding only integers still
+        // does at the header, and is not checked again in each iteration.
+        if self.loop_may_mix(i) {
+            self.ints.clear();
+        }
+        true
+    }
+
+    /// Lowers the root's `loop` `i`: the back edge to the header.
+    fn root_loop(&mut self, b: &mut FunctionBuilder, i: usize, header: &mut Option<Block>) -> bool {
+        let seg = self.seg;
+        let trace = self.segments[seg].trace;
+        let inst = &trace.insts[i];
+        let h = header.expect("a peeled trace has a loop_start before its loop");
+        self.charge(b, i, trace.iteration_cost());
+        let args = self.param_args(b, &inst.args, true);
+        b.ins().jump(h, &args);
+        // Not sealed yet: a bridge may jump here too. Every block is sealed
+        // once all are lowered.
+        true
+    }
+
+    /// Lowers a bridge's `loop` `i`, its end.
+    fn bridge_end(&mut self, b: &mut FunctionBuilder, i: usize) -> bool {
+        let seg = self.seg;
+        let trace = self.segments[seg].trace;
+        let inst = &trace.insts[i];
+        // A bridge's end: straight into the loop when it may (`header_args`);
+        // else back to `start` with every tree input's value now, if they keep
+        // their kinds; otherwise (or at another anchor) an exit.
+        if let Some(args) = self.header_args(b, i) {
+            self.charge(b, i, path_cost(self.segments, seg, i));
+            b.ins()
+                .jump(self.header.expect("lowered with the root"), &args);
+            return true;
+        }
+        let mut args = Vec::new();
+        let mut same_kinds = self.segments[seg].returns;
+        let mut moves = Vec::new();
+        let end = trace.snap_of(inst).expect("a loop has a snapshot");
+        for (k, (slot, _)) in self.an.layout.inputs.iter().enumerate() {
+            let (v, kind) = match end.get(*slot) {
+                Some(o) => self.opnd(b, seg, o),
+                None => (self.inputs[k], self.an.input_kinds[k]),
+            };
+            let input = self.an.input_kinds[k];
+            if input == MKind::Num && matches!(kind, MKind::Int | MKind::Num) {
+                // Into the input's box (`start` takes its address).
+                if v != self.inputs[k] {
+                    moves.push((self.input_boxes[k], v, kind));
+                }
+                args.push(BlockArg::Value(self.inputs[k]));
+                continue;
+            }
+            same_kinds &= kind == input;
+            args.push(BlockArg::Value(v));
+        }
+        if same_kinds {
+            self.charge(b, i, path_cost(self.segments, seg, i));
+            self.num_moves(b, &moves);
+            b.ins().jump(self.start, &args);
+        } else {
+            let exit = self.exit_block(b, i);
+            b.ins().jump(exit, &[]);
+        }
+        true
+    }
+
+    /// Lowers `guard_true` or `guard_false` `i`.
+    fn guard_bool(
+        &mut self,
+        b: &mut FunctionBuilder,
+        i: usize,
+        header: &mut Option<Block>,
+    ) -> bool {
+        let seg = self.seg;
+        let trace = self.segments[seg].trace;
+        let inst = &trace.insts[i];
+        let (mut c, mut kind) = self.opnd(b, seg, &inst.args[0]);
+        let want_true = inst.kind == Kind::GuardTrue;
+        if kind == MKind::Num {
+            // Whether it is not 0, by the helper.
+            let op = b.ins().iconst(I64, helpers::op_code(Op::Ne));
+            let num = b.ins().iconst(I64, helpers::kind_code(MKind::Num));
+            let int = b.ins().iconst(I64, helpers::kind_code(MKind::Int));
+            let zero = b.ins().iconst(I64, 0);
+            let f = helpers::num_test as *const u8;
+            c = self
+                .call(b, f, &[op, c, num, zero, int], true)
+                .expect("a result");
+            kind = MKind::Int;
+        }
+        if kind != MKind::Int {
+            // An atom or a list is never the integer 0: always true.
+            if !want_true {
+                let target = self.guard_target(b, i);
+                b.ins().jump(target, &[]);
+                return false;
+            }
+            return true;
+        }
+        // The value the guard branches on, and whether it fails where that
+        // is not zero.
+        let (fail, holds_on_nonzero) = self.branch_value(b, i, c);
+        let on_nonzero = holds_on_nonzero != want_true;
+        let target = self.guard_target(b, i);
+        let back_edge = *header;
+        if let Some(h) = back_edge.filter(|_| self.closes_loop(i)) {
+            // The guard just before the root's back edge: the loop goes on
+            // where it holds, one conditional branch per iteration to the way
+            // out. The values that go round are passed by a jump from a block
+            // of their own (`round`, which comes next), not by the branch: a
+            // value the exit needs too is then computed again on each way,
+            // not held in a register apart from the loop's and moved.
+            let round = b.create_block();
+            let over = b.create_block();
+            Self::guard_branch(b, fail, on_nonzero, over, round);
+            b.seal_block(round);
+            b.switch_to_block(round);
+            let args: Vec<BlockArg> = trace.insts[i + 1]
+                .args
+                .iter()
+                .map(|a| BlockArg::Value(self.opnd(b, seg, a).0))
+                .collect();
+            b.ins().jump(h, &args);
+            b.seal_block(over);
+            b.switch_to_block(over);
+            b.ins().jump(target, &[]);
+            return false;
+        }
+        let cont = b.create_block();
+        Self::guard_branch(b, fail, on_nonzero, target, cont);
+        b.seal_block(cont);
+        b.switch_to_block(cont);
+        true
+    }
+
+    /// Lowers `getitem` `i`.
+    fn getitem(&mut self, b: &mut FunctionBuilder, i: usize) -> bool {
+        let seg = self.seg;
+        let trace = self.segments[seg].trace;
+        let inst = &trace.insts[i];
+        if let Some(v) = self.getitem_int(b, i) {
+            self.vals[seg][i] = Some(v);
+            return true;
+        }
+        // Its own exits would see the run of offsets an access that checks its
+        // bounds in `getitem_int` stands for.
+        debug_assert!(!self.overflow_checks.contains_key(&i));
+        if !self.op(b, i, Op::Readlist, inst.snap.is_some()) {
+            return false;
+        }
+        let kind = self.kind(seg, i);
+        if matches!(kind, MKind::List | MKind::Array) {
+            let v = self.vals[seg][i].expect("lowered");
+            let code = b.ins().iconst(I64, helpers::kind_code(kind));
+            let ctx = self.ctx(b);
+            self.call(b, helpers::keep as *const u8, &[ctx, v, code], false);
+        }
+        true
+    }
+
+    /// Lowers `putchar` `i`: a byte, or an exit before it.
+    fn putchar(&mut self, b: &mut FunctionBuilder, i: usize) -> bool {
+        let seg = self.seg;
+        let trace = self.segments[seg].trace;
+        let inst = &trace.insts[i];
+        let (v, kind) = self.opnd(b, seg, &inst.args[0]);
+        if kind != MKind::Int {
+            let exit = self.exit_block(b, i);
+            b.ins().jump(exit, &[]);
+            return false;
+        }
+        // Not a byte (a negative one is a huge unsigned number): exit before.
+        let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, v, 255);
+        self.exit_if(b, wide, i);
+        let ctx = self.ctx(b);
+        self.call(b, helpers::putchar as *const u8, &[ctx, v], false);
+        true
+    }
+
+    /// Lowers `guard_value` `i`: a comparison with the constant, or a dispatch on the value
+    /// to the bridges specialized on it.
+    fn guard_value(&mut self, b: &mut FunctionBuilder, i: usize) -> bool {
+        let seg = self.seg;
+        let trace = self.segments[seg].trace;
+        let inst = &trace.insts[i];
+        let (v, kv) = self.opnd(b, seg, &inst.args[0]);
+        let (k, kk) = self.opnd(b, seg, &inst.args[1]);
+        if kv != kk {
+            // Never the constant: always the other way.
+            let other = self.guard_target(b, i);
+            b.ins().jump(other, &[]);
+            return false;
+        }
+        let specialized: Vec<(usize, &Value)> = self
+            .bridges
+            .get(&(seg, i))
+            .map(|bs| {
+                bs.iter()
+                    .filter_map(|(s, val)| val.map(|val| (*s, val)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // A value without a bridge of its own goes to the unspecialized bridge,
+        // if the guard has one, or exits.
+        let other = self.guard_target(b, i);
+        if specialized.is_empty() || kv == MKind::List {
+            // For lists this compares addresses: a list equal to the constant
+            // but stored elsewhere takes the other way, which is always allowed.
+            let fail = b.ins().icmp(IntCC::NotEqual, v, k);
+            self.branch_if(b, fail, other);
+            return true;
+        }
+        // A dispatch on the value: the trace's own value goes on, each value a
+        // bridge is specialized on goes to that bridge, any other exits.
+        let key = |val: &Value| abi::unbox(val, kv).map(|bits| bits as u64 as u128);
+        let mut switch = Switch::new();
+        let cont = b.create_block();
+        let own = inst.args[1]
+            .as_const()
+            .and_then(key)
+            .expect("a constant of the guard's kind");
+        switch.set_entry(own, cont);
+        for (bseg, val) in specialized {
+            if let Some(bits) = key(val).filter(|bits| *bits != own) {
+                let block = self.bridge_block(b, bseg);
+                switch.set_entry(bits, block);
+            }
+        }
+        switch.emit(b, v, other);
+        b.seal_block(cont);
+        b.switch_to_block(cont);
+        true
     }
 
     /// Calls the helper at `f` on `args`; its result, if it has one.
@@ -1969,7 +2340,7 @@ impl Lower<'_> {
             self.exit_if(b, mixed, i);
             self.ints.push(a);
         }
-        let items = self.field(b, Known::Items, a);
+        let items = self.field(b, Derived::Items, a);
         let (addr, at) = self.element(b, seg, items, index, &inst.args[1]);
         Some(b.ins().load(I64, mf, addr, at))
     }
@@ -2049,7 +2420,7 @@ impl Lower<'_> {
                 return;
             }
         }
-        let len = self.field(b, Known::Len, a);
+        let len = self.field(b, Derived::Len, a);
         let outside = |b: &mut FunctionBuilder, at: ClifValue| {
             b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, len)
         };
@@ -2173,7 +2544,7 @@ impl Lower<'_> {
             (Some(x), Some(at)) => (x, at),
             _ => (index, payload as i32),
         };
-        let address = self.remembered(b, Known::Element(items), x, |b| {
+        let address = self.remembered(b, Derived::Element(items), x, |b| {
             let scaled = ops::element_offset(b, x);
             b.ins().iadd(items, scaled)
         });
@@ -2203,11 +2574,11 @@ impl Lower<'_> {
                 .all(|(_, (lo, hi))| lo == hi)
     }
 
-    /// Field `what` (`Known::Len` or `Known::Items`) of the array `a`, loaded once on the
+    /// Field `what` (`Derived::Len` or `Derived::Items`) of the array `a`, loaded once on the
     /// segment's way ([`Lower::known`]).
-    fn field(&mut self, b: &mut FunctionBuilder, what: Known, a: ClifValue) -> ClifValue {
+    fn field(&mut self, b: &mut FunctionBuilder, what: Derived, a: ClifValue) -> ClifValue {
         let offset = match what {
-            Known::Len => abi::LIST_LEN_OFFSET,
+            Derived::Len => abi::LIST_LEN_OFFSET,
             _ => abi::LIST_ITEMS_OFFSET,
         };
         self.remembered(b, what, a, |b| {
@@ -2220,7 +2591,7 @@ impl Lower<'_> {
     fn remembered(
         &mut self,
         b: &mut FunctionBuilder,
-        what: Known,
+        what: Derived,
         of: ClifValue,
         make: impl FnOnce(&mut FunctionBuilder) -> ClifValue,
     ) -> ClifValue {
@@ -2246,7 +2617,7 @@ impl Lower<'_> {
         ints: bool,
     ) {
         if ints && kv == MKind::Int {
-            let items = self.field(b, Known::Items, a);
+            let items = self.field(b, Derived::Items, a);
             let (addr, at) = self.element(b, seg, items, index, o);
             b.ins().store(MemFlagsData::trusted(), v, addr, at);
             return;
@@ -2359,11 +2730,11 @@ impl Lower<'_> {
         };
         let checked = snap && !self.an.bounds[seg].safe[i];
         match ops::lower_op(b, op, &args, checked, self.an.kinds[seg][i], &mut exits) {
-            ops::Lowered::Value(v) => {
+            ops::Outcome::Value(v) => {
                 self.vals[seg][i] = Some(v);
                 true
             }
-            ops::Lowered::AlwaysExits => false,
+            ops::Outcome::AlwaysExits => false,
         }
     }
 }
@@ -2371,7 +2742,7 @@ impl Lower<'_> {
 /// [`Lower::checked_by_access`] for operation `i` of segment `seg` of `trace`, whose
 /// accesses `access` gives as (array, base, offset): the quick backend's too.
 pub(super) fn run_checked_by_access(
-    an: &Analysis,
+    an: &TreeAnalysis,
     seg: usize,
     trace: &Trace,
     i: usize,
@@ -2493,7 +2864,7 @@ pub struct Links<'a> {
 /// The inputs whose kinds the code `an` analyzed does not check on entry, given the kinds
 /// it may assume: every one of those but an integer of any size (whose tag may say a
 /// 64-bit integer).
-pub fn unchecked(an: &Analysis, assumed: &[(Slot, MKind)]) -> Vec<(Slot, MKind)> {
+pub fn unchecked(an: &TreeAnalysis, assumed: &[(Slot, MKind)]) -> Vec<(Slot, MKind)> {
     an.layout
         .inputs
         .iter()
@@ -2511,7 +2882,7 @@ pub fn unchecked(an: &Analysis, assumed: &[(Slot, MKind)]) -> Vec<(Slot, MKind)>
 /// in the mirror ([`REFUSED`]), except those assumed (`Links::assumed`).
 pub fn lower(
     segments: &[Segment],
-    an: &Analysis,
+    an: &TreeAnalysis,
     isa: &dyn TargetIsa,
     fctx: &mut FunctionBuilderContext,
     counting: bool,
@@ -2532,8 +2903,82 @@ pub fn lower(
         b.def_var(counter, initial);
         counter
     });
-    // The inputs whose kinds the mirror may not hold: entered from another tree, the mirror
-    // holds what that tree left, which may not be of the kinds this one was compiled for.
+    refuse_entries(&mut b, regs, segments, an, counter, tree, links);
+    if let Some(entries) = links.and_then(|l| l.entries) {
+        count_entries(&mut b, entries, exit_code(tree, an.unit, HOT));
+    }
+    let start = b.create_block();
+    let loaded: Vec<BlockArg> = an
+        .layout
+        .inputs
+        .iter()
+        .map(|(_, at)| BlockArg::Value(b.ins().load(I64, mf, regs, (8 * at) as i32)))
+        .collect();
+    let inputs: Vec<ClifValue> = loaded
+        .iter()
+        .map(|_| b.append_block_param(start, I64))
+        .collect();
+    let mut l = Lower {
+        segments,
+        an,
+        vals: segments
+            .iter()
+            .map(|s| vec![None; s.trace.insts.len()])
+            .collect(),
+        inputs,
+        regs,
+        isa,
+        counter,
+        max_cost: max_cost(segments),
+        start,
+        header: None,
+        exits: Vec::new(),
+        last_use: Vec::new(),
+        bridges: HashMap::default(),
+        pending: Vec::new(),
+        seg: 0,
+        built: HashMap::default(),
+        ints: Vec::new(),
+        offsets: HashMap::default(),
+        covered: Vec::new(),
+        overflow_checks: HashMap::default(),
+        known: Vec::new(),
+        boxes: RefCell::new(helpers::Boxes::default()),
+        own_boxes: HashMap::default(),
+        param_boxes: HashMap::default(),
+        input_boxes: Vec::new(),
+        deferred: Vec::new(),
+    };
+    let loaded = l.box_num_inputs(&mut b, loaded);
+    b.ins().jump(start, &loaded);
+    b.switch_to_block(start);
+    l.bridges = attachments(segments);
+    let mut header = None;
+    l.ints.clear();
+    l.segment(&mut b, &mut header);
+    l.pending_bridges(&mut b);
+    b.seal_block(start);
+    l.exit_blocks(&mut b, tree, links);
+    b.seal_all_blocks();
+    b.finalize(isa.frontend_config());
+    (func, l.boxes.into_inner())
+}
+
+/// The entry's checks of a function that may be entered from another's exit: each input
+/// whose kind the mirror may not hold (entered from another tree, the mirror holds what that
+/// tree left, which may not be of the kinds this one was compiled for), and under
+/// `--max-steps` whether the budget holds the costliest iteration. A failed check returns
+/// [`REFUSED`].
+fn refuse_entries(
+    b: &mut FunctionBuilder,
+    regs: ClifValue,
+    segments: &[Segment],
+    an: &TreeAnalysis,
+    counter: Option<Variable>,
+    tree: usize,
+    links: Option<Links>,
+) {
+    let mf = MemFlagsData::trusted();
     let sure = unchecked(an, links.map_or(&[][..], |l| l.assumed));
     let unsure: Vec<_> = an
         .layout
@@ -2585,97 +3030,29 @@ pub fn lower(
         b.switch_to_block(go_on);
         b.seal_block(go_on);
     }
-    // A bridge unit counts its entries down; the one that spends the count returns.
-    if let Some(entries) = links.and_then(|l| l.entries) {
-        let at = b.ins().iconst(I64, entries as i64);
-        let left = b.ins().load(I64, mf, at, 0);
-        let left = b.ins().iadd_imm_s(left, -1);
-        b.ins().store(mf, left, at, 0);
-        let (hot, go_on) = (b.create_block(), b.create_block());
-        b.set_cold_block(hot);
-        b.ins().brif(left, go_on, &[], hot, &[]);
-        b.seal_block(hot);
-        b.seal_block(go_on);
-        b.switch_to_block(hot);
-        let code = b.ins().iconst(I64, exit_code(tree, an.unit, HOT));
-        b.ins().return_(&[code]);
-        b.switch_to_block(go_on);
-    }
-    let start = b.create_block();
-    let loaded: Vec<BlockArg> = an
-        .layout
-        .inputs
-        .iter()
-        .map(|(_, at)| BlockArg::Value(b.ins().load(I64, mf, regs, (8 * at) as i32)))
-        .collect();
-    let inputs: Vec<ClifValue> = loaded
-        .iter()
-        .map(|_| b.append_block_param(start, I64))
-        .collect();
-    let mut l = Lower {
-        segments,
-        an,
-        vals: segments
-            .iter()
-            .map(|s| vec![None; s.trace.insts.len()])
-            .collect(),
-        inputs,
-        regs,
-        isa,
-        counter,
-        max_cost: max_cost(segments),
-        start,
-        header: None,
-        exits: Vec::new(),
-        last_use: Vec::new(),
-        bridges: HashMap::default(),
-        pending: Vec::new(),
-        seg: 0,
-        built: HashMap::default(),
-        ints: Vec::new(),
-        offsets: HashMap::default(),
-        covered: Vec::new(),
-        overflow_checks: HashMap::default(),
-        known: Vec::new(),
-        boxes: RefCell::new(helpers::Boxes::default()),
-        own_boxes: HashMap::default(),
-        param_boxes: HashMap::default(),
-        input_boxes: Vec::new(),
-        deferred: Vec::new(),
-    };
-    // An input of kind `Num` is copied into its box from the mirror, where it is a 64-bit
-    // integer or the address of one of any size (a frame's slot); `start` takes the box's
-    // address.
-    let mut loaded = loaded;
-    let mut moves = Vec::new();
-    for (k, ((_, at), kind)) in an.layout.inputs.iter().zip(&an.input_kinds).enumerate() {
-        if *kind != MKind::Num {
-            l.input_boxes.push(std::ptr::null_mut());
-            continue;
-        }
-        let (addr, bx) = l.new_box(&mut b, Value::Int(0));
-        l.input_boxes.push(bx);
-        let BlockArg::Value(bits) = loaded[k] else {
-            unreachable!("loaded values")
-        };
-        let tag = b.ins().load(I64, mf, regs, (8 * (at + 1)) as i32);
-        // The kind code is the tag less one (`mirror_tag`).
-        let code = b.ins().iadd_imm_s(tag, -1);
-        moves.push((k, (bx, bits, code)));
-        loaded[k] = BlockArg::Value(addr);
-    }
-    // Their sources are the mirror's: no move reads a box another writes.
-    if segments.iter().skip(1).all(|s| s.separate) {
-        l.deferred = vec![None; an.layout.inputs.len()];
-        for (k, m) in moves {
-            l.deferred[k] = Some(m);
-        }
-    } else {
-        let moves: Vec<NumMove> = moves.into_iter().map(|(_, m)| m).collect();
-        l.num_moves_coded(&mut b, &moves);
-    }
-    b.ins().jump(start, &loaded);
-    b.switch_to_block(start);
+}
+
+/// A bridge unit counts its entries down in the word at `entries`; the entry that spends
+/// the count returns `code` ([`HOT`]).
+fn count_entries(b: &mut FunctionBuilder, entries: u64, code: i64) {
+    let mf = MemFlagsData::trusted();
+    let at = b.ins().iconst(I64, entries as i64);
+    let left = b.ins().load(I64, mf, at, 0);
+    let left = b.ins().iadd_imm_s(left, -1);
+    b.ins().store(mf, left, at, 0);
+    let (hot, go_on) = (b.create_block(), b.create_block());
+    b.set_cold_block(hot);
+    b.ins().brif(left, go_on, &[], hot, &[]);
+    b.seal_block(hot);
+    b.seal_block(go_on);
+    b.switch_to_block(hot);
+    let code = b.ins().iconst(I64, code);
+    b.ins().return_(&[code]);
+    b.switch_to_block(go_on);
+}
+
+/// Per guard, the bridges compiled in the function that leave from it.
+fn attachments<'a>(segments: &[Segment<'a>]) -> Attachments<'a> {
     let mut bridges: Attachments = HashMap::default();
     for (seg, s) in segments.iter().enumerate().skip(1) {
         if s.separate {
@@ -2684,207 +3061,5 @@ pub fn lower(
         let parent = s.parent.expect("a bridge has a parent guard");
         bridges.entry(parent).or_default().push((seg, s.value));
     }
-    l.bridges = bridges;
-    let mut header = None;
-    l.ints.clear();
-    l.segment(&mut b, &mut header);
-    // The bridges, each from the guard that branches to it. An array its guard's code
-    // found holding only integers still does where the bridge starts, unless a store the
-    // guard's snapshot holds may put something else into it.
-    while let Some((block, seg, ints)) = l.pending.pop() {
-        b.switch_to_block(block);
-        b.seal_block(block);
-        l.seg = seg;
-        l.known.clear();
-        l.build_virtuals(&mut b);
-        l.ints = ints;
-        if l.parent_may_mix() {
-            l.ints.clear();
-        }
-        let mut none = None;
-        l.segment(&mut b, &mut none);
-    }
-    b.seal_block(start);
-    // The exit blocks: store what the snapshot needs; return the index. Those that return
-    // jump to one block that returns its parameter, the exit's code: the epilogue (the
-    // callee-saved registers restored, the frame popped) is written once for them all, not
-    // once per exit (with the linked exits' own, the epilogues were two fifths of Brainfuck's
-    // mandelbrot's machine code).
-    let exits = std::mem::take(&mut l.exits);
-    // Made where first jumped to.
-    let mut ret: Option<(Block, ClifValue)> = None;
-    for (block, seg, i, recompute) in exits {
-        b.switch_to_block(block);
-        b.seal_block(block);
-        l.known.clear();
-        let origin = Origin {
-            segment: l.tree_segment(seg),
-            inst: i,
-            exit: true,
-        };
-        b.set_srcloc(origin.srcloc());
-        // The operand the exit computes back stands for itself while the exit is filled.
-        let saved = recompute.map(|(r, first, undo)| {
-            let v = undo.operand(&mut b, first);
-            (r, l.vals[seg][r.index()].replace(v))
-        });
-        let trace = segments[seg].trace;
-        let own = trace.insts[i]
-            .snap
-            .expect("an exiting instruction has a snapshot");
-        // With `carry`, every tree input is written back; those of kind `Num` below, as the
-        // exit goes on or returns.
-        let mut carry_nums = Vec::new();
-        if an.layout.carry {
-            let written = &trace.snaps[own.index()];
-            for (k, (slot, at)) in an.layout.inputs.iter().enumerate() {
-                // The entry may have found a 64-bit integer.
-                if an.input_kinds[k] == MKind::Num {
-                    let tag = b.ins().iconst(I64, mirror_tag(MKind::Num));
-                    b.ins().store(mf, tag, l.regs, (8 * (at + 1)) as i32);
-                    carry_nums.push((*slot, *at, l.inputs[k]));
-                } else if written.get(*slot).is_none() {
-                    // A variable the snapshot writes is written over in the mirror (a
-                    // linked exit) or in the frame after the mirror (a return).
-                    b.ins().store(mf, l.inputs[k], l.regs, (8 * at) as i32);
-                }
-            }
-        }
-        let g = an.layout.offsets[seg] + i;
-        if let Some(Links { table, .. }) = links.filter(|_| linkable(trace, i)) {
-            // One tail call through the exit's slot of the link table: to the tree linked
-            // there, or to the function that returns the code (`unlinked`). Either way the
-            // exit writes its snapshot into the mirror first, and makes its stores.
-            let snap = &trace.snaps[own.index()];
-            // An integer stored into an array that holds only integers is one plain store;
-            // where an array no longer does, the exit writes SSA values instead (below), and
-            // the runtime makes the stores. (No call here: calls are what cost Cranelift
-            // most.)
-            let mut ints: Vec<ClifValue> = Vec::new();
-            let mut plain = None;
-            for st in &snap.stores {
-                let (a, ka) = l.opnd(&mut b, seg, &st.array);
-                let (_, kv) = l.opnd(&mut b, seg, &st.value);
-                if ka == MKind::Array && kv == MKind::Int && !ints.contains(&a) {
-                    let flag = b.ins().load(I64, mf, a, abi::ARRAY_INTS_OFFSET as i32);
-                    let next = b.create_block();
-                    let to = *plain.get_or_insert_with(|| {
-                        let block = b.create_block();
-                        b.set_cold_block(block);
-                        block
-                    });
-                    b.set_cold_block(next);
-                    b.ins().brif(flag, next, &[], to, &[]);
-                    b.seal_block(next);
-                    b.switch_to_block(next);
-                    ints.push(a);
-                }
-            }
-            // The stores first: an integer of any size they store may be moved into the
-            // mirror below.
-            for st in &snap.stores {
-                let (a, _) = l.opnd(&mut b, seg, &st.array);
-                let (index, _) = l.opnd(&mut b, seg, &st.index);
-                let (v, kv) = l.opnd(&mut b, seg, &st.value);
-                l.store(&mut b, seg, a, (index, &st.index), v, kv, ints.contains(&a));
-            }
-            // Each variable once (an entry's value replaces the input's), so that what
-            // `moved` remembers stays where it is.
-            let mut moved = Vec::new();
-            for &(slot, at, v) in &carry_nums {
-                if snap.get(slot).is_some() {
-                    continue;
-                }
-                let v = l.mirror_num(&mut b, slot, v, true, &mut moved);
-                b.ins().store(mf, v, l.regs, (8 * at) as i32);
-            }
-            for (slot, o) in &snap.entries {
-                let (v, kind) = l.opnd(&mut b, seg, o);
-                let at = 2 * slot.index();
-                let v = match (kind, o) {
-                    (MKind::Num, Opnd::Ref(r)) => {
-                        let take = l.rewritten_box(seg, *r);
-                        l.mirror_num(&mut b, *slot, v, take, &mut moved)
-                    }
-                    _ => v,
-                };
-                b.ins().store(mf, v, l.regs, (8 * at) as i32);
-                // An input's tag holds its kind since the entry checked it (an input of any
-                // size may have been a 64-bit integer).
-                let input = an.layout.inputs.iter().position(|(s, _)| s == slot);
-                if kind == MKind::Num || input.map(|k| an.input_kinds[k]) != Some(kind) {
-                    let tag = b.ins().iconst(I64, mirror_tag(kind));
-                    b.ins().store(mf, tag, l.regs, (8 * (at + 1)) as i32);
-                }
-            }
-            // What the path to the exit did counts against the budget the next tree finds.
-            if let Some(counter) = l.counter {
-                let count = b.use_var(counter);
-                let done = segments[seg].cost + snap.cost;
-                let left = b.ins().iadd_imm_s(count, -(done as i64));
-                b.ins()
-                    .store(mf, left, l.regs, (8 * an.layout.counter) as i32);
-            }
-            let code = b
-                .ins()
-                .iconst(I64, exit_code(tree, an.unit, g as u32 | WRITTEN));
-            let slot = b.ins().iconst(I64, table as i64 + 8 * g as i64);
-            let target = b.ins().load(I64, mf, slot, 0);
-            // Each exit keeps its own indirect jump: the branch predictor learns each
-            // exit's target at its own address.
-            let sig = b.import_signature(tree_signature(isa));
-            b.ins()
-                .return_call_indirect(sig, target, &[l.regs, l.regs, code]);
-            let Some(plain) = plain else {
-                if let Some((r, old)) = saved {
-                    l.vals[seg][r.index()] = old;
-                }
-                continue;
-            };
-            b.switch_to_block(plain);
-            b.seal_block(plain);
-        }
-        // Returning, the boxes' own addresses: the runtime reads them at once.
-        for &(_, at, v) in &carry_nums {
-            b.ins().store(mf, v, l.regs, (8 * at) as i32);
-        }
-        // Each value once, however many entries and stores of the snapshot read it.
-        let mut stored: Vec<Ref> = Vec::new();
-        for o in trace.snaps[own.index()].exit_values() {
-            if let Opnd::Ref(r) = o {
-                if stored.contains(r) {
-                    continue;
-                }
-                stored.push(*r);
-                let v = l.vals[seg][r.index()].expect("snapshot refs are defined before the exit");
-                let at = an.layout.offsets[seg] + r.index();
-                b.ins().store(mf, v, l.regs, (8 * at) as i32);
-            }
-        }
-        if let Some(counter) = l.counter {
-            let count = b.use_var(counter);
-            b.ins()
-                .store(mf, count, l.regs, (8 * an.layout.counter) as i32);
-        }
-        let code = b.ins().iconst(I64, exit_code(tree, an.unit, g as u32));
-        let (to, _) = *ret.get_or_insert_with(|| {
-            let block = b.create_block();
-            let param = b.append_block_param(block, I64);
-            b.set_cold_block(block);
-            (block, param)
-        });
-        b.ins().jump(to, &[BlockArg::Value(code)]);
-        if let Some((r, old)) = saved {
-            l.vals[seg][r.index()] = old;
-        }
-    }
-    // Shared by the exits: no instruction of the trace's own.
-    b.set_srcloc(SourceLoc::default());
-    if let Some((block, code)) = ret {
-        b.switch_to_block(block);
-        b.ins().return_(&[code]);
-    }
-    b.seal_all_blocks();
-    b.finalize(isa.frontend_config());
-    (func, l.boxes.into_inner())
+    bridges
 }

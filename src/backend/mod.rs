@@ -15,6 +15,7 @@
 mod background;
 pub mod cfg;
 mod code_heap;
+pub mod exit;
 pub mod helpers;
 pub mod listing;
 pub mod lower;
@@ -251,7 +252,7 @@ pub struct Compiled {
     assumed: Vec<(Slot, abi::Kind)>,
     counting: bool,
     max_cost: u64,
-    analysis: lower::Analysis,
+    analysis: lower::TreeAnalysis,
     /// The boxes of the integers of any size the code holds, at addresses it holds.
     _boxes: helpers::Boxes,
     /// The Cranelift IR, when asked for.
@@ -275,6 +276,18 @@ pub struct Compiled {
     _memory: CodeMemory,
 }
 
+/// The inputs of a tree's function whose kinds the function need not check where it is
+/// entered: all but those of any size (whose tag may say a 64-bit integer).
+fn held_inputs(an: &lower::TreeAnalysis) -> Vec<(Slot, abi::Kind)> {
+    an.layout
+        .inputs
+        .iter()
+        .zip(&an.input_kinds)
+        .map(|((slot, _), kind)| (*slot, *kind))
+        .filter(|(_, kind)| *kind != abi::Kind::Num)
+        .collect()
+}
+
 /// What [`Backend::prepare`] made of a function.
 pub enum Lowered {
     /// The quick backend's code, ready to run.
@@ -296,7 +309,7 @@ pub struct Prepared {
     header: Option<usize>,
     /// Whether to disassemble the code.
     listing: bool,
-    an: lower::Analysis,
+    an: lower::TreeAnalysis,
     links: Box<[Cell<u64>]>,
     unlinked: u64,
     assumed: Vec<(Slot, abi::Kind)>,
@@ -472,14 +485,7 @@ impl Backend {
         // kinds the exit leaves are the inputs' (`Compiled::admits`): it checks none.
         let inputs: Vec<(Slot, abi::Kind)>;
         let assumed = if unit == 0 {
-            inputs = an
-                .layout
-                .inputs
-                .iter()
-                .zip(&an.input_kinds)
-                .map(|((slot, _), kind)| (*slot, *kind))
-                .filter(|(_, kind)| *kind != abi::Kind::Num)
-                .collect();
+            inputs = held_inputs(&an);
             &inputs[..]
         } else {
             assumed
@@ -564,33 +570,10 @@ impl Backend {
             tree,
             table,
         );
-        let cl = Unsupported::Cranelift;
-        let mut ir = None;
-        let mut asm = None;
-        let mut origins = Vec::new();
-        if let Some((target, disp)) = &self.display {
-            // Emitted for another ISA: listings only, from a compilation of their own.
-            let (dfunc, _) = lower::lower(
-                segments,
-                &an,
-                &**disp,
-                &mut self.fctx,
-                counting,
-                tree,
-                table,
-            );
-            if listings.ir {
-                ir = Some(dfunc.display().to_string());
-            }
-            if listings.asm {
-                let mut ctx = Context::for_function(dfunc);
-                let code = ctx
-                    .compile(&**disp, &mut ControlPlane::default())
-                    .map_err(|e| cl(format!("{e:?}")))?;
-                let (bytes, blocks) = (code.code_buffer(), &code.bb_starts);
-                asm = Some(disassemble(&**disp, *target, bytes, 0, blocks)?);
-                origins = origins_of(code.buffer.get_srclocs_sorted());
-            }
+        let (mut ir, mut asm, mut origins) = (None, None, Vec::new());
+        if self.display.is_some() {
+            let lowering = (segments, &an, counting, tree, table);
+            (ir, asm, origins) = self.display_listings(lowering, listings)?;
         } else if listings.ir {
             ir = Some(func.display().to_string());
         }
@@ -615,6 +598,46 @@ impl Backend {
             origins,
             countdown: counts_entries.then_some(countdown),
         })))
+    }
+
+    /// The listings of a function lowered for the ISA shown (`--target`) rather than the
+    /// host's: its IR and its machine code, with the origin of each instruction, from a
+    /// compilation of their own.
+    #[allow(clippy::type_complexity)]
+    fn display_listings(
+        &mut self,
+        (segments, an, counting, tree, table): (
+            &[Segment],
+            &lower::TreeAnalysis,
+            bool,
+            usize,
+            Option<lower::Links>,
+        ),
+        listings: Listings,
+    ) -> Result<
+        (
+            Option<String>,
+            Option<String>,
+            Vec<(u32, u32, lower::Origin)>,
+        ),
+        Unsupported,
+    > {
+        let (target, disp) = self.display.as_ref().expect("an ISA to display");
+        let (dfunc, _) = lower::lower(segments, an, &**disp, &mut self.fctx, counting, tree, table);
+        let (mut ir, mut asm, mut origins) = (None, None, Vec::new());
+        if listings.ir {
+            ir = Some(dfunc.display().to_string());
+        }
+        if listings.asm {
+            let mut ctx = Context::for_function(dfunc);
+            let code = ctx
+                .compile(&**disp, &mut ControlPlane::default())
+                .map_err(|e| Unsupported::Cranelift(format!("{e:?}")))?;
+            let (bytes, blocks) = (code.code_buffer(), &code.bb_starts);
+            asm = Some(disassemble(&**disp, *target, bytes, 0, blocks)?);
+            origins = origins_of(code.buffer.get_srclocs_sorted());
+        }
+        Ok((ir, asm, origins))
     }
 
     /// The machine code of a function [`Backend::prepare`] lowered, compiled by Cranelift
@@ -766,7 +789,7 @@ fn origins_of(locs: &[MachSrcLoc<Final>]) -> Vec<(u32, u32, lower::Origin)> {
 /// A whole program as machine code.
 pub struct CompiledProgram {
     f: TraceFn,
-    analysis: cfg::Analysis,
+    analysis: cfg::ProgramAnalysis,
     /// The Cranelift IR, when asked for.
     pub ir: Option<String>,
     /// The disassembly with addresses, when asked for.
@@ -1189,26 +1212,7 @@ impl Backend {
             abi::unbox(state.frame[slot.index()].as_ref()?, an.input_kinds[k])?;
         }
         let regs = &mut self.regs;
-        // The mirror (`lower::Layout`): the whole frame, unboxed where machine code can hold
-        // the value.
-        for (slot, v) in state.frame.iter().enumerate().take(layout.mirror) {
-            // A big integer as the address of the frame's slot (`abi::Kind::Num`), which
-            // does not move while the code runs.
-            let kind = |v: &flowjit_runtime::Value| match v {
-                flowjit_runtime::Value::Big(_) => Some(abi::Kind::Num),
-                v => abi::Kind::of(v),
-            };
-            let held = v.as_ref().and_then(|v| Some((v, kind(v)?)));
-            let (bits, tag) = match held {
-                Some((v, kind)) => (
-                    abi::unbox(v, kind).expect("a value unboxes as its own kind"),
-                    lower::mirror_tag(kind),
-                ),
-                None => (0, 0),
-            };
-            regs[2 * slot] = bits;
-            regs[2 * slot + 1] = tag;
-        }
+        exit::fill_mirror(regs, &state.frame, layout.mirror);
         let initial = steps.left.min(i64::MAX as u64) as i64;
         regs[layout.counter] = initial;
         // The frame is not written while the code runs: the lists and arrays it holds, which
@@ -1238,17 +1242,13 @@ impl Backend {
         let allocated = ctx.allocated;
         let _owned = std::mem::take(&mut ctx.owned);
         let _held = state.frame.clone();
-        // SAFETY (for every `rebox` below): a slot was stored by the code from a value of
-        // the kind its tag or the exit's analysis gives; a list or an array is borrowed from
-        // the frame (unchanged while the code ran, and kept above), from the trees'
-        // constants, or from `_owned`, so its address is in a live Rc.
-        for slot in 0..layout.mirror {
-            let tag = regs[2 * slot + 1];
-            if tag != 0 {
-                let kind = helpers::kind_from(tag - 1);
-                state.frame[slot] = Some(unsafe { abi::rebox(regs[2 * slot], kind) });
-            }
-        }
+        // SAFETY: what the code stored in the mirror is as the safety of `read_mirror` asks:
+        // a list or an array is borrowed from the frame (unchanged while the code ran, and
+        // kept above), from the trees' constants, or from `_owned`, so its address is in a
+        // live Rc.
+        unsafe { exit::read_mirror(regs, &mut state.frame, layout.mirror) };
+        // SAFETY (for the `rebox` below): a slot was stored by the code from a value of the
+        // kind the exit's analysis gives, borrowed as above.
         let exited = if (tree, unit) == t {
             entered
         } else {

@@ -68,7 +68,7 @@ impl Undo {
 }
 
 /// What lowering an operation gave.
-pub enum Lowered {
+pub enum Outcome {
     /// Its result.
     Value(ClifValue),
     /// It fails on every value of these kinds: the code leaves before it, always.
@@ -157,10 +157,9 @@ pub fn lower_op(
     checked: bool,
     result: Option<MKind>,
     exits: &mut dyn Exits,
-) -> Lowered {
-    let mf = MemFlagsData::trusted();
+) -> Outcome {
     if op == Op::Same {
-        return Lowered::Value(args[0].0);
+        return Outcome::Value(args[0].0);
     }
     if let (Op::Eq | Op::Ne, [(x, kx), (y, ky)]) = (op, args) {
         let v = if kx != ky {
@@ -174,40 +173,14 @@ pub fn lower_op(
             let f = b.ins().icmp(cc, *x, *y);
             bool_to_int(b, f)
         };
-        return Lowered::Value(v);
+        return Outcome::Value(v);
     }
     if let (Op::Readlist, [(list, MKind::List | MKind::Array), (index, MKind::Int)]) = (op, args) {
-        // Bounds-checked: an index outside the list (a negative one is a huge unsigned
-        // number) exits, and so does an element of another kind than expected. An array has
-        // a list's layout: this is also `getitem`.
-        let len = b
-            .ins()
-            .load(I64, HEADER, *list, abi::LIST_LEN_OFFSET as i32);
-        let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, *index, len);
-        exits.exit_if(b, outside);
-        let items = b
-            .ins()
-            .load(I64, HEADER, *list, abi::LIST_ITEMS_OFFSET as i32);
-        let offset = element_offset(b, *index);
-        let addr = b.ins().iadd(items, offset);
-        let tag = b.ins().load(I64, mf, addr, abi::VALUE_TAG_OFFSET as i32);
         let kind = result.expect("supported() checked the kind of the element");
-        let other = b.ins().icmp_imm_s(IntCC::NotEqual, tag, kind.tag() as i64);
-        exits.exit_if(b, other);
-        let at = abi::VALUE_PAYLOAD_OFFSET as i32;
-        return Lowered::Value(match kind {
-            MKind::Atom => b.ins().uload32(mf, addr, at),
-            MKind::Int => b.ins().load(I64, mf, addr, at),
-            // An `Rc` pointer: the list's or the array's address is past the counts.
-            MKind::List | MKind::Array => {
-                let rc = b.ins().load(I64, mf, addr, at);
-                b.ins().iadd_imm_s(rc, abi::RC_VALUE_OFFSET as i64)
-            }
-            MKind::Num => unreachable!("an element read is of a kind with one tag"),
-        });
+        return Outcome::Value(read_element(b, *list, *index, kind, exits));
     }
     if let (Op::Len, [(list, MKind::List | MKind::Array)]) = (op, args) {
-        return Lowered::Value(
+        return Outcome::Value(
             b.ins()
                 .load(I64, HEADER, *list, abi::LIST_LEN_OFFSET as i32),
         );
@@ -216,11 +189,64 @@ pub fn lower_op(
     // only. Either way the operation fails every time: exit before it.
     if matches!(op, Op::Len | Op::Readlist) || args.iter().any(|(_, k)| *k != MKind::Int) {
         exits.exit_now(b);
-        return Lowered::AlwaysExits;
+        return Outcome::AlwaysExits;
     }
-    let x = args[0].0;
-    let y = args.get(1).map(|a| a.0);
-    Lowered::Value(match (op, y) {
+    Outcome::Value(int_op(
+        b,
+        op,
+        args[0].0,
+        args.get(1).map(|a| a.0),
+        checked,
+        exits,
+    ))
+}
+
+/// Element `index` of `list` (a list or an array, which has a list's layout), of kind
+/// `kind`: bounds-checked, an index outside the list (a negative one is a huge unsigned
+/// number) exits, and so does an element of another kind.
+fn read_element(
+    b: &mut FunctionBuilder,
+    list: ClifValue,
+    index: ClifValue,
+    kind: MKind,
+    exits: &mut dyn Exits,
+) -> ClifValue {
+    let mf = MemFlagsData::trusted();
+    let len = b.ins().load(I64, HEADER, list, abi::LIST_LEN_OFFSET as i32);
+    let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
+    exits.exit_if(b, outside);
+    let items = b
+        .ins()
+        .load(I64, HEADER, list, abi::LIST_ITEMS_OFFSET as i32);
+    let offset = element_offset(b, index);
+    let addr = b.ins().iadd(items, offset);
+    let tag = b.ins().load(I64, mf, addr, abi::VALUE_TAG_OFFSET as i32);
+    let other = b.ins().icmp_imm_s(IntCC::NotEqual, tag, kind.tag() as i64);
+    exits.exit_if(b, other);
+    let at = abi::VALUE_PAYLOAD_OFFSET as i32;
+    match kind {
+        MKind::Atom => b.ins().uload32(mf, addr, at),
+        MKind::Int => b.ins().load(I64, mf, addr, at),
+        // An `Rc` pointer: the list's or the array's address is past the counts.
+        MKind::List | MKind::Array => {
+            let rc = b.ins().load(I64, mf, addr, at);
+            b.ins().iadd_imm_s(rc, abi::RC_VALUE_OFFSET as i64)
+        }
+        MKind::Num => unreachable!("an element read is of a kind with one tag"),
+    }
+}
+
+/// `op` on the 64-bit integers `x` and `y` (`None` for an operation of one operand). With
+/// `checked`, arithmetic checks overflow.
+fn int_op(
+    b: &mut FunctionBuilder,
+    op: Op,
+    x: ClifValue,
+    y: Option<ClifValue>,
+    checked: bool,
+    exits: &mut dyn Exits,
+) -> ClifValue {
+    match (op, y) {
         (Op::Add | Op::Sub, Some(y)) if checked && constant(b, y).is_some() => {
             let c = constant(b, y).expect("checked");
             checked_by_constant(b, op, x, c, exits)
@@ -337,7 +363,7 @@ pub fn lower_op(
             b.ins().sshr(x, count)
         }
         _ => unreachable!("every operation on integers is lowered above ({op})"),
-    })
+    }
 }
 
 /// Calls the runtime helper at `f` on `args` (one word each); its result, if it has one.

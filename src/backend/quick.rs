@@ -19,10 +19,10 @@
 //! other functions cannot tell the two apart: `tail fn(regs, ctx) -> i64`, entered by a
 //! call from the trampoline or by a jump from another function's exit; it checks the kinds
 //! of the inputs it is not sure of (returning [`REFUSED`]: for a tree, only those held as
-//! integers of any size), reads its inputs from the mirror, and each exit either writes its
-//! snapshot into the mirror and jumps through its slot of the link table (a [`linkable`]
-//! exit), or stores its snapshot's values in their slots of the register buffer and returns
-//! the exit's code. Cranelift's `tail` convention passes `regs`, `ctx` (which no code
+//! integers of any size), reads its inputs from the mirror, and each exit, as its
+//! [`ExitPlan`] says, either writes its snapshot into the mirror and jumps through its slot
+//! of the link table (a linked exit), or stores its snapshot's values in their slots of the
+//! register buffer and returns the exit's code. Cranelift's `tail` convention passes `regs`, `ctx` (which no code
 //! reads) and the code in `rdi`, `rsi` and `rdx`, returns in `rax`, and has the System V
 //! callee-saved registers, which the code saves on entry and restores before it leaves
 //! when it uses them; the stack holds nothing else.
@@ -43,10 +43,8 @@ use dynasmrt::{dynasm, x64::X64Relocation, DynamicLabel, DynasmApi, DynasmLabelA
 use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::{Op, Value};
 
-use super::lower::{
-    exit_code, linkable, mirror_tag, run_checked_by_access, Analysis, Origin, Segment, HOT,
-    REFUSED, WRITTEN,
-};
+use super::exit::{exit_code, mirror_tag, ExitPlan, HOT, REFUSED};
+use super::lower::{run_checked_by_access, Origin, Segment, TreeAnalysis};
 use crate::lang::Slot;
 use crate::opt::bounds::safe_divisor;
 use crate::trace::{Kind, Opnd, Ref};
@@ -210,7 +208,7 @@ fn constant(v: &Value) -> Option<(i64, MKind)> {
 /// Whether the quick backend can emit bridge unit `segment` as `an` analyzed it: every
 /// value a 64-bit integer, every instruction one it has a template for, every snapshot
 /// of the variables of one frame with no array in it.
-fn supported(segment: &Segment, an: &Analysis) -> bool {
+fn supported(segment: &Segment, an: &TreeAnalysis) -> bool {
     let trace = segment.trace;
     if an.layout.carry || an.owns || !an.sites.is_empty() {
         return false;
@@ -303,7 +301,7 @@ fn supported(segment: &Segment, an: &Analysis) -> bool {
 /// has Cranelift compile the tree, [`TIER_ITERATIONS`]).
 pub(super) fn emit(
     segment: &Segment,
-    an: &Analysis,
+    an: &TreeAnalysis,
     tree: usize,
     table: u64,
     sure: &[(Slot, MKind)],
@@ -377,7 +375,7 @@ pub(super) fn emit(
 /// safe, and not the one check of a widened run) never does, so what its snapshot holds
 /// need not live to it: in a Brainfuck run `<<<<<<<<<`, each `sub` of the pointer has the
 /// one before in its snapshot, and all but the last are then dead.
-fn may_exit(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> bool {
+fn may_exit(an: &TreeAnalysis, trace: &crate::trace::Trace, i: usize) -> bool {
     let bounds = &an.bounds[0];
     !matches!(
         trace.insts[i].kind,
@@ -390,7 +388,7 @@ fn may_exit(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> bool {
 /// the access that checks the bounds of an index `x + d` next, if nothing between the two
 /// can exit, whose check then stands for the overflow check (as Cranelift's code does,
 /// `Lower::checked_by_access`, which says why it may).
-fn checked_by_access(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> Option<usize> {
+fn checked_by_access(an: &TreeAnalysis, trace: &crate::trace::Trace, i: usize) -> Option<usize> {
     run_checked_by_access(an, 0, trace, i, |j| access(an, trace, j))
 }
 
@@ -398,7 +396,7 @@ fn checked_by_access(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> Op
 /// table, the inputs whose kinds are sure, the counter's address, each value's last use,
 /// and the accesses whose bounds checks stand for overflow checks (access, run).
 type Parts<'a> = (
-    &'a Analysis,
+    &'a TreeAnalysis,
     &'a crate::trace::Trace,
     usize,
     u64,
@@ -500,7 +498,10 @@ fn assemble(
     // The exits, after the code that goes on.
     for exit in std::mem::take(&mut q.exits) {
         let start = q.ops.offset().0 as u32;
-        q.write_exit(an, trace, tree, table, &exit)?;
+        // This code keeps no budget: its plan charges none.
+        let table = (!exit.returns).then_some(table);
+        let plan = ExitPlan::new(an, trace, 0, exit.inst, (tree, 0), table);
+        q.write_exit(&plan, &exit)?;
         let origin = Origin {
             segment: an.unit,
             inst: exit.inst,
@@ -589,7 +590,7 @@ fn lea_of(op: Op, x: Loc, y: Loc) -> Option<(u8, i32)> {
 
 /// Instruction `i` as an access of an array around a base, with a snapshot, that one
 /// bounds check may cover with the others around the same base: (array, base, offset).
-fn access(an: &Analysis, trace: &crate::trace::Trace, i: usize) -> Option<(Ref, Ref, i64)> {
+fn access(an: &TreeAnalysis, trace: &crate::trace::Trace, i: usize) -> Option<(Ref, Ref, i64)> {
     let inst = &trace.insts[i];
     inst.snap?;
     if !matches!(inst.kind, Kind::GetItem | Kind::SetItem) {
@@ -775,7 +776,7 @@ impl Quick {
     /// when it needs a register and none is free.
     fn inst(
         &mut self,
-        an: &Analysis,
+        an: &TreeAnalysis,
         trace: &crate::trace::Trace,
         i: usize,
         last_use: &[usize],
@@ -787,37 +788,7 @@ impl Quick {
                 let d = self.define(i)?;
                 dynasm!(self.ops ; .arch x64 ; mov Rq(d), QWORD [rdi + at]);
             }
-            Kind::GuardTrue | Kind::GuardFalse => {
-                let fail = self.exit(trace, i)?;
-                let holds_on_nonzero = inst.kind == Kind::GuardTrue;
-                if let Some((c, cond)) = self.flags.take() {
-                    if inst.args[0] == Opnd::Ref(Ref(c as u32)) {
-                        let fails = if holds_on_nonzero {
-                            cond.negated()
-                        } else {
-                            cond
-                        };
-                        self.jump_if(fails, fail);
-                        return Some(true);
-                    }
-                }
-                match self.loc(&inst.args[0])? {
-                    Loc::Imm(k) => {
-                        if (k != 0) != holds_on_nonzero {
-                            dynasm!(self.ops ; .arch x64 ; jmp =>fail);
-                            return Some(false);
-                        }
-                    }
-                    Loc::Reg(c) => {
-                        dynasm!(self.ops ; .arch x64 ; test Rq(c), Rq(c));
-                        if holds_on_nonzero {
-                            dynasm!(self.ops ; .arch x64 ; jz =>fail);
-                        } else {
-                            dynasm!(self.ops ; .arch x64 ; jnz =>fail);
-                        }
-                    }
-                }
-            }
+            Kind::GuardTrue | Kind::GuardFalse => return self.guard_bool(trace, i),
             Kind::GuardValue => {
                 let fail = self.exit(trace, i)?;
                 let v = self.loc(&inst.args[0])?;
@@ -825,105 +796,180 @@ impl Quick {
                 self.cmp(v, k)?;
                 dynasm!(self.ops ; .arch x64 ; jne =>fail);
             }
-            Kind::Loop if an.unit == 0 => {
-                // The root's back edge: once the loop has run its count here, it exits to
-                // be compiled by Cranelift.
-                let hot = self.exit(trace, i)?;
-                if let Some(e) = self.exits.last_mut() {
-                    e.returns = true;
-                }
-                let counter = self.counter? as i64;
-                dynasm!(self.ops
-                    ; .arch x64
-                    ; mov r11, QWORD counter
-                    ; sub QWORD [r11], 1
-                    ; jz =>hot
-                );
-                let from = self.locs(&inst.args)?;
-                self.parallel_move(trace, from)?;
-                let header = self.header?;
-                dynasm!(self.ops ; .arch x64 ; jmp =>header);
-                return Some(false);
-            }
+            Kind::Loop if an.unit == 0 => return self.root_loop(trace, i),
             Kind::Loop => {
                 // The end of a bridge compiled on its own is an exit at the anchor.
                 let exit = self.exit(trace, i)?;
                 dynasm!(self.ops ; .arch x64 ; jmp =>exit);
                 return Some(false);
             }
-            Kind::LoopStart => {
-                // The loop's proofs may assume a parameter in an interval the preamble's
-                // value is not known to lie in (`bounds::induction`): checked here.
-                for (k, range) in an.bounds[0].entry.iter().enumerate() {
-                    let Some(range) = range else { continue };
-                    let v = self.loc(&inst.args[k])?;
-                    let bounds = [(range.lo, i64::MIN, true), (range.hi, i64::MAX, false)];
-                    for (bound, end, below) in bounds {
-                        let bound = bound.and_then(|b| i64::try_from(b).ok());
-                        let Some(bound) = bound.filter(|b| *b != end) else {
-                            continue;
-                        };
-                        let fail = self.exit(trace, i)?;
-                        self.cmp(v, Loc::Imm(bound))?;
-                        if below {
-                            dynasm!(self.ops ; .arch x64 ; jl =>fail);
-                        } else {
-                            dynasm!(self.ops ; .arch x64 ; jg =>fail);
-                        }
-                    }
-                }
-                // The preamble's values that die here give their registers to the
-                // parameters they become.
-                let from = self.locs(&inst.args)?;
-                for r in inst.args.iter().filter_map(Opnd::as_ref) {
-                    self.release(r, i, last_use);
-                }
-                for k in 0..inst.args.len() {
-                    self.define(i + 1 + k)?;
-                }
-                self.parallel_move(trace, from)?;
-                let header = self.ops.new_dynamic_label();
-                dynasm!(self.ops ; .arch x64 ; =>header);
-                self.header = Some(header);
-            }
+            Kind::LoopStart => return self.loop_start(an, trace, i, last_use),
             Kind::Param(_) => {}
-            Kind::GetItem => {
-                let fail = self.exit(trace, i)?;
-                let a = self.array_reg(&inst.args[0])?;
-                self.check_access(an, trace, i, a, fail)?;
-                let items = self.items_of(inst.args[0].as_ref()?, a);
-                let d = self.define(i)?;
-                let items = items.unwrap_or_else(|| {
-                    dynasm!(self.ops ; .arch x64 ; mov Rq(d), QWORD [Rq(a) + ITEMS]);
-                    d
-                });
-                self.element(items, self.loc(&inst.args[1])?, |q, at| q.load_at(d, at));
-            }
-            Kind::SetItem => {
-                // Only into an array a read checked holding only integers: into another,
-                // Cranelift's code stores through the element's tag, where this code's
-                // check would exit at every pass.
-                if !self.checked.contains(&inst.args[0].as_ref()?) {
-                    return None;
-                }
-                let a = self.array_reg(&inst.args[0])?;
-                if inst.snap.is_some() {
-                    let fail = self.exit(trace, i)?;
-                    self.check_access(an, trace, i, a, fail)?;
-                }
-                let index = self.loc(&inst.args[1])?;
-                let v = self.loc(&inst.args[2])?;
-                if let Some(items) = self.items_of(inst.args[0].as_ref()?, a) {
-                    self.element(items, index, |q, at| q.store_at(at, v));
-                } else {
-                    let t = self.temp()?;
-                    dynasm!(self.ops ; .arch x64 ; mov Rq(t), QWORD [Rq(a) + ITEMS]);
-                    self.element(t, index, |q, at| q.store_at(at, v));
-                    self.free.push(t);
-                }
-            }
+            Kind::GetItem => return self.getitem(an, trace, i),
+            Kind::SetItem => return self.setitem(an, trace, i),
             Kind::Op(op) => self.op(an, trace, i, op, last_use)?,
             _ => return None,
+        }
+        Some(true)
+    }
+
+    /// Emits `guard_true` or `guard_false` `i`: whether the code goes on past it; `None`
+    /// when this backend cannot emit it.
+    fn guard_bool(&mut self, trace: &crate::trace::Trace, i: usize) -> Option<bool> {
+        let inst = &trace.insts[i];
+        let fail = self.exit(trace, i)?;
+        let holds_on_nonzero = inst.kind == Kind::GuardTrue;
+        if let Some((c, cond)) = self.flags.take() {
+            if inst.args[0] == Opnd::Ref(Ref(c as u32)) {
+                let fails = if holds_on_nonzero {
+                    cond.negated()
+                } else {
+                    cond
+                };
+                self.jump_if(fails, fail);
+                return Some(true);
+            }
+        }
+        match self.loc(&inst.args[0])? {
+            Loc::Imm(k) => {
+                if (k != 0) != holds_on_nonzero {
+                    dynasm!(self.ops ; .arch x64 ; jmp =>fail);
+                    return Some(false);
+                }
+            }
+            Loc::Reg(c) => {
+                dynasm!(self.ops ; .arch x64 ; test Rq(c), Rq(c));
+                if holds_on_nonzero {
+                    dynasm!(self.ops ; .arch x64 ; jz =>fail);
+                } else {
+                    dynasm!(self.ops ; .arch x64 ; jnz =>fail);
+                }
+            }
+        }
+        Some(true)
+    }
+
+    /// Emits the root's `loop` `i`, its back edge: whether the code goes on past it; `None`
+    /// when this backend cannot emit it.
+    fn root_loop(&mut self, trace: &crate::trace::Trace, i: usize) -> Option<bool> {
+        let inst = &trace.insts[i];
+        // The root's back edge: once the loop has run its count here, it exits to
+        // be compiled by Cranelift.
+        let hot = self.exit(trace, i)?;
+        if let Some(e) = self.exits.last_mut() {
+            e.returns = true;
+        }
+        let counter = self.counter? as i64;
+        dynasm!(self.ops
+            ; .arch x64
+            ; mov r11, QWORD counter
+            ; sub QWORD [r11], 1
+            ; jz =>hot
+        );
+        let from = self.locs(&inst.args)?;
+        self.parallel_move(trace, from)?;
+        let header = self.header?;
+        dynasm!(self.ops ; .arch x64 ; jmp =>header);
+        Some(false)
+    }
+
+    /// Emits the root's `loop_start` `i`: whether the code goes on past it; `None`
+    /// when this backend cannot emit it.
+    fn loop_start(
+        &mut self,
+        an: &TreeAnalysis,
+        trace: &crate::trace::Trace,
+        i: usize,
+        last_use: &[usize],
+    ) -> Option<bool> {
+        let inst = &trace.insts[i];
+        // The loop's proofs may assume a parameter in an interval the preamble's
+        // value is not known to lie in (`bounds::induction`): checked here.
+        for (k, range) in an.bounds[0].entry.iter().enumerate() {
+            let Some(range) = range else { continue };
+            let v = self.loc(&inst.args[k])?;
+            let bounds = [(range.lo, i64::MIN, true), (range.hi, i64::MAX, false)];
+            for (bound, end, below) in bounds {
+                let bound = bound.and_then(|b| i64::try_from(b).ok());
+                let Some(bound) = bound.filter(|b| *b != end) else {
+                    continue;
+                };
+                let fail = self.exit(trace, i)?;
+                self.cmp(v, Loc::Imm(bound))?;
+                if below {
+                    dynasm!(self.ops ; .arch x64 ; jl =>fail);
+                } else {
+                    dynasm!(self.ops ; .arch x64 ; jg =>fail);
+                }
+            }
+        }
+        // The preamble's values that die here give their registers to the
+        // parameters they become.
+        let from = self.locs(&inst.args)?;
+        for r in inst.args.iter().filter_map(Opnd::as_ref) {
+            self.release(r, i, last_use);
+        }
+        for k in 0..inst.args.len() {
+            self.define(i + 1 + k)?;
+        }
+        self.parallel_move(trace, from)?;
+        let header = self.ops.new_dynamic_label();
+        dynasm!(self.ops ; .arch x64 ; =>header);
+        self.header = Some(header);
+        Some(true)
+    }
+
+    /// Emits `getitem` `i`: whether the code goes on past it; `None`
+    /// when this backend cannot emit it.
+    fn getitem(
+        &mut self,
+        an: &TreeAnalysis,
+        trace: &crate::trace::Trace,
+        i: usize,
+    ) -> Option<bool> {
+        let inst = &trace.insts[i];
+        let fail = self.exit(trace, i)?;
+        let a = self.array_reg(&inst.args[0])?;
+        self.check_access(an, trace, i, a, fail)?;
+        let items = self.items_of(inst.args[0].as_ref()?, a);
+        let d = self.define(i)?;
+        let items = items.unwrap_or_else(|| {
+            dynasm!(self.ops ; .arch x64 ; mov Rq(d), QWORD [Rq(a) + ITEMS]);
+            d
+        });
+        self.element(items, self.loc(&inst.args[1])?, |q, at| q.load_at(d, at));
+        Some(true)
+    }
+
+    /// Emits `setitem` `i`: whether the code goes on past it; `None`
+    /// when this backend cannot emit it.
+    fn setitem(
+        &mut self,
+        an: &TreeAnalysis,
+        trace: &crate::trace::Trace,
+        i: usize,
+    ) -> Option<bool> {
+        let inst = &trace.insts[i];
+        // Only into an array a read checked holding only integers: into another,
+        // Cranelift's code stores through the element's tag, where this code's
+        // check would exit at every pass.
+        if !self.checked.contains(&inst.args[0].as_ref()?) {
+            return None;
+        }
+        let a = self.array_reg(&inst.args[0])?;
+        if inst.snap.is_some() {
+            let fail = self.exit(trace, i)?;
+            self.check_access(an, trace, i, a, fail)?;
+        }
+        let index = self.loc(&inst.args[1])?;
+        let v = self.loc(&inst.args[2])?;
+        if let Some(items) = self.items_of(inst.args[0].as_ref()?, a) {
+            self.element(items, index, |q, at| q.store_at(at, v));
+        } else {
+            let t = self.temp()?;
+            dynasm!(self.ops ; .arch x64 ; mov Rq(t), QWORD [Rq(a) + ITEMS]);
+            self.element(t, index, |q, at| q.store_at(at, v));
+            self.free.push(t);
         }
         Some(true)
     }
@@ -931,7 +977,7 @@ impl Quick {
     /// Emits operation `i`.
     fn op(
         &mut self,
-        an: &Analysis,
+        an: &TreeAnalysis,
         trace: &crate::trace::Trace,
         i: usize,
         op: Op,
@@ -943,31 +989,8 @@ impl Quick {
             .iter()
             .map(|a| self.loc(a))
             .collect::<Option<_>>()?;
+        self.run_check(an, trace, i, &args)?;
         let bounds = &an.bounds[0];
-        let access = self
-            .by_access
-            .iter()
-            .find_map(|(&j, &run)| (run == i).then_some(j));
-        if let (Some(j), Some(_)) = (access, bounds.widen[i]) {
-            // The access's bounds check stands for this one, and exits here.
-            let fail = self.exit(trace, i)?;
-            self.pending.insert(j, fail);
-        } else if let Some((lo, hi)) = bounds.widen[i] {
-            // One check for a run of constant offsets of the same value.
-            let x = match (inst.args.as_slice(), args.as_slice()) {
-                ([Opnd::Ref(_), _], [x, _]) | (_, [_, x]) => *x,
-                _ => return None,
-            };
-            let fail = self.exit(trace, i)?;
-            if hi > 0 {
-                self.cmp(x, Loc::Imm(i64::MAX - hi))?;
-                dynasm!(self.ops ; .arch x64 ; jg =>fail);
-            }
-            if lo < 0 {
-                self.cmp(x, Loc::Imm(i64::MIN - lo))?;
-                dynasm!(self.ops ; .arch x64 ; jl =>fail);
-            }
-        }
         let checked = inst.snap.is_some() && !bounds.safe[i];
         // A value nothing reads is not computed.
         if last_use[i] == i && !checked {
@@ -1036,58 +1059,7 @@ impl Quick {
                     }
                 }
             }
-            Op::Div | Op::Mod => {
-                // The interpreter's floor division: exit on a zero divisor and on MIN / -1
-                // (the result leaves 64 bits); `idiv` truncates, so where the remainder is
-                // not 0 and its sign is not the divisor's, q - 1 and r + y.
-                let (ok, done) = (self.ops.new_dynamic_label(), self.ops.new_dynamic_label());
-                self.mov(SCRATCH, args[1]);
-                // By a constant other than 0 and -1, neither can happen (and the optimizer
-                // may have dropped the snapshot: `opt::bounds`).
-                if !matches!(args[1], Loc::Imm(k) if safe_divisor(k)) {
-                    let fail = self.exit(trace, i)?;
-                    let min = i64::MIN;
-                    dynasm!(self.ops
-                        ; .arch x64
-                        ; test r11, r11
-                        ; jz =>fail
-                        ; cmp r11, -1
-                        ; jne =>ok
-                        ; mov rax, QWORD min
-                    );
-                    match args[0] {
-                        Loc::Reg(x) => dynasm!(self.ops ; .arch x64 ; cmp Rq(x), rax ; je =>fail),
-                        Loc::Imm(k) if k == min => dynasm!(self.ops ; .arch x64 ; jmp =>fail),
-                        Loc::Imm(_) => {}
-                    }
-                }
-                dynasm!(self.ops ; .arch x64 ; =>ok);
-                self.mov(RAX, args[0]);
-                dynasm!(self.ops ; .arch x64 ; cqo ; idiv r11);
-                if op == Op::Div {
-                    dynasm!(self.ops
-                        ; .arch x64
-                        ; mov Rq(d), rax
-                        ; test rdx, rdx
-                        ; jz =>done
-                        ; xor rdx, r11
-                        ; jns =>done
-                        ; sub Rq(d), 1
-                        ; =>done
-                    );
-                } else {
-                    dynasm!(self.ops
-                        ; .arch x64
-                        ; mov Rq(d), rdx
-                        ; test rdx, rdx
-                        ; jz =>done
-                        ; xor rdx, r11
-                        ; jns =>done
-                        ; add Rq(d), r11
-                        ; =>done
-                    );
-                }
-            }
+            Op::Div | Op::Mod => self.floor_divide(trace, i, op, d, &args)?,
             // A sum with a constant that no overflow check follows: one `lea`, where a
             // `mov` and an `add` were two (a pointer's step, a cell's `+` or `-` that
             // cannot leave its range).
@@ -1096,30 +1068,145 @@ impl Quick {
                 dynasm!(self.ops ; .arch x64 ; lea Rq(d), [Rq(x) + k]);
             }
             Op::Add | Op::Sub | Op::Mul | Op::And | Op::Or | Op::Xor => {
-                self.mov(d, args[0]);
-                match (op, self.narrow(args[1])) {
-                    (Op::Add, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; add Rq(d), Rq(s)),
-                    (Op::Add, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; add Rq(d), k as i32),
-                    (Op::Sub, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; sub Rq(d), Rq(s)),
-                    (Op::Sub, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; sub Rq(d), k as i32),
-                    (Op::Mul, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; imul Rq(d), Rq(s)),
-                    (Op::Mul, Loc::Imm(k)) => {
-                        dynasm!(self.ops ; .arch x64 ; imul Rq(d), Rq(d), k as i32)
-                    }
-                    (Op::And, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; and Rq(d), Rq(s)),
-                    (Op::And, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; and Rq(d), k as i32),
-                    (Op::Or, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; or Rq(d), Rq(s)),
-                    (Op::Or, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; or Rq(d), k as i32),
-                    (Op::Xor, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; xor Rq(d), Rq(s)),
-                    (Op::Xor, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; xor Rq(d), k as i32),
-                    _ => return None,
-                }
-                if checked && matches!(op, Op::Add | Op::Sub | Op::Mul) {
-                    let fail = self.exit(trace, i)?;
-                    self.jo(fail);
-                }
+                self.arith(trace, i, op, d, &args, checked)?
             }
             _ => return None,
+        }
+        Some(())
+    }
+
+    /// The one overflow check of a run of constant offsets of the same value that
+    /// instruction `i` stands for ([`MachineBounds`](crate::opt::bounds::MachineBounds)), or
+    /// where an access's bounds check stands for it, that access's exit.
+    fn run_check(
+        &mut self,
+        an: &TreeAnalysis,
+        trace: &crate::trace::Trace,
+        i: usize,
+        args: &[Loc],
+    ) -> Option<()> {
+        let inst = &trace.insts[i];
+        let bounds = &an.bounds[0];
+        let access = self
+            .by_access
+            .iter()
+            .find_map(|(&j, &run)| (run == i).then_some(j));
+        if let (Some(j), Some(_)) = (access, bounds.widen[i]) {
+            // The access's bounds check stands for this one, and exits here.
+            let fail = self.exit(trace, i)?;
+            self.pending.insert(j, fail);
+        } else if let Some((lo, hi)) = bounds.widen[i] {
+            // One check for a run of constant offsets of the same value.
+            let x = match (inst.args.as_slice(), args) {
+                ([Opnd::Ref(_), _], [x, _]) | (_, [_, x]) => *x,
+                _ => return None,
+            };
+            let fail = self.exit(trace, i)?;
+            if hi > 0 {
+                self.cmp(x, Loc::Imm(i64::MAX - hi))?;
+                dynasm!(self.ops ; .arch x64 ; jg =>fail);
+            }
+            if lo < 0 {
+                self.cmp(x, Loc::Imm(i64::MIN - lo))?;
+                dynasm!(self.ops ; .arch x64 ; jl =>fail);
+            }
+        }
+        Some(())
+    }
+
+    /// `d = x / y` or `d = x % y` (`args`), as the interpreter's floor division: exit on
+    /// a zero divisor and on MIN / -1 (the result leaves 64 bits); `idiv` truncates, so where
+    /// the remainder is not 0 and its sign is not the divisor's, q - 1 and r + y.
+    fn floor_divide(
+        &mut self,
+        trace: &crate::trace::Trace,
+        i: usize,
+        op: Op,
+        d: u8,
+        args: &[Loc],
+    ) -> Option<()> {
+        let (ok, done) = (self.ops.new_dynamic_label(), self.ops.new_dynamic_label());
+        self.mov(SCRATCH, args[1]);
+        // By a constant other than 0 and -1, neither can happen (and the optimizer
+        // may have dropped the snapshot: `opt::bounds`).
+        if !matches!(args[1], Loc::Imm(k) if safe_divisor(k)) {
+            let fail = self.exit(trace, i)?;
+            let min = i64::MIN;
+            dynasm!(self.ops
+                ; .arch x64
+                ; test r11, r11
+                ; jz =>fail
+                ; cmp r11, -1
+                ; jne =>ok
+                ; mov rax, QWORD min
+            );
+            match args[0] {
+                Loc::Reg(x) => dynasm!(self.ops ; .arch x64 ; cmp Rq(x), rax ; je =>fail),
+                Loc::Imm(k) if k == min => dynasm!(self.ops ; .arch x64 ; jmp =>fail),
+                Loc::Imm(_) => {}
+            }
+        }
+        dynasm!(self.ops ; .arch x64 ; =>ok);
+        self.mov(RAX, args[0]);
+        dynasm!(self.ops ; .arch x64 ; cqo ; idiv r11);
+        if op == Op::Div {
+            dynasm!(self.ops
+                ; .arch x64
+                ; mov Rq(d), rax
+                ; test rdx, rdx
+                ; jz =>done
+                ; xor rdx, r11
+                ; jns =>done
+                ; sub Rq(d), 1
+                ; =>done
+            );
+        } else {
+            dynasm!(self.ops
+                ; .arch x64
+                ; mov Rq(d), rdx
+                ; test rdx, rdx
+                ; jz =>done
+                ; xor rdx, r11
+                ; jns =>done
+                ; add Rq(d), r11
+                ; =>done
+            );
+        }
+        Some(())
+    }
+
+    /// `d = x op y` (`args`) for the two-operand arithmetic and bitwise operations, with
+    /// an overflow check where `checked`.
+    fn arith(
+        &mut self,
+        trace: &crate::trace::Trace,
+        i: usize,
+        op: Op,
+        d: u8,
+        args: &[Loc],
+        checked: bool,
+    ) -> Option<()> {
+        self.mov(d, args[0]);
+        match (op, self.narrow(args[1])) {
+            (Op::Add, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; add Rq(d), Rq(s)),
+            (Op::Add, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; add Rq(d), k as i32),
+            (Op::Sub, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; sub Rq(d), Rq(s)),
+            (Op::Sub, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; sub Rq(d), k as i32),
+            (Op::Mul, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; imul Rq(d), Rq(s)),
+            (Op::Mul, Loc::Imm(k)) => {
+                dynasm!(self.ops ; .arch x64 ; imul Rq(d), Rq(d), k as i32)
+            }
+            (Op::And, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; and Rq(d), Rq(s)),
+            (Op::And, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; and Rq(d), k as i32),
+            (Op::Or, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; or Rq(d), Rq(s)),
+            (Op::Or, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; or Rq(d), k as i32),
+            (Op::Xor, Loc::Reg(s)) => dynasm!(self.ops ; .arch x64 ; xor Rq(d), Rq(s)),
+            (Op::Xor, Loc::Imm(k)) => dynasm!(self.ops ; .arch x64 ; xor Rq(d), k as i32),
+            _ => return None,
+        }
+        if checked && matches!(op, Op::Add | Op::Sub | Op::Mul) {
+            let fail = self.exit(trace, i)?;
+            self.jo(fail);
         }
         Some(())
     }
@@ -1152,7 +1239,7 @@ impl Quick {
     /// correct, the interpreter goes on from there.
     fn check_access(
         &mut self,
-        an: &Analysis,
+        an: &TreeAnalysis,
         trace: &crate::trace::Trace,
         i: usize,
         a: u8,
@@ -1178,7 +1265,7 @@ impl Quick {
     /// [`Quick::check_access`]'s bounds check.
     fn check_bounds(
         &mut self,
-        an: &Analysis,
+        an: &TreeAnalysis,
         trace: &crate::trace::Trace,
         i: usize,
         a: u8,
@@ -1308,88 +1395,68 @@ impl Quick {
         Some(())
     }
 
-    /// Writes `exit`: a [`linkable`] one writes its snapshot into the mirror and goes on
-    /// through its slot of the link table; another stores its snapshot's values in their
-    /// slots and returns its code.
-    fn write_exit(
-        &mut self,
-        an: &Analysis,
-        trace: &crate::trace::Trace,
-        tree: usize,
-        table: u64,
-        exit: &Exit,
-    ) -> Option<()> {
-        let i = exit.inst;
-        let snap = trace.snap_of(&trace.insts[i])?;
+    /// Writes `exit` as its `plan` says: a linked one makes its stores, writes its snapshot
+    /// into the mirror and goes on through its slot of the link table; another stores its
+    /// snapshot's values in their slots and returns its code.
+    fn write_exit(&mut self, plan: &ExitPlan, exit: &Exit) -> Option<()> {
         let reg = |r: &Ref| exit.regs.iter().find(|(x, _)| x == r).map(|(_, g)| *g);
-        let g = an.layout.offsets[0] + i;
         dynasm!(self.ops ; .arch x64 ; =>exit.label);
-        if linkable(trace, i) && !exit.returns {
-            // The stores the code delayed (`opt::sink`), into arrays checked holding only
-            // integers before the exit (the code stores nothing else). A register that
-            // holds none of the snapshot's values holds their items.
-            if !snap.stores.is_empty() {
-                let taken: Vec<u8> = exit.regs.iter().map(|(_, g)| *g).collect();
-                let items = POOL.iter().copied().find(|g| !taken.contains(g))?;
-                self.uses(items);
-                for st in &snap.stores {
-                    let array = st.array.as_ref()?;
-                    if !self.checked[..exit.checked].contains(&array) {
-                        return None;
-                    }
-                    let at = |o: &Opnd| match o {
-                        Opnd::Ref(r) => reg(r).map(Loc::Reg),
-                        Opnd::Const(Value::Int(k)) => Some(Loc::Imm(*k)),
-                        Opnd::Const(_) => None,
-                    };
-                    let a = reg(&array)?;
-                    dynasm!(self.ops ; .arch x64 ; mov Rq(items), QWORD [Rq(a) + ITEMS]);
-                    let v = at(&st.value)?;
-                    self.element(items, at(&st.index)?, |q, address| q.store_at(address, v));
-                }
+        debug_assert!(
+            plan.carried.is_empty(),
+            "no bridge of this code goes back to its start"
+        );
+        let Some(link) = &plan.link else {
+            for (r, at) in &plan.returned {
+                self.store(*at, Loc::Reg(reg(r)?))?;
             }
-            for (slot, o) in &snap.entries {
-                let at = 2 * slot.index();
-                let (kind, value) = match o {
-                    Opnd::Ref(r) => (an.kinds[0][r.index()]?, Loc::Reg(reg(r)?)),
-                    Opnd::Const(v) => {
-                        let (bits, kind) = constant(v)?;
-                        (kind, Loc::Imm(bits))
-                    }
-                };
-                self.store(at, value)?;
-                // An input's tag holds its kind since the entry checked it.
-                let input = an.layout.inputs.iter().position(|(s, _)| s == slot);
-                if input.map(|k| an.input_kinds[k]) != Some(kind) {
-                    self.store(at + 1, Loc::Imm(mirror_tag(kind)))?;
-                }
-            }
-            let code = exit_code(tree, an.unit, g as u32 | WRITTEN);
-            let slot = table as i64 + 8 * g as i64;
             self.restore();
             dynasm!(self.ops
                 ; .arch x64
-                ; mov rdx, QWORD code
-                ; mov r11, QWORD slot
-                ; jmp QWORD [r11]
-            );
-        } else {
-            let mut stored: Vec<Ref> = Vec::new();
-            for r in snap.exit_values().filter_map(Opnd::as_ref) {
-                if stored.contains(&r) {
-                    continue;
-                }
-                stored.push(r);
-                self.store(an.layout.offsets[0] + r.index(), Loc::Reg(reg(&r)?))?;
-            }
-            let code = exit_code(tree, an.unit, g as u32);
-            self.restore();
-            dynasm!(self.ops
-                ; .arch x64
-                ; mov rax, QWORD code
+                ; mov rax, QWORD plan.code
                 ; ret
             );
+            return Some(());
+        };
+        // The stores the code delayed (`opt::sink`), into arrays checked holding only
+        // integers before the exit (the code stores nothing else). A register that holds
+        // none of the snapshot's values holds their items.
+        if !link.stores.is_empty() {
+            let taken: Vec<u8> = exit.regs.iter().map(|(_, g)| *g).collect();
+            let items = POOL.iter().copied().find(|g| !taken.contains(g))?;
+            self.uses(items);
+            for st in link.stores {
+                let array = st.array.as_ref()?;
+                if !self.checked[..exit.checked].contains(&array) {
+                    return None;
+                }
+                let at = |o: &Opnd| match o {
+                    Opnd::Ref(r) => reg(r).map(Loc::Reg),
+                    Opnd::Const(Value::Int(k)) => Some(Loc::Imm(*k)),
+                    Opnd::Const(_) => None,
+                };
+                let a = reg(&array)?;
+                dynasm!(self.ops ; .arch x64 ; mov Rq(items), QWORD [Rq(a) + ITEMS]);
+                let v = at(&st.value)?;
+                self.element(items, at(&st.index)?, |q, address| q.store_at(address, v));
+            }
         }
+        for w in &link.writes {
+            let value = match w.value {
+                Opnd::Ref(r) => Loc::Reg(reg(r)?),
+                Opnd::Const(v) => Loc::Imm(constant(v)?.0),
+            };
+            self.store(w.at, value)?;
+            if let Some(tag) = w.tag {
+                self.store(w.at + 1, Loc::Imm(tag))?;
+            }
+        }
+        self.restore();
+        dynasm!(self.ops
+            ; .arch x64
+            ; mov rdx, QWORD link.code
+            ; mov r11, QWORD link.slot
+            ; jmp QWORD [r11]
+        );
         Some(())
     }
 

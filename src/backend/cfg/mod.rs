@@ -39,7 +39,7 @@ use flowjit_runtime::abi::{self, Kind as MKind};
 use flowjit_runtime::{Op, Value};
 
 use super::helpers::{self, Ctx};
-use super::ops::{self, Exits, Lowered};
+use super::ops::{self, Exits, Outcome};
 use super::Unsupported;
 use crate::lang::{BlockId, Inst, Operand, Program, Slot, Terminator};
 use crate::resume::Snapshot;
@@ -86,7 +86,7 @@ pub fn stopped(code: u32) -> Option<MKind> {
 }
 
 /// What is known of a program before it is lowered.
-pub struct Analysis {
+pub struct ProgramAnalysis {
     /// Per slot: the kind of its values, if it ever holds one.
     pub kinds: Vec<Option<MKind>>,
     /// Per block: the slots certainly written when the block starts.
@@ -148,7 +148,11 @@ fn element_kind(program: &Program, frame: &Frame, list: &Operand) -> Result<MKin
 
 /// Kinds of every variable (from `frame` for those written there, and from what is assigned
 /// them) and which variables are certainly written where.
-pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analysis, Unsupported> {
+pub fn analyze(
+    program: &Program,
+    entry: BlockId,
+    frame: &Frame,
+) -> Result<ProgramAnalysis, Unsupported> {
     declined(program)?;
     let n = program.frame_size();
     let mut kinds: Vec<Option<MKind>> = vec![None; n];
@@ -160,7 +164,57 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
         let v = frame[s.index()].as_ref().expect("written");
         kinds[s.index()] = Some(MKind::of(v).ok_or(Unsupported::BigInput)?);
     }
-    // Kinds, to a fixpoint: an assignment gives its variable the kind of its result.
+    kinds_of_assignments(program, frame, &mut kinds)?;
+    let kind_of = |o: &Operand| operand_kind(&kinds, o).ok().flatten();
+    // An array inside an input list would be read through the list: inputs hold arrays
+    // only at the top, of integers.
+    let ints = frame.iter().all(|v| match v {
+        Some(Value::Array(a)) => a.only_ints(),
+        Some(v) => !v.holds_array(),
+        None => true,
+    }) && program
+        .blocks
+        .iter()
+        .flat_map(|b| &b.insts)
+        .all(|inst| match inst {
+            Inst::SetItem { value, .. } => kind_of(value) == Some(MKind::Int),
+            Inst::Op2 {
+                op: Op::Array, b, ..
+            } => kind_of(b) == Some(MKind::Int),
+            Inst::Op1 {
+                op: Op::ToArray, ..
+            } => false,
+            _ => true,
+        });
+    let defined = certainly_written(program, entry, &at_entry);
+    check_reads(program, &kinds, &defined)?;
+    let lengths = lengths(program, frame);
+    let elements = if ints {
+        element_range(program, frame, &kinds, &lengths)
+    } else {
+        None
+    };
+    let entry_ranges = entry_ranges(program, entry, &kinds, &lengths, elements);
+    let bounds = bounds::plan(program, entry, &kinds, &defined, ints);
+    Ok(ProgramAnalysis {
+        kinds,
+        defined,
+        elements,
+        lengths,
+        entry_ranges,
+        bounds,
+        ints,
+        points: Vec::new(),
+    })
+}
+
+/// The kind of each variable, to a fixpoint: an assignment gives its variable the kind of
+/// its result. `kinds` holds those of the variables written where the code starts.
+fn kinds_of_assignments(
+    program: &Program,
+    frame: &Frame,
+    kinds: &mut [Option<MKind>],
+) -> Result<(), Unsupported> {
     loop {
         let mut changed = false;
         for block in &program.blocks {
@@ -177,7 +231,7 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
                 };
                 let arg_kinds = args
                     .iter()
-                    .map(|a| operand_kind(&kinds, a))
+                    .map(|a| operand_kind(kinds, a))
                     .collect::<Result<Vec<_>, _>>()?;
                 let kind = match op {
                     Op::Same => match arg_kinds[0] {
@@ -207,28 +261,13 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
             break;
         }
     }
-    let kind_of = |o: &Operand| operand_kind(&kinds, o).ok().flatten();
-    // An array inside an input list would be read through the list: inputs hold arrays
-    // only at the top, of integers.
-    let ints = frame.iter().all(|v| match v {
-        Some(Value::Array(a)) => a.only_ints(),
-        Some(v) => !v.holds_array(),
-        None => true,
-    }) && program
-        .blocks
-        .iter()
-        .flat_map(|b| &b.insts)
-        .all(|inst| match inst {
-            Inst::SetItem { value, .. } => kind_of(value) == Some(MKind::Int),
-            Inst::Op2 {
-                op: Op::Array, b, ..
-            } => kind_of(b) == Some(MKind::Int),
-            Inst::Op1 {
-                op: Op::ToArray, ..
-            } => false,
-            _ => true,
-        });
-    // Variables certainly written at the start of each block (a must-analysis).
+    Ok(())
+}
+
+/// The variables certainly written at the start of each block (a must-analysis), from
+/// those written at `entry`'s.
+fn certainly_written(program: &Program, entry: BlockId, at_entry: &Slots) -> Vec<Slots> {
+    let n = program.frame_size();
     let mut defined: Vec<Slots> = vec![Slots::all(n); program.blocks.len()];
     defined[entry.index()] = at_entry.clone();
     // A worklist: a block goes back on it when what is certainly written at its start
@@ -249,7 +288,16 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
             }
         }
     }
-    // Every read must be of a variable certainly written by then.
+    defined
+}
+
+/// Checks that every read is of a variable certainly written by then (`defined` at each
+/// block's start), and that every constant and printed value is one machine code holds.
+fn check_reads(
+    program: &Program,
+    kinds: &[Option<MKind>],
+    defined: &[Slots],
+) -> Result<(), Unsupported> {
     for (b, block) in program.blocks.iter().enumerate() {
         let mut now = defined[b].clone();
         let check = |now: &Slots, o: &Operand| match o {
@@ -263,7 +311,7 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
             for a in &inst.operands() {
                 check(&now, a)?;
                 // A constant must be one machine code can hold.
-                arg_kinds.extend(operand_kind(&kinds, a)?);
+                arg_kinds.extend(operand_kind(kinds, a)?);
             }
             if let Some((_, op, args)) = inst.operation() {
                 if arg_kinds.len() == args.len() {
@@ -280,29 +328,12 @@ pub fn analyze(program: &Program, entry: BlockId, frame: &Frame) -> Result<Analy
             Terminator::PrintAndStop(a) => {
                 check(&now, a)?;
                 // The printed value must be one machine code can hold.
-                operand_kind(&kinds, a)?;
+                operand_kind(kinds, a)?;
             }
             _ => {}
         }
     }
-    let lengths = lengths(program, frame);
-    let elements = if ints {
-        element_range(program, frame, &kinds, &lengths)
-    } else {
-        None
-    };
-    let entry_ranges = entry_ranges(program, entry, &kinds, &lengths, elements);
-    let bounds = bounds::plan(program, entry, &kinds, &defined, ints);
-    Ok(Analysis {
-        kinds,
-        defined,
-        elements,
-        lengths,
-        entry_ranges,
-        bounds,
-        ints,
-        points: Vec::new(),
-    })
+    Ok(())
 }
 
 /// A set of slots, as bits.
@@ -504,7 +535,7 @@ fn lengths(program: &Program, frame: &Frame) -> Vec<Option<i64>> {
 }
 
 /// The interval of every element of every array `program` can read, when `ints` holds
-/// ([`Analysis::ints`]) and each block's facts bound what it stores: the elements of the
+/// ([`ProgramAnalysis::ints`]) and each block's facts bound what it stores: the elements of the
 /// frame's arrays, the values `array(n, v)` fills with, and what `setitem` stores, taken to
 /// a fixpoint (a load gives the interval found so far).
 fn element_range(
@@ -667,7 +698,7 @@ impl Exits for Deopts<'_> {
 pub fn lower(
     program: &Program,
     entry: BlockId,
-    an: &mut Analysis,
+    an: &mut ProgramAnalysis,
     isa: &dyn TargetIsa,
     fctx: &mut FunctionBuilderContext,
 ) -> Function {
@@ -695,70 +726,173 @@ pub fn lower(
         .iter()
         .map(|checks| (!checks.is_empty()).then(|| b.create_block()))
         .collect();
-    let way_in = |to: BlockId| pre[to.index()].unwrap_or(blocks[to.index()]);
-    b.ins().jump(way_in(entry), &[]);
-    let mut pending: Vec<(Block, usize)> = Vec::new();
-    for (bi, block) in program.blocks.iter().enumerate() {
-        let mut written: Vec<Slot> = an.defined[bi].iter().collect();
-        written.sort();
-        // Where the block's checks deoptimize: its first statement.
-        let live = program.live_at(BlockId(bi as u32), 0);
-        let at_start: Vec<Slot> = written
-            .iter()
-            .copied()
-            .filter(|s| live.contains(*s))
-            .collect();
-        let start_pos = Position {
-            block: BlockId(bi as u32),
-            inst: 0,
-        };
-        for (pre, checks) in [
-            (pre[bi], &an.bounds.entry[bi]),
-            (Some(blocks[bi]), &an.bounds.body[bi]),
-        ] {
-            let Some(pre) = pre else { continue };
-            b.switch_to_block(pre);
-            let mut exits = Deopts {
-                pending: &mut pending,
-                points: &mut an.points,
-                pos: start_pos,
-                written: at_start.clone(),
-            };
-            for c in checks {
-                check_span(&mut b, c, &vars, &an.lengths, &mut exits);
-            }
-            if pre != blocks[bi] {
-                b.ins().jump(blocks[bi], &[]);
+    let way_in = pre[entry.index()].unwrap_or(blocks[entry.index()]);
+    b.ins().jump(way_in, &[]);
+    let mut l = ProgramLower {
+        program,
+        an,
+        isa,
+        regs,
+        ctx,
+        vars,
+        blocks,
+        pre,
+        pending: Vec::new(),
+    };
+    for bi in 0..program.blocks.len() {
+        l.block(&mut b, bi);
+    }
+    for (exit, point) in std::mem::take(&mut l.pending) {
+        b.switch_to_block(exit);
+        for (s, _) in &l.an.points[point].entries {
+            let v = b.use_var(l.vars[s.index()]);
+            b.ins().store(mf, v, regs, (8 * s.index()) as i32);
+        }
+        let code = b.ins().iconst(I32, point as i64);
+        b.ins().return_(&[code]);
+    }
+    b.seal_all_blocks();
+    b.finalize(isa.frontend_config());
+    func
+}
+
+/// What [`lower`] holds while it lowers a program's blocks, one after another.
+struct ProgramLower<'p, 'a> {
+    program: &'p Program,
+    an: &'a mut ProgramAnalysis,
+    isa: &'p dyn TargetIsa,
+    /// The register buffer, and the context helpers take.
+    regs: ClifValue,
+    ctx: ClifValue,
+    /// Per slot: its variable.
+    vars: Vec<Variable>,
+    /// Per block: its Cranelift block, and the block of its checks on the way in, if any.
+    blocks: Vec<Block>,
+    pre: Vec<Option<Block>>,
+    /// Exit blocks to fill: (block, point number).
+    pending: Vec<(Block, usize)>,
+}
+
+/// What lowering a statement gave.
+enum Stmt {
+    /// It assigned this variable this value.
+    Assigned(Slot, ClifValue),
+    /// It assigned nothing.
+    Done,
+    /// It always deoptimizes: the rest of the block is not lowered.
+    Dead,
+}
+
+impl ProgramLower<'_, '_> {
+    /// Where a jump to `to` from before its loop goes: through its checks on the way in.
+    fn way_in(&self, to: BlockId) -> Block {
+        self.pre[to.index()].unwrap_or(self.blocks[to.index()])
+    }
+
+    /// The value of `o` and its kind. Constants are made once in the block (`made`).
+    fn value(&self, b: &mut FunctionBuilder, made: &mut Made, o: &Operand) -> (ClifValue, MKind) {
+        match o {
+            Operand::Var(s) => (
+                b.use_var(self.vars[s.index()]),
+                self.an.kinds[s.index()].expect("analyzed"),
+            ),
+            Operand::Const(v) => {
+                let kind = MKind::of(v).expect("analyze() rejects big constants");
+                (
+                    made.constant(b, abi::unbox(v, kind).expect("its own kind")),
+                    kind,
+                )
             }
         }
+    }
+
+    /// The deoptimization exits of statement `k` of block `bi`: what the interpreter reads
+    /// after resuming there, of the variables `written` (a variable that is not live is
+    /// overwritten before it is read again, and its exit need not store it).
+    fn deopts(&mut self, bi: usize, k: usize, written: &[Slot]) -> Deopts<'_> {
+        let at = BlockId(bi as u32);
+        let live = self.program.live_at(at, k);
+        Deopts {
+            pending: &mut self.pending,
+            points: &mut self.an.points,
+            pos: Position { block: at, inst: k },
+            written: written
+                .iter()
+                .copied()
+                .filter(|s| live.contains(*s))
+                .collect(),
+        }
+    }
+
+    /// Lowers block `bi`: its checks, its statements, its terminator.
+    fn block(&mut self, b: &mut FunctionBuilder, bi: usize) {
+        let mut written: Vec<Slot> = self.an.defined[bi].iter().collect();
+        written.sort();
+        self.checks(b, bi, &written);
         // Constants and the addresses of arrays' elements, made once in the block (each
         // of the block's Cranelift blocks follows the ones before it): a smaller function
         // for Cranelift to compile.
         let mut made = Made::default();
-        let value = |b: &mut FunctionBuilder, made: &mut Made, o: &Operand| -> (ClifValue, MKind) {
-            match o {
-                Operand::Var(s) => (
-                    b.use_var(vars[s.index()]),
-                    an.kinds[s.index()].expect("analyzed"),
-                ),
-                Operand::Const(v) => {
-                    let kind = MKind::of(v).expect("analyze() rejects big constants");
-                    (
-                        made.constant(b, abi::unbox(v, kind).expect("its own kind")),
-                        kind,
-                    )
-                }
-            }
-        };
-        let mut dead = false;
         // The elements of arrays of integers this block has read or stored, while nothing
         // else could have written them: a read of one is its value, not a load. Cranelift
         // cannot tell `a[p + 9]` from `a[p]`, and loaded `a[p]` again after a store to
         // `a[p + 9]` (`[->>>>>>>>>+<<<<<<<<<]`).
         let mut seen = Elements::default();
-        let mut facts = Facts::new(&an.kinds, &an.lengths);
+        let kinds = self.an.kinds.clone();
+        let lengths = self.an.lengths.clone();
+        let mut facts = self.facts(bi, &kinds, &lengths);
+        let program = self.program;
+        for (k, inst) in program.blocks[bi].insts.iter().enumerate() {
+            let lowered =
+                self.statement(b, (bi, k), inst, &written, (&mut made, &mut seen, &facts));
+            facts.step(inst, self.an.elements);
+            match lowered {
+                Stmt::Dead => return,
+                Stmt::Done => {}
+                Stmt::Assigned(dst, v) => {
+                    b.def_var(self.vars[dst.index()], v);
+                    if let Err(at) = written.binary_search(&dst) {
+                        written.insert(at, dst);
+                    }
+                }
+            }
+        }
+        self.terminator(b, bi, &mut made);
+    }
+
+    /// The checks of block `bi`, which deoptimize at its first statement: on the way in
+    /// from before its loop (in a block of their own), and on every way in. `written` holds
+    /// the variables written where the block starts.
+    fn checks(&mut self, b: &mut FunctionBuilder, bi: usize, written: &[Slot]) {
+        let ways = [
+            (self.pre[bi], self.an.bounds.entry[bi].clone()),
+            (Some(self.blocks[bi]), self.an.bounds.body[bi].clone()),
+        ];
+        for (pre, checks) in ways {
+            let Some(pre) = pre else { continue };
+            b.switch_to_block(pre);
+            let (vars, lengths) = (self.vars.clone(), self.an.lengths.clone());
+            let mut exits = self.deopts(bi, 0, written);
+            for c in &checks {
+                check_span(b, c, &vars, &lengths, &mut exits);
+            }
+            if pre != self.blocks[bi] {
+                b.ins().jump(self.blocks[bi], &[]);
+            }
+        }
+    }
+
+    /// What is known where block `bi` starts of the variables' intervals, with what its
+    /// checks found: `base + k` is an index, so `base` is no further from the array's ends.
+    fn facts<'f>(
+        &self,
+        bi: usize,
+        kinds: &'f [Option<MKind>],
+        lengths: &'f [Option<i64>],
+    ) -> Facts<'f> {
+        let an = &*self.an;
+        let mut facts = Facts::new(kinds, lengths);
         facts.ranges.clone_from(&an.entry_ranges[bi]);
-        // Checked: `base + k` is an index, so `base` is no further from the array's ends.
         for (&(array, base), &(lo, hi)) in &an.bounds.known[bi] {
             let top = an.lengths[array.index()].map_or(flowjit_runtime::value::MAX_INDEX, |len| {
                 len.saturating_sub(1)
@@ -773,181 +907,178 @@ pub fn lower(
                 *r = Some((lo, hi));
             }
         }
-        let covered = &an.bounds.covered[bi];
-        for (k, inst) in block.insts.iter().enumerate() {
-            let mut exits = Deopts {
-                pending: &mut pending,
-                points: &mut an.points,
-                pos: Position {
-                    block: BlockId(bi as u32),
-                    inst: k,
-                },
-                // What the interpreter reads after resuming here: a variable that is not
-                // live is overwritten before it is read again, and its exit need not store it.
-                written: {
-                    let live = program.live_at(BlockId(bi as u32), k);
-                    written
-                        .iter()
-                        .copied()
-                        .filter(|s| live.contains(*s))
-                        .collect()
-                },
-            };
-            let assigned = match inst {
-                Inst::Op1 { dst, op, .. } | Inst::Op2 { dst, op, .. } => {
-                    let (dst, op) = (*dst, *op);
-                    let operands = inst.operands();
-                    if op == Op::Same && !program.live_at(BlockId(bi as u32), k + 1).contains(dst) {
-                        // A copy nothing reads (the partial evaluator assigns what it
-                        // generalized before a jump, read or not): it cannot fail.
-                        None
-                    } else {
-                        let args: Vec<(ClifValue, MKind)> = operands
-                            .iter()
-                            .map(|a| value(&mut b, &mut made, a))
-                            .collect();
-                        if op.allocates() || op == Op::ToList {
-                            Some((dst, alloc(&mut b, isa, ctx, op, &args, &mut exits)))
-                        } else if let (Op::Readlist, true, [(a, MKind::Array), (i, MKind::Int)]) =
-                            (op, an.ints, args.as_slice())
-                        {
-                            let at = index_parts(&b, *i);
-                            let v = seen.get(*a, at).unwrap_or_else(|| {
-                                let check = !covered.contains(&k)
-                                    && !facts.in_bounds(&operands[0], &operands[1]);
-                                int_item(&mut b, &mut made, *a, *i, check, &mut exits)
-                            });
-                            seen.put(*a, at, v);
-                            Some((dst, v))
-                        } else {
-                            let result = match op {
-                                Op::Readlist => an.kinds[dst.index()],
-                                _ => None,
-                            };
-                            // A sum or difference of integers whose intervals keep it within
-                            // 64 bits is not checked.
-                            let checked = !matches!(op, Op::Add | Op::Sub)
-                                || facts.result(op, &operands, an.elements).is_none();
-                            match ops::lower_op(&mut b, op, &args, checked, result, &mut exits) {
-                                Lowered::Value(v) => Some((dst, v)),
-                                Lowered::AlwaysExits => {
-                                    dead = true;
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                }
-                Inst::SetItem {
-                    array,
-                    index,
-                    value: item,
-                } => {
-                    let (a, ka) = value(&mut b, &mut made, &Operand::Var(*array));
-                    let (i, ki) = value(&mut b, &mut made, index);
-                    let (v, kv) = value(&mut b, &mut made, item);
-                    if ka != MKind::Array || ki != MKind::Int {
-                        // Fails every time (a type error): the interpreter raises it.
-                        exits.exit_now(&mut b);
-                        dead = true;
-                        break;
-                    }
-                    if !covered.contains(&k) && !facts.in_bounds(&Operand::Var(*array), index) {
-                        let len = b.ins().load(I64, HEADER, a, abi::LIST_LEN_OFFSET as i32);
-                        let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
-                        exits.exit_if(&mut b, outside);
-                    }
-                    if an.ints {
-                        // Only the payload: the tag stays the integer's.
-                        let (addr, at) = made.payload(&mut b, a, i);
-                        b.ins().store(MemFlagsData::trusted(), v, addr, at);
-                        seen.stored(a, index_parts(&b, i), v);
-                    } else {
-                        ops::store_item(&mut b, isa, (a, i, v, kv), false);
-                    }
-                    None
-                }
-                Inst::Print(a) => {
-                    let (v, kind) = value(&mut b, &mut made, a);
-                    let kind = b.ins().iconst(I64, helpers::kind_code(kind));
-                    let f = helpers::print as *const u8;
-                    ops::call_helper(&mut b, isa, f, &[ctx, v, kind], false);
-                    None
-                }
-                Inst::Putchar(a) => {
-                    let (v, kind) = value(&mut b, &mut made, a);
-                    if kind != MKind::Int {
-                        exits.exit_now(&mut b);
-                        dead = true;
-                        break;
-                    }
-                    // Not a byte (a negative one is a huge unsigned number): deoptimize.
-                    let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, v, 255);
-                    exits.exit_if(&mut b, wide);
-                    let f = helpers::putchar as *const u8;
-                    ops::call_helper(&mut b, isa, f, &[ctx, v], false);
-                    None
-                }
-                Inst::Getchar(dst) => {
-                    let f = helpers::getchar as *const u8;
-                    let v = ops::call_helper(&mut b, isa, f, &[ctx], true).expect("a result");
-                    Some((*dst, v))
-                }
-                Inst::Call { .. } => unreachable!("`declined` refuses programs that call"),
-                Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => None,
-            };
-            facts.step(inst, an.elements);
-            let Some((dst, v)) = assigned else { continue };
-            b.def_var(vars[dst.index()], v);
-            if let Err(at) = written.binary_search(&dst) {
-                written.insert(at, dst);
+        facts
+    }
+
+    /// Lowers statement `k` of block `bi`, the variables `written` before it.
+    fn statement(
+        &mut self,
+        b: &mut FunctionBuilder,
+        (bi, k): (usize, usize),
+        inst: &Inst,
+        written: &[Slot],
+        (made, seen, facts): (&mut Made, &mut Elements, &Facts),
+    ) -> Stmt {
+        let covered = self.an.bounds.covered[bi].contains(&k);
+        match inst {
+            Inst::Op1 { dst, op, .. } | Inst::Op2 { dst, op, .. } => {
+                let at = (bi, k, covered);
+                self.operation(b, at, (*dst, *op), inst, written, (made, seen, facts))
             }
+            Inst::SetItem {
+                array,
+                index,
+                value: item,
+            } => {
+                let (a, ka) = self.value(b, made, &Operand::Var(*array));
+                let (i, ki) = self.value(b, made, index);
+                let (v, kv) = self.value(b, made, item);
+                let (ints, isa) = (self.an.ints, self.isa);
+                let mut exits = self.deopts(bi, k, written);
+                if ka != MKind::Array || ki != MKind::Int {
+                    // Fails every time (a type error): the interpreter raises it.
+                    exits.exit_now(b);
+                    return Stmt::Dead;
+                }
+                if !covered && !facts.in_bounds(&Operand::Var(*array), index) {
+                    let len = b.ins().load(I64, HEADER, a, abi::LIST_LEN_OFFSET as i32);
+                    let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
+                    exits.exit_if(b, outside);
+                }
+                if ints {
+                    // Only the payload: the tag stays the integer's.
+                    let (addr, at) = made.payload(b, a, i);
+                    b.ins().store(MemFlagsData::trusted(), v, addr, at);
+                    seen.stored(a, index_parts(b, i), v);
+                } else {
+                    ops::store_item(b, isa, (a, i, v, kv), false);
+                }
+                Stmt::Done
+            }
+            Inst::Print(a) => {
+                let (v, kind) = self.value(b, made, a);
+                let kind = b.ins().iconst(I64, helpers::kind_code(kind));
+                let f = helpers::print as *const u8;
+                ops::call_helper(b, self.isa, f, &[self.ctx, v, kind], false);
+                Stmt::Done
+            }
+            Inst::Putchar(a) => {
+                let (v, kind) = self.value(b, made, a);
+                let (ctx, isa) = (self.ctx, self.isa);
+                let mut exits = self.deopts(bi, k, written);
+                if kind != MKind::Int {
+                    exits.exit_now(b);
+                    return Stmt::Dead;
+                }
+                // Not a byte (a negative one is a huge unsigned number): deoptimize.
+                let wide = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, v, 255);
+                exits.exit_if(b, wide);
+                let f = helpers::putchar as *const u8;
+                ops::call_helper(b, isa, f, &[ctx, v], false);
+                Stmt::Done
+            }
+            Inst::Getchar(dst) => {
+                let f = helpers::getchar as *const u8;
+                let v = ops::call_helper(b, self.isa, f, &[self.ctx], true).expect("a result");
+                Stmt::Assigned(*dst, v)
+            }
+            Inst::Call { .. } => unreachable!("`declined` refuses programs that call"),
+            Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => Stmt::Done,
         }
-        if dead {
-            continue;
+    }
+
+    /// Lowers operation `op` assigning `dst`, statement `k` of block `bi` (`covered` when a
+    /// check of the block stands for its bounds check).
+    #[allow(clippy::too_many_arguments)]
+    fn operation(
+        &mut self,
+        b: &mut FunctionBuilder,
+        (bi, k, covered): (usize, usize, bool),
+        (dst, op): (Slot, Op),
+        inst: &Inst,
+        written: &[Slot],
+        (made, seen, facts): (&mut Made, &mut Elements, &Facts),
+    ) -> Stmt {
+        let operands = inst.operands();
+        if op == Op::Same
+            && !self
+                .program
+                .live_at(BlockId(bi as u32), k + 1)
+                .contains(dst)
+        {
+            // A copy nothing reads (the partial evaluator assigns what it generalized
+            // before a jump, read or not): it cannot fail.
+            return Stmt::Done;
         }
-        // Round a loop, past the checks on the way in.
-        let to = |target: BlockId| {
-            if an.bounds.round(BlockId(bi as u32), target) {
-                blocks[target.index()]
+        let args: Vec<(ClifValue, MKind)> =
+            operands.iter().map(|a| self.value(b, made, a)).collect();
+        let (ints, isa, ctx) = (self.an.ints, self.isa, self.ctx);
+        let result = match op {
+            Op::Readlist => self.an.kinds[dst.index()],
+            _ => None,
+        };
+        let elements = self.an.elements;
+        let mut exits = self.deopts(bi, k, written);
+        if op.allocates() || op == Op::ToList {
+            return Stmt::Assigned(dst, alloc(b, isa, ctx, op, &args, &mut exits));
+        }
+        if let (Op::Readlist, true, [(a, MKind::Array), (i, MKind::Int)]) =
+            (op, ints, args.as_slice())
+        {
+            let at = index_parts(b, *i);
+            let v = seen.get(*a, at).unwrap_or_else(|| {
+                let check = !covered && !facts.in_bounds(&operands[0], &operands[1]);
+                int_item(b, made, *a, *i, check, &mut exits)
+            });
+            seen.put(*a, at, v);
+            return Stmt::Assigned(dst, v);
+        }
+        // A sum or difference of integers whose intervals keep it within 64 bits is not
+        // checked.
+        let checked =
+            !matches!(op, Op::Add | Op::Sub) || facts.result(op, &operands, elements).is_none();
+        match ops::lower_op(b, op, &args, checked, result, &mut exits) {
+            Outcome::Value(v) => Stmt::Assigned(dst, v),
+            Outcome::AlwaysExits => Stmt::Dead,
+        }
+    }
+
+    /// Lowers block `bi`'s terminator. A jump round a loop goes past the checks on the way
+    /// in.
+    fn terminator(&mut self, b: &mut FunctionBuilder, bi: usize, made: &mut Made) {
+        let block = &self.program.blocks[bi];
+        let to = |l: &Self, target: BlockId| {
+            if l.an.bounds.round(BlockId(bi as u32), target) {
+                l.blocks[target.index()]
             } else {
-                way_in(target)
+                l.way_in(target)
             }
         };
         match &block.term {
             Terminator::Goto(j) | Terminator::Promote { target: j, .. } => {
-                b.ins().jump(to(j.target), &[]);
+                b.ins().jump(to(self, j.target), &[]);
             }
             Terminator::Return(_) => unreachable!("`declined` refuses programs that return"),
             Terminator::If { cond, then, els } => {
-                let (c, kind) = value(&mut b, &mut made, &Operand::Var(*cond));
+                let (c, kind) = self.value(b, made, &Operand::Var(*cond));
                 if kind == MKind::Int {
-                    b.ins().brif(c, to(then.target), &[], to(els.target), &[]);
+                    let (t, e) = (to(self, then.target), to(self, els.target));
+                    b.ins().brif(c, t, &[], e, &[]);
                 } else {
                     // An atom or a list is never the integer 0.
-                    b.ins().jump(to(then.target), &[]);
+                    b.ins().jump(to(self, then.target), &[]);
                 }
             }
             Terminator::PrintAndStop(a) => {
-                let (v, kind) = value(&mut b, &mut made, a);
-                b.ins().store(mf, v, regs, (8 * n) as i32);
+                let (v, kind) = self.value(b, made, a);
+                let n = self.program.frame_size();
+                b.ins()
+                    .store(MemFlagsData::trusted(), v, self.regs, (8 * n) as i32);
                 let code = b.ins().iconst(I32, stop_code(kind) as i64);
                 b.ins().return_(&[code]);
             }
         }
     }
-    for (exit, point) in pending {
-        b.switch_to_block(exit);
-        for (s, _) in &an.points[point].entries {
-            let v = b.use_var(vars[s.index()]);
-            b.ins().store(mf, v, regs, (8 * s.index()) as i32);
-        }
-        let code = b.ins().iconst(I32, point as i64);
-        b.ins().return_(&[code]);
-    }
-    b.seal_all_blocks();
-    b.finalize(isa.frontend_config());
-    func
 }
 
 /// Deoptimizes at the block's first statement unless `base + k` is an index of `array`
