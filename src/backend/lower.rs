@@ -60,7 +60,7 @@ use super::helpers::{self, CallSite};
 use super::{ops, Unsupported};
 use crate::lang::Slot;
 use crate::opt::bounds::{safe_divisor, MachineBounds};
-use crate::opt::interval::Range;
+use crate::opt::interval::{near, Range};
 use crate::opt::state::{Arrival, LoopState};
 use crate::trace::{call_pure_parts, Kind, Opnd, Ref, Trace, Ty};
 
@@ -2748,16 +2748,15 @@ pub(super) fn run_checked_by_access(
     i: usize,
     access: impl Fn(usize) -> Option<(Ref, Ref, i64)>,
 ) -> Option<usize> {
-    const FAR: i64 = 1 << 32;
     let bounds = &an.bounds[seg];
     let (lo, hi) = bounds.widen[i]?;
-    if lo < -FAR || hi > FAR {
+    if !near(lo) || !near(hi) {
         return None;
     }
     let x = trace.insts[i].args.iter().find_map(Opnd::as_ref)?;
     for (j, inst) in trace.insts.iter().enumerate().skip(i + 1) {
         if let Some((_, base, d)) = access(j) {
-            return (base == x && (-FAR..=FAR).contains(&d)).then_some(j);
+            return (base == x && near(d)).then_some(j);
         }
         let quiet = match inst.kind {
             Kind::Input(_) => true,

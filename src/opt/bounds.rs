@@ -356,12 +356,8 @@ fn wrapping(trace: &Trace, is_int: &impl Fn(Ref) -> bool) -> Vec<bool> {
         .collect()
 }
 
-/// The largest offset whose checks are widened: far from the ends of 64 bits, so that a
-/// widened check fails only for values that are themselves near them.
-const MAX_WIDENED_OFFSET: i64 = 1 << 32;
-
 /// `x + c` as (x, c), for an addition or subtraction of a constant (of at most
-/// `MAX_WIDENED_OFFSET`).
+/// [`MAX_OFFSET`](super::interval::MAX_OFFSET)).
 pub(crate) fn offset_of(inst: &crate::trace::Inst) -> Option<(Ref, i64)> {
     let c = match (inst.kind, inst.args.as_slice()) {
         (Kind::Op(Op::Add), [Opnd::Ref(x), Opnd::Const(Value::Int(c))])
@@ -369,7 +365,7 @@ pub(crate) fn offset_of(inst: &crate::trace::Inst) -> Option<(Ref, i64)> {
         (Kind::Op(Op::Sub), [Opnd::Ref(x), Opnd::Const(Value::Int(c))]) => (*x, c.checked_neg()?),
         _ => return None,
     };
-    (c.1.unsigned_abs() <= MAX_WIDENED_OFFSET as u64).then_some(c)
+    super::interval::near(c.1).then_some(c)
 }
 
 /// Which operations of a trace (a peeled root, or a bridge) cannot overflow in machine code, where every integer

@@ -11,6 +11,18 @@ use flowjit_runtime::{Op, Value};
 
 use crate::trace::{Inst, Kind, KnownRange, Opnd, Ref};
 
+/// The largest offset from its base that an access or a check is grouped, widened or
+/// hoisted by: far from the ends of 64 bits, so that sums of offsets stay far from them and
+/// a widened check fails only for values that are themselves near them. The optimizer, the
+/// trees' code and the whole-program compiler share it.
+pub const MAX_OFFSET: i64 = 1 << 32;
+
+/// Whether `offset` is within [`MAX_OFFSET`] of its base (`i64::MIN` is not: its absolute
+/// value does not fit).
+pub fn near(offset: i64) -> bool {
+    offset.unsigned_abs() <= MAX_OFFSET.unsigned_abs()
+}
+
 /// An interval of integers, `lo..=hi`; `None` is unbounded on that side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Range {

@@ -29,6 +29,7 @@ use flowjit_runtime::{Op, Value};
 
 use super::Slots;
 use crate::lang::{BlockId, Inst, Operand, Program, Slot};
+use crate::opt::interval::near;
 
 /// `base + offset`: a value relative to the one `base` held where the block started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,16 +53,6 @@ pub struct Check {
     pub lo: i64,
     /// The highest offset used.
     pub hi: i64,
-}
-
-/// Offsets further than this from their base are left to the check where the index is
-/// used, and facts that drift further are forgotten: sums of offsets stay far from 64 bits.
-const MAX_OFFSET: i64 = 1 << 32;
-
-/// Whether `offset` is within [`MAX_OFFSET`] of its base (`i64::MIN` is not: its absolute
-/// value does not fit).
-fn near(offset: i64) -> bool {
-    offset.unsigned_abs() <= MAX_OFFSET.unsigned_abs()
 }
 
 /// Passes over the blocks after which a program whose facts still change gets none (each
