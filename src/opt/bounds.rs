@@ -29,10 +29,6 @@ use super::interval::{is_comparison, Facts, Range};
 use super::Rejected;
 use crate::trace::{Kind, KnownRange, Opnd, Ref, Trace};
 
-fn add(a: Option<i128>, b: Option<i128>) -> Option<i128> {
-    a?.checked_add(b?)
-}
-
 /// The interval of `op`'s result, when it succeeds, given its operands' intervals.
 pub fn result(op: Op, args: &[Opnd], facts: &Facts) -> Option<Range> {
     let r = |i: usize| facts.of(&args[i]);
@@ -41,12 +37,7 @@ pub fn result(op: Op, args: &[Opnd], facts: &Facts) -> Option<Range> {
         Op::Not => Range::new(0, 1),
         Op::Len => Range::new(0, i64::MAX as i128),
         Op::Same => r(0)?,
-        Op::And => match (&args[0], &args[1]) {
-            (_, Opnd::Const(Value::Int(c))) | (Opnd::Const(Value::Int(c)), _) if *c >= 0 => {
-                Range::new(0, *c as i128)
-            }
-            _ => return None,
-        },
+        Op::And => Range::mask(&[r(0), r(1)])?,
         Op::Mod => match &args[1] {
             Opnd::Const(Value::Int(c)) if *c > 0 => Range::new(0, *c as i128 - 1),
             Opnd::Const(Value::Int(c)) if *c < 0 => Range::new(*c as i128 + 1, 0),
@@ -64,20 +55,8 @@ pub fn result(op: Op, args: &[Opnd], facts: &Facts) -> Option<Range> {
             }
             _ => return None,
         },
-        Op::Add => {
-            let (a, b) = (r(0)?, r(1)?);
-            Range {
-                lo: add(a.lo, b.lo),
-                hi: add(a.hi, b.hi),
-            }
-        }
-        Op::Sub => {
-            let (a, b) = (r(0)?, r(1)?);
-            Range {
-                lo: add(a.lo, b.hi.and_then(i128::checked_neg)),
-                hi: add(a.hi, b.lo.and_then(i128::checked_neg)),
-            }
-        }
+        Op::Add => r(0)?.add(r(1)?),
+        Op::Sub => r(0)?.sub(r(1)?),
         Op::Neg => {
             let a = r(0)?;
             Range {

@@ -108,6 +108,37 @@ impl Range {
         Range::new(i64::MIN as i128, i64::MAX as i128)
     }
 
+    /// The interval of `x + y` for `x` in `self` and `y` in `other`.
+    pub fn add(self, other: Range) -> Range {
+        let sum = |a: Option<i128>, b: Option<i128>| a?.checked_add(b?);
+        Range {
+            lo: sum(self.lo, other.lo),
+            hi: sum(self.hi, other.hi),
+        }
+    }
+
+    /// The interval of `x - y` for `x` in `self` and `y` in `other`.
+    pub fn sub(self, other: Range) -> Range {
+        let neg = |b: Option<i128>| b.and_then(i128::checked_neg);
+        self.add(Range {
+            lo: neg(other.hi),
+            hi: neg(other.lo),
+        })
+    }
+
+    /// The interval of `x & y` for operands in `ranges` (`None` where nothing is known of
+    /// one): a mask by a non-negative integer keeps at most its bits, so the result lies
+    /// between 0 and the least upper bound of the operands known to be non-negative.
+    pub fn mask(ranges: &[Option<Range>]) -> Option<Range> {
+        let top = ranges
+            .iter()
+            .flatten()
+            .filter(|r| r.lo.is_some_and(|lo| lo >= 0))
+            .filter_map(|r| r.hi)
+            .min()?;
+        Some(Range::new(0, top))
+    }
+
     /// The values in both.
     pub fn meet(self, other: Range) -> Range {
         let max = |a: Option<i128>, b: Option<i128>| match (a, b) {
@@ -306,5 +337,52 @@ impl Facts {
             }
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Range;
+
+    #[test]
+    fn a_mask_by_a_non_negative_operand_keeps_at_most_its_bits() {
+        let byte = Some(Range::new(0, 255));
+        let any = Some(Range::ANY);
+        assert_eq!(Range::mask(&[any, byte]), Some(Range::new(0, 255)));
+        assert_eq!(Range::mask(&[None, byte]), Some(Range::new(0, 255)));
+        // The least upper bound of the non-negative operands.
+        let small = Some(Range::new(3, 9));
+        assert_eq!(Range::mask(&[small, byte]), Some(Range::new(0, 9)));
+        // An operand that may be negative bounds nothing: -1 & x is x.
+        let signed = Some(Range::new(-1, 5));
+        assert_eq!(Range::mask(&[signed, any]), None);
+        assert_eq!(Range::mask(&[signed, small]), Some(Range::new(0, 9)));
+        assert_eq!(Range::mask(&[None, None]), None);
+    }
+
+    #[test]
+    fn sums_and_differences_of_intervals_are_exact_or_unbounded() {
+        let a = Range::new(-5, 10);
+        let b = Range::new(1, 2);
+        assert_eq!(a.add(b), Range::new(-4, 12));
+        assert_eq!(a.sub(b), Range::new(-7, 9));
+        let above = Range {
+            lo: Some(0),
+            hi: None,
+        };
+        assert_eq!(
+            a.sub(above),
+            Range {
+                lo: None,
+                hi: Some(10)
+            }
+        );
+        assert_eq!(
+            a.add(above),
+            Range {
+                lo: Some(-5),
+                hi: None
+            }
+        );
     }
 }

@@ -42,6 +42,7 @@ use super::helpers::{self, Ctx};
 use super::ops::{self, Exits, Outcome};
 use super::Unsupported;
 use crate::lang::{BlockId, Inst, Operand, Program, Slot, Terminator};
+use crate::opt::interval::Range as Interval;
 use crate::resume::Snapshot;
 use crate::state::{Frame, Position};
 use crate::trace::{Opnd, Ref};
@@ -433,8 +434,13 @@ impl<'a> Facts<'a> {
     /// The interval of `op` on `args`, when known: with `elements` the interval of every
     /// array element, when known.
     fn result(&self, op: Op, args: &[Operand], elements: Option<Range>) -> Option<Range> {
-        let fits = |lo: i128, hi: i128| {
-            let (lo, hi) = (i64::try_from(lo).ok()?, i64::try_from(hi).ok()?);
+        // The optimizer's interval arithmetic, on bounds that must fit in 64 bits.
+        let range = |o: &Operand| {
+            self.range(o)
+                .map(|(lo, hi)| Interval::new(lo.into(), hi.into()))
+        };
+        let fits = |r: Interval| {
+            let (lo, hi) = (i64::try_from(r.lo?).ok()?, i64::try_from(r.hi?).ok()?);
             Some((lo, hi))
         };
         match (op, args) {
@@ -442,24 +448,9 @@ impl<'a> Facts<'a> {
             (Op::Readlist, [Operand::Var(a), _]) if self.kinds[a.index()] == Some(MKind::Array) => {
                 elements
             }
-            (Op::Add, [a, b]) => {
-                let ((a0, a1), (b0, b1)) = (self.range(a)?, self.range(b)?);
-                fits(a0 as i128 + b0 as i128, a1 as i128 + b1 as i128)
-            }
-            (Op::Sub, [a, b]) => {
-                let ((a0, a1), (b0, b1)) = (self.range(a)?, self.range(b)?);
-                fits(a0 as i128 - b1 as i128, a1 as i128 - b0 as i128)
-            }
-            // A mask by a non-negative integer keeps at most its bits.
-            (Op::And, [a, b]) => {
-                let top = [self.range(a), self.range(b)]
-                    .into_iter()
-                    .flatten()
-                    .filter(|(lo, _)| *lo >= 0)
-                    .map(|(_, hi)| hi)
-                    .min()?;
-                Some((0, top))
-            }
+            (Op::Add, [a, b]) => fits(range(a)?.add(range(b)?)),
+            (Op::Sub, [a, b]) => fits(range(a)?.sub(range(b)?)),
+            (Op::And, [a, b]) => fits(Interval::mask(&[range(a), range(b)])?),
             _ => None,
         }
     }
