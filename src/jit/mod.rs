@@ -18,17 +18,20 @@
 //! machine code is followed by an entry into another tree right where it resumed, the driver
 //! links the two (`Jit::link`): next time the exit goes on in that tree's machine code. A bridge from a
 //! `guard_value` is specialized on one value of the promoted variable (up to
-//! [`MAX_SPECIALIZATIONS`] per guard), and machine code dispatches on the value.
+//! [`Policy::max_specializations`] per guard), and machine code dispatches on the value.
 //!
 //! Interpreter → tree → interpreter is a loop in [`Jit::run`], never a recursion: each
 //! executor returns the position where the next one continues.
 //!
-//! The modules: `profile` (hot counting, the trace cache), `tree` ([`Tree`] and [`Bridge`]),
-//! `stats` ([`Stats`] and the `--stats` report); this one holds the run loop.
+//! The modules: `policy` ([`Policy`], every threshold and limit the driver decides by),
+//! `profile` (hot counting, the trace cache), `payoff` (whether compiling a loop pays),
+//! `tree` ([`Tree`] and [`Bridge`]), `stats` ([`Stats`] and the `--stats` report); this one
+//! holds the run loop.
 
 pub mod events;
 pub mod listing;
 mod payoff;
+mod policy;
 mod profile;
 mod stats;
 mod tree;
@@ -47,102 +50,11 @@ use crate::opt;
 use crate::state::{Frame, Position, State, Steps, MAX_CALL_DEPTH};
 use crate::trace::{self, print, Kind, Recorded};
 pub use events::{Event, EventKind, GuardRef};
+pub use policy::Policy;
+pub use profile::Key;
 use profile::Profile;
-pub use profile::{Key, MAX_ABORTS};
 pub use stats::Stats;
 pub use tree::{Bridge, Tree};
-
-/// The default hot-loop threshold: back edges to a label before it is traced.
-pub const DEFAULT_THRESHOLD: u64 = 50;
-
-/// The default threshold of a program with the meta-tracing hints: `can_enter_jit`
-/// arrivals with the same green values before they are traced. One such arrival is an
-/// iteration of a loop of the interpreted program, dozens of the interpreter's own
-/// statements (a Brainfuck command is about a dozen, its loop a few commands to a few
-/// hundred), where a back edge of a plain loop is a handful: the interpreter spends
-/// several times longer before a key reaches the same count, so it is traced sooner.
-/// Measured on Brainfuck's mandelbrot (docs/BENCHMARKS.md): 10 ran 2.22 times the
-/// translation to C where 50 ran 2.48 times, in one interleaved run; 3 and 25 cost more
-/// instructions than 10, and the register machine's square.bc and the Brainfuck
-/// benchmarks under `benches/bf` did not slow.
-pub const DEFAULT_MERGE_THRESHOLD: u64 = 10;
-
-/// The default limit on a recorded trace's length, in instructions.
-pub const DEFAULT_MAX_TRACE_LEN: usize = 4000;
-
-/// The most trace instructions a tree's function may hold with the bridges compiled in it
-/// (a bridge specialized on a promoted value, or one whose guard cannot link to code of its
-/// own): each compiles the whole function again, so a chain of them, a promotion's
-/// unspecialized bridge meeting the promotion again, each with its eight values, cost
-/// minutes (`tests/programs/promote_chain.fg`). Past it, the guard's exits stay exits.
-/// The benchmarks' and examples' trees hold at most 262.
-pub const MAX_TREE_FUNCTION: usize = 2000;
-
-/// The most bridges compiled in a tree's function (each compiles the whole tree again):
-/// later ones are compiled on their own. One keeps a loop whose two ways alternate in one
-/// function (`tests/programs/branchy.fg`); with four, a loop of 32 ways
-/// (`benches/cliffs/branchy400.fg`) compiled its tree five times, and ran a quarter longer
-/// (4.06 s against 3.08 s at m=1000), before only trees of few ways took bridges in
-/// ([`MAX_TREE_WAYS`]). With that rule, two: mandel.b 22.56 to 21.60 billion instructions
-/// (callgrind; three and four gave the same as two), branchy400 and the other cliffs
-/// unchanged, `benches/bf/inner.b` 1.61 to 1.69 billion (its hot path laid out with a few
-/// more moves in the larger function).
-pub const MAX_TREE_BRIDGES: usize = 2;
-
-/// How many bridges compiled on their own a tree's function takes in once they are
-/// entered often ([`backend::BRIDGE_ENTRIES`], `Jit::promote`): each compiles the function
-/// again.
-pub const MAX_PROMOTED: usize = 8;
-
-/// The most guards of a tree that may have exited for a bridge to be compiled in the
-/// tree's function (`Jit::few_ways`).
-pub const MAX_TREE_WAYS: usize = 4;
-
-/// How many times longer than a root trace a bridge may grow. A bridge runs only what
-/// follows its guard, once, up to the next anchor: in an interpreter written in the
-/// flowgraph language that may be a long stretch of the interpreted program between two
-/// of its loops (Brainfuck's mandelbrot has stretches of hundreds of commands), which,
-/// left to the interpreter, costs far more than the recording.
-pub const BRIDGE_LENGTH_FACTOR: usize = 4;
-
-/// The default number of exits from a guard before a bridge is recorded from it.
-pub const DEFAULT_BRIDGE_THRESHOLD: u64 = 20;
-
-/// The default number of exits from a guard before a bridge is recorded from it, in a
-/// program with the meta-tracing hints. For the reason [`DEFAULT_MERGE_THRESHOLD`] gives:
-/// after each exit the interpreter runs the interpreted program, a few dozen of its own
-/// statements per interpreted one, up to the next loop that has a trace (in Brainfuck's
-/// mandelbrot, stretches of up to hundreds of commands), so a bridge pays for itself after
-/// fewer exits. mandel.b, in billions of instructions (callgrind): 17.69 at 20, 17.54 at
-/// 10, 16.80 at 8, 17.04 at 6, 16.73 at 5, 16.70 at 4, 19.18 at 3 (bridges recorded on
-/// paths that later prove rare) and 17.75 at 2; at 5, the interpreter's share went from
-/// 2.00 to 0.74 and compiling's from 1.63 to 1.84. `benches/bf/inner.b` and `nested.b`
-/// and the register machine's `nested.bc` spend fewer instructions at 5 than at 8 or 20.
-pub const DEFAULT_MERGE_BRIDGE_THRESHOLD: u64 = 5;
-
-/// The most bridges a tree gets: LuaJIT's `maxside` (100 side traces per root trace).
-/// With bridges compiled on their own, each costs one small compilation, not the tree's
-/// again; 32 left half of a 64-way dispatch to the interpreter, every time
-/// (`benches/cliffs/dispatch64.fg`: 1.27x slower than the interpreter at n = 2*10^6, 14x
-/// faster with 100).
-pub const MAX_BRIDGES: usize = 100;
-
-// A bridge's segment number is its unit in an exit code (`backend::lower::exit_code`),
-// eight bits wide.
-const _: () = assert!(MAX_BRIDGES < 256);
-
-/// The most values a `guard_value` gets a specialized bridge for.
-pub const MAX_SPECIALIZATIONS: usize = 8;
-
-/// After this many failed recordings of a bridge from a guard, it gets no more attempts.
-pub const MAX_BRIDGE_FAILURES: u32 = 2;
-
-/// Entries a tree's machine code refuses (its inputs not of the kinds it was compiled
-/// for, such as an integer that left 64 bits) before its loop is left to the interpreter.
-pub const MAX_REFUSALS: u32 = 16;
-
-/// The most trees (root traces) a run records.
-pub const MAX_TREES: usize = 1000;
 
 /// What to print while running.
 #[derive(Clone, Copy, Debug, Default)]
@@ -160,18 +72,9 @@ pub struct Dumps {
 /// How the driver behaves.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Back edges to a label before it is traced: it is traced when the count exceeds this.
-    pub threshold: u64,
-    /// In a program with the meta-tracing hints: `can_enter_jit` arrivals with the same
-    /// green values before they are traced (when the count exceeds this).
-    pub merge_threshold: u64,
-    /// Exits from a guard before a bridge is recorded from it.
-    pub bridge_threshold: u64,
-    /// In a program with the meta-tracing hints: exits from a guard before a bridge is
-    /// recorded from it.
-    pub merge_bridge_threshold: u64,
-    /// The longest trace recorded, in instructions.
-    pub max_trace_len: usize,
+    /// The thresholds and limits ([`Policy::DEFAULT`] unless the command line overrides
+    /// them).
+    pub policy: Policy,
     /// `--max-steps`.
     pub max_steps: Option<u64>,
     /// What to print to standard error.
@@ -189,12 +92,6 @@ pub struct Config {
     /// to pay for itself to the interpreter (`payoff`); false compiles every loop at its
     /// threshold. The command line sets it in `--mode jit` unless `--threshold` is given.
     pub pay_off: bool,
-    /// Iterations a loop runs in the quick backend's code before Cranelift compiles its
-    /// tree (`--tier-iterations`, [`backend::TIER_ITERATIONS`] by default).
-    pub tier_iterations: i64,
-    /// Entries of a bridge compiled on its own before it moves into its tree's function
-    /// (`--bridge-entries`, [`backend::BRIDGE_ENTRIES`] by default).
-    pub bridge_entries: i64,
     /// Whether Cranelift compiles trees' functions on a thread of its own while the
     /// program runs on (docs/ARCHITECTURE.md, *Compiling in the background*). The command
     /// line sets it unless a dump, the event log, the statistics, `flowjit report` or
@@ -205,11 +102,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Config {
         Config {
-            threshold: DEFAULT_THRESHOLD,
-            merge_threshold: DEFAULT_MERGE_THRESHOLD,
-            bridge_threshold: DEFAULT_BRIDGE_THRESHOLD,
-            merge_bridge_threshold: DEFAULT_MERGE_BRIDGE_THRESHOLD,
-            max_trace_len: DEFAULT_MAX_TRACE_LEN,
+            policy: Policy::DEFAULT,
             max_steps: None,
             dumps: Dumps::default(),
             passes: opt::PIPELINE.to_vec(),
@@ -217,8 +110,6 @@ impl Default for Config {
             target: None,
             keep: false,
             pay_off: false,
-            tier_iterations: backend::TIER_ITERATIONS,
-            bridge_entries: backend::BRIDGE_ENTRIES,
             background: false,
         }
     }
@@ -317,8 +208,10 @@ impl<'p> Jit<'p> {
         if config.native {
             backend::Target::native()?;
         }
-        let profile = Profile::new(program, config.threshold, config.merge_threshold);
-        let payoff = (config.pay_off && config.native).then(|| payoff::Payoff::new(program));
+        config.policy.check()?;
+        let profile = Profile::new(program, &config.policy);
+        let payoff =
+            (config.pay_off && config.native).then(|| payoff::Payoff::new(program, &config.policy));
         Ok(Jit {
             program,
             steps: Steps::new(config.max_steps),
@@ -486,8 +379,8 @@ impl<'p> Jit<'p> {
         if self.config.native && self.backend.is_none() {
             match Backend::new(self.config.target) {
                 Ok(mut b) => {
-                    b.set_tier_iterations(self.config.tier_iterations);
-                    b.set_bridge_entries(self.config.bridge_entries);
+                    b.set_tier_iterations(self.config.policy.tier_iterations);
+                    b.set_bridge_entries(self.config.policy.bridge_entries);
                     self.backend = Some(b);
                 }
                 Err(why) => {
@@ -503,9 +396,12 @@ impl<'p> Jit<'p> {
     /// their greens, have no counter to read) that is not a counted loop near its end.
     fn worth_compiling(&mut self, key: &Key, frame: &Frame) -> bool {
         match &mut self.payoff {
-            Some(p) if key.greens.is_empty() => {
-                p.worth_compiling(self.program, key.anchor, frame, self.config.threshold + 1)
-            }
+            Some(p) if key.greens.is_empty() => p.worth_compiling(
+                self.program,
+                key.anchor,
+                frame,
+                self.config.policy.threshold + 1,
+            ),
             _ => true,
         }
     }
@@ -536,9 +432,10 @@ impl<'p> Jit<'p> {
     }
 
     fn record(&mut self, state: &mut State, key: Key) -> Result<Recording, RuntimeError> {
-        if self.trees.len() >= MAX_TREES {
+        let max_trees = self.config.policy.max_trees;
+        if self.trees.len() >= max_trees {
             self.limit(format!(
-                "trace limit reached ({MAX_TREES} traces): no more are recorded"
+                "trace limit reached ({max_trees} traces): no more are recorded"
             ));
             self.failed(&key);
             return Ok(Recording::Resume(Position::start(key.anchor)));
@@ -571,7 +468,7 @@ impl<'p> Jit<'p> {
             &greens,
             &traced,
             &mut self.steps,
-            self.config.max_trace_len,
+            self.config.policy.max_trace_len,
             fold,
         );
         self.stats.record_time += start.elapsed();
@@ -922,14 +819,16 @@ impl<'p> Jit<'p> {
     /// guard branches to it with every value in a register, as LuaJIT and PyPy give a
     /// side exit that runs often a trace of its own and then patch the guard to jump there.
     /// Only a bridge whose guard is in that function (the root's, or a bridge's there), while
-    /// the function has room ([`MAX_TREE_FUNCTION`]) and fewer than [`MAX_PROMOTED`] bridges
+    /// the function has room ([`Policy::max_tree_function`]) and fewer than
+    /// [`Policy::max_promoted`] bridges
     /// came in so; any other stops counting. The tree's other bridges on their own that
     /// have spent a quarter of their count come in with it, in the same compilation. Their
     /// own bridges stay on their own, linked from the new function's exits of their guards.
     fn promote(&mut self, t: usize, seg: usize) {
         let count = self.backend.as_ref().map_or(0, |b| b.bridge_entries());
         let tree = &self.trees[t];
-        let mut room = MAX_TREE_FUNCTION.saturating_sub(
+        let policy = &self.config.policy;
+        let mut room = policy.max_tree_function.saturating_sub(
             tree.next_segments()
                 .iter()
                 .filter(|s| !s.separate)
@@ -958,7 +857,7 @@ impl<'p> Jit<'p> {
         let others = (1..=tree.bridges.len()).filter(|&k| k != seg && spent(k));
         for k in std::iter::once(seg).chain(others) {
             let size = tree.bridges[k - 1].trace.insts.len();
-            if movable(k) && tree.promoted + chosen.len() < MAX_PROMOTED && size <= room {
+            if movable(k) && tree.promoted + chosen.len() < policy.max_promoted && size <= room {
                 room -= size;
                 chosen.push(k);
             }
@@ -1210,7 +1109,7 @@ impl<'p> Jit<'p> {
                 inst.kind,
                 Kind::GetItem | Kind::Op(flowjit_runtime::Op::Add | flowjit_runtime::Op::Sub)
             );
-            if read && *exits > self.config.bridge_threshold && self.trees[t].assume_ints {
+            if read && *exits > self.config.policy.bridge_threshold && self.trees[t].assume_ints {
                 self.trees[t].assume_ints = false;
                 self.compile(t, None);
                 for seg in 1..=self.trees[t].bridges.len() {
@@ -1380,7 +1279,7 @@ impl<'p> Jit<'p> {
         if seg == unit {
             // In --mode jit a trace runs as machine code or not at all: where its code does
             // not accept the frame (an integer that left 64 bits), the interpreter goes on,
-            // and after `MAX_REFUSALS` such entries the tree's loop is left to it for good.
+            // and after `Policy::max_refusals` such entries the tree's loop is left to it for good.
             if let (Some(code), true) = (tree.code_of(seg), self.config.native) {
                 if !code.accepts(&state.frame) {
                     if !self.widen(t, seg, &state.frame) {
@@ -1478,7 +1377,8 @@ impl<'p> Jit<'p> {
         Some((t, exit.pos, exit.inst.map(|i| (seg, i))))
     }
 
-    /// Counts an entry into tree `t` that its machine code refused; at `MAX_REFUSALS`, the
+    /// Counts an entry into tree `t` that its machine code refused; at
+    /// [`Policy::max_refusals`], the
     /// tree's key is never entered or traced again (its loop is left to the interpreter).
     /// Counts an entry into tree `t`'s loop that failed the check of what its proofs
     /// assume (`backend::Segment::induction`). Past the bridge threshold, the tree's code
@@ -1487,7 +1387,7 @@ impl<'p> Jit<'p> {
     fn entry_failed(&mut self, t: usize) {
         let tree = &mut self.trees[t];
         tree.entry_failures += 1;
-        if tree.entry_failures > self.config.bridge_threshold && tree.assume_induction {
+        if tree.entry_failures > self.config.policy.bridge_threshold && tree.assume_induction {
             tree.assume_induction = false;
             self.compile(t, None);
         }
@@ -1524,13 +1424,14 @@ impl<'p> Jit<'p> {
     fn refused(&mut self, t: usize) {
         let tree = &mut self.trees[t];
         tree.refusals += 1;
-        if tree.refusals == MAX_REFUSALS {
+        let max_refusals = self.config.policy.max_refusals;
+        if tree.refusals == max_refusals {
             let key = tree.key.clone();
             self.profile.forget(&key);
             let anchor = describe(self.program, &key);
             self.event(EventKind::Blacklisted { anchor });
             self.limit(format!(
-                "machine code refused {MAX_REFUSALS} entries (values it was not compiled for, such as big integers): loops left to the interpreter"
+                "machine code refused {max_refusals} entries (values it was not compiled for, such as big integers): loops left to the interpreter"
             ));
         }
     }
@@ -1609,14 +1510,14 @@ impl<'p> Jit<'p> {
         }
     }
 
-    /// Whether tree `t` has few ways out: at most [`MAX_TREE_WAYS`] of its guards have
+    /// Whether tree `t` has few ways out: at most [`Policy::max_tree_ways`] of its guards have
     /// exited so far. Only such a tree gets a bridge compiled in its function: the other
     /// way of a loop whose two ways alternate, or a Brainfuck loop's end, not the first of
     /// many ways. A loop of 32 ways (`benches/cliffs/branchy400.fg`) compiled each of its
     /// trees twice for its first bridge, a sixth of its instructions; each of its other
     /// ways costs an exit and an entry whether or not that one is in the tree's function.
     fn few_ways(&self, t: usize) -> bool {
-        self.trees[t].ways <= MAX_TREE_WAYS
+        self.trees[t].ways <= self.config.policy.max_tree_ways
     }
 
     /// Whether a bridge should be recorded now from guard `from` of tree `t`, whose exit
@@ -1642,20 +1543,21 @@ impl<'p> Jit<'p> {
         // start in a frame the tree's own code does not hold (bridges start in the tree's
         // frame), so it gets none.
         let inside_call = !tree.guard_snapshot(from).frames.is_empty();
+        let policy = &self.config.policy;
         let threshold = if self.profile.by_greens() {
-            self.config.merge_bridge_threshold
+            policy.merge_bridge_threshold
         } else {
-            self.config.bridge_threshold
+            policy.bridge_threshold
         };
         let wanted = exits > threshold
             && !inside_call
-            && tree.bridges.len() < MAX_BRIDGES
-            && tree.failures.get(&from).copied().unwrap_or(0) < MAX_BRIDGE_FAILURES;
+            && tree.bridges.len() < policy.max_bridges
+            && tree.failures.get(&from).copied().unwrap_or(0) < policy.max_bridge_failures;
         let from_here = || tree.bridges.iter().filter(|b| b.from == from);
         let generic = from_here().any(|b| b.value.is_none());
         match value {
             _ if !wanted || generic => None,
-            Some(v) if from_here().count() < MAX_SPECIALIZATIONS => Some(Some(v)),
+            Some(v) if from_here().count() < policy.max_specializations => Some(Some(v)),
             _ => Some(None),
         }
     }
@@ -1728,7 +1630,7 @@ impl<'p> Jit<'p> {
             &inherited,
             &ends,
             &mut self.steps,
-            self.config.max_trace_len * BRIDGE_LENGTH_FACTOR,
+            self.config.policy.max_trace_len * self.config.policy.bridge_length_factor,
             fold,
         );
         self.stats.record_time += start.elapsed();
@@ -1812,7 +1714,7 @@ impl<'p> Jit<'p> {
                 // A bridge is compiled on its own where its guard's exit can go there
                 // (`backend::lower::linkable`) and it is not specialized on a value, unless
                 // it comes back to its own anchor as one of the first such bridges of a tree
-                // with few ways out (`MAX_TREE_BRIDGES`, `few_ways`); and always where its guard is in
+                // with few ways out (`Policy::max_tree_bridges`, `few_ways`); and always where its guard is in
                 // a bridge compiled on its own. Otherwise it is compiled in the tree's
                 // function, compiled again.
                 let tree = &self.trees[t];
@@ -1827,19 +1729,20 @@ impl<'p> Jit<'p> {
                         || (value.is_none()
                             && (!returns
                                 || tree.bridges.iter().filter(|b| b.in_function()).count()
-                                    >= MAX_TREE_BRIDGES
+                                    >= self.config.policy.max_tree_bridges
                                 || !self.few_ways(t))
                             && backend::lower::linkable(tree.segment(from.0), from.1)));
                 // A tree's function compiled again for each bridge in it costs what the
-                // whole function does: past `MAX_TREE_FUNCTION` it takes no more, and the
+                // whole function does: past `Policy::max_tree_function` it takes no more, and the
                 // guard's exits stay exits.
-                if self.config.native
-                    && !separate
-                    && in_tree + trace.insts.len() > MAX_TREE_FUNCTION
-                {
-                    self.trees[t].failures.insert(from, MAX_BRIDGE_FAILURES);
+                let policy = self.config.policy;
+                let full = policy.max_tree_function;
+                if self.config.native && !separate && in_tree + trace.insts.len() > full {
+                    self.trees[t]
+                        .failures
+                        .insert(from, policy.max_bridge_failures);
                     self.limit(format!(
-                        "trace {t}'s function is full ({MAX_TREE_FUNCTION} instructions): \
+                        "trace {t}'s function is full ({full} instructions): \
                          bridges that would be compiled in it are left out"
                     ));
                     return Ok(Next::Resume(end));
@@ -1865,8 +1768,9 @@ impl<'p> Jit<'p> {
                     wanted,
                 });
                 let seg = self.trees[t].bridges.len();
-                if seg == MAX_BRIDGES {
-                    let what = format!("bridge limit reached at trace {t} ({MAX_BRIDGES} bridges)");
+                let max_bridges = self.config.policy.max_bridges;
+                if seg == max_bridges {
+                    let what = format!("bridge limit reached at trace {t} ({max_bridges} bridges)");
                     self.event(EventKind::Limit { what });
                 }
                 if separate {
@@ -1934,7 +1838,10 @@ mod tests {
         let config = Config {
             native: true,
             background: true,
-            tier_iterations: 2,
+            policy: Policy {
+                tier_iterations: 2,
+                ..Policy::DEFAULT
+            },
             ..Config::default()
         };
         let mut jit = Jit::new(&program, config).expect("a driver");

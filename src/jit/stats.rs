@@ -8,7 +8,7 @@ use crate::backend;
 use crate::opt;
 use crate::trace::{print, AbortReason, Kind, Trace};
 
-use super::{describe, Jit, MAX_BRIDGES};
+use super::{describe, Jit};
 
 /// What happened during a run, for `--stats`.
 #[derive(Clone, Debug, Default)]
@@ -126,11 +126,12 @@ impl Jit<'_> {
         for limit in &s.limits {
             let _ = writeln!(out, "limit: {limit}");
         }
+        let max_bridges = self.config.policy.max_bridges;
         for (i, t) in self.trees.iter().enumerate() {
-            if t.bridges.len() >= MAX_BRIDGES {
+            if t.bridges.len() >= max_bridges {
                 let _ = writeln!(
                     out,
-                    "limit: bridge limit reached at trace {i} ({MAX_BRIDGES} bridges)"
+                    "limit: bridge limit reached at trace {i} ({max_bridges} bridges)"
                 );
             }
         }
@@ -167,7 +168,7 @@ impl Jit<'_> {
                     out,
                     "trees whose function is the quick backend's: {quick} ({} compiled again by Cranelift once their loop ran {} iterations)",
                     s.tiered,
-                    self.config.tier_iterations
+                    self.config.policy.tier_iterations
                 );
             }
             let separate: Vec<&backend::Compiled> = self
@@ -184,7 +185,7 @@ impl Jit<'_> {
                     separate.len(),
                     separate.iter().map(|c| c.size).sum::<usize>(),
                     s.promoted,
-                    self.config.bridge_entries,
+                    self.config.policy.bridge_entries,
                 );
             }
             // Code nothing reaches any more (a tree's function compiled again) is freed.
