@@ -115,28 +115,7 @@ fn counted(
     max_blocks: usize,
 ) -> Option<Counted> {
     let block = |b: BlockId| &program.blocks[b.index()];
-    // The natural loop: the anchor and what reaches a back edge to it without passing
-    // through it.
-    let mut body: FxHashSet<BlockId> = FxHashSet::default();
-    body.insert(anchor);
-    let mut work: Vec<BlockId> = preds[anchor.index()]
-        .iter()
-        .copied()
-        .filter(|p| {
-            block(*p)
-                .term
-                .jumps()
-                .any(|j| j.target == anchor && j.back_edge)
-        })
-        .collect();
-    while let Some(b) = work.pop() {
-        if body.insert(b) {
-            if body.len() > max_blocks {
-                return None;
-            }
-            work.extend(preds[b.index()].iter().copied());
-        }
-    }
+    let body = natural_loop(program, preds, anchor, max_blocks)?;
     let inside = |b: BlockId| body.contains(&b);
     let mut region: Vec<BlockId> = body.iter().copied().collect();
     region.sort_unstable();
@@ -151,13 +130,6 @@ fn counted(
     if exits.next().is_some() {
         return None;
     }
-    let writes = |s: Slot| {
-        region
-            .iter()
-            .flat_map(|b| &block(*b).insts)
-            .filter(|i| i.written() == Some(s))
-            .collect::<Vec<_>>()
-    };
     // `cond = a CMP b`, the last write of `cond` in the testing block.
     let (op, a, b) = block(at)
         .insts
@@ -168,29 +140,12 @@ fn counted(
             Inst::Op2 { op, a, b, .. } => Some((*op, a.clone(), b.clone())),
             _ => None,
         })?;
-    let step_of = |o: &Operand| -> Option<(Slot, i64)> {
-        let Operand::Var(s) = o else { return None };
-        let [Inst::Op2 { op, a, b, dst }] = writes(*s)[..] else {
-            return None;
-        };
-        match (op, a, b) {
-            (Op::Add, Operand::Var(x), Operand::Const(Value::Int(k)))
-            | (Op::Add, Operand::Const(Value::Int(k)), Operand::Var(x))
-                if x == dst =>
-            {
-                Some((*dst, *k))
-            }
-            (Op::Sub, Operand::Var(x), Operand::Const(Value::Int(k))) if x == dst => {
-                Some((*dst, k.checked_neg()?))
-            }
-            _ => None,
-        }
-    };
     let unchanged = |o: &Operand| match o {
         Operand::Const(Value::Int(_)) => true,
-        Operand::Var(s) => writes(*s).is_empty(),
+        Operand::Var(s) => writes(program, &region, *s).is_empty(),
         Operand::Const(_) => false,
     };
+    let step_of = |o: &Operand| step_of(program, &region, o);
     let ((counter, step), bound, op) = match (step_of(&a), step_of(&b)) {
         (Some(c), None) if unchanged(&b) => (c, b, op),
         (None, Some(c)) if unchanged(&a) => (c, a, op.flipped()?),
@@ -204,6 +159,67 @@ fn counted(
         stays,
         ops: shortest_round(program, anchor, &inside)?,
     })
+}
+
+/// The natural loop at `anchor`: the anchor and what reaches a back edge to it without
+/// passing through it; `None` past `max_blocks` blocks.
+fn natural_loop(
+    program: &Program,
+    preds: &[Vec<BlockId>],
+    anchor: BlockId,
+    max_blocks: usize,
+) -> Option<FxHashSet<BlockId>> {
+    let mut body: FxHashSet<BlockId> = FxHashSet::default();
+    body.insert(anchor);
+    let mut work: Vec<BlockId> = preds[anchor.index()]
+        .iter()
+        .copied()
+        .filter(|p| {
+            program.blocks[p.index()]
+                .term
+                .jumps()
+                .any(|j| j.target == anchor && j.back_edge)
+        })
+        .collect();
+    while let Some(b) = work.pop() {
+        if body.insert(b) {
+            if body.len() > max_blocks {
+                return None;
+            }
+            work.extend(preds[b.index()].iter().copied());
+        }
+    }
+    Some(body)
+}
+
+/// The statements of the blocks `region` that write `s`.
+fn writes<'p>(program: &'p Program, region: &[BlockId], s: Slot) -> Vec<&'p Inst> {
+    region
+        .iter()
+        .flat_map(|b| &program.blocks[b.index()].insts)
+        .filter(|i| i.written() == Some(s))
+        .collect()
+}
+
+/// The counter `o` is and what each iteration adds to it, if the loop `region` writes it
+/// once, stepping it by a constant (`i = i + k`, `i = k + i`, `i = i - k`).
+fn step_of(program: &Program, region: &[BlockId], o: &Operand) -> Option<(Slot, i64)> {
+    let Operand::Var(s) = o else { return None };
+    let [Inst::Op2 { op, a, b, dst }] = writes(program, region, *s)[..] else {
+        return None;
+    };
+    match (op, a, b) {
+        (Op::Add, Operand::Var(x), Operand::Const(Value::Int(k)))
+        | (Op::Add, Operand::Const(Value::Int(k)), Operand::Var(x))
+            if x == dst =>
+        {
+            Some((*dst, *k))
+        }
+        (Op::Sub, Operand::Var(x), Operand::Const(Value::Int(k))) if x == dst => {
+            Some((*dst, k.checked_neg()?))
+        }
+        _ => None,
+    }
 }
 
 /// The fewest operations (statements and the jump that ends each block) from `anchor`

@@ -83,6 +83,29 @@ pub struct Tree {
 }
 
 impl Tree {
+    /// A tree of the root trace `root`, anchored at `key`, holding the variables `wide` as
+    /// integers of any size: no bridges yet, no code, assuming all it may.
+    pub(super) fn new(key: Key, root: Trace, wide: Vec<crate::lang::Slot>) -> Tree {
+        Tree {
+            key,
+            root,
+            bridges: Vec::new(),
+            code: None,
+            failures: HashMap::default(),
+            incoming: Vec::new(),
+            assume_ints: true,
+            assume_induction: true,
+            entry_failures: 0,
+            refusals: 0,
+            wide,
+            ways: 0,
+            quick: true,
+            promoted: 0,
+            compiling: false,
+            again: false,
+        }
+    }
+
     /// Segment `seg`: the root (0) or bridge `seg - 1`.
     pub fn segment(&self, seg: usize) -> &Trace {
         if seg == 0 {
