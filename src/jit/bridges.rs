@@ -17,7 +17,7 @@ use super::{events, Bridge, EventKind, GuardRef, Jit, Next};
 impl Jit<'_> {
     /// The variable a `guard_value` promotes (from the `promote` statement it was recorded
     /// from); `None` for any other guard, and for a `guard_value` on a merge point's green.
-    pub(super) fn promoted(&self, inst: &trace::Inst) -> Option<Slot> {
+    pub(super) fn promoted_var(&self, inst: &trace::Inst) -> Option<Slot> {
         if inst.kind != Kind::GuardValue {
             return None;
         }
@@ -152,7 +152,7 @@ impl Jit<'_> {
     ) -> Vec<(Slot, Value)> {
         let tree = &self.trees[t];
         let guard = &tree.segment(from.0).insts[from.1];
-        let mut fixed: Vec<(Slot, Value)> = match (value, self.promoted(guard)) {
+        let mut fixed: Vec<(Slot, Value)> = match (value, self.promoted_var(guard)) {
             (Some(v), Some(slot)) => vec![(slot, v.clone())],
             _ => Vec::new(),
         };
@@ -246,7 +246,7 @@ impl Jit<'_> {
             returns,
             separate,
             code: None,
-            wanted: false,
+            moving_in: false,
         };
         self.attach_bridge(t, bridge);
         Next::Resume(end)
@@ -265,7 +265,7 @@ impl Jit<'_> {
         }
         let tree = &self.trees[guard.tree];
         let promotion = self
-            .promoted(&tree.segment(guard.segment).insts[guard.inst])
+            .promoted_var(&tree.segment(guard.segment).insts[guard.inst])
             .is_some();
         let header = format!(
             "# bridge {number} from {guard} to {}{}",
@@ -323,7 +323,7 @@ impl Jit<'_> {
         self.trees[t]
             .failures
             .insert(from, policy.max_bridge_failures);
-        self.limit(format!(
+        self.limit_reached(format!(
             "trace {t}'s function is full ({full} instructions): \
              bridges that would be compiled in it are left out"
         ));
@@ -333,7 +333,7 @@ impl Jit<'_> {
     /// Attaches `bridge` to tree `t` and compiles it: on its own when it is `separate`,
     /// else in the tree's function, compiled again. With the compiler thread, a bridge for
     /// the tree's function stays out of it (its guard exits to the interpreter) until the
-    /// function is compiled with it ([`Bridge::wanted`]).
+    /// function is compiled with it ([`Bridge::moving_in`]).
     fn attach_bridge(&mut self, t: usize, mut bridge: Bridge) {
         let separate = bridge.separate;
         self.event(EventKind::BridgeAttached {
@@ -343,8 +343,8 @@ impl Jit<'_> {
             to: self.program.label(bridge.trace.anchor).to_string(),
             separate,
         });
-        bridge.wanted = !separate && self.config.background;
-        bridge.separate = separate || bridge.wanted;
+        bridge.moving_in = !separate && self.config.background;
+        bridge.separate = separate || bridge.moving_in;
         self.trees[t].bridges.push(bridge);
         let seg = self.trees[t].bridges.len();
         let max_bridges = self.config.policy.max_bridges;

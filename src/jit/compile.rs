@@ -17,7 +17,7 @@ use super::{describe, events, listing, EventKind, Jit, KeptCode};
 /// A tree's function on the compiler thread: lowered to Cranelift's IR by the driver,
 /// which places its code and puts it to use when the thread is done (`Jit::collect`).
 /// Until then the tree's old code runs, and what the new one adds waits: the bridges to
-/// put in the function ([`super::Bridge`]'s `wanted`) run on their own, or their guards
+/// put in the function ([`super::Bridge`]'s `moving_in`) run on their own, or their guards
 /// exit to the interpreter.
 pub(super) struct Job {
     id: u64,
@@ -42,7 +42,7 @@ impl Jit<'_> {
                     self.backend = Some(b);
                 }
                 Err(why) => {
-                    self.limit(format!("no machine code: {why}"));
+                    self.limit_reached(format!("no machine code: {why}"));
                     self.config.native = false;
                 }
             }
@@ -65,7 +65,7 @@ impl Jit<'_> {
         self.make_backend();
         let background = self.config.background;
         if background && self.trees[t].compiling {
-            self.trees[t].again = true;
+            self.trees[t].compile_again = true;
             return true;
         }
         let listings = self.listings();
@@ -77,7 +77,7 @@ impl Jit<'_> {
         let start = Instant::now();
         let frame_size = self.program.frame_size();
         let moved: Vec<usize> = (1..=tree.bridges.len())
-            .filter(|&k| tree.bridges[k - 1].separate && tree.bridges[k - 1].wanted)
+            .filter(|&k| tree.bridges[k - 1].separate && tree.bridges[k - 1].moving_in)
             .collect();
         let prepared = backend.prepare(
             &tree.next_segments(),
@@ -110,13 +110,13 @@ impl Jit<'_> {
         };
         let took = start.elapsed();
         self.stats.compile_time += took;
-        self.compiled(t, new, &moved, compiled, took)
+        self.function_compiled(t, new, &moved, compiled, took)
     }
 
     /// Puts tree `t`'s function, compiled (for its bridge `new`, and with the bridges
     /// `moved` that were on their own), to use; or, when it could not be, says why. Whether
     /// it was.
-    fn compiled(
+    fn function_compiled(
         &mut self,
         t: usize,
         new: Option<usize>,
@@ -197,7 +197,7 @@ impl Jit<'_> {
             let bridge = &mut self.trees[t].bridges[k - 1];
             retired.push(bridge.code.take());
             bridge.separate = false;
-            bridge.wanted = false;
+            bridge.moving_in = false;
         }
         if !moved.is_empty() {
             for tree in &mut self.trees {
@@ -250,7 +250,7 @@ impl Jit<'_> {
                 if let (Some(g), Some(kinds)) = (code.global(ps, pi), kinds) {
                     if bc.admits(&kinds) {
                         code.link(g, bc);
-                    } else if !b.wanted {
+                    } else if !b.moving_in {
                         again.push(k + 1);
                     }
                 }
@@ -271,12 +271,12 @@ impl Jit<'_> {
     ) {
         let (what, _) = self.function_title(t, new, moved);
         // Bridges that were to move in and have code of their own stay there, and stop
-        // asking to move (as `Jit::promote` does when compiling fails).
+        // asking to move (as `Jit::absorb_bridge` does when compiling fails).
         for &k in moved {
             let bridge = &mut self.trees[t].bridges[k - 1];
             if let Some(code) = &bridge.code {
                 code.stop_counting();
-                bridge.wanted = false;
+                bridge.moving_in = false;
             }
         }
         if self.config.dumps.ir || self.config.dumps.asm {
@@ -298,7 +298,7 @@ impl Jit<'_> {
     }
 
     /// Puts to use the trees' functions the compiler thread has finished, and compiles
-    /// again those asked for meanwhile ([`Tree::again`](super::Tree)).
+    /// again those asked for meanwhile ([`Tree::compile_again`](super::Tree)).
     pub(super) fn collect(&mut self) {
         if self.jobs.is_empty() {
             return;
@@ -334,20 +334,21 @@ impl Jit<'_> {
             let compiled = machine.and_then(|m| backend.finish(job.prepared, m));
             let took = start.elapsed();
             self.stats.compile_time += took;
-            self.compiled(t, job.new, &job.moved, compiled, took);
-            if std::mem::take(&mut self.trees[t].again) {
+            self.function_compiled(t, job.new, &job.moved, compiled, took);
+            if std::mem::take(&mut self.trees[t].compile_again) {
                 self.compile(t, None);
             }
         }
         for job in lost {
             let t = job.tree;
             self.trees[t].compiling = false;
-            self.trees[t].again = false;
+            self.trees[t].compile_again = false;
             self.compile(t, job.new);
         }
     }
 
-    /// Bridge `seg` of tree `t`, compiled on its own, returned [`backend::lower::HOT`]: it
+    /// Moves bridge `seg` of tree `t` into the tree's function. The bridge, compiled on
+    /// its own, returned [`backend::lower::HOT`]: it
     /// was entered [`super::Policy::bridge_entries`] times, each through its guard's exit
     /// (the snapshot written into the mirror, the epilogue, a jump through a link, the
     /// prologue, the inputs loaded). It moves into the tree's function, compiled again,
@@ -355,11 +356,16 @@ impl Jit<'_> {
     /// give a side exit that runs often a trace of its own and then patch the guard to jump
     /// there. Only a bridge whose guard is in that function (the root's, or a bridge's
     /// there), while the function has room ([`super::Policy::max_tree_function`]) and fewer
-    /// than [`super::Policy::max_promoted`] bridges came in so; any other stops counting.
+    /// than [`super::Policy::max_absorbed`] bridges came in so; any other stops counting.
     /// The tree's other bridges on their own that have spent a quarter of their count come
     /// in with it, in the same compilation. Their own bridges stay on their own, linked
     /// from the new function's exits of their guards.
-    pub(super) fn promote(&mut self, t: usize, seg: usize) {
+    ///
+    /// Named for what the tree's function does to the bridge, absorbing it: "promote" in
+    /// this crate is the hint that makes a `guard_value` ([`Jit::promoted_var`]), and
+    /// "moving in" is the bridge's state until the function is compiled with it
+    /// ([`super::Bridge`]'s `moving_in`).
+    pub(super) fn absorb_bridge(&mut self, t: usize, seg: usize) {
         let count = self.backend.as_ref().map_or(0, |b| b.bridge_entries());
         let tree = &self.trees[t];
         let policy = &self.config.policy;
@@ -373,7 +379,7 @@ impl Jit<'_> {
         let movable = |k: usize| {
             let bridge = &tree.bridges[k - 1];
             bridge.separate
-                && !bridge.wanted
+                && !bridge.moving_in
                 && bridge.code.is_some()
                 && bridge.value.is_none()
                 && tree.unit_of(bridge.from.0) == 0
@@ -392,7 +398,7 @@ impl Jit<'_> {
         let others = (1..=tree.bridges.len()).filter(|&k| k != seg && spent(k));
         for k in std::iter::once(seg).chain(others) {
             let size = tree.bridges[k - 1].trace.insts.len();
-            if movable(k) && tree.promoted + chosen.len() < policy.max_promoted && size <= room {
+            if movable(k) && tree.absorbed + chosen.len() < policy.max_absorbed && size <= room {
                 room -= size;
                 chosen.push(k);
             }
@@ -403,18 +409,18 @@ impl Jit<'_> {
             }
             return;
         }
-        // They move in with the function's next compilation (`Jit::compiled`, which
+        // They move in with the function's next compilation (`Jit::function_compiled`, which
         // retires their code), and their code runs until then: on the compiler thread,
         // until it is done.
         for &k in &chosen {
-            self.trees[t].bridges[k - 1].wanted = true;
+            self.trees[t].bridges[k - 1].moving_in = true;
         }
         if self.compile(t, Some(seg)) {
-            self.trees[t].promoted += chosen.len();
-            self.stats.promoted += chosen.len() as u64;
+            self.trees[t].absorbed += chosen.len();
+            self.stats.absorbed += chosen.len() as u64;
         } else {
             for &k in &chosen {
-                self.trees[t].bridges[k - 1].wanted = false;
+                self.trees[t].bridges[k - 1].moving_in = false;
             }
         }
     }

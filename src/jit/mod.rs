@@ -237,7 +237,7 @@ impl<'p> Jit<'p> {
     }
 
     /// Notes that recording at `key` failed; logs when the key is blacklisted for it.
-    fn failed(&mut self, key: &Key) {
+    fn recording_failed(&mut self, key: &Key) {
         if self.profile.failed(key) {
             let anchor = describe(self.program, key);
             self.event(EventKind::Blacklisted { anchor });
@@ -245,7 +245,7 @@ impl<'p> Jit<'p> {
     }
 
     /// Notes that a limit was reached (once each, in `--stats` and the log).
-    fn limit(&mut self, what: String) {
+    fn limit_reached(&mut self, what: String) {
         if !self.stats.limits.contains(&what) {
             self.event(EventKind::Limit { what: what.clone() });
             self.stats.limit(what);

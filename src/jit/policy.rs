@@ -78,7 +78,7 @@ pub struct Policy {
     /// How many bridges compiled on their own a tree's function takes in once they are
     /// entered often ([`Policy::bridge_entries`], `Jit::absorb_bridge`): each compiles the
     /// function again.
-    pub max_promoted: usize,
+    pub max_absorbed: usize,
     /// Entries of a bridge compiled on its own before it moves into its tree's function
     /// (`--bridge-entries`): there its guard branches to it instead of exiting and entering
     /// it through a link, but moving it compiles the function again
@@ -124,7 +124,7 @@ impl Policy {
         max_tree_function: 2000,
         max_tree_bridges: 2,
         max_tree_ways: 4,
-        max_promoted: 8,
+        max_absorbed: 8,
         bridge_entries: crate::backend::BRIDGE_ENTRIES,
         tier_iterations: crate::backend::TIER_ITERATIONS,
         max_refusals: 16,

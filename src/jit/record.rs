@@ -21,10 +21,10 @@ impl Jit<'_> {
     ) -> Result<Recording, RuntimeError> {
         let max_trees = self.config.policy.max_trees;
         if self.trees.len() >= max_trees {
-            self.limit(format!(
+            self.limit_reached(format!(
                 "trace limit reached ({max_trees} traces): no more are recorded"
             ));
-            self.failed(&key);
+            self.recording_failed(&key);
             return Ok(Recording::Resume(Position::start(key.anchor)));
         }
         let label = describe(self.program, &key);
@@ -80,7 +80,7 @@ impl Jit<'_> {
             at: label.clone(),
             reason: reason.to_string(),
         });
-        self.failed(key);
+        self.recording_failed(key);
         self.stats.aborts.push((label, reason));
         Recording::Resume(at)
     }
@@ -119,7 +119,7 @@ impl Jit<'_> {
                     at: label.clone(),
                     reason: rejected.reason().to_string(),
                 });
-                self.failed(&key);
+                self.recording_failed(&key);
                 self.stats.rejected.push((label, rejected));
                 return Recording::Resume(Position::start(key.anchor));
             }

@@ -123,10 +123,10 @@ impl Jit<'_> {
         self.trees[t].assume_ints = false;
         self.compile(t, None);
         for seg in 1..=self.trees[t].bridges.len() {
-            // Not those on their way into the function (`Bridge::wanted`): their old code
+            // Not those on their way into the function (`Bridge::moving_in`): their old code
             // stays correct until then, its checks exiting.
             let b = &self.trees[t].bridges[seg - 1];
-            if b.separate && !b.wanted {
+            if b.separate && !b.moving_in {
                 self.compile_bridge(t, seg);
             }
         }
@@ -145,7 +145,7 @@ impl Jit<'_> {
     ) -> Result<Then, RuntimeError> {
         let inst = &self.trees[t].segment(at.0).insts[at.1];
         let value = self
-            .promoted(inst)
+            .promoted_var(inst)
             .and_then(|slot| state.frame[slot.index()].clone());
         if inst.kind == Kind::GuardValue && value.is_none() {
             // Not a promotion: a green checked at a merge point. The frame is there, with
@@ -342,7 +342,7 @@ impl Jit<'_> {
             }
         }
         if let Some(unit) = exit.hot {
-            self.promote(exit.tree, unit);
+            self.absorb_bridge(exit.tree, unit);
         }
     }
 
@@ -414,7 +414,7 @@ impl Jit<'_> {
         self.trees[t].wide.extend(found);
         self.compile(t, None);
         let separate: Vec<usize> = (0..self.trees[t].bridges.len())
-            .filter(|&k| self.trees[t].bridges[k].separate && !self.trees[t].bridges[k].wanted)
+            .filter(|&k| self.trees[t].bridges[k].separate && !self.trees[t].bridges[k].moving_in)
             .collect();
         for k in separate {
             self.compile_bridge(t, k + 1);
@@ -434,7 +434,7 @@ impl Jit<'_> {
             self.profile.forget(&key);
             let anchor = describe(self.program, &key);
             self.event(EventKind::Blacklisted { anchor });
-            self.limit(format!(
+            self.limit_reached(format!(
                 "machine code refused {max_refusals} entries (values it was not compiled for, such as big integers): loops left to the interpreter"
             ));
         }

@@ -56,8 +56,8 @@ pub struct Stats {
     /// Trees whose loop ran long in the quick backend's code, compiled again by Cranelift.
     pub tiered: u64,
     /// Bridges compiled on their own that moved into their tree's function once entered
-    /// often (`Jit::promote`).
-    pub promoted: u64,
+    /// often (`Jit::absorb_bridge`).
+    pub absorbed: u64,
     /// Lists and arrays that machine code made (allocation removal made none of the
     /// others).
     pub native_allocations: u64,
@@ -203,7 +203,7 @@ impl Jit<'_> {
             .iter()
             .flat_map(|t| t.bridges.iter().filter_map(|b| b.code.as_ref()))
             .collect();
-        if !separate.is_empty() || s.promoted > 0 {
+        if !separate.is_empty() || s.absorbed > 0 {
             let quick = separate.iter().filter(|c| c.quick).count();
             let _ = writeln!(
                 out,
@@ -211,7 +211,7 @@ impl Jit<'_> {
                  {} moved into their tree's function once entered {} times)",
                 separate.len(),
                 separate.iter().map(|c| c.size).sum::<usize>(),
-                s.promoted,
+                s.absorbed,
                 self.config.policy.bridge_entries,
             );
         }

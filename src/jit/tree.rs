@@ -25,16 +25,17 @@ pub struct Bridge {
     pub separate: bool,
     /// Its machine code, when it is compiled on its own.
     pub(super) code: Option<Compiled>,
-    /// Whether it is to move into the tree's function (which then holds it) with the
-    /// next compilation of that function on the compiler thread: until that is done, it
-    /// stays on its own (`separate`), with its code if it has any.
-    pub(super) wanted: bool,
+    /// Whether it is moving into the tree's function (which then holds it) with the next
+    /// compilation of that function (`Jit::absorb_bridge`, or on the compiler thread a
+    /// bridge attached for the function): until that is done, it stays on its own
+    /// (`separate`), with its code if it has any.
+    pub(super) moving_in: bool,
 }
 
 impl Bridge {
-    /// Whether the tree's function holds it, or is to ([`Bridge::wanted`]).
+    /// Whether the tree's function holds it, or is to ([`Bridge::moving_in`]).
     pub(super) fn in_function(&self) -> bool {
-        !self.separate || self.wanted
+        !self.separate || self.moving_in
     }
 }
 
@@ -70,16 +71,16 @@ pub struct Tree {
     /// How many of its guards have exited (`Jit::few_ways`).
     pub(super) ways: usize,
     /// Whether its function may be the quick backend's (`Segment::quick`): until its loop
-    /// has run `TIER_ITERATIONS` there, and its code compiled again by Cranelift.
+    /// has run `Policy::tier_iterations` there, and its code compiled again by Cranelift.
     pub(super) quick: bool,
     /// How many bridges compiled on their own moved into its function once entered often
-    /// (`Jit::promote`).
-    pub(super) promoted: usize,
+    /// (`Jit::absorb_bridge`).
+    pub(super) absorbed: usize,
     /// Whether a job on the compiler thread is compiling its function.
     pub(super) compiling: bool,
     /// Whether its function is to be compiled again once that job is done (it was asked
     /// for while the job ran).
-    pub(super) again: bool,
+    pub(super) compile_again: bool,
 }
 
 impl Tree {
@@ -100,9 +101,9 @@ impl Tree {
             wide,
             ways: 0,
             quick: true,
-            promoted: 0,
+            absorbed: 0,
             compiling: false,
-            again: false,
+            compile_again: false,
         }
     }
 
@@ -122,7 +123,7 @@ impl Tree {
     }
 
     /// The segments as the tree's function is next compiled: with the bridges
-    /// [`Bridge::wanted`] in it.
+    /// [`Bridge::moving_in`] in it.
     pub(super) fn next_segments(&self) -> Vec<Segment<'_>> {
         let mut segments = self.segments();
         for (k, b) in self.bridges.iter().enumerate() {
