@@ -221,10 +221,10 @@ pub struct RunOpts {
     pub bridge_threshold: Option<u64>,
     /// Loop iterations in the quick backend's code (x86-64) before Cranelift compiles the
     /// loop's tree.
-    #[arg(long, value_name = "N", default_value_t = crate::backend::TIER_ITERATIONS, value_parser = clap::value_parser!(i64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = jit::Policy::DEFAULT.tier_iterations, value_parser = clap::value_parser!(i64).range(1..))]
     pub tier_iterations: i64,
     /// Entries of a bridge compiled on its own before it moves into its tree's function.
-    #[arg(long, value_name = "N", default_value_t = crate::backend::BRIDGE_ENTRIES, value_parser = clap::value_parser!(i64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = jit::Policy::DEFAULT.bridge_entries, value_parser = clap::value_parser!(i64).range(1..))]
     pub bridge_entries: i64,
     /// Optimizer passes, by name, comma-separated (fold, cse, heap, guards, bounds, peel, virtuals, sink, dce).
     #[arg(long, value_delimiter = ',')]
@@ -723,6 +723,23 @@ enum Start {
     TraceFrom(lang::BlockId),
 }
 
+/// The driver's policy with the command line's thresholds: a threshold given is both the
+/// plain one and that of a program with the meta-tracing hints.
+fn policy(opts: &RunOpts) -> jit::Policy {
+    let default = jit::Policy::DEFAULT;
+    jit::Policy {
+        threshold: opts.threshold.unwrap_or(default.threshold),
+        merge_threshold: opts.threshold.unwrap_or(default.merge_threshold),
+        bridge_threshold: opts.bridge_threshold.unwrap_or(default.bridge_threshold),
+        merge_bridge_threshold: opts
+            .bridge_threshold
+            .unwrap_or(default.merge_bridge_threshold),
+        tier_iterations: opts.tier_iterations,
+        bridge_entries: opts.bridge_entries,
+        ..default
+    }
+}
+
 fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
     let mut dumps = jit::Dumps::default();
     for name in &opts.dump {
@@ -753,14 +770,7 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
         (None, false) => crate::opt::PIPELINE.to_vec(),
     };
     Ok(jit::Config {
-        threshold: opts.threshold.unwrap_or(jit::DEFAULT_THRESHOLD),
-        merge_threshold: opts.threshold.unwrap_or(jit::DEFAULT_MERGE_THRESHOLD),
-        bridge_threshold: opts
-            .bridge_threshold
-            .unwrap_or(jit::DEFAULT_BRIDGE_THRESHOLD),
-        merge_bridge_threshold: opts
-            .bridge_threshold
-            .unwrap_or(jit::DEFAULT_MERGE_BRIDGE_THRESHOLD),
+        policy: policy(opts),
         max_steps: opts.max_steps,
         dumps,
         passes,
@@ -768,8 +778,6 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
         // Thresholds given are obeyed as given; the default ones compile only what can
         // pay for itself.
         pay_off: opts.threshold.is_none() && opts.bridge_threshold.is_none(),
-        tier_iterations: opts.tier_iterations,
-        bridge_entries: opts.bridge_entries,
         // What a run prints about itself must not depend on how fast the compiler
         // thread is; the program's output does not.
         background: opts.dump.is_empty()

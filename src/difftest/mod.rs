@@ -57,7 +57,7 @@ use proptest::prelude::*;
 
 use crate::backend::{self, Backend};
 use crate::interp::{self, ErrorKind, Monitor};
-use crate::jit::{self, Config, Jit};
+use crate::jit::{Config, Jit, Policy};
 use crate::lang::{self, bytecode, BlockId, Program, Slot, Syntax};
 use crate::opt;
 use crate::peval::{self, run::Execution};
@@ -211,8 +211,8 @@ fn configurations(turn: usize) -> Vec<(bool, u64, u64, Vec<&'static str>, bool)>
     configs.push((true, 1, 1, all.clone(), false));
     configs.push((
         true,
-        jit::DEFAULT_THRESHOLD,
-        jit::DEFAULT_BRIDGE_THRESHOLD,
+        Policy::DEFAULT.threshold,
+        Policy::DEFAULT.bridge_threshold,
         all.clone(),
         false,
     ));
@@ -322,8 +322,8 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
     for (native, threshold, bridge_threshold, passes, limited) in configurations(turn) {
         // The defaults are the command line's: a counted loop hot too near its end is left
         // to the interpreter, and counted again (`jit::payoff`).
-        let defaults = threshold == jit::DEFAULT_THRESHOLD
-            && bridge_threshold == jit::DEFAULT_BRIDGE_THRESHOLD
+        let defaults = threshold == Policy::DEFAULT.threshold
+            && bridge_threshold == Policy::DEFAULT.bridge_threshold
             && !limited;
         // At the lowest thresholds, loops leave the quick backend's code for Cranelift's
         // after a few iterations.
@@ -340,24 +340,27 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
         };
         let config = Config {
             native,
-            threshold,
-            // As the command line's: a threshold given is both.
-            merge_threshold: if defaults {
-                jit::DEFAULT_MERGE_THRESHOLD
-            } else {
-                threshold
-            },
-            bridge_threshold,
-            merge_bridge_threshold: if defaults {
-                jit::DEFAULT_MERGE_BRIDGE_THRESHOLD
-            } else {
-                bridge_threshold
+            policy: Policy {
+                threshold,
+                // As the command line's: a threshold given is both.
+                merge_threshold: if defaults {
+                    Policy::DEFAULT.merge_threshold
+                } else {
+                    threshold
+                },
+                bridge_threshold,
+                merge_bridge_threshold: if defaults {
+                    Policy::DEFAULT.merge_bridge_threshold
+                } else {
+                    bridge_threshold
+                },
+                tier_iterations: tier,
+                bridge_entries: entries,
+                ..Policy::DEFAULT
             },
             passes: passes.clone(),
             max_steps: limited.then_some(STEP_LIMIT),
             pay_off: defaults,
-            tier_iterations: tier,
-            bridge_entries: entries,
             // As the command line runs (without `--max-steps`): Cranelift's work on the
             // compiler thread, its code put to use whenever it comes.
             background: native && !limited,
@@ -443,10 +446,13 @@ fn cut_short(s: &Subject, limit: u64) -> Result<bool, String> {
     for native in [false, true] {
         let config = Config {
             native,
-            threshold: 1,
-            merge_threshold: 1,
-            bridge_threshold: 1,
-            merge_bridge_threshold: 1,
+            policy: Policy {
+                threshold: 1,
+                merge_threshold: 1,
+                bridge_threshold: 1,
+                merge_bridge_threshold: 1,
+                ..Policy::DEFAULT
+            },
             max_steps: Some(limit),
             ..Config::default()
         };

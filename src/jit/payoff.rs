@@ -1,6 +1,6 @@
 //! Whether compiling a loop can pay for itself, judged when it becomes hot.
 //!
-//! A loop is hot after [`super::DEFAULT_THRESHOLD`] iterations, but what compiling it is
+//! A loop is hot after [`Policy::threshold`] iterations, but what compiling it is
 //! worth depends on the iterations still to come, which a counted loop tells: when its exit
 //! test compares a counter that the loop steps by a constant with a bound it does not
 //! change (`i = i + 1; c = i < m; if c goto body else goto done`), the frame at the hot
@@ -9,8 +9,8 @@
 //! its next threshold, so a loop entered again with a larger bound is compiled then.
 //!
 //! The cost model (measured, see docs/ARCHITECTURE.md *Compiling pays for itself*): an
-//! interpreted operation costs about [`INTERP_NS_PER_OP`]; compiling a loop costs about
-//! [`COMPILE_NS`] plus [`COMPILE_NS_PER_OP`] per operation of its body. An iteration is
+//! interpreted operation costs about [`Policy::interp_ns_per_op`]; compiling a loop costs
+//! about [`Policy::compile_ns`] plus [`Policy::compile_ns_per_op`] per operation of its body. An iteration is
 //! taken to run the operations of the shortest way around the loop, so that the estimate
 //! of what interpreting costs is low: a loop in doubt is compiled later rather than
 //! sooner. A loop whose shape is not this one (an interpreted program's loop, found by its
@@ -26,14 +26,7 @@ use flowjit_runtime::{Op, Value};
 use crate::lang::{BlockId, Inst, Operand, Program, Slot, Terminator};
 use crate::state::Frame;
 
-/// What interpreting one operation costs, in nanoseconds.
-pub const INTERP_NS_PER_OP: u64 = 4;
-/// What compiling a loop costs whatever its size, in nanoseconds: Cranelift's fixed cost
-/// per function, with recording and optimizing.
-pub const COMPILE_NS: u64 = 250_000;
-/// What compiling costs per operation of the loop's body, in nanoseconds (a trace has
-/// about two instructions per operation: the peeled iteration, and the guards).
-pub const COMPILE_NS_PER_OP: u64 = 3_000;
+use super::Policy;
 
 /// The exit test of a counted loop.
 #[derive(Clone, Debug)]
@@ -57,11 +50,13 @@ pub struct Payoff {
     /// Per loop, what interpreting it has cost since it was first found hot (estimated,
     /// in nanoseconds).
     spent: Vec<u64>,
+    /// The cost model and the largest loop examined.
+    policy: Policy,
 }
 
 impl Payoff {
-    /// No loop examined yet.
-    pub fn new(program: &Program) -> Payoff {
+    /// No loop examined yet; loops are judged by `policy`'s cost model.
+    pub fn new(program: &Program, policy: &Policy) -> Payoff {
         let mut preds = vec![Vec::new(); program.blocks.len()];
         for (b, block) in program.blocks.iter().enumerate() {
             for j in block.term.jumps() {
@@ -72,6 +67,7 @@ impl Payoff {
             shapes: vec![None; program.blocks.len()],
             preds,
             spent: vec![0; program.blocks.len()],
+            policy: *policy,
         }
     }
 
@@ -89,7 +85,12 @@ impl Payoff {
     ) -> bool {
         let slot = &mut self.shapes[anchor.index()];
         if slot.is_none() {
-            *slot = Some(counted(program, &self.preds, anchor));
+            *slot = Some(counted(
+                program,
+                &self.preds,
+                anchor,
+                self.policy.max_loop_blocks,
+            ));
         }
         let Some(Some(shape)) = slot else {
             return true;
@@ -97,43 +98,24 @@ impl Payoff {
         let Some(left) = remaining(shape, frame) else {
             return true;
         };
-        let per_iteration = shape.ops * INTERP_NS_PER_OP;
-        let compiling = COMPILE_NS + COMPILE_NS_PER_OP * shape.ops;
+        let per_iteration = shape.ops * self.policy.interp_ns_per_op;
+        let compiling = self.policy.compile_ns + self.policy.compile_ns_per_op * shape.ops;
         let spent = &mut self.spent[anchor.index()];
         *spent = spent.saturating_add(since.saturating_mul(per_iteration));
         left.saturating_mul(per_iteration) >= compiling || *spent >= compiling
     }
 }
 
-/// The most blocks a loop examined here may have: a larger one is compiled at its
-/// threshold, unexamined.
-const MAX_LOOP_BLOCKS: usize = 4096;
-
-/// The exit test of the loop at `anchor`, if it is a counted loop.
-fn counted(program: &Program, preds: &[Vec<BlockId>], anchor: BlockId) -> Option<Counted> {
+/// The exit test of the loop at `anchor`, if it is a counted loop of at most `max_blocks`
+/// blocks.
+fn counted(
+    program: &Program,
+    preds: &[Vec<BlockId>],
+    anchor: BlockId,
+    max_blocks: usize,
+) -> Option<Counted> {
     let block = |b: BlockId| &program.blocks[b.index()];
-    // The natural loop: the anchor and what reaches a back edge to it without passing
-    // through it.
-    let mut body: FxHashSet<BlockId> = FxHashSet::default();
-    body.insert(anchor);
-    let mut work: Vec<BlockId> = preds[anchor.index()]
-        .iter()
-        .copied()
-        .filter(|p| {
-            block(*p)
-                .term
-                .jumps()
-                .any(|j| j.target == anchor && j.back_edge)
-        })
-        .collect();
-    while let Some(b) = work.pop() {
-        if body.insert(b) {
-            if body.len() > MAX_LOOP_BLOCKS {
-                return None;
-            }
-            work.extend(preds[b.index()].iter().copied());
-        }
-    }
+    let body = natural_loop(program, preds, anchor, max_blocks)?;
     let inside = |b: BlockId| body.contains(&b);
     let mut region: Vec<BlockId> = body.iter().copied().collect();
     region.sort_unstable();
@@ -148,13 +130,6 @@ fn counted(program: &Program, preds: &[Vec<BlockId>], anchor: BlockId) -> Option
     if exits.next().is_some() {
         return None;
     }
-    let writes = |s: Slot| {
-        region
-            .iter()
-            .flat_map(|b| &block(*b).insts)
-            .filter(|i| i.written() == Some(s))
-            .collect::<Vec<_>>()
-    };
     // `cond = a CMP b`, the last write of `cond` in the testing block.
     let (op, a, b) = block(at)
         .insts
@@ -165,29 +140,12 @@ fn counted(program: &Program, preds: &[Vec<BlockId>], anchor: BlockId) -> Option
             Inst::Op2 { op, a, b, .. } => Some((*op, a.clone(), b.clone())),
             _ => None,
         })?;
-    let step_of = |o: &Operand| -> Option<(Slot, i64)> {
-        let Operand::Var(s) = o else { return None };
-        let [Inst::Op2 { op, a, b, dst }] = writes(*s)[..] else {
-            return None;
-        };
-        match (op, a, b) {
-            (Op::Add, Operand::Var(x), Operand::Const(Value::Int(k)))
-            | (Op::Add, Operand::Const(Value::Int(k)), Operand::Var(x))
-                if x == dst =>
-            {
-                Some((*dst, *k))
-            }
-            (Op::Sub, Operand::Var(x), Operand::Const(Value::Int(k))) if x == dst => {
-                Some((*dst, k.checked_neg()?))
-            }
-            _ => None,
-        }
-    };
     let unchanged = |o: &Operand| match o {
         Operand::Const(Value::Int(_)) => true,
-        Operand::Var(s) => writes(*s).is_empty(),
+        Operand::Var(s) => writes(program, &region, *s).is_empty(),
         Operand::Const(_) => false,
     };
+    let step_of = |o: &Operand| step_of(program, &region, o);
     let ((counter, step), bound, op) = match (step_of(&a), step_of(&b)) {
         (Some(c), None) if unchanged(&b) => (c, b, op),
         (None, Some(c)) if unchanged(&a) => (c, a, op.flipped()?),
@@ -201,6 +159,67 @@ fn counted(program: &Program, preds: &[Vec<BlockId>], anchor: BlockId) -> Option
         stays,
         ops: shortest_round(program, anchor, &inside)?,
     })
+}
+
+/// The natural loop at `anchor`: the anchor and what reaches a back edge to it without
+/// passing through it; `None` past `max_blocks` blocks.
+fn natural_loop(
+    program: &Program,
+    preds: &[Vec<BlockId>],
+    anchor: BlockId,
+    max_blocks: usize,
+) -> Option<FxHashSet<BlockId>> {
+    let mut body: FxHashSet<BlockId> = FxHashSet::default();
+    body.insert(anchor);
+    let mut work: Vec<BlockId> = preds[anchor.index()]
+        .iter()
+        .copied()
+        .filter(|p| {
+            program.blocks[p.index()]
+                .term
+                .jumps()
+                .any(|j| j.target == anchor && j.back_edge)
+        })
+        .collect();
+    while let Some(b) = work.pop() {
+        if body.insert(b) {
+            if body.len() > max_blocks {
+                return None;
+            }
+            work.extend(preds[b.index()].iter().copied());
+        }
+    }
+    Some(body)
+}
+
+/// The statements of the blocks `region` that write `s`.
+fn writes<'p>(program: &'p Program, region: &[BlockId], s: Slot) -> Vec<&'p Inst> {
+    region
+        .iter()
+        .flat_map(|b| &program.blocks[b.index()].insts)
+        .filter(|i| i.written() == Some(s))
+        .collect()
+}
+
+/// The counter `o` is and what each iteration adds to it, if the loop `region` writes it
+/// once, stepping it by a constant (`i = i + k`, `i = k + i`, `i = i - k`).
+fn step_of(program: &Program, region: &[BlockId], o: &Operand) -> Option<(Slot, i64)> {
+    let Operand::Var(s) = o else { return None };
+    let [Inst::Op2 { op, a, b, dst }] = writes(program, region, *s)[..] else {
+        return None;
+    };
+    match (op, a, b) {
+        (Op::Add, Operand::Var(x), Operand::Const(Value::Int(k)))
+        | (Op::Add, Operand::Const(Value::Int(k)), Operand::Var(x))
+            if x == dst =>
+        {
+            Some((*dst, *k))
+        }
+        (Op::Sub, Operand::Var(x), Operand::Const(Value::Int(k))) if x == dst => {
+            Some((*dst, k.checked_neg()?))
+        }
+        _ => None,
+    }
 }
 
 /// The fewest operations (statements and the jump that ends each block) from `anchor`
@@ -264,7 +283,7 @@ mod tests {
             frame[program.slot(name).unwrap().index()] = Some(Value::Int(*v));
         }
         let anchor = program.block_id(anchor).unwrap();
-        Payoff::new(&program).worth_compiling(&program, anchor, &frame, 50)
+        Payoff::new(&program, &Policy::DEFAULT).worth_compiling(&program, anchor, &frame, 50)
     }
 
     const COUNTED: &str = "start:\n    i = 0\n    s = 0\n    goto loop\nloop:\n    s = s + i\n    i = i + 1\n    c = i < n\n    if c goto loop else goto done\ndone:\n    print_and_stop(s)\n";
@@ -284,7 +303,7 @@ mod tests {
         frame[program.slot("i").unwrap().index()] = Some(Value::Int(50));
         frame[program.slot("n").unwrap().index()] = Some(Value::Int(60));
         let anchor = program.block_id("loop").unwrap();
-        let mut payoff = Payoff::new(&program);
+        let mut payoff = Payoff::new(&program, &Policy::DEFAULT);
         let asked = (1..10_000)
             .find(|_| payoff.worth_compiling(&program, anchor, &frame, 50))
             .expect("compiled in the end");

@@ -7,7 +7,7 @@
 //!  Counting ──count > threshold × 2^aborts──► Recording ──loop closed──► Traced (entered
 //!     ▲                                          │                       whenever reached)
 //!     └────────── aborted or rejected ◄──────────┘
-//!                 (after 4: never traced again)
+//!             (after `max_aborts`: never traced again)
 //! ```
 //!
 //! **Without hints**, counting happens at back edges, one counter per target label (a
@@ -33,8 +33,7 @@ use crate::interp::Monitor;
 use crate::lang::{BlockId, Program, Slot};
 use crate::state::Frame;
 
-/// After this many aborted or rejected recordings at a key, it is never traced again.
-pub const MAX_ABORTS: u32 = 4;
+use super::Policy;
 
 /// Where a trace is anchored.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -53,12 +52,13 @@ struct Counter {
 }
 
 impl Counter {
-    /// Counts one more arrival; whether the key should now be traced or entered.
-    fn arrive(&mut self, threshold: u64) -> bool {
+    /// Counts one more arrival; whether the key should now be traced or entered (never
+    /// after `max_aborts` failed recordings).
+    fn arrive(&mut self, threshold: u64, max_aborts: u32) -> bool {
         if self.trace.is_some() {
             return true;
         }
-        if self.aborts >= MAX_ABORTS {
+        if self.aborts >= max_aborts {
             return false;
         }
         self.count += 1;
@@ -110,14 +110,16 @@ impl Merge {
 /// The profile of a run: counters, and the traces by key.
 pub struct Profile {
     threshold: u64,
+    /// [`Policy::max_aborts`].
+    max_aborts: u32,
     labels: Vec<Counter>,
     merge: Option<Merge>,
 }
 
 impl Profile {
     /// A profile for `program`: by green values if it has the meta-tracing hints (hot past
-    /// `merge_threshold` arrivals), by back edge otherwise (past `threshold`).
-    pub fn new(program: &Program, threshold: u64, merge_threshold: u64) -> Profile {
+    /// the policy's `merge_threshold` arrivals), by back edge otherwise (past `threshold`).
+    pub fn new(program: &Program, policy: &Policy) -> Profile {
         let merge = program
             .merge_point()
             .filter(|_| program.has_jit_hints())
@@ -130,11 +132,12 @@ impl Profile {
                 scratch: Vec::new(),
             });
         let threshold = match merge {
-            Some(_) => merge_threshold,
-            None => threshold,
+            Some(_) => policy.merge_threshold,
+            None => policy.threshold,
         };
         Profile {
             threshold,
+            max_aborts: policy.max_aborts,
             labels: vec![Counter::default(); program.blocks.len()],
             merge,
         }
@@ -224,10 +227,11 @@ impl Profile {
 
     /// Forgets the trace at `key` and never traces there again.
     pub fn forget(&mut self, key: &Key) {
+        let max_aborts = self.max_aborts;
         let c = self.counter(key);
         c.trace = None;
         c.count = 0;
-        c.aborts = MAX_ABORTS;
+        c.aborts = max_aborts;
     }
 
     /// Counts `key` from zero again, as if it had not been hot: it was found not worth
@@ -237,12 +241,13 @@ impl Profile {
     }
 
     /// Records that a recording at `key` was abandoned or rejected; whether the key is now
-    /// never traced again (it failed [`MAX_ABORTS`] times).
+    /// never traced again (it failed [`Policy::max_aborts`] times).
     pub fn failed(&mut self, key: &Key) -> bool {
+        let max_aborts = self.max_aborts;
         let c = self.counter(key);
         c.count = 0;
         c.aborts += 1;
-        c.aborts == MAX_ABORTS
+        c.aborts == max_aborts
     }
 }
 
@@ -251,7 +256,7 @@ impl Monitor for Profile {
     fn back_edge(&mut self, _from: BlockId, target: BlockId) -> bool {
         match &self.merge {
             Some(m) => m.armed.is_some() && target == m.block,
-            None => self.labels[target.index()].arrive(self.threshold),
+            None => self.labels[target.index()].arrive(self.threshold, self.max_aborts),
         }
     }
 
@@ -264,18 +269,18 @@ impl Monitor for Profile {
     }
 
     fn can_enter_jit(&mut self, frame: &Frame) {
-        let threshold = self.threshold;
+        let (threshold, max_aborts) = (self.threshold, self.max_aborts);
         let Some(m) = &mut self.merge else { return };
         if !m.read_greens(frame) {
             return;
         }
         let hot = match m.keys.get_mut(m.scratch.as_slice()) {
-            Some(c) => c.arrive(threshold),
+            Some(c) => c.arrive(threshold, max_aborts),
             None => m
                 .keys
                 .entry(m.scratch.clone())
                 .or_default()
-                .arrive(threshold),
+                .arrive(threshold, max_aborts),
         };
         m.armed = hot.then(|| m.scratch.clone());
     }
@@ -315,7 +320,7 @@ done:
         let (_, program) = load(INTERPRETER, Syntax::Fg).expect("a valid program");
         let merge = program.merge_point().expect("a merge point").0;
         let other = program.block_id("step").expect("a label");
-        let mut profile = Profile::new(&program, 50, 10);
+        let mut profile = Profile::new(&program, &Policy::DEFAULT);
         let at_one = frame_with(&program, 1);
         assert!(!profile.jump(merge, &at_one), "nothing is traced yet");
         let key = Key {

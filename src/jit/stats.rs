@@ -8,7 +8,7 @@ use crate::backend;
 use crate::opt;
 use crate::trace::{print, AbortReason, Kind, Trace};
 
-use super::{describe, Jit, MAX_BRIDGES};
+use super::{describe, Jit};
 
 /// What happened during a run, for `--stats`.
 #[derive(Clone, Debug, Default)]
@@ -56,8 +56,8 @@ pub struct Stats {
     /// Trees whose loop ran long in the quick backend's code, compiled again by Cranelift.
     pub tiered: u64,
     /// Bridges compiled on their own that moved into their tree's function once entered
-    /// often (`Jit::promote`).
-    pub promoted: u64,
+    /// often (`Jit::absorb_bridge`).
+    pub absorbed: u64,
     /// Lists and arrays that machine code made (allocation removal made none of the
     /// others).
     pub native_allocations: u64,
@@ -105,9 +105,31 @@ impl Stats {
 impl Jit<'_> {
     /// The statistics, as `--stats` prints them.
     pub fn stats_report(&self) -> String {
-        let s = &self.stats;
         let mut out = String::from("# stats\n");
+        self.report_traces(&mut out);
+        if self.config.native {
+            self.report_machine_code(&mut out);
+        }
+        self.report_optimizer(&mut out);
+        self.report_exits(&mut out);
+        let s = &self.stats;
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let _ = writeln!(
+            out,
+            "time: interpreting {:.3} ms, recording {:.3} ms, optimizing {:.3} ms, compiling {:.3} ms, trace interpreter {:.3} ms, machine code {:.3} ms",
+            ms(s.interp_time),
+            ms(s.record_time),
+            ms(s.opt_time),
+            ms(s.compile_time),
+            ms(s.trace_time),
+            ms(s.native_time)
+        );
+        out
+    }
+
+    /// The report's trees, the limits reached, and the recordings abandoned.
+    fn report_traces(&self, out: &mut String) {
+        let s = &self.stats;
         let _ = writeln!(out, "traces recorded: {}", self.trees.len());
         for (i, t) in self.trees.iter().enumerate() {
             let _ = writeln!(
@@ -126,11 +148,12 @@ impl Jit<'_> {
         for limit in &s.limits {
             let _ = writeln!(out, "limit: {limit}");
         }
+        let max_bridges = self.config.policy.max_bridges;
         for (i, t) in self.trees.iter().enumerate() {
-            if t.bridges.len() >= MAX_BRIDGES {
+            if t.bridges.len() >= max_bridges {
                 let _ = writeln!(
                     out,
-                    "limit: bridge limit reached at trace {i} ({MAX_BRIDGES} bridges)"
+                    "limit: bridge limit reached at trace {i} ({max_bridges} bridges)"
                 );
             }
         }
@@ -145,61 +168,71 @@ impl Jit<'_> {
         for (label, reason) in &s.aborts {
             let _ = writeln!(out, "  at {label}: {reason}");
         }
-        if self.config.native {
-            let compiled = self.trees.iter().filter(|t| t.code.is_some()).count();
-            let bytes: usize = self
-                .trees
-                .iter()
-                .filter_map(|t| t.code.as_ref())
-                .map(|c| c.size)
-                .sum();
+    }
+
+    /// The report's machine code: trees' functions, bridges on their own, the code's size,
+    /// and what was not compiled.
+    fn report_machine_code(&self, out: &mut String) {
+        let s = &self.stats;
+        let compiled = self.trees.iter().filter(|t| t.code.is_some()).count();
+        let bytes: usize = self
+            .trees
+            .iter()
+            .filter_map(|t| t.code.as_ref())
+            .map(|c| c.size)
+            .sum();
+        let _ = writeln!(
+            out,
+            "traces compiled to machine code: {compiled} ({bytes} bytes)"
+        );
+        let quick = self
+            .trees
+            .iter()
+            .filter(|t| t.code.as_ref().is_some_and(|c| c.quick))
+            .count();
+        if quick + s.tiered as usize > 0 {
             let _ = writeln!(
                 out,
-                "traces compiled to machine code: {compiled} ({bytes} bytes)"
+                "trees whose function is the quick backend's: {quick} ({} compiled again by Cranelift once their loop ran {} iterations)",
+                s.tiered,
+                self.config.policy.tier_iterations
             );
-            let quick = self
-                .trees
-                .iter()
-                .filter(|t| t.code.as_ref().is_some_and(|c| c.quick))
-                .count();
-            if quick + s.tiered as usize > 0 {
-                let _ = writeln!(
-                    out,
-                    "trees whose function is the quick backend's: {quick} ({} compiled again by Cranelift once their loop ran {} iterations)",
-                    s.tiered,
-                    self.config.tier_iterations
-                );
-            }
-            let separate: Vec<&backend::Compiled> = self
-                .trees
-                .iter()
-                .flat_map(|t| t.bridges.iter().filter_map(|b| b.code.as_ref()))
-                .collect();
-            if !separate.is_empty() || s.promoted > 0 {
-                let quick = separate.iter().filter(|c| c.quick).count();
-                let _ = writeln!(
-                    out,
-                    "bridges compiled on their own: {} ({} bytes; {quick} by the quick backend; \
-                     {} moved into their tree's function once entered {} times)",
-                    separate.len(),
-                    separate.iter().map(|c| c.size).sum::<usize>(),
-                    s.promoted,
-                    self.config.bridge_entries,
-                );
-            }
-            // Code nothing reaches any more (a tree's function compiled again) is freed.
-            let (made, live) = self
-                .backend
-                .as_ref()
-                .map_or((0, 0), backend::Backend::code_bytes);
-            let _ = writeln!(
-                out,
-                "machine code: {made} bytes made in all, {live} bytes live"
-            );
-            for (label, why) in &s.not_compiled {
-                let _ = writeln!(out, "  not compiled, at {label}: {why}");
-            }
         }
+        let separate: Vec<&backend::Compiled> = self
+            .trees
+            .iter()
+            .flat_map(|t| t.bridges.iter().filter_map(|b| b.code.as_ref()))
+            .collect();
+        if !separate.is_empty() || s.absorbed > 0 {
+            let quick = separate.iter().filter(|c| c.quick).count();
+            let _ = writeln!(
+                out,
+                "bridges compiled on their own: {} ({} bytes; {quick} by the quick backend; \
+                 {} moved into their tree's function once entered {} times)",
+                separate.len(),
+                separate.iter().map(|c| c.size).sum::<usize>(),
+                s.absorbed,
+                self.config.policy.bridge_entries,
+            );
+        }
+        // Code nothing reaches any more (a tree's function compiled again) is freed.
+        let (made, live) = self
+            .backend
+            .as_ref()
+            .map_or((0, 0), backend::Backend::code_bytes);
+        let _ = writeln!(
+            out,
+            "machine code: {made} bytes made in all, {live} bytes live"
+        );
+        for (label, why) in &s.not_compiled {
+            let _ = writeln!(out, "  not compiled, at {label}: {why}");
+        }
+    }
+
+    /// The report's optimizer: traces rejected, loops optimized as generic, and what the
+    /// optimizer left of the heap operations.
+    fn report_optimizer(&self, out: &mut String) {
+        let s = &self.stats;
         // A count, then where and why, one line each.
         let rejections = |out: &mut String, title: &str, list: &[(String, opt::Rejected)]| {
             let _ = writeln!(out, "{title}: {}", list.len());
@@ -207,10 +240,10 @@ impl Jit<'_> {
                 let _ = writeln!(out, "  at {label}: {}", why.reason());
             }
         };
-        rejections(&mut out, "traces rejected by the optimizer", &s.rejected);
+        rejections(out, "traces rejected by the optimizer", &s.rejected);
         if !s.generic.is_empty() {
             let title = "loops whose body assumes nothing of the preamble";
-            rejections(&mut out, title, &s.generic);
+            rejections(out, title, &s.generic);
         }
         let [loads, stores, calls, allocs] = s.heap;
         if loads.recorded + stores.recorded + calls.recorded + allocs.recorded > 0 {
@@ -227,6 +260,11 @@ impl Jit<'_> {
                 s.native_allocations
             );
         }
+    }
+
+    /// The report's entries, links and exits, each guard's exits on a line.
+    fn report_exits(&self, out: &mut String) {
+        let s = &self.stats;
         let _ = writeln!(
             out,
             "trace entries: {} ({} in machine code)",
@@ -253,16 +291,5 @@ impl Jit<'_> {
                 print::ssa_inst(self.program, trace, *i)
             );
         }
-        let _ = writeln!(
-            out,
-            "time: interpreting {:.3} ms, recording {:.3} ms, optimizing {:.3} ms, compiling {:.3} ms, trace interpreter {:.3} ms, machine code {:.3} ms",
-            ms(s.interp_time),
-            ms(s.record_time),
-            ms(s.opt_time),
-            ms(s.compile_time),
-            ms(s.trace_time),
-            ms(s.native_time)
-        );
-        out
     }
 }

@@ -25,16 +25,17 @@ pub struct Bridge {
     pub separate: bool,
     /// Its machine code, when it is compiled on its own.
     pub(super) code: Option<Compiled>,
-    /// Whether it is to move into the tree's function (which then holds it) with the
-    /// next compilation of that function on the compiler thread: until that is done, it
-    /// stays on its own (`separate`), with its code if it has any.
-    pub(super) wanted: bool,
+    /// Whether it is moving into the tree's function (which then holds it) with the next
+    /// compilation of that function (`Jit::absorb_bridge`, or on the compiler thread a
+    /// bridge attached for the function): until that is done, it stays on its own
+    /// (`separate`), with its code if it has any.
+    pub(super) moving_in: bool,
 }
 
 impl Bridge {
-    /// Whether the tree's function holds it, or is to ([`Bridge::wanted`]).
+    /// Whether the tree's function holds it, or is to ([`Bridge::moving_in`]).
     pub(super) fn in_function(&self) -> bool {
-        !self.separate || self.wanted
+        !self.separate || self.moving_in
     }
 }
 
@@ -70,19 +71,42 @@ pub struct Tree {
     /// How many of its guards have exited (`Jit::few_ways`).
     pub(super) ways: usize,
     /// Whether its function may be the quick backend's (`Segment::quick`): until its loop
-    /// has run `TIER_ITERATIONS` there, and its code compiled again by Cranelift.
+    /// has run `Policy::tier_iterations` there, and its code compiled again by Cranelift.
     pub(super) quick: bool,
     /// How many bridges compiled on their own moved into its function once entered often
-    /// (`Jit::promote`).
-    pub(super) promoted: usize,
+    /// (`Jit::absorb_bridge`).
+    pub(super) absorbed: usize,
     /// Whether a job on the compiler thread is compiling its function.
     pub(super) compiling: bool,
     /// Whether its function is to be compiled again once that job is done (it was asked
     /// for while the job ran).
-    pub(super) again: bool,
+    pub(super) compile_again: bool,
 }
 
 impl Tree {
+    /// A tree of the root trace `root`, anchored at `key`, holding the variables `wide` as
+    /// integers of any size: no bridges yet, no code, assuming all it may.
+    pub(super) fn new(key: Key, root: Trace, wide: Vec<crate::lang::Slot>) -> Tree {
+        Tree {
+            key,
+            root,
+            bridges: Vec::new(),
+            code: None,
+            failures: HashMap::default(),
+            incoming: Vec::new(),
+            assume_ints: true,
+            assume_induction: true,
+            entry_failures: 0,
+            refusals: 0,
+            wide,
+            ways: 0,
+            quick: true,
+            absorbed: 0,
+            compiling: false,
+            compile_again: false,
+        }
+    }
+
     /// Segment `seg`: the root (0) or bridge `seg - 1`.
     pub fn segment(&self, seg: usize) -> &Trace {
         if seg == 0 {
@@ -99,7 +123,7 @@ impl Tree {
     }
 
     /// The segments as the tree's function is next compiled: with the bridges
-    /// [`Bridge::wanted`] in it.
+    /// [`Bridge::moving_in`] in it.
     pub(super) fn next_segments(&self) -> Vec<Segment<'_>> {
         let mut segments = self.segments();
         for (k, b) in self.bridges.iter().enumerate() {

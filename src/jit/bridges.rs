@@ -1,0 +1,370 @@
+//! Bridges: whether a guard that exits gets one, recording it from the guard's exit to an
+//! anchor, and attaching it to its tree, compiled on its own or in the tree's function.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use flowjit_runtime::Value;
+
+use crate::backend;
+use crate::interp::RuntimeError;
+use crate::lang::{BlockId, Inst as Stmt, Slot, Terminator};
+use crate::state::{Frame, Position, State};
+use crate::trace::{self, print, Kind, Recorded};
+
+use super::{events, Bridge, EventKind, GuardRef, Jit, Next};
+
+impl Jit<'_> {
+    /// The variable a `guard_value` promotes (from the `promote` statement it was recorded
+    /// from); `None` for any other guard, and for a `guard_value` on a merge point's green.
+    pub(super) fn promoted_var(&self, inst: &trace::Inst) -> Option<Slot> {
+        if inst.kind != Kind::GuardValue {
+            return None;
+        }
+        let origin = inst.origin?;
+        let block = self.program.block(origin.block);
+        match (block.insts.get(origin.inst), &block.term) {
+            (Some(Stmt::Promote(slot)), _) => Some(*slot),
+            (None, Terminator::Promote { var, .. }) => Some(*var),
+            _ => None,
+        }
+    }
+
+    /// Whether tree `t` has few ways out: at most [`super::Policy::max_tree_ways`] of its
+    /// guards have exited so far. Only such a tree gets a bridge compiled in its function:
+    /// the other way of a loop whose two ways alternate, or a Brainfuck loop's end, not the
+    /// first of many ways (`benches/cliffs/branchy400.fg`), each of which costs an exit and
+    /// an entry whether or not that one is in the tree's function.
+    fn few_ways(&self, t: usize) -> bool {
+        self.trees[t].ways <= self.config.policy.max_tree_ways
+    }
+
+    /// Whether a bridge should be recorded now from guard `from` of tree `t`, whose exit
+    /// found the promoted variable holding `value` (for a promotion), and for which value:
+    /// `Some(Some(v))` for a bridge specialized on `v`, `Some(None)` for a bridge that is
+    /// not specialized (from a `guard_true` or `guard_false`, or from a promotion that has
+    /// seen more values than it specializes on: PyPy's and LuaJIT's answer to a megamorphic
+    /// site, one generic path that costs about what no promotion costs).
+    pub(super) fn bridge_wanted(
+        &self,
+        t: usize,
+        from: (usize, usize),
+        value: Option<Value>,
+    ) -> Option<Option<Value>> {
+        let tree = &self.trees[t];
+        let exits = self
+            .stats
+            .exits
+            .get(&(t, from.0, from.1))
+            .copied()
+            .unwrap_or(0);
+        // A guard inside an inlined call resumes inside the call: a bridge from it would
+        // start in a frame the tree's own code does not hold (bridges start in the tree's
+        // frame), so it gets none.
+        let inside_call = !tree.guard_snapshot(from).frames.is_empty();
+        let policy = &self.config.policy;
+        let threshold = if self.profile.by_greens() {
+            policy.merge_bridge_threshold
+        } else {
+            policy.bridge_threshold
+        };
+        let wanted = exits > threshold
+            && !inside_call
+            && tree.bridges.len() < policy.max_bridges
+            && tree.failures.get(&from).copied().unwrap_or(0) < policy.max_bridge_failures;
+        let from_here = || tree.bridges.iter().filter(|b| b.from == from);
+        let generic = from_here().any(|b| b.value.is_none());
+        match value {
+            _ if !wanted || generic => None,
+            Some(v) if from_here().count() < policy.max_specializations => Some(Some(v)),
+            _ => Some(None),
+        }
+    }
+
+    /// Records a bridge from guard `from` of tree `t`, whose exit left the frame at `pos`;
+    /// for a `guard_value`, specialized on `value`. Recording runs the program to the
+    /// bridge's end (an anchor): the result says where the interpreter (or a tree) goes on.
+    pub(super) fn record_bridge(
+        &mut self,
+        t: usize,
+        from: (usize, usize),
+        value: Option<Value>,
+        pos: Position,
+        state: &mut State,
+    ) -> Result<Next, RuntimeError> {
+        let fixed = self.bridge_constants(t, from, value.as_ref());
+        let snap = self.trees[t].guard_snapshot(from);
+        let inherited: Vec<Slot> = snap.entries.iter().map(|(slot, _)| *slot).collect();
+        let guard = guard_ref(t, from);
+        self.event(EventKind::TraceStarted {
+            anchor: self.program.label(pos.block).to_string(),
+            from: Some(guard),
+        });
+        let start = Instant::now();
+        let fold = self.folds_while_recording();
+        let profile = &self.profile;
+        let ends = |target: BlockId, frame: &Frame| {
+            let key = profile.key_at(target, frame)?;
+            profile.lookup(&key)?;
+            Some(if key.greens.is_empty() {
+                Vec::new()
+            } else {
+                profile.greens().to_vec()
+            })
+        };
+        let policy = &self.config.policy;
+        let recorded = trace::record_bridge(
+            self.program,
+            state,
+            pos,
+            &fixed,
+            &inherited,
+            &ends,
+            &mut self.steps,
+            policy.max_trace_len * policy.bridge_length_factor,
+            fold,
+        );
+        self.stats.record_time += start.elapsed();
+        match recorded? {
+            Recorded::Stopped(v) => Ok(Next::Stopped(v)),
+            Recorded::Aborted { reason, at } => {
+                self.bridge_failed(t, from);
+                let label = format!("a bridge from {guard}");
+                self.event(EventKind::TraceAborted {
+                    at: label.clone(),
+                    reason: reason.to_string(),
+                });
+                self.stats.aborts.push((label, reason));
+                Ok(Next::Resume(at))
+            }
+            Recorded::Loop(trace) => Ok(self.bridge_recorded(t, from, value, trace, state)),
+        }
+    }
+
+    /// The variables a bridge from guard `from` of tree `t` holds as constants from its
+    /// recording on (the recorder's fixed values): the promoted variable, for a bridge
+    /// specialized on `value`; the guard's snapshot's constants; and the greens.
+    fn bridge_constants(
+        &self,
+        t: usize,
+        from: (usize, usize),
+        value: Option<&Value>,
+    ) -> Vec<(Slot, Value)> {
+        let tree = &self.trees[t];
+        let guard = &tree.segment(from.0).insts[from.1];
+        let mut fixed: Vec<(Slot, Value)> = match (value, self.promoted_var(guard)) {
+            (Some(v), Some(slot)) => vec![(slot, v.clone())],
+            _ => Vec::new(),
+        };
+        // The guard's snapshot is complete: the bridge reads every variable it gives (so
+        // that the bridge's snapshots are complete too), and those it gives as constants
+        // are constants in the bridge from its recording on.
+        let snap = tree.guard_snapshot(from);
+        let given = snap
+            .entries
+            .iter()
+            .filter_map(|(slot, o)| o.as_const().map(|v| (*slot, v)));
+        // A green variable the snapshot does not give still holds the value the tree was
+        // entered with, its key's: a constant in the bridge too (the bytecode of an
+        // interpreter written in the flowgraph language, so that the bridge's dispatch
+        // folds away as the root's does).
+        let greens = (self.profile.greens().iter().zip(&tree.key.greens))
+            .filter(|(g, _)| snap.get(**g).is_none())
+            .map(|(g, v)| (*g, v));
+        for (slot, v) in given.chain(greens) {
+            if fixed.iter().all(|(s, _)| *s != slot) {
+                fixed.push((slot, v.clone()));
+            }
+        }
+        fixed
+    }
+
+    /// Counts a failed recording of a bridge from guard `from` of tree `t`.
+    fn bridge_failed(&mut self, t: usize, from: (usize, usize)) {
+        *self.trees[t].failures.entry(from).or_default() += 1;
+    }
+
+    /// A bridge from guard `from` of tree `t` reached an anchor with `trace`: optimized, it
+    /// is attached to the tree and compiled. The interpreter goes on at its end.
+    fn bridge_recorded(
+        &mut self,
+        t: usize,
+        from: (usize, usize),
+        value: Option<Value>,
+        mut trace: trace::Trace,
+        state: &State,
+    ) -> Next {
+        let end = Position::start(trace.anchor);
+        let guard = guard_ref(t, from);
+        let label = format!("a bridge from {guard}");
+        // What the tree knew at the guard of the values its snapshot gives holds where the
+        // bridge starts.
+        trace.known = crate::opt::bounds::known_at_guard(self.trees[t].segment(from.0), from.1);
+        let passes: Vec<&str> = (self.config.passes.iter().copied())
+            .filter(|p| *p != "peel")
+            .collect();
+        let start = Instant::now();
+        let optimized = self.optimize(&trace, &passes);
+        let took = start.elapsed();
+        self.stats.opt_time += took;
+        let recorded = trace;
+        let trace = match optimized {
+            Ok(t) => t,
+            Err(rejected) => {
+                self.bridge_failed(t, from);
+                self.event(EventKind::Rejected {
+                    at: label.clone(),
+                    reason: rejected.reason().to_string(),
+                });
+                self.stats.rejected.push((label, rejected));
+                return Next::Resume(end);
+            }
+        };
+        self.stats.count_heap(&recorded, &trace);
+        let returns =
+            self.profile.key_at(trace.anchor, &state.frame).as_ref() == Some(&self.trees[t].key);
+        let number = self.trees[t].bridges.len();
+        if self.config.keep {
+            (self.kept.recorded).insert((t, Some(number)), recorded.clone());
+        }
+        self.event(EventKind::Optimized {
+            tree: t,
+            bridge: Some(number),
+            recorded: recorded.insts.len(),
+            optimized: trace.insts.len(),
+            micros: events::micros(took),
+        });
+        self.dump_bridge(number, guard, value.as_ref(), &trace);
+        let separate = self.compiles_alone(t, from, value.is_none(), returns);
+        if !separate && self.function_full(t, from, trace.insts.len()) {
+            return Next::Resume(end);
+        }
+        let bridge = Bridge {
+            from,
+            value,
+            trace,
+            returns,
+            separate,
+            code: None,
+            moving_in: false,
+        };
+        self.attach_bridge(t, bridge);
+        Next::Resume(end)
+    }
+
+    /// Prints bridge `number`, from `guard`, for `--dump trace` and `--dump opt`.
+    fn dump_bridge(
+        &mut self,
+        number: usize,
+        guard: GuardRef,
+        value: Option<&Value>,
+        trace: &trace::Trace,
+    ) {
+        if !self.config.dumps.trace && !self.config.dumps.opt {
+            return;
+        }
+        let tree = &self.trees[guard.tree];
+        let promotion = self
+            .promoted_var(&tree.segment(guard.segment).insts[guard.inst])
+            .is_some();
+        let header = format!(
+            "# bridge {number} from {guard} to {}{}",
+            self.program.label(trace.anchor),
+            match value {
+                Some(v) => format!(", for {}", flowjit_runtime::ops::shown_within(v, 24)),
+                None if promotion => ", unspecialized".to_string(),
+                None => String::new(),
+            },
+        );
+        if self.config.dumps.trace {
+            let _ = writeln!(self.dump, "{header}");
+            self.dump.push_str(&print::articles(self.program, trace));
+        }
+        if self.config.dumps.opt {
+            let _ = writeln!(self.dump, "{header}");
+            self.dump.push_str(&print::ssa(self.program, trace));
+        }
+    }
+
+    /// Whether a new bridge from guard `from` of tree `t` (`generic`: not specialized on a
+    /// value; `returns`: ending at the tree's own anchor) is compiled on its own. It is
+    /// where its guard's exit can go there (`backend::lower::linkable`) and it is generic,
+    /// unless it comes back to its own anchor as one of the first such bridges of a tree
+    /// with few ways out ([`super::Policy::max_tree_bridges`], `few_ways`); and always where
+    /// its guard is in a bridge compiled on its own. Otherwise it is compiled in the tree's
+    /// function, compiled again.
+    fn compiles_alone(&self, t: usize, from: (usize, usize), generic: bool, returns: bool) -> bool {
+        let tree = &self.trees[t];
+        let in_function = tree.bridges.iter().filter(|b| b.in_function()).count();
+        let leaves_function =
+            !returns || in_function >= self.config.policy.max_tree_bridges || !self.few_ways(t);
+        self.config.native
+            && (tree.unit_of(from.0) != 0
+                || (generic
+                    && leaves_function
+                    && backend::lower::linkable(tree.segment(from.0), from.1)))
+    }
+
+    /// Whether tree `t`'s function is too full to take a bridge of `size` instructions from
+    /// guard `from`: a tree's function compiled again for each bridge in it costs what the
+    /// whole function does, so past [`super::Policy::max_tree_function`] it takes no more,
+    /// and the guard gets no more attempts (its exits stay exits).
+    fn function_full(&mut self, t: usize, from: (usize, usize), size: usize) -> bool {
+        let tree = &self.trees[t];
+        let in_tree: usize = (tree.next_segments().iter())
+            .filter(|s| !s.separate)
+            .map(|s| s.trace.insts.len())
+            .sum();
+        let policy = self.config.policy;
+        let full = policy.max_tree_function;
+        if !self.config.native || in_tree + size <= full {
+            return false;
+        }
+        self.trees[t]
+            .failures
+            .insert(from, policy.max_bridge_failures);
+        self.limit_reached(format!(
+            "trace {t}'s function is full ({full} instructions): \
+             bridges that would be compiled in it are left out"
+        ));
+        true
+    }
+
+    /// Attaches `bridge` to tree `t` and compiles it: on its own when it is `separate`,
+    /// else in the tree's function, compiled again. With the compiler thread, a bridge for
+    /// the tree's function stays out of it (its guard exits to the interpreter) until the
+    /// function is compiled with it ([`Bridge::moving_in`]).
+    fn attach_bridge(&mut self, t: usize, mut bridge: Bridge) {
+        let separate = bridge.separate;
+        self.event(EventKind::BridgeAttached {
+            bridge: self.trees[t].bridges.len(),
+            from: guard_ref(t, bridge.from),
+            value: bridge.value.as_ref().map(|v| v.to_string()),
+            to: self.program.label(bridge.trace.anchor).to_string(),
+            separate,
+        });
+        bridge.moving_in = !separate && self.config.background;
+        bridge.separate = separate || bridge.moving_in;
+        self.trees[t].bridges.push(bridge);
+        let seg = self.trees[t].bridges.len();
+        let max_bridges = self.config.policy.max_bridges;
+        if seg == max_bridges {
+            let what = format!("bridge limit reached at trace {t} ({max_bridges} bridges)");
+            self.event(EventKind::Limit { what });
+        }
+        if separate {
+            self.compile_bridge(t, seg);
+        } else {
+            self.compile(t, Some(seg));
+        }
+    }
+}
+
+/// Guard `at` (segment, instruction) of tree `t`, as events name it.
+pub(super) fn guard_ref(t: usize, at: (usize, usize)) -> GuardRef {
+    GuardRef {
+        tree: t,
+        segment: at.0,
+        inst: at.1,
+    }
+}

@@ -1,0 +1,466 @@
+//! Running trees: a segment at a time, in machine code or on the trace interpreter, and
+//! what each exit leads to (a bridge, another tree, a link between them, code compiled
+//! again with fewer assumptions, or the interpreter).
+
+use std::time::Instant;
+
+use crate::backend::{self, TreeCode, TreeExit};
+use crate::interp::RuntimeError;
+use crate::lang::{BlockId, Slot};
+use crate::state::{Frame, Position, State, MAX_CALL_DEPTH};
+use crate::trace::{self, Kind};
+
+use super::bridges::guard_ref;
+use super::{describe, EventKind, Jit, Next, SegmentExit, Tree};
+
+/// Where the run of a tree goes on after an exit.
+enum Then {
+    /// In segment `seg` of tree `tree`, from `at`.
+    Run {
+        tree: usize,
+        seg: usize,
+        at: Position,
+    },
+    /// Out of the trees.
+    Leave(Next),
+}
+
+/// The interpreter goes on at `pos`.
+fn leave(pos: Position) -> Then {
+    Then::Leave(Next::Resume(pos))
+}
+
+impl Jit<'_> {
+    /// The tree anchored at the start of `block`, for the frame's greens.
+    fn tree_at(&self, block: BlockId, frame: &Frame) -> Option<usize> {
+        self.profile.lookup(&self.profile.key_at(block, frame)?)
+    }
+
+    /// Runs tree `t` (the frame is at its anchor) and the trees its bridges lead to, until
+    /// an exit without a bridge. With `only`, no bridge is recorded and no other tree is
+    /// entered (the articles' `do_trace`).
+    pub(super) fn run_tree(
+        &mut self,
+        mut t: usize,
+        state: &mut State,
+        only: bool,
+    ) -> Result<Next, RuntimeError> {
+        let mut seg = 0;
+        let mut here = Position::start(self.trees[t].key.anchor);
+        loop {
+            self.collect();
+            let Some((exited, pos, at)) = self.run_segment(t, seg, state) else {
+                return Ok(Next::Resume(here));
+            };
+            // Machine code may have gone on from tree to tree (`backend::lower::linkable`):
+            // `exited` is the tree whose instruction `at` exited.
+            let Some(at) = at else {
+                return Ok(Next::Resume(pos));
+            };
+            match self.after_exit(exited, at, pos, state, only)? {
+                Then::Run { tree, seg: s, at } => (t, seg, here) = (tree, s, at),
+                Then::Leave(next) => return Ok(next),
+            }
+        }
+    }
+
+    /// Where the run goes on after instruction `at` (segment, instruction) of tree `t`
+    /// exited, the frame at `pos`.
+    fn after_exit(
+        &mut self,
+        t: usize,
+        at: (usize, usize),
+        pos: Position,
+        state: &mut State,
+        only: bool,
+    ) -> Result<Then, RuntimeError> {
+        let exits = self.count_exit(t, at);
+        let kind = self.trees[t].segment(at.0).insts[at.1].kind;
+        if self.stop_assuming_ints(t, kind, exits) {
+            return Ok(leave(pos));
+        }
+        match kind {
+            // A bridge ended at an anchor: enter the tree there.
+            Kind::Loop if at.0 > 0 => {
+                let next = self.tree_at(pos.block, &state.frame).filter(|_| !only);
+                Ok(self.enter_linked(t, at, next, pos))
+            }
+            Kind::GuardTrue | Kind::GuardFalse | Kind::GuardValue if !only => {
+                self.guard_failed(t, at, pos, state)
+            }
+            _ => Ok(leave(pos)),
+        }
+    }
+
+    /// Counts an exit of instruction `at` of tree `t`, and a way out of the tree at its
+    /// first; the exits so far.
+    fn count_exit(&mut self, t: usize, at: (usize, usize)) -> u64 {
+        let exits = self.stats.exits.entry((t, at.0, at.1)).or_default();
+        *exits += 1;
+        if *exits == 1 {
+            self.trees[t].ways += 1;
+        }
+        *exits
+    }
+
+    /// A read that exits again and again (an instruction of `kind` that has exited `exits`
+    /// times): its array may have stopped holding only integers (an atom stored in it),
+    /// which the code assumed (`Segment::ints`), or the one bounds check of all the offsets
+    /// the segment reads around a pointer (`Lower::check_index`) fails where the pointer is
+    /// near an end of the array, though the access it is made at would not. Likewise an
+    /// addition or subtraction whose overflow check that bounds check stands for
+    /// (`Lower::checked_by_access`), whose exit it takes. Compiles tree `t`'s code again
+    /// (its function and its bridges on their own), checking tags instead, and each read's
+    /// own index; whether it did.
+    fn stop_assuming_ints(&mut self, t: usize, kind: Kind, exits: u64) -> bool {
+        let read = matches!(
+            kind,
+            Kind::GetItem | Kind::Op(flowjit_runtime::Op::Add | flowjit_runtime::Op::Sub)
+        );
+        if !(read && exits > self.config.policy.bridge_threshold && self.trees[t].assume_ints) {
+            return false;
+        }
+        self.trees[t].assume_ints = false;
+        self.compile(t, None);
+        for seg in 1..=self.trees[t].bridges.len() {
+            // Not those on their way into the function (`Bridge::moving_in`): their old code
+            // stays correct until then, its checks exiting.
+            let b = &self.trees[t].bridges[seg - 1];
+            if b.separate && !b.moving_in {
+                self.compile_bridge(t, seg);
+            }
+        }
+        true
+    }
+
+    /// Guard `at` of tree `t` failed, the frame at `pos`: the run goes on in its bridge
+    /// for the value it found, or in a bridge recorded now, or in the tree where that
+    /// bridge ends; otherwise in the interpreter.
+    fn guard_failed(
+        &mut self,
+        t: usize,
+        at: (usize, usize),
+        pos: Position,
+        state: &mut State,
+    ) -> Result<Then, RuntimeError> {
+        let inst = &self.trees[t].segment(at.0).insts[at.1];
+        let value = self
+            .promoted_var(inst)
+            .and_then(|slot| state.frame[slot.index()].clone());
+        if inst.kind == Kind::GuardValue && value.is_none() {
+            // Not a promotion: a green checked at a merge point. The frame is there, with
+            // other greens: enter their tree, if any.
+            let next = (self.tree_at(pos.block, &state.frame)).filter(|_| pos.inst == 0);
+            return Ok(self.enter_linked(t, at, next, pos));
+        }
+        // A value with a bridge of its own goes there; any other value of a promotion goes
+        // to its unspecialized bridge, if it has one.
+        let tree = &self.trees[t];
+        let bridge = tree
+            .bridge(at, value.as_ref())
+            .or_else(|| value.as_ref().and(tree.bridge(at, None)));
+        if let Some(b) = bridge {
+            return Ok(Then::Run {
+                tree: t,
+                seg: b,
+                at: pos,
+            });
+        }
+        let Some(value) = self.bridge_wanted(t, at, value) else {
+            return Ok(leave(pos));
+        };
+        match self.record_bridge(t, at, value, pos, state)? {
+            Next::Resume(end) => {
+                let next = (self.tree_at(end.block, &state.frame)).filter(|_| end.inst == 0);
+                Ok(match next {
+                    Some(next) => Then::Run {
+                        tree: next,
+                        seg: 0,
+                        at: end,
+                    },
+                    None => leave(end),
+                })
+            }
+            stopped => Ok(Then::Leave(stopped)),
+        }
+    }
+
+    /// Goes on in tree `next`, if there is one, from `pos`, where the exit `at` of tree `t`
+    /// left the frame: linked, so that next time the exit goes there directly.
+    fn enter_linked(
+        &mut self,
+        t: usize,
+        at: (usize, usize),
+        next: Option<usize>,
+        pos: Position,
+    ) -> Then {
+        match next {
+            Some(next) => {
+                self.link(t, at, next);
+                Then::Run {
+                    tree: next,
+                    seg: 0,
+                    at: pos,
+                }
+            }
+            None => leave(pos),
+        }
+    }
+
+    /// Makes the exit at instruction `at` of tree `t`, after which the driver entered tree
+    /// `next` right where it resumed, go on in `next`'s machine code directly next time:
+    /// when both are machine code, the exit can ([`backend::lower::linkable`]), and `next`
+    /// inlines calls no deeper than `t` (so that where `t` may run, `next` may too).
+    fn link(&mut self, t: usize, at: (usize, usize), next: usize) {
+        let (from, to) = (&self.trees[t], &self.trees[next]);
+        let (Some(code), Some(target)) = (from.code_of(at.0), &to.code) else {
+            return;
+        };
+        let trace = from.segment(at.0);
+        if !backend::lower::linkable(trace, at.1) || to.calls() > from.calls() {
+            return;
+        }
+        // `next` holds its greens as constants: the exit must give them those values every
+        // time, as constants in its snapshot, or by leaving them as they were where `t`
+        // was entered, its own key's.
+        let snap = trace
+            .snap_of(&trace.insts[at.1])
+            .expect("an exit has a snapshot");
+        let greens = self.profile.greens();
+        let same = |k: usize| match snap.get(greens[k]) {
+            Some(o) => o.as_const() == Some(&to.key.greens[k]),
+            None => from.key.greens.get(k) == Some(&to.key.greens[k]),
+        };
+        if !(0..to.key.greens.len()).all(same) {
+            return;
+        }
+        let Some(g) = code.global(at.0, at.1) else {
+            return;
+        };
+        // `next` does not check its inputs' kinds: the exit must leave them so.
+        if !code
+            .exit_kinds(trace, at.0, at.1)
+            .is_some_and(|kinds| target.admits(&kinds))
+        {
+            return;
+        }
+        code.link(g, target);
+        let unit = from.unit_of(at.0);
+        self.trees[next].incoming.push((t, unit, g));
+        self.stats.links += 1;
+        let from = guard_ref(t, at);
+        self.event(EventKind::Linked { from, to: next });
+    }
+
+    /// Runs segment `seg` of tree `t` (machine code runs the whole tree from the root, and
+    /// may go on in other trees). Returns the tree that exited, where the interpreter
+    /// continues and which instruction exited (`None` for a stop at the `--max-steps`
+    /// budget or a refused entry); `None` if the segment cannot run here: the calls it
+    /// inlined too deep, its code not yet back from the compiler thread, its code refusing
+    /// the frame, or the budget too small for a bridge.
+    fn run_segment(&mut self, t: usize, seg: usize, state: &mut State) -> Option<SegmentExit> {
+        let tree = &self.trees[t];
+        // The calls the tree inlined must fit under the depth limit here, as the
+        // interpreter's would; where they do not, the interpreter runs (and raises the
+        // error at the call that is one too many).
+        let depth = state.depth + state.calls.len();
+        if depth + tree.calls() > MAX_CALL_DEPTH {
+            return None;
+        }
+        if seg == 0 {
+            self.stats.entries += 1;
+            *self.stats.tree_entries.entry(t).or_default() += 1;
+        }
+        let unit = tree.unit_of(seg);
+        // Code on its way from the compiler thread: the interpreter goes on meanwhile.
+        if self.config.native && tree.compiling && tree.code_of(seg).is_none() {
+            return None;
+        }
+        if seg == unit {
+            // In --mode jit a trace runs as machine code or not at all: where its code does
+            // not accept the frame (an integer that left 64 bits), the interpreter goes on,
+            // and after `Policy::max_refusals` such entries the tree's loop is left to it
+            // for good.
+            if let (Some(code), true) = (tree.code_of(seg), self.config.native) {
+                if !code.accepts(&state.frame) {
+                    if !self.widen(t, seg, &state.frame) {
+                        self.refused(t);
+                    }
+                    return None;
+                }
+            }
+            if let Some(exit) = self.run_native(t, unit, state) {
+                return Some(exit);
+            }
+        }
+        self.run_on_trace_interpreter(t, seg, state)
+    }
+
+    /// Runs unit `unit` of tree `t` (its function, or a bridge compiled on its own) in
+    /// machine code, if it has code; `None` if it has none, or the code did not run.
+    fn run_native(&mut self, t: usize, unit: usize, state: &mut State) -> Option<SegmentExit> {
+        self.trees[t].code_of(unit)?;
+        let backend = self.backend.as_mut()?;
+        let start = Instant::now();
+        let trees = &self.trees;
+        let find = |at: (usize, usize)| tree_code(trees, at);
+        let exit = backend.run((t, unit), &find, self.program, state, &mut self.steps);
+        self.stats.native_time += start.elapsed();
+        let exit = exit?;
+        self.stats.native_entries += 1;
+        self.stats.native_allocations += exit.allocated;
+        if self.stats.first_native.is_none() {
+            self.stats.first_native = Some(start.duration_since(self.started));
+        }
+        let at = exit.at.filter(|&(s, i)| {
+            let inst = &self.trees[exit.tree].segment(s).insts[i];
+            // A stop at the budget, or the loop's entry check failing.
+            !(matches!(inst.kind, Kind::Loop | Kind::LoopStart) && s == 0)
+        });
+        self.after_native_exit(&exit);
+        Some((exit.tree, exit.pos, at))
+    }
+
+    /// What an exit of machine code asks of the driver: a loop whose entry check failed
+    /// counts it, a loop that ran its count in the quick backend's code is compiled by
+    /// Cranelift, and a bridge on its own entered often moves into its tree's function.
+    fn after_native_exit(&mut self, exit: &TreeExit) {
+        if let Some((0, i)) = exit.at {
+            let tree = &self.trees[exit.tree];
+            let entry_check = tree.root.insts[i].kind == Kind::LoopStart
+                && tree.code.as_ref().is_some_and(|c| c.checks_entry());
+            // The quick backend's loop ran its count: Cranelift's code now.
+            let hot = tree.root.insts[i].kind == Kind::Loop
+                && tree.code.as_ref().is_some_and(|c| c.quick);
+            if entry_check {
+                self.entry_failed(exit.tree);
+            }
+            if hot {
+                self.trees[exit.tree].quick = false;
+                self.stats.tiered += 1;
+                self.compile(exit.tree, None);
+            }
+        }
+        if let Some(unit) = exit.hot {
+            self.absorb_bridge(exit.tree, unit);
+        }
+    }
+
+    /// Runs segment `seg` of tree `t` on the trace interpreter; `None` for a bridge the
+    /// `--max-steps` budget cannot hold.
+    fn run_on_trace_interpreter(
+        &mut self,
+        t: usize,
+        seg: usize,
+        state: &mut State,
+    ) -> Option<SegmentExit> {
+        let tree = &self.trees[t];
+        if seg == 0 {
+            let start = Instant::now();
+            let mut env = trace::Env {
+                program: self.program,
+                state,
+                steps: &mut self.steps,
+            };
+            let exit = trace::run_trace(&tree.root, &mut env);
+            self.stats.trace_time += start.elapsed();
+            return Some((t, exit.pos, exit.inst.map(|i| (0, i))));
+        }
+        let bridge = &tree.bridges[seg - 1].trace;
+        if self.steps.left < bridge.iteration_cost() {
+            return None;
+        }
+        let start = Instant::now();
+        let mut env = trace::Env {
+            program: self.program,
+            state,
+            steps: &mut self.steps,
+        };
+        let exit = trace::run_bridge(bridge, &mut env);
+        self.stats.trace_time += start.elapsed();
+        Some((t, exit.pos, exit.inst.map(|i| (seg, i))))
+    }
+
+    /// Counts an entry into tree `t`'s loop that failed the check of what its proofs
+    /// assume (`backend::Segment::induction`). Past the bridge threshold, the tree's code
+    /// is compiled again without those assumptions: the loop is entered with values
+    /// outside them too often.
+    fn entry_failed(&mut self, t: usize) {
+        let tree = &mut self.trees[t];
+        tree.entry_failures += 1;
+        if tree.entry_failures > self.config.policy.bridge_threshold && tree.assume_induction {
+            tree.assume_induction = false;
+            self.compile(t, None);
+        }
+    }
+
+    /// Where tree `t`'s code refused `frame` because a variable it holds as a 64-bit
+    /// integer has left 64 bits: holds that variable boxed from now on (`Tree::wide`), and
+    /// compiles the tree and its bridges again. Whether it did.
+    fn widen(&mut self, t: usize, seg: usize, frame: &Frame) -> bool {
+        let tree = &self.trees[t];
+        // Not those it was widened for already: its code compiled so may have been
+        // refused (an operation on them that machine code does not run), and it kept its
+        // old code.
+        let found: Vec<Slot> = tree
+            .code_of(seg)
+            .map_or(Vec::new(), |c| c.grown(frame))
+            .into_iter()
+            .filter(|s| !tree.wide.contains(s))
+            .collect();
+        if found.is_empty() {
+            return false;
+        }
+        self.trees[t].wide.extend(found);
+        self.compile(t, None);
+        let separate: Vec<usize> = (0..self.trees[t].bridges.len())
+            .filter(|&k| self.trees[t].bridges[k].separate && !self.trees[t].bridges[k].moving_in)
+            .collect();
+        for k in separate {
+            self.compile_bridge(t, k + 1);
+        }
+        true
+    }
+
+    /// Counts an entry into tree `t` that its machine code refused; at
+    /// [`super::Policy::max_refusals`], the tree's key is never entered or traced again
+    /// (its loop is left to the interpreter).
+    fn refused(&mut self, t: usize) {
+        let tree = &mut self.trees[t];
+        tree.refusals += 1;
+        let max_refusals = self.config.policy.max_refusals;
+        if tree.refusals == max_refusals {
+            let key = tree.key.clone();
+            self.profile.forget(&key);
+            let anchor = describe(self.program, &key);
+            self.event(EventKind::Blacklisted { anchor });
+            self.limit_reached(format!(
+                "machine code refused {max_refusals} entries (values it was not compiled for, such as big integers): loops left to the interpreter"
+            ));
+        }
+    }
+}
+
+/// Unit `unit` of tree `k`'s code, as machine code finds it when an exit goes on there:
+/// the tree's function from its anchor, or a bridge compiled on its own from its start.
+fn tree_code(trees: &[Tree], (k, unit): (usize, usize)) -> TreeCode<'_> {
+    let tree = &trees[k];
+    let code = tree.code_of(unit).expect("only compiled code is linked");
+    if unit == 0 {
+        return TreeCode {
+            code,
+            segments: tree.segments(),
+            start: Position::start(tree.key.anchor),
+        };
+    }
+    let (ps, pi) = tree.bridges[unit - 1].from;
+    TreeCode {
+        code,
+        // As compiled (`Jit::compile_bridge`): its guard's exit counted the path to it.
+        segments: vec![backend::Segment {
+            cost: 0,
+            ..tree.segment_alone(unit)
+        }],
+        start: tree.guard_snapshot((ps, pi)).pos,
+    }
+}
