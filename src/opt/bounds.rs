@@ -55,8 +55,8 @@ pub fn result(op: Op, args: &[Opnd], facts: &Facts) -> Option<Range> {
             }
             _ => return None,
         },
-        Op::Add => r(0)?.add(r(1)?),
-        Op::Sub => r(0)?.sub(r(1)?),
+        Op::Add => r(0)? + r(1)?,
+        Op::Sub => r(0)? - r(1)?,
         Op::Neg => {
             let a = r(0)?;
             Range {

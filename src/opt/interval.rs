@@ -108,24 +108,6 @@ impl Range {
         Range::new(i64::MIN as i128, i64::MAX as i128)
     }
 
-    /// The interval of `x + y` for `x` in `self` and `y` in `other`.
-    pub fn add(self, other: Range) -> Range {
-        let sum = |a: Option<i128>, b: Option<i128>| a?.checked_add(b?);
-        Range {
-            lo: sum(self.lo, other.lo),
-            hi: sum(self.hi, other.hi),
-        }
-    }
-
-    /// The interval of `x - y` for `x` in `self` and `y` in `other`.
-    pub fn sub(self, other: Range) -> Range {
-        let neg = |b: Option<i128>| b.and_then(i128::checked_neg);
-        self.add(Range {
-            lo: neg(other.hi),
-            hi: neg(other.lo),
-        })
-    }
-
     /// The interval of `x & y` for operands in `ranges` (`None` where nothing is known of
     /// one): a mask by a non-negative integer keeps at most its bits, so the result lies
     /// between 0 and the least upper bound of the operands known to be non-negative.
@@ -154,6 +136,32 @@ impl Range {
         Range {
             lo: max(self.lo, other.lo),
             hi: min(self.hi, other.hi),
+        }
+    }
+}
+
+/// The interval of `x + y` for `x` in one and `y` in the other.
+impl std::ops::Add for Range {
+    type Output = Range;
+
+    fn add(self, other: Range) -> Range {
+        let sum = |a: Option<i128>, b: Option<i128>| a?.checked_add(b?);
+        Range {
+            lo: sum(self.lo, other.lo),
+            hi: sum(self.hi, other.hi),
+        }
+    }
+}
+
+/// The interval of `x - y` for `x` in one and `y` in the other.
+impl std::ops::Sub for Range {
+    type Output = Range;
+
+    fn sub(self, other: Range) -> Range {
+        let difference = |a: Option<i128>, b: Option<i128>| a?.checked_sub(b?);
+        Range {
+            lo: difference(self.lo, other.hi),
+            hi: difference(self.hi, other.lo),
         }
     }
 }
@@ -364,21 +372,21 @@ mod tests {
     fn sums_and_differences_of_intervals_are_exact_or_unbounded() {
         let a = Range::new(-5, 10);
         let b = Range::new(1, 2);
-        assert_eq!(a.add(b), Range::new(-4, 12));
-        assert_eq!(a.sub(b), Range::new(-7, 9));
+        assert_eq!(a + b, Range::new(-4, 12));
+        assert_eq!(a - b, Range::new(-7, 9));
         let above = Range {
             lo: Some(0),
             hi: None,
         };
         assert_eq!(
-            a.sub(above),
+            a - above,
             Range {
                 lo: None,
                 hi: Some(10)
             }
         );
         assert_eq!(
-            a.add(above),
+            a + above,
             Range {
                 lo: Some(-5),
                 hi: None

@@ -448,8 +448,8 @@ impl<'a> Facts<'a> {
             (Op::Readlist, [Operand::Var(a), _]) if self.kinds[a.index()] == Some(MKind::Array) => {
                 elements
             }
-            (Op::Add, [a, b]) => fits(range(a)?.add(range(b)?)),
-            (Op::Sub, [a, b]) => fits(range(a)?.sub(range(b)?)),
+            (Op::Add, [a, b]) => fits(range(a)? + range(b)?),
+            (Op::Sub, [a, b]) => fits(range(a)? - range(b)?),
             (Op::And, [a, b]) => fits(Interval::mask(&[range(a), range(b)])?),
             _ => None,
         }
