@@ -3,15 +3,19 @@
 # machine, and writes the file from what they printed (nothing in it is typed by hand but
 # the method section below).
 #
-#   scripts/benchmarks.sh                       # the full run (about 20-30 minutes on 2 cores)
-#   RUNS=1 BF_RUNS=1 scripts/benchmarks.sh      # a quick run (about 6 minutes)
+#   scripts/benchmarks.sh                       # the full run: half an hour to an hour on 2
+#                                               # cores, by the machine's load
+#   RUNS=1 BF_RUNS=1 BF_PEERS="direct c flowjit pe" scripts/benchmarks.sh   # a quick run
 #   OUT=/tmp/b.md RUNS=3 scripts/benchmarks.sh  # somewhere else
 #   RESULTS=/tmp/r scripts/benchmarks.sh        # keep the drivers' raw output in /tmp/r
 #
 # Knobs: RUNS (runs per executor for `flowjit bench`, the register-machine peers, the
 # square of 10^8 and the cliffs; default 5), BF_RUNS (runs per program on mandel.b, whose
-# interpreters take a minute each; default 3), BF (the Brainfuck program; default
-# ../shared/bf/mandel.b), OUT (default docs/BENCHMARKS.md). The drivers it runs:
+# interpreters take minutes; default 3), BF_PEERS (bf.sh's PEERS; leaving out `luajit` and
+# `pypy` saves most of its time; `direct` must come first, and `c`, `flowjit` and `pe` stay),
+# BF (the Brainfuck program; default ../shared/bf/mandel.b:
+# bf.sh cannot time a program whose translation runs in a few milliseconds), OUT (default
+# docs/BENCHMARKS.md). The drivers it runs:
 # `flowjit bench`, benches/peers/run.sh, benches/peers/bf.sh, benches/cliffs/run.sh, and
 # hyperfine directly for the square of 10^8. The file is written only when every driver
 # succeeded; each refuses to time a wrong answer. With RESULTS=DIR the drivers' output is
@@ -21,6 +25,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 RUNS="${RUNS:-5}"
 BF_RUNS="${BF_RUNS:-3}"
+BF_PEERS="${BF_PEERS:-direct direct-word direct-value-checked c luajit pypy flowjit pe}"
 BF="${BF:-$root/../shared/bf/mandel.b}"
 OUT="${OUT:-$root/docs/BENCHMARKS.md}"
 if [ -n "${RESULTS:-}" ]; then
@@ -102,9 +107,7 @@ done
 
 say "Brainfuck (benches/peers/bf.sh, RUNS=$BF_RUNS)"
 if todo bf.md; then
-    BF="$BF" RUNS="$BF_RUNS" \
-    PEERS="direct direct-word direct-value-checked c luajit pypy flowjit pe" \
-        "$root/benches/peers/bf.sh" > "$work/tmp"
+    BF="$BF" RUNS="$BF_RUNS" PEERS="$BF_PEERS" "$root/benches/peers/bf.sh" > "$work/tmp"
     mv "$work/tmp" "$work/bf.md"
 fi
 
@@ -122,11 +125,11 @@ commit="$(tr -d '\n' < "$work/commit")"
 
 python3 - "$work" "$OUT" "$RUNS" "$BF_RUNS" "$(basename "$BF")" "$machine" "$versions" \
     "$commit" "$(date -u -d "@$started" +%Y-%m-%d)" "$minutes" "${#benches[@]}" "${#stats[@]}" \
-    "$load" <<'PY'
+    "$load" "$BF_PEERS" <<'PY'
 import json, re, statistics, sys
 
 (work, out, runs, bf_runs, bf_name, machine, versions, commit, day, minutes,
- n_bench, n_stats, load) = sys.argv[1:]
+ n_bench, n_stats, load, bf_peers) = sys.argv[1:]
 runs, bf_runs, n_bench, n_stats = int(runs), int(bf_runs), int(n_bench), int(n_stats)
 
 def rows(path):
@@ -330,13 +333,14 @@ w("")
 
 w(f"## Brainfuck: {bf_name}")
 w("")
-w(f"`RUNS={bf_runs} benches/peers/bf.sh` with every peer: the program translated command by command")
-w("to C (`bf2c.py`, gcc -O2: the limit), the same translation with flowjit's representation")
-w("(64-bit cells masked after each step; 16-byte tagged cells with a bounds check per")
-w("access), a plain switch interpreter in C, Lua (LuaJIT) and Python (PyPy), flowjit")
-w("meta-tracing `examples/bf.fg`, and `examples/bf.fg` specialized to the program by")
-w("`flowjit pe` and compiled whole (the time includes specializing and compiling). Whole")
-w("processes; every output is checked against the translation's.")
+w(f"`RUNS={bf_runs} PEERS=\"{bf_peers}\"`")
+w("`benches/peers/bf.sh`: the program translated command by command to C (`bf2c.py`,")
+w("`gcc -O2`: the limit), the same translation with flowjit's representation (64-bit cells")
+w("masked after each step; 16-byte tagged cells with a bounds check per access), a plain")
+w("switch interpreter in C, Lua (LuaJIT) and Python (PyPy), flowjit meta-tracing")
+w("`examples/bf.fg`, and `examples/bf.fg` specialized to the program by `flowjit pe` and")
+w("compiled whole (the time includes specializing and compiling). Whole processes; every")
+w("output is checked against the translation's.")
 w("")
 w(open(f"{work}/bf.md").read().rstrip())
 w("")
