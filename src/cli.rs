@@ -314,6 +314,7 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Runs one command.
 fn dispatch(command: Command) -> CliResult<()> {
     match command {
         Command::Run {
@@ -341,26 +342,7 @@ fn dispatch(command: Command) -> CliResult<()> {
             program,
             format,
             syntax,
-        } => {
-            let path = program.display().to_string();
-            let text = read_file(&program)?;
-            let syntax = syntax.unwrap_or_else(|| Syntax::from_path(&path));
-            let (ast, _) = lang::load(&text, syntax).map_err(|d| report(&path, &text, &d))?;
-            let comments = lang::comment::comments(&text, syntax);
-            let printed = match format {
-                Syntax::Fg => {
-                    let mut notes = lang::comment::Notes::new(&comments, &text, "#");
-                    lang::print::to_fg_noted(&ast, &mut notes)
-                }
-                Syntax::Pl => {
-                    let mut notes = lang::comment::Notes::new(&comments, &text, "%");
-                    lang::print::to_pl_noted(&ast, &mut notes)
-                }
-            };
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(printed.as_bytes());
-            Ok(())
-        }
+        } => fmt_command(&program, format, syntax),
         Command::Difftest { seed, count } => difftest(seed, count),
         Command::Report {
             program,
@@ -387,49 +369,16 @@ fn dispatch(command: Command) -> CliResult<()> {
             run,
             compile,
             opts,
-        } => {
-            let (loaded, entry, statics) = open(&program, opts.syntax, entry.as_deref(), &inputs)?;
-            // Checked before the specialization, which may take a while.
-            let dynamic = match &run {
-                Some(words) => Some(dynamic_inputs(&loaded, &statics, words)?),
-                None => None,
-            };
-            if compile {
-                small_pages();
-            }
-            let residual = peval::run::residual(&loaded.program, entry, &statics, !raw)
-                .map_err(usage_error)?;
-            let Some(dynamic) = dynamic else {
-                let ast = residual.to_ast(&loaded.program);
-                let printed = match format {
-                    Syntax::Fg => lang::print::to_fg(&ast),
-                    Syntax::Pl => ast.blocks.iter().map(lang::print::pl_block_line).collect(),
-                };
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(printed.as_bytes());
-                return Ok(());
-            };
-            // Inputs are variables of the original program; one the residual program never
-            // reads is dropped.
-            let runnable = residual.runnable(&loaded.program, &dynamic);
-            // What partial evaluation made is no longer needed: compiling reuses its memory.
-            drop(residual);
-            if compile {
-                return run_compiled_program(&runnable, &opts);
-            }
-            let mut opts = opts;
-            opts.mode = Some(opts.mode.unwrap_or(Mode::Interp));
-            let residual_loaded = Loaded {
-                program: runnable.program,
-                ast: None,
-            };
-            execute(
-                &residual_loaded,
-                Start::Run(peval::run::ENTRY),
-                &runnable.inputs,
-                &opts,
-            )
-        }
+        } => pe_command(
+            &program,
+            &inputs,
+            entry.as_deref(),
+            format,
+            raw,
+            run,
+            compile,
+            opts,
+        ),
         Command::Bench {
             program,
             inputs,
@@ -438,82 +387,207 @@ fn dispatch(command: Command) -> CliResult<()> {
             statics,
             json,
             plot,
-        } => {
-            let path = program.display().to_string();
-            let is_bc = path.ends_with(".bc");
-            let words = inputs.clone();
-            let (loaded, entry, inputs, default_statics) = if is_bc {
-                let (loaded, entry, inputs) = bytecode_setup(&program, &inputs)?;
-                (
-                    loaded,
-                    entry,
-                    inputs,
-                    Some(vec!["bytecode".to_string(), "pc".to_string()]),
-                )
-            } else if path.ends_with(".b") {
-                if !inputs.is_empty() {
-                    return Err(usage_error(
-                        "a Brainfuck program takes no inputs (it reads standard input)",
-                    ));
-                }
-                let (loaded, entry, inputs) = brainfuck_setup(&program)?;
-                let statics = vec![brainfuck::BF_PROGRAM.to_string()];
-                (loaded, entry, inputs, Some(statics))
-            } else {
-                let (loaded, entry, parsed) = open(&program, None, entry.as_deref(), &inputs)?;
-                (loaded, entry, parsed, None)
-            };
-            let statics = match statics.or(default_statics) {
-                None => None,
-                Some(names) => Some(
-                    names
-                        .iter()
-                        .map(|n| {
-                            loaded.program.slot(n).ok_or_else(|| {
-                                usage_error(format!("`{n}` is not a variable of the program"))
-                            })
-                        })
-                        .collect::<CliResult<Vec<Slot>>>()?,
-                ),
-            };
-            if runs == 0 {
-                return Err(usage_error("--runs must be at least 1"));
-            }
-            let setup = crate::bench::Setup {
-                program: &loaded.program,
-                entry,
-                inputs,
-                statics,
-            };
-            let executors = 3 + setup.statics.is_some() as u64;
-            let bar = indicatif::ProgressBar::new(runs as u64 * executors);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs {msg}")
-                    .expect("a valid template"),
-            );
-            let report = crate::bench::run(&setup, runs, |mode| {
-                bar.set_message(mode.to_string());
-                bar.inc(1);
-            });
-            bar.finish_and_clear();
-            let report = report.map_err(|e| {
-                eprintln!("error: the executors disagree: {e}");
-                Failure::Disagreement
-            })?;
-            let title = format!("flowjit bench {path}");
-            let mut out = std::io::stdout().lock();
-            if json {
-                let _ = writeln!(out, "{}", report.json(&path, &words));
-            } else {
-                let _ = write!(out, "{}", report.table(&title));
-            }
-            if let Some(svg) = plot {
-                report
-                    .plot(&svg, &title)
-                    .map_err(|e| usage_error(format!("cannot draw {}: {e}", svg.display())))?;
-            }
+        } => bench_command(
+            &program,
+            &inputs,
+            entry.as_deref(),
+            runs,
+            statics,
+            json,
+            plot,
+        ),
+    }
+}
+
+/// `flowjit fmt`: prints the program at `path` (in `syntax`, or the one its extension
+/// implies) in syntax `format`, with its comments.
+fn fmt_command(path: &PathBuf, format: Syntax, syntax: Option<Syntax>) -> CliResult<()> {
+    let text = read_file(path)?;
+    let path = path.display().to_string();
+    let syntax = syntax.unwrap_or_else(|| Syntax::from_path(&path));
+    let (ast, _) = lang::load(&text, syntax).map_err(|d| report(&path, &text, &d))?;
+    let comments = lang::comment::comments(&text, syntax);
+    let printed = match format {
+        Syntax::Fg => {
+            let mut notes = lang::comment::Notes::new(&comments, &text, "#");
+            lang::print::to_fg_noted(&ast, &mut notes)
+        }
+        Syntax::Pl => {
+            let mut notes = lang::comment::Notes::new(&comments, &text, "%");
+            lang::print::to_pl_noted(&ast, &mut notes)
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(printed.as_bytes());
+    Ok(())
+}
+
+/// `flowjit pe`: partially evaluates the program at `path` with the `inputs` static, and
+/// prints the residual program (raw, as the partial evaluator made it, with `raw`), or runs
+/// it on the dynamic inputs `run` (compiled whole, with `compile`).
+#[allow(clippy::too_many_arguments)]
+fn pe_command(
+    path: &PathBuf,
+    inputs: &[String],
+    entry: Option<&str>,
+    format: Syntax,
+    raw: bool,
+    run: Option<Vec<String>>,
+    compile: bool,
+    opts: RunOpts,
+) -> CliResult<()> {
+    let (loaded, entry, statics) = open(path, opts.syntax, entry, inputs)?;
+    // Checked before the specialization, which may take a while.
+    let dynamic = match &run {
+        Some(words) => Some(dynamic_inputs(&loaded, &statics, words)?),
+        None => None,
+    };
+    if compile {
+        small_pages();
+    }
+    let residual =
+        peval::run::residual(&loaded.program, entry, &statics, !raw).map_err(usage_error)?;
+    match dynamic {
+        None => {
+            print_residual(&residual, &loaded, format);
             Ok(())
         }
+        Some(dynamic) => run_residual(residual, &loaded, &dynamic, compile, opts),
+    }
+}
+
+/// `flowjit pe` without `--run`: prints the residual program of `loaded` in syntax
+/// `format`.
+fn print_residual(residual: &peval::Residual, loaded: &Loaded, format: Syntax) {
+    let ast = residual.to_ast(&loaded.program);
+    let printed = match format {
+        Syntax::Fg => lang::print::to_fg(&ast),
+        Syntax::Pl => ast.blocks.iter().map(lang::print::pl_block_line).collect(),
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(printed.as_bytes());
+}
+
+/// `flowjit pe --run`: runs the residual program of `loaded` on the `dynamic` inputs, as
+/// one compiled function with `compile`, else as `opts` say (by default interpreted).
+fn run_residual(
+    residual: peval::Residual,
+    loaded: &Loaded,
+    dynamic: &Inputs,
+    compile: bool,
+    mut opts: RunOpts,
+) -> CliResult<()> {
+    // Inputs are variables of the original program; one the residual program never
+    // reads is dropped.
+    let runnable = residual.runnable(&loaded.program, dynamic);
+    // What partial evaluation made is no longer needed: compiling reuses its memory.
+    drop(residual);
+    if compile {
+        return run_compiled_program(&runnable, &opts);
+    }
+    opts.mode = Some(opts.mode.unwrap_or(Mode::Interp));
+    let residual_loaded = Loaded {
+        program: runnable.program,
+        ast: None,
+    };
+    execute(
+        &residual_loaded,
+        Start::Run(peval::run::ENTRY),
+        &runnable.inputs,
+        &opts,
+    )
+}
+
+/// `flowjit bench`: times the program at `path` under each executor, `runs` times, and
+/// prints the table (or the JSON, and draws the plot).
+fn bench_command(
+    path: &PathBuf,
+    inputs: &[String],
+    entry: Option<&str>,
+    runs: usize,
+    statics: Option<Vec<String>>,
+    json: bool,
+    plot: Option<PathBuf>,
+) -> CliResult<()> {
+    let (loaded, entry, parsed, default_statics) = bench_program(path, inputs, entry)?;
+    let statics = match statics.or(default_statics) {
+        None => None,
+        Some(names) => Some(
+            names
+                .iter()
+                .map(|n| {
+                    loaded.program.slot(n).ok_or_else(|| {
+                        usage_error(format!("`{n}` is not a variable of the program"))
+                    })
+                })
+                .collect::<CliResult<Vec<Slot>>>()?,
+        ),
+    };
+    if runs == 0 {
+        return Err(usage_error("--runs must be at least 1"));
+    }
+    let setup = crate::bench::Setup {
+        program: &loaded.program,
+        entry,
+        inputs: parsed,
+        statics,
+    };
+    let executors = 3 + setup.statics.is_some() as u64;
+    let bar = indicatif::ProgressBar::new(runs as u64 * executors);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs {msg}")
+            .expect("a valid template"),
+    );
+    let report = crate::bench::run(&setup, runs, |mode| {
+        bar.set_message(mode.to_string());
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    let report = report.map_err(|e| {
+        eprintln!("error: the executors disagree: {e}");
+        Failure::Disagreement
+    })?;
+    let path = path.display().to_string();
+    let title = format!("flowjit bench {path}");
+    let mut out = std::io::stdout().lock();
+    if json {
+        let _ = writeln!(out, "{}", report.json(&path, inputs));
+    } else {
+        let _ = write!(out, "{}", report.table(&title));
+    }
+    if let Some(svg) = plot {
+        report
+            .plot(&svg, &title)
+            .map_err(|e| usage_error(format!("cannot draw {}: {e}", svg.display())))?;
+    }
+    Ok(())
+}
+
+/// The program `flowjit bench` times, by the extension of `path`: a register-machine
+/// bytecode program (`.bc`) or a Brainfuck program (`.b`) on the bundled interpreter, or a
+/// flowgraph program; with the inputs the partial evaluator takes as static by default.
+fn bench_program(
+    path: &PathBuf,
+    inputs: &[String],
+    entry: Option<&str>,
+) -> CliResult<(Loaded, lang::BlockId, Inputs, Option<Vec<String>>)> {
+    let name = path.display().to_string();
+    if name.ends_with(".bc") {
+        let (loaded, entry, inputs) = bytecode_setup(path, inputs)?;
+        let statics = vec!["bytecode".to_string(), "pc".to_string()];
+        Ok((loaded, entry, inputs, Some(statics)))
+    } else if name.ends_with(".b") {
+        if !inputs.is_empty() {
+            return Err(usage_error(
+                "a Brainfuck program takes no inputs (it reads standard input)",
+            ));
+        }
+        let (loaded, entry, inputs) = brainfuck_setup(path)?;
+        let statics = vec![brainfuck::BF_PROGRAM.to_string()];
+        Ok((loaded, entry, inputs, Some(statics)))
+    } else {
+        let (loaded, entry, parsed) = open(path, None, entry, inputs)?;
+        Ok((loaded, entry, parsed, None))
     }
 }
 

@@ -271,38 +271,14 @@ impl<'a> Page<'a> {
         );
         out.push_str("</table></div>\n");
         if let Some((EventKind::RunEnded { micros, .. }, _)) = self.run_ended() {
-            let names = [
-                "interpreting",
-                "recording",
-                "optimizing",
-                "compiling",
-                "trace interpreter",
-                "machine code",
-            ];
-            let total: u64 = micros.iter().sum::<u64>().max(1);
-            out.push_str(
-                "<div class=\"box\"><h2>Time per phase</h2>\n<div id=\"phases\" class=\"bar\">",
-            );
-            for (k, (name, us)) in names.iter().zip(micros).enumerate() {
-                let pct = *us as f64 * 100.0 / total as f64;
-                if pct > 0.0 {
-                    let _ = write!(
-                        out,
-                        "<span class=\"ph ph{k}\" style=\"width:{pct:.2}%\" title=\"{name}: {}\"></span>",
-                        ms(*us)
-                    );
-                }
-            }
-            out.push_str("</div>\n<table class=\"facts phases\">");
-            for (k, (name, us)) in names.iter().zip(micros).enumerate() {
-                let _ = write!(
-                    out,
-                    "<tr><th><span class=\"key ph{k}\"></span>{name}</th><td>{}</td></tr>",
-                    ms(*us)
-                );
-            }
-            out.push_str("</table></div>\n");
+            phases(out, micros);
         }
+        self.aborts(out);
+        out.push_str("</section>\n");
+    }
+
+    /// The box of the aborts and of the traces the optimizer rejected, if there are any.
+    fn aborts(&self, out: &mut String) {
         let aborts = &self.jit.stats.aborts;
         if !aborts.is_empty() || !self.jit.stats.rejected.is_empty() {
             out.push_str("<div class=\"box\"><h2>Aborts</h2>\n<ul id=\"aborts\">\n");
@@ -324,7 +300,6 @@ impl<'a> Page<'a> {
             }
             out.push_str("</ul></div>\n");
         }
-        out.push_str("</section>\n");
     }
 
     fn source_pane(&self, out: &mut String) {
@@ -440,18 +415,11 @@ impl<'a> Page<'a> {
         out.push_str("</ul>\n");
     }
 
-    fn trace_section(
-        &self,
-        out: &mut String,
-        t: usize,
-        bridge: Option<usize>,
-        trace: &Trace,
-        listed: bool,
-    ) {
+    /// The heading of trace `t`'s section, or of its bridge `bridge`'s (whose trace is
+    /// `trace`).
+    fn trace_title(&self, t: usize, bridge: Option<usize>, trace: &Trace) -> String {
         let tree = &self.jit.trees()[t];
-        let seg = bridge.map_or(0, |b| b + 1);
-        let id = section_id(t, bridge);
-        let title = match bridge {
+        match bridge {
             None => format!("trace {t}: loop at {}", self.jit.label(t)),
             Some(b) => {
                 let br = &tree.bridges[b];
@@ -470,12 +438,13 @@ impl<'a> Page<'a> {
                     }
                 )
             }
-        };
-        let _ = writeln!(
-            out,
-            "<article class=\"trace\" id=\"{id}\">\n<h3>{}</h3>",
-            esc(&title)
-        );
+        }
+    }
+
+    /// The line under the heading of a trace's section: its entries from the interpreter,
+    /// its lengths as recorded and optimized, and its machine code's size.
+    fn trace_meta(&self, out: &mut String, t: usize, bridge: Option<usize>, trace: &Trace) {
+        let tree = &self.jit.trees()[t];
         let entries = match bridge {
             None => match self.jit.stats.tree_entries.get(&t).copied().unwrap_or(0) {
                 1 => "1 entry from the interpreter, ".to_string(),
@@ -505,20 +474,13 @@ impl<'a> Page<'a> {
                 .map_or(0, |r| r.insts.len()),
             trace.insts.len()
         );
-        out.push_str("<div class=\"cols\">\n");
-        // As recorded.
-        out.push_str("<div class=\"col rec\"><h4>recorded</h4><pre>");
-        match self.jit.kept().recorded.get(&(t, bridge)) {
-            Some(rec) if listed => self.recorded_lines(out, rec, t, seg),
-            Some(_) => out.push_str("(not listed: too many traces)"),
-            None => out.push_str("(not kept)"),
-        }
-        out.push_str("</pre></div>\n");
-        // As optimized.
-        out.push_str("<div class=\"col opt\"><h4>optimized</h4><pre>");
-        self.optimized_lines(out, trace, t, seg);
-        out.push_str("</pre></div>\n");
-        // IR and machine code.
+    }
+
+    /// The columns of a trace's section of the Cranelift IR and the machine code it was
+    /// compiled to (only the bridge's part of its tree's function, for a bridge compiled in
+    /// it), when `listed`.
+    fn code_columns(&self, out: &mut String, t: usize, bridge: Option<usize>, listed: bool) {
+        let tree = &self.jit.trees()[t];
         let code = self.jit.kept().code.iter().find(|c| {
             c.tree == t
                 && match bridge {
@@ -547,6 +509,39 @@ impl<'a> Page<'a> {
             }
             out.push_str("</pre></div>\n");
         }
+    }
+
+    fn trace_section(
+        &self,
+        out: &mut String,
+        t: usize,
+        bridge: Option<usize>,
+        trace: &Trace,
+        listed: bool,
+    ) {
+        let seg = bridge.map_or(0, |b| b + 1);
+        let id = section_id(t, bridge);
+        let title = self.trace_title(t, bridge, trace);
+        let _ = writeln!(
+            out,
+            "<article class=\"trace\" id=\"{id}\">\n<h3>{}</h3>",
+            esc(&title)
+        );
+        self.trace_meta(out, t, bridge, trace);
+        out.push_str("<div class=\"cols\">\n");
+        // As recorded.
+        out.push_str("<div class=\"col rec\"><h4>recorded</h4><pre>");
+        match self.jit.kept().recorded.get(&(t, bridge)) {
+            Some(rec) if listed => self.recorded_lines(out, rec, t, seg),
+            Some(_) => out.push_str("(not listed: too many traces)"),
+            None => out.push_str("(not kept)"),
+        }
+        out.push_str("</pre></div>\n");
+        // As optimized.
+        out.push_str("<div class=\"col opt\"><h4>optimized</h4><pre>");
+        self.optimized_lines(out, trace, t, seg);
+        out.push_str("</pre></div>\n");
+        self.code_columns(out, t, bridge, listed);
         out.push_str("</div>\n</article>\n");
     }
 
@@ -910,3 +905,37 @@ const SCRIPT: &str = r#"
   document.body.dataset.ready = 'yes';
 })();
 "#;
+
+/// The box of the time per phase, `micros` (in the order of `RunEnded`'s): a bar and a
+/// table.
+fn phases(out: &mut String, micros: &[u64]) {
+    let names = [
+        "interpreting",
+        "recording",
+        "optimizing",
+        "compiling",
+        "trace interpreter",
+        "machine code",
+    ];
+    let total: u64 = micros.iter().sum::<u64>().max(1);
+    out.push_str("<div class=\"box\"><h2>Time per phase</h2>\n<div id=\"phases\" class=\"bar\">");
+    for (k, (name, us)) in names.iter().zip(micros).enumerate() {
+        let pct = *us as f64 * 100.0 / total as f64;
+        if pct > 0.0 {
+            let _ = write!(
+                out,
+                "<span class=\"ph ph{k}\" style=\"width:{pct:.2}%\" title=\"{name}: {}\"></span>",
+                ms(*us)
+            );
+        }
+    }
+    out.push_str("</div>\n<table class=\"facts phases\">");
+    for (k, (name, us)) in names.iter().zip(micros).enumerate() {
+        let _ = write!(
+            out,
+            "<tr><th><span class=\"key ph{k}\"></span>{name}</th><td>{}</td></tr>",
+            ms(*us)
+        );
+    }
+    out.push_str("</table></div>\n");
+}

@@ -1062,28 +1062,17 @@ impl Emitter {
         );
     }
 
-    fn mixed(&mut self, m: &Mixed, next: &str, counter: &str) -> String {
-        self.labels += 1;
-        let n = self.labels;
-        let (v, prev, old) = (format!("v{n}"), format!("prev{n}"), format!("old{n}"));
-        let subject = [&v, &prev, &old][m.subject];
-        let acc = format!("x{}", m.acc);
-        let (mix, use_, odd_way, int_way) = (
-            format!("mix{n}"),
-            format!("use{n}"),
-            format!("oddway{n}"),
-            format!("int{n}"),
-        );
-        let _ = writeln!(self.inits, "    {v} = 0\n    {prev} = 0\n    {old} = 0");
-        // The copies, then where `v` comes from.
-        let _ = writeln!(self.out, "{mix}:");
-        if m.carry >= 2 {
-            let _ = writeln!(self.out, "    {old} = {prev}");
-        }
-        if m.carry >= 1 {
-            let _ = writeln!(self.out, "    {prev} = {v}");
-        }
-        let odd = match &m.source {
+    /// Writes where mixed segment `n`'s `v` comes from, `source`, going on to `use_`;
+    /// returns the odd value it may hold, as written.
+    fn mixed_source(
+        &mut self,
+        source: &Source,
+        n: usize,
+        v: &str,
+        use_: &str,
+        counter: &str,
+    ) -> String {
+        match source {
             Source::Fork { cond, hot, odd } => {
                 let test = match cond {
                     Cond::Below(at) => format!("{counter} < {at}"),
@@ -1124,7 +1113,31 @@ impl Emitter {
                 let _ = writeln!(self.out, "    {v} = ys{n}[k{n}]\n    goto {use_}");
                 "'a'".to_string()
             }
-        };
+        }
+    }
+
+    fn mixed(&mut self, m: &Mixed, next: &str, counter: &str) -> String {
+        self.labels += 1;
+        let n = self.labels;
+        let (v, prev, old) = (format!("v{n}"), format!("prev{n}"), format!("old{n}"));
+        let subject = [&v, &prev, &old][m.subject];
+        let acc = format!("x{}", m.acc);
+        let (mix, use_, odd_way, int_way) = (
+            format!("mix{n}"),
+            format!("use{n}"),
+            format!("oddway{n}"),
+            format!("int{n}"),
+        );
+        let _ = writeln!(self.inits, "    {v} = 0\n    {prev} = 0\n    {old} = 0");
+        // The copies, then where `v` comes from.
+        let _ = writeln!(self.out, "{mix}:");
+        if m.carry >= 2 {
+            let _ = writeln!(self.out, "    {old} = {prev}");
+        }
+        if m.carry >= 1 {
+            let _ = writeln!(self.out, "    {prev} = {v}");
+        }
+        let odd = self.mixed_source(&m.source, n, &v, &use_, counter);
         // The subject, compared with the odd value (or not), and the two ways that use it.
         let _ = writeln!(self.out, "{use_}:");
         if m.promote {
@@ -1192,95 +1205,117 @@ impl Emitter {
                 branch,
                 promote,
                 until_zero,
-            } => {
-                let setup = self.label("loop");
-                let head = self.label("head");
-                let step = self.label("step");
-                let i = self.label("i");
-                let c = self.label("c");
-                // The body's pieces, last first, so that each knows where it goes on.
-                let mut after_body = step.clone();
-                if let Some(Branch {
-                    cond,
-                    yes,
-                    no,
-                    tied,
-                }) = branch
-                {
-                    let fork = self.label("fork");
-                    let then = self.label("then");
-                    let els = self.label("else");
-                    let w = self.label("w");
-                    // A flag's ways each set it, then go on to the step.
-                    let flag = matches!(cond, Cond::Flip).then(|| {
-                        let (f, clear, set) =
-                            (self.label("f"), self.label("clear"), self.label("set"));
-                        let _ = writeln!(self.inits, "    {f} = 0");
-                        let _ = writeln!(self.out, "{clear}:\n    {f} = 0\n    goto {step}");
-                        let _ = writeln!(self.out, "{set}:\n    {f} = 1\n    goto {step}");
-                        (f, clear, set)
-                    });
-                    let (then_next, else_next) = match &flag {
-                        Some((_, clear, set)) => (clear.clone(), set.clone()),
-                        None => (step.clone(), step.clone()),
-                    };
-                    self.block(&then, yes, &i, &then_next);
-                    let no: Vec<GenOp> = match tied {
-                        Some((a, b)) => no
-                            .iter()
-                            .map(|o| GenOp {
-                                dst: if o.dst % 2 == 0 { *a } else { *b },
-                                ..o.clone()
-                            })
-                            .collect(),
-                        None => no.clone(),
-                    };
-                    self.block(&els, &no, &i, &else_next);
-                    let test = match (cond, &flag) {
-                        (_, Some((f, _, _))) => f.clone(),
-                        (Cond::Below(at), None) => format!("{i} < {at}"),
-                        (Cond::Every(m), None) => format!("{i} % {m}"),
-                        (Cond::Flip, None) => format!("{i} % 2"),
-                    };
-                    let _ = writeln!(
-                        self.out,
-                        "{fork}:\n    {w} = {test}\n    if {w} goto {then} else goto {els}"
-                    );
-                    after_body = fork;
-                }
-                for s in body.iter().rev() {
-                    after_body = self.seg(s, &after_body, &i);
-                }
-                let first = match promote {
-                    None => after_body,
-                    Some((value, into)) => {
-                        let p = self.label("promote");
-                        let _ = writeln!(self.out, "{p}:");
-                        let _ = match value {
-                            Promoted::Div(k) => writeln!(
-                                self.out,
-                                "    p = {i} // {k}\n    promote(p)\n    x{into} = x{into} + p"
-                            ),
-                            Promoted::Mod(m) => writeln!(
-                                self.out,
-                                "    p = {i} % {m}\n    promote(p)\n    x{into} = x{into} + p"
-                            ),
-                            Promoted::Var(v) => writeln!(self.out, "    promote(x{v})"),
-                        };
-                        let _ = writeln!(self.out, "    goto {after_body}");
-                        p
-                    }
-                };
-                let _ = writeln!(self.out, "{setup}:\n    {i} = {count}\n    goto {head}");
-                let test = if *until_zero { "!=" } else { ">" };
-                let _ = writeln!(
-                    self.out,
-                    "{head}:\n    {c} = {i} {test} 0\n    if {c} goto {first} else goto {next}"
-                );
-                let _ = writeln!(self.out, "{step}:\n    {i} = {i} - 1\n    goto {head}");
-                setup
-            }
+            } => self.counted_loop(*count, body, branch.as_ref(), promote, *until_zero, next),
         }
+    }
+
+    /// Emits a loop of `count` iterations (or until its counter is 0, with `until_zero`)
+    /// of `body` (then `branch`, after `promote`), continuing at `next`; returns the label
+    /// it starts at.
+    fn counted_loop(
+        &mut self,
+        count: i64,
+        body: &[Seg],
+        branch: Option<&Branch>,
+        promote: &Option<(Promoted, usize)>,
+        until_zero: bool,
+        next: &str,
+    ) -> String {
+        let setup = self.label("loop");
+        let head = self.label("head");
+        let step = self.label("step");
+        let i = self.label("i");
+        let c = self.label("c");
+        // The body's pieces, last first, so that each knows where it goes on.
+        let mut after_body = step.clone();
+        if let Some(branch) = branch {
+            after_body = self.loop_branch(branch, &i, &step);
+        }
+        for s in body.iter().rev() {
+            after_body = self.seg(s, &after_body, &i);
+        }
+        let first = match promote {
+            None => after_body,
+            Some((value, into)) => self.loop_promotion(value, *into, &i, &after_body),
+        };
+        let _ = writeln!(self.out, "{setup}:\n    {i} = {count}\n    goto {head}");
+        let test = if until_zero { "!=" } else { ">" };
+        let _ = writeln!(
+            self.out,
+            "{head}:\n    {c} = {i} {test} 0\n    if {c} goto {first} else goto {next}"
+        );
+        let _ = writeln!(self.out, "{step}:\n    {i} = {i} - 1\n    goto {head}");
+        setup
+    }
+
+    /// Emits a loop's `branch` on its counter `i`, whose ways go on to `step`; returns the
+    /// label of the fork.
+    fn loop_branch(&mut self, branch: &Branch, i: &str, step: &str) -> String {
+        let Branch {
+            cond,
+            yes,
+            no,
+            tied,
+        } = branch;
+        let fork = self.label("fork");
+        let then = self.label("then");
+        let els = self.label("else");
+        let w = self.label("w");
+        // A flag's ways each set it, then go on to the step.
+        let flag = matches!(cond, Cond::Flip).then(|| {
+            let (f, clear, set) = (self.label("f"), self.label("clear"), self.label("set"));
+            let _ = writeln!(self.inits, "    {f} = 0");
+            let _ = writeln!(self.out, "{clear}:\n    {f} = 0\n    goto {step}");
+            let _ = writeln!(self.out, "{set}:\n    {f} = 1\n    goto {step}");
+            (f, clear, set)
+        });
+        let (then_next, else_next) = match &flag {
+            Some((_, clear, set)) => (clear.clone(), set.clone()),
+            None => (step.to_string(), step.to_string()),
+        };
+        self.block(&then, yes, i, &then_next);
+        let no: Vec<GenOp> = match tied {
+            Some((a, b)) => no
+                .iter()
+                .map(|o| GenOp {
+                    dst: if o.dst % 2 == 0 { *a } else { *b },
+                    ..o.clone()
+                })
+                .collect(),
+            None => no.clone(),
+        };
+        self.block(&els, &no, i, &else_next);
+        let test = match (cond, &flag) {
+            (_, Some((f, _, _))) => f.clone(),
+            (Cond::Below(at), None) => format!("{i} < {at}"),
+            (Cond::Every(m), None) => format!("{i} % {m}"),
+            (Cond::Flip, None) => format!("{i} % 2"),
+        };
+        let _ = writeln!(
+            self.out,
+            "{fork}:\n    {w} = {test}\n    if {w} goto {then} else goto {els}"
+        );
+        fork
+    }
+
+    /// Emits a loop's promotion of `value` (into `x{into}`) on its counter `i`, going on to
+    /// `after`; returns its label.
+    fn loop_promotion(&mut self, value: &Promoted, into: usize, i: &str, after: &str) -> String {
+        let p = self.label("promote");
+        let _ = writeln!(self.out, "{p}:");
+        let _ = match value {
+            Promoted::Div(k) => writeln!(
+                self.out,
+                "    p = {i} // {k}\n    promote(p)\n    x{into} = x{into} + p"
+            ),
+            Promoted::Mod(m) => writeln!(
+                self.out,
+                "    p = {i} % {m}\n    promote(p)\n    x{into} = x{into} + p"
+            ),
+            Promoted::Var(v) => writeln!(self.out, "    promote(x{v})"),
+        };
+        let _ = writeln!(self.out, "    goto {after}");
+        p
     }
 }
 

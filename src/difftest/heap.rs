@@ -455,236 +455,301 @@ impl Emitter {
     /// Writes the heap statements `ops` (the block is open), with `counter` for
     /// [`GenArg::Counter`]; `funcs` are the program's functions.
     pub(super) fn heap(&mut self, ops: &[HeapOp], counter: &str, funcs: &[GenFunc]) {
-        let array = |alias: bool| if alias { "ali" } else { "arr" };
         for op in ops {
             match op {
-                HeapOp::Store {
-                    index,
-                    value,
-                    alias,
-                } => {
-                    let k = self.index(index, counter);
-                    let v = Self::arg(value, counter);
-                    let _ = writeln!(self.out, "    {}[{k}] = {v}", array(*alias));
+                HeapOp::Store { .. }
+                | HeapOp::Load { .. }
+                | HeapOp::Step { .. }
+                | HeapOp::Neighbors { .. }
+                | HeapOp::Shrink { .. }
+                | HeapOp::RareStore { .. }
+                | HeapOp::Push { .. } => self.element_op(op, counter),
+                HeapOp::Fresh(_)
+                | HeapOp::Realias
+                | HeapOp::SelfStore(_)
+                | HeapOp::Identity(_)
+                | HeapOp::Length(..)
+                | HeapOp::SameElements(_) => self.identity_op(op, counter),
+                HeapOp::Walk { .. } | HeapOp::FarPointer { .. } | HeapOp::Sweep { .. } => {
+                    self.tape_op(op, counter)
                 }
-                HeapOp::Load { dst, index, alias } => {
-                    let k = self.index(index, counter);
-                    let _ = writeln!(self.out, "    x{dst} = {}[{k}]", array(*alias));
-                }
-                HeapOp::Fresh(init) => {
-                    let init = Self::arg(init, counter);
-                    let _ = writeln!(self.out, "    arr = array({ARRAY_LEN}, {init})");
-                }
-                HeapOp::Realias => {
-                    let _ = writeln!(self.out, "    ali = arr");
-                }
-                HeapOp::SelfStore(index) => {
-                    let k = self.index(index, counter);
-                    let _ = writeln!(self.out, "    arr[{k}] = ali");
-                }
-                HeapOp::Identity(dst) => {
-                    let _ = writeln!(self.out, "    x{dst} = arr == ali");
-                }
-                HeapOp::Length(dst, through_list) => {
-                    if *through_list {
-                        let l = self.label("l");
-                        let _ = writeln!(self.out, "    {l} = tolist(ali)\n    x{dst} = len({l})");
-                    } else {
-                        let _ = writeln!(self.out, "    x{dst} = len(ali)");
-                    }
-                }
-                HeapOp::Step { index, delta } => {
-                    let k = self.index(index, counter);
-                    let t = self.label("t");
-                    let _ = writeln!(
-                        self.out,
-                        "    {t} = arr[{k}]\n    {t} = {t} + {delta}\n    {t} = {t} & 255\n    arr[{k}] = {t}"
-                    );
-                }
-                HeapOp::Neighbors { dst, m, c } => {
-                    let (k, e, t) = (self.label("k"), self.label("k"), self.label("t"));
-                    let _ = writeln!(
-                        self.out,
-                        "    {k} = {counter} % {m}\n    x{dst} = arr[{k}]\n    {e} = {k} + {c}\n    \
-                         {t} = arr[{e}]\n    arr[{e}] = x{dst}\n    x{dst} = x{dst} + {t}"
-                    );
-                }
-                HeapOp::Walk {
-                    dst,
-                    c,
-                    step,
-                    every,
-                } => {
-                    let (q, t) = (self.label("q"), self.label("t"));
-                    let (w, go, skip) = (self.label("w"), self.label("go"), self.label("skip"));
-                    let _ = writeln!(
-                        self.out,
-                        "    {q} = wp + {c}\n    {t} = tape[{q}]\n    x{dst} = tape[wp]\n    \
-                         {t} = {t} + x{dst}\n    {t} = {t} & 255\n    tape[{q}] = {t}\n    \
-                         {w} = {counter} % {every}\n    if {w} goto {skip} else goto {go}\n\
-                         {go}:\n    wp = wp + {step}\n    goto {skip}\n{skip}:"
-                    );
-                }
-                HeapOp::FarPointer { dst, c, at, high } => {
-                    let (a, b, t) = (self.label("q"), self.label("q"), self.label("t"));
-                    let (w, far, skip) = (self.label("w"), self.label("far"), self.label("skip"));
-                    let (c, to) = if *high {
-                        (*c, i64::MAX - 1)
-                    } else {
-                        (-c, i64::MIN + 1)
-                    };
-                    let _ = writeln!(
-                        self.out,
-                        "    {a} = wp + {}\n    {b} = wp + {c}\n    x{dst} = tape[{a}]\n    \
-                         {t} = tape[{b}]\n    x{dst} = x{dst} + {t}\n    \
-                         {w} = {counter} == {at}\n    if {w} goto {far} else goto {skip}\n\
-                         {far}:\n    wp = {to}\n    goto {skip}\n{skip}:",
-                        2 * c
-                    );
-                }
-                HeapOp::Sweep {
-                    dst,
-                    c,
-                    step,
-                    times,
-                    print,
-                } => {
-                    let (n, q, t) = (self.label("n"), self.label("q"), self.label("t"));
-                    let (sweep, out) = (self.label("sweep"), self.label("swept"));
-                    let print = if *print {
-                        format!("    print(x{dst})\n")
-                    } else {
-                        String::new()
-                    };
-                    let _ = writeln!(
-                        self.out,
-                        "    {n} = getchar()\n    {q} = {counter} % {times}\n    {n} = {n} + {q}\n    \
-                         {n} = {n} & 7\n    {n} = {n} + 1\n    \
-                         goto {sweep}\n\
-                         {sweep}:\n    x{dst} = tape[wp]\n{print}    {q} = wp + {c}\n    \
-                         {t} = tape[{q}]\n    {t} = {t} + x{dst}\n    {t} = {t} + 1\n    \
-                         {t} = {t} & 255\n    tape[{q}] = {t}\n    wp = wp + {step}\n    \
-                         {n} = {n} - 1\n    if {n} goto {sweep} else goto {out}\n{out}:"
-                    );
-                }
-                HeapOp::Shrink { dst, at, len } => {
-                    let (k, e, t) = (self.label("k"), self.label("k"), self.label("t"));
-                    let (w, shrink, skip) =
-                        (self.label("w"), self.label("shrink"), self.label("skip"));
-                    let _ = writeln!(
-                        self.out,
-                        "    {k} = {counter} % {}\n    {t} = arr[{k}]\n    x{dst} = x{dst} + {t}\n    \
-                         {e} = {k} + 2\n    {t} = arr[{e}]\n    x{dst} = x{dst} + {t}\n    \
-                         {w} = {counter} == {at}\n    if {w} goto {shrink} else goto {skip}\n\
-                         {shrink}:\n    arr = array({len}, 1)\n    goto {skip}\n{skip}:",
-                        ARRAY_LEN - 2
-                    );
-                }
-                HeapOp::SameElements(dst) => {
-                    let (l, m) = (self.label("l"), self.label("l"));
-                    let _ = writeln!(
-                        self.out,
-                        "    {l} = tolist(arr)\n    {m} = tolist(ali)\n    x{dst} = {l} == {m}"
-                    );
-                }
-                HeapOp::Print(Some(v)) => {
-                    let _ = writeln!(self.out, "    print(x{v})");
-                }
-                HeapOp::Print(None) => {
-                    let _ = writeln!(self.out, "    print(arr)");
-                }
-                HeapOp::Putchar(v, mask) => {
-                    let t = self.label("t");
-                    let _ = writeln!(self.out, "    {t} = x{v} & {mask}\n    putchar({t})");
-                }
-                HeapOp::Getchar(dst) => {
-                    let _ = writeln!(self.out, "    x{dst} = getchar()");
-                }
-                HeapOp::RareStore { k, value, every } => {
-                    let (w, store, skip) =
-                        (self.label("w"), self.label("store"), self.label("skip"));
-                    let v = Self::arg(value, counter);
-                    let _ = writeln!(
-                        self.out,
-                        "    {w} = {counter} % {every}\n    if {w} goto {skip} else goto {store}\n\
-                         {store}:\n    arr[{k}] = {v}\n    goto {skip}\n{skip}:"
-                    );
-                }
-                HeapOp::Push { dst, value, under } => {
-                    let v = Self::arg(value, counter);
-                    let _ = writeln!(
-                        self.out,
-                        "    sp = sp + 1\n    arr[sp] = {v}\n    x{dst} = arr[sp]\n    sp = sp - 1"
-                    );
-                    if *under {
-                        let _ = writeln!(self.out, "    x{dst} = ali[sp]");
-                    }
-                }
-                HeapOp::Box { init, value } => {
-                    let init = Self::arg(init, counter);
-                    let v = Self::arg(value, counter);
-                    let _ = writeln!(self.out, "    box = array(2, {init})\n    box[1] = {v}");
-                }
-                HeapOp::Unbox(dst, k) => {
-                    let _ = writeln!(self.out, "    x{dst} = box[{k}]");
-                }
-                HeapOp::BoxHolds(k) => {
-                    let _ = writeln!(self.out, "    box[{k}] = arr");
-                }
-                HeapOp::BoxEscapes(print) => {
-                    let _ = if *print {
-                        writeln!(self.out, "    print(box)")
-                    } else {
-                        writeln!(self.out, "    ali = box")
-                    };
-                }
+                HeapOp::Box { .. }
+                | HeapOp::Unbox(..)
+                | HeapOp::BoxHolds(_)
+                | HeapOp::BoxEscapes(_) => self.box_op(op, counter),
+                HeapOp::Print(_) | HeapOp::Putchar(..) | HeapOp::Getchar(_) => self.io_op(op),
                 HeapOp::Call {
                     dst,
                     func,
                     args,
                     promote,
-                } => {
-                    if funcs.is_empty() {
-                        continue;
-                    }
-                    let m = func % funcs.len();
-                    let a = Self::arg(&args[0], counter);
-                    let b = Self::arg(&args[1], counter);
-                    let _ = match &funcs[m] {
-                        GenFunc::Plain { .. } => {
-                            writeln!(self.out, "    x{dst} = call f{m}({a}, {b})")
-                        }
-                        GenFunc::Recursive { depth, .. } => {
-                            let n = self.label("n");
-                            writeln!(
-                                self.out,
-                                "    {n} = {a} % {depth}\n    x{dst} = call f{m}({n}, {b})"
-                            )
-                        }
-                        GenFunc::Memo { size, .. } => {
-                            let k = self.label("k");
-                            let promoted = if *promote {
-                                format!("    promote({k})\n    promote(memo{m})\n")
-                            } else {
-                                String::new()
-                            };
-                            // A key that stays the same for a few calls in a row (with the
-                            // counter as `a`): the loop may be recorded on a call that finds
-                            // its entry, and its trace then makes the calls that compute,
-                            // which take more operations than it recorded.
-                            let key = match 1 + dst % 3 {
-                                1 => format!("    {k} = {a} % {size}\n"),
-                                d => format!("    {k} = {a} // {d}\n    {k} = {k} % {size}\n"),
-                            };
-                            writeln!(
-                                self.out,
-                                "{key}{promoted}    x{dst} = call f{m}({k}, memo{m})"
-                            )
-                        }
-                    };
-                }
+                } => self.call(*dst, *func, args, *promote, counter, funcs),
             }
         }
+    }
+
+    /// The loads and stores of elements of `arr` (or `ali`, the same array or not).
+    fn element_op(&mut self, op: &HeapOp, counter: &str) {
+        let array = |alias: bool| if alias { "ali" } else { "arr" };
+        match op {
+            HeapOp::Store {
+                index,
+                value,
+                alias,
+            } => {
+                let k = self.index(index, counter);
+                let v = Self::arg(value, counter);
+                let _ = writeln!(self.out, "    {}[{k}] = {v}", array(*alias));
+            }
+            HeapOp::Load { dst, index, alias } => {
+                let k = self.index(index, counter);
+                let _ = writeln!(self.out, "    x{dst} = {}[{k}]", array(*alias));
+            }
+            HeapOp::Step { index, delta } => {
+                let k = self.index(index, counter);
+                let t = self.label("t");
+                let _ = writeln!(
+                    self.out,
+                    "    {t} = arr[{k}]\n    {t} = {t} + {delta}\n    {t} = {t} & 255\n    arr[{k}] = {t}"
+                );
+            }
+            HeapOp::Neighbors { dst, m, c } => {
+                let (k, e, t) = (self.label("k"), self.label("k"), self.label("t"));
+                let _ = writeln!(
+                    self.out,
+                    "    {k} = {counter} % {m}\n    x{dst} = arr[{k}]\n    {e} = {k} + {c}\n    \
+                     {t} = arr[{e}]\n    arr[{e}] = x{dst}\n    x{dst} = x{dst} + {t}"
+                );
+            }
+            HeapOp::Shrink { dst, at, len } => {
+                let (k, e, t) = (self.label("k"), self.label("k"), self.label("t"));
+                let (w, shrink, skip) = (self.label("w"), self.label("shrink"), self.label("skip"));
+                let _ = writeln!(
+                    self.out,
+                    "    {k} = {counter} % {}\n    {t} = arr[{k}]\n    x{dst} = x{dst} + {t}\n    \
+                     {e} = {k} + 2\n    {t} = arr[{e}]\n    x{dst} = x{dst} + {t}\n    \
+                     {w} = {counter} == {at}\n    if {w} goto {shrink} else goto {skip}\n\
+                     {shrink}:\n    arr = array({len}, 1)\n    goto {skip}\n{skip}:",
+                    ARRAY_LEN - 2
+                );
+            }
+            HeapOp::RareStore { k, value, every } => {
+                let (w, store, skip) = (self.label("w"), self.label("store"), self.label("skip"));
+                let v = Self::arg(value, counter);
+                let _ = writeln!(
+                    self.out,
+                    "    {w} = {counter} % {every}\n    if {w} goto {skip} else goto {store}\n\
+                     {store}:\n    arr[{k}] = {v}\n    goto {skip}\n{skip}:"
+                );
+            }
+            HeapOp::Push { dst, value, under } => {
+                let v = Self::arg(value, counter);
+                let _ = writeln!(
+                    self.out,
+                    "    sp = sp + 1\n    arr[sp] = {v}\n    x{dst} = arr[sp]\n    sp = sp - 1"
+                );
+                if *under {
+                    let _ = writeln!(self.out, "    x{dst} = ali[sp]");
+                }
+            }
+            _ => unreachable!("element_op writes only its own operations"),
+        }
+    }
+
+    /// The statements that make `arr` anew, alias it as `ali`, or compare the two.
+    fn identity_op(&mut self, op: &HeapOp, counter: &str) {
+        match op {
+            HeapOp::Fresh(init) => {
+                let init = Self::arg(init, counter);
+                let _ = writeln!(self.out, "    arr = array({ARRAY_LEN}, {init})");
+            }
+            HeapOp::Realias => {
+                let _ = writeln!(self.out, "    ali = arr");
+            }
+            HeapOp::SelfStore(index) => {
+                let k = self.index(index, counter);
+                let _ = writeln!(self.out, "    arr[{k}] = ali");
+            }
+            HeapOp::Identity(dst) => {
+                let _ = writeln!(self.out, "    x{dst} = arr == ali");
+            }
+            HeapOp::Length(dst, through_list) => {
+                if *through_list {
+                    let l = self.label("l");
+                    let _ = writeln!(self.out, "    {l} = tolist(ali)\n    x{dst} = len({l})");
+                } else {
+                    let _ = writeln!(self.out, "    x{dst} = len(ali)");
+                }
+            }
+            HeapOp::SameElements(dst) => {
+                let (l, m) = (self.label("l"), self.label("l"));
+                let _ = writeln!(
+                    self.out,
+                    "    {l} = tolist(arr)\n    {m} = tolist(ali)\n    x{dst} = {l} == {m}"
+                );
+            }
+            _ => unreachable!("identity_op writes only its own operations"),
+        }
+    }
+
+    /// The walks of `wp` over `tape`, a pointer that moves as a Brainfuck interpreter's does.
+    fn tape_op(&mut self, op: &HeapOp, counter: &str) {
+        match op {
+            HeapOp::Walk {
+                dst,
+                c,
+                step,
+                every,
+            } => {
+                let (q, t) = (self.label("q"), self.label("t"));
+                let (w, go, skip) = (self.label("w"), self.label("go"), self.label("skip"));
+                let _ = writeln!(
+                    self.out,
+                    "    {q} = wp + {c}\n    {t} = tape[{q}]\n    x{dst} = tape[wp]\n    \
+                     {t} = {t} + x{dst}\n    {t} = {t} & 255\n    tape[{q}] = {t}\n    \
+                     {w} = {counter} % {every}\n    if {w} goto {skip} else goto {go}\n\
+                     {go}:\n    wp = wp + {step}\n    goto {skip}\n{skip}:"
+                );
+            }
+            HeapOp::FarPointer { dst, c, at, high } => {
+                let (a, b, t) = (self.label("q"), self.label("q"), self.label("t"));
+                let (w, far, skip) = (self.label("w"), self.label("far"), self.label("skip"));
+                let (c, to) = if *high {
+                    (*c, i64::MAX - 1)
+                } else {
+                    (-c, i64::MIN + 1)
+                };
+                let _ = writeln!(
+                    self.out,
+                    "    {a} = wp + {}\n    {b} = wp + {c}\n    x{dst} = tape[{a}]\n    \
+                     {t} = tape[{b}]\n    x{dst} = x{dst} + {t}\n    \
+                     {w} = {counter} == {at}\n    if {w} goto {far} else goto {skip}\n\
+                     {far}:\n    wp = {to}\n    goto {skip}\n{skip}:",
+                    2 * c
+                );
+            }
+            HeapOp::Sweep {
+                dst,
+                c,
+                step,
+                times,
+                print,
+            } => {
+                let (n, q, t) = (self.label("n"), self.label("q"), self.label("t"));
+                let (sweep, out) = (self.label("sweep"), self.label("swept"));
+                let print = if *print {
+                    format!("    print(x{dst})\n")
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    self.out,
+                    "    {n} = getchar()\n    {q} = {counter} % {times}\n    {n} = {n} + {q}\n    \
+                     {n} = {n} & 7\n    {n} = {n} + 1\n    \
+                     goto {sweep}\n\
+                     {sweep}:\n    x{dst} = tape[wp]\n{print}    {q} = wp + {c}\n    \
+                     {t} = tape[{q}]\n    {t} = {t} + x{dst}\n    {t} = {t} + 1\n    \
+                     {t} = {t} & 255\n    tape[{q}] = {t}\n    wp = wp + {step}\n    \
+                     {n} = {n} - 1\n    if {n} goto {sweep} else goto {out}\n{out}:"
+                );
+            }
+            _ => unreachable!("tape_op writes only its own operations"),
+        }
+    }
+
+    /// The statements on `box`, a small array that may stay virtual.
+    fn box_op(&mut self, op: &HeapOp, counter: &str) {
+        match op {
+            HeapOp::Box { init, value } => {
+                let init = Self::arg(init, counter);
+                let v = Self::arg(value, counter);
+                let _ = writeln!(self.out, "    box = array(2, {init})\n    box[1] = {v}");
+            }
+            HeapOp::Unbox(dst, k) => {
+                let _ = writeln!(self.out, "    x{dst} = box[{k}]");
+            }
+            HeapOp::BoxHolds(k) => {
+                let _ = writeln!(self.out, "    box[{k}] = arr");
+            }
+            HeapOp::BoxEscapes(print) => {
+                let _ = if *print {
+                    writeln!(self.out, "    print(box)")
+                } else {
+                    writeln!(self.out, "    ali = box")
+                };
+            }
+            _ => unreachable!("box_op writes only its own operations"),
+        }
+    }
+
+    /// Output and input.
+    fn io_op(&mut self, op: &HeapOp) {
+        match op {
+            HeapOp::Print(Some(v)) => {
+                let _ = writeln!(self.out, "    print(x{v})");
+            }
+            HeapOp::Print(None) => {
+                let _ = writeln!(self.out, "    print(arr)");
+            }
+            HeapOp::Putchar(v, mask) => {
+                let t = self.label("t");
+                let _ = writeln!(self.out, "    {t} = x{v} & {mask}\n    putchar({t})");
+            }
+            HeapOp::Getchar(dst) => {
+                let _ = writeln!(self.out, "    x{dst} = getchar()");
+            }
+            _ => unreachable!("io_op writes only its own operations"),
+        }
+    }
+
+    /// `x{dst} = call f{m}(...)` of function `func` (modulo the number of `funcs`, none if
+    /// there are none), on `args` (a recursive function's first argument bounded by its
+    /// depth, a memo function's a key into its table, promoted with `promote`).
+    fn call(
+        &mut self,
+        dst: usize,
+        func: usize,
+        args: &[GenArg],
+        promote: bool,
+        counter: &str,
+        funcs: &[GenFunc],
+    ) {
+        if funcs.is_empty() {
+            return;
+        }
+        let m = func % funcs.len();
+        let a = Self::arg(&args[0], counter);
+        let b = Self::arg(&args[1], counter);
+        let _ = match &funcs[m] {
+            GenFunc::Plain { .. } => writeln!(self.out, "    x{dst} = call f{m}({a}, {b})"),
+            GenFunc::Recursive { depth, .. } => {
+                let n = self.label("n");
+                writeln!(
+                    self.out,
+                    "    {n} = {a} % {depth}\n    x{dst} = call f{m}({n}, {b})"
+                )
+            }
+            GenFunc::Memo { size, .. } => {
+                let k = self.label("k");
+                let promoted = if promote {
+                    format!("    promote({k})\n    promote(memo{m})\n")
+                } else {
+                    String::new()
+                };
+                // A key that stays the same for a few calls in a row (with the counter as
+                // `a`): the loop may be recorded on a call that finds its entry, and its
+                // trace then makes the calls that compute, which take more operations than
+                // it recorded.
+                let key = match 1 + dst % 3 {
+                    1 => format!("    {k} = {a} % {size}\n"),
+                    d => format!("    {k} = {a} // {d}\n    {k} = {k} % {size}\n"),
+                };
+                writeln!(
+                    self.out,
+                    "{key}{promoted}    x{dst} = call f{m}({k}, memo{m})"
+                )
+            }
+        };
     }
 
     /// Writes the program's functions.

@@ -278,6 +278,103 @@ impl Monitor for Deadline {
     }
 }
 
+/// Compares what `run` prints with what the interpreter printed, `want`; `who` names the
+/// executor in a difference. A panic in an executor is a difference too, named (proptest
+/// would report its message alone).
+fn differ(want: &str, who: String, run: &mut dyn FnMut() -> String) -> Result<(), String> {
+    let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|p| {
+        let why = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        format!("{who} panicked ({why}), the interpreter printed {want:?}")
+    })?;
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("{who} printed {got:?}, the interpreter {want:?}"))
+    }
+}
+
+/// The JIT's configuration for one of [`configurations`], with the command line's flags
+/// that ask for it.
+fn configured(
+    native: bool,
+    threshold: u64,
+    bridge_threshold: u64,
+    passes: Vec<&'static str>,
+    limited: bool,
+) -> (Config, String) {
+    // The defaults are the command line's: a counted loop hot too near its end is left
+    // to the interpreter, and counted again (`jit::payoff`).
+    let defaults = threshold == Policy::DEFAULT.threshold
+        && bridge_threshold == Policy::DEFAULT.bridge_threshold
+        && !limited;
+    // At the lowest thresholds, loops leave the quick backend's code for Cranelift's
+    // after a few iterations.
+    let tier = if threshold == 0 && !limited {
+        TIER_ITERATIONS
+    } else {
+        backend::TIER_ITERATIONS
+    };
+    // Bridges move into their tree's function there too.
+    let entries = if tier == TIER_ITERATIONS {
+        BRIDGE_ENTRIES
+    } else {
+        backend::BRIDGE_ENTRIES
+    };
+    let config = Config {
+        native,
+        policy: Policy {
+            threshold,
+            // As the command line's: a threshold given is both.
+            merge_threshold: if defaults {
+                Policy::DEFAULT.merge_threshold
+            } else {
+                threshold
+            },
+            bridge_threshold,
+            merge_bridge_threshold: if defaults {
+                Policy::DEFAULT.merge_bridge_threshold
+            } else {
+                bridge_threshold
+            },
+            tier_iterations: tier,
+            bridge_entries: entries,
+            ..Policy::DEFAULT
+        },
+        passes: passes.clone(),
+        max_steps: limited.then_some(STEP_LIMIT),
+        pay_off: defaults,
+        // As the command line runs (without `--max-steps`): Cranelift's work on the
+        // compiler thread, its code put to use whenever it comes.
+        background: native && !limited,
+        ..Config::default()
+    };
+    let flags = format!(
+        "--mode {}{}{} --passes {}{}",
+        if native { "jit" } else { "trace" },
+        if defaults {
+            String::new()
+        } else {
+            format!(" --threshold {threshold} --bridge-threshold {bridge_threshold}")
+        },
+        if tier == backend::TIER_ITERATIONS {
+            String::new()
+        } else {
+            format!(" --tier-iterations {tier} --bridge-entries {entries}")
+        },
+        passes.join(","),
+        if limited {
+            format!(" --max-steps {STEP_LIMIT}")
+        } else {
+            String::new()
+        }
+    );
+    (config, flags)
+}
+
 /// Runs `s` under every executor and compares each with the interpreter; `pe` names the
 /// partial evaluation in a difference's description, `turn` is as for [`configurations`].
 fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
@@ -302,101 +399,19 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
     if state.io.overflowed() || want.ends_with("...") {
         return Ok(false);
     }
-    // A panic in an executor is a difference too, named (proptest would report its message
-    // alone).
-    let differ = |who: String, run: &mut dyn FnMut() -> String| -> Result<(), String> {
-        let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|p| {
-            let why = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            format!("{who} panicked ({why}), the interpreter printed {want:?}")
-        })?;
-        if got == want {
-            Ok(())
-        } else {
-            Err(format!("{who} printed {got:?}, the interpreter {want:?}"))
-        }
-    };
     for (native, threshold, bridge_threshold, passes, limited) in configurations(turn) {
-        // The defaults are the command line's: a counted loop hot too near its end is left
-        // to the interpreter, and counted again (`jit::payoff`).
-        let defaults = threshold == Policy::DEFAULT.threshold
-            && bridge_threshold == Policy::DEFAULT.bridge_threshold
-            && !limited;
-        // At the lowest thresholds, loops leave the quick backend's code for Cranelift's
-        // after a few iterations.
-        let tier = if threshold == 0 && !limited {
-            TIER_ITERATIONS
-        } else {
-            backend::TIER_ITERATIONS
-        };
-        // Bridges move into their tree's function there too.
-        let entries = if tier == TIER_ITERATIONS {
-            BRIDGE_ENTRIES
-        } else {
-            backend::BRIDGE_ENTRIES
-        };
-        let config = Config {
-            native,
-            policy: Policy {
-                threshold,
-                // As the command line's: a threshold given is both.
-                merge_threshold: if defaults {
-                    Policy::DEFAULT.merge_threshold
-                } else {
-                    threshold
-                },
-                bridge_threshold,
-                merge_bridge_threshold: if defaults {
-                    Policy::DEFAULT.merge_bridge_threshold
-                } else {
-                    bridge_threshold
-                },
-                tier_iterations: tier,
-                bridge_entries: entries,
-                ..Policy::DEFAULT
-            },
-            passes: passes.clone(),
-            max_steps: limited.then_some(STEP_LIMIT),
-            pay_off: defaults,
-            // As the command line runs (without `--max-steps`): Cranelift's work on the
-            // compiler thread, its code put to use whenever it comes.
-            background: native && !limited,
-            ..Config::default()
-        };
+        let (config, flags) = configured(native, threshold, bridge_threshold, passes, limited);
         let mut jit = Jit::new(s.program, config).map_err(|e| e.to_string())?;
         let mut state = s.state();
-        differ(
-            format!(
-                "--mode {}{}{} --passes {}{}",
-                if native { "jit" } else { "trace" },
-                if defaults {
-                    String::new()
-                } else {
-                    format!(" --threshold {threshold} --bridge-threshold {bridge_threshold}")
-                },
-                if tier == backend::TIER_ITERATIONS {
-                    String::new()
-                } else {
-                    format!(" --tier-iterations {tier} --bridge-entries {entries}")
-                },
-                passes.join(","),
-                if limited {
-                    format!(" --max-steps {STEP_LIMIT}")
-                } else {
-                    String::new()
-                }
-            ),
-            &mut || {
-                let outcome = jit.run(&mut state, s.entry);
-                describe(outcome, &state.io)
-            },
-        )?;
+        differ(&want, flags, &mut || {
+            let outcome = jit.run(&mut state, s.entry);
+            describe(outcome, &state.io)
+        })?;
     }
-    differ(format!("{pe} --run"), &mut || run_pe(s, false))?;
-    differ(format!("{pe} --compile --run"), &mut || run_pe(s, true))?;
+    differ(&want, format!("{pe} --run"), &mut || run_pe(s, false))?;
+    differ(&want, format!("{pe} --compile --run"), &mut || {
+        run_pe(s, true)
+    })?;
     // Three limits: one at an eighth of the way or more, two anywhere. A limit exposes a
     // miscount only where it falls in the few operations the miscounted instruction spans
     // (an elidable call the trace gives up part of the way through: the interpreter must

@@ -115,6 +115,28 @@ pub fn assemble(text: &str) -> Result<Vec<Value>, Vec<Diagnostic>> {
             cells.push(None);
         }
     }
+    resolve(&mut cells, &starts, &labels, fixups, &mut diags);
+    if diags.is_empty() {
+        Ok(cells
+            .into_iter()
+            .map(|c| c.expect("every fixup resolved"))
+            .collect())
+    } else {
+        diags.sort_by_key(|d| d.span.start);
+        Err(diags)
+    }
+}
+
+/// Fills in the jump targets: each of `fixups` is a cell of `cells` and the index or label
+/// it holds, which must be the start of an instruction (one of `starts`); a label is looked
+/// up in `labels`. What does not resolve is told in `diags`.
+fn resolve(
+    cells: &mut [Option<Value>],
+    starts: &[usize],
+    labels: &HashMap<String, (usize, Span)>,
+    fixups: Vec<(usize, Target)>,
+    diags: &mut Vec<Diagnostic>,
+) {
     for (cell, target) in fixups {
         let (index, span) = match target {
             Target::Index(n, span) => (usize::try_from(n).unwrap_or(usize::MAX), span),
@@ -140,15 +162,6 @@ pub fn assemble(text: &str) -> Result<Vec<Value>, Vec<Diagnostic>> {
             continue;
         }
         cells[cell] = Some(Value::Int(index as i64));
-    }
-    if diags.is_empty() {
-        Ok(cells
-            .into_iter()
-            .map(|c| c.expect("every fixup resolved"))
-            .collect())
-    } else {
-        diags.sort_by_key(|d| d.span.start);
-        Err(diags)
     }
 }
 

@@ -261,97 +261,102 @@ impl Resolver<'_> {
         }
     }
 
-    fn block(&mut self, index: usize, b: &ast::Block) -> Block {
-        let mut insts = Vec::new();
-        for (i, s) in b.stmts.iter().enumerate() {
-            match s {
-                Stmt::Op {
-                    dst,
-                    op,
-                    args,
-                    span,
-                } => {
-                    let Some(known) = Op::from_name(&op.text) else {
-                        self.diags.push(Diagnostic::new(
-                            op.span,
-                            format!("unknown operation `{}`", op.text),
-                        ));
-                        continue;
-                    };
-                    if known.arity() != args.len() {
-                        let span = Span::new(op.span.start, span.end.max(op.span.end));
-                        self.diags.push(Diagnostic::new(
-                            span,
-                            format!(
-                                "`{}` takes {} argument{}, not {}",
-                                known.name(),
-                                known.arity(),
-                                if known.arity() == 1 { "" } else { "s" },
-                                args.len()
-                            ),
-                        ));
-                        continue;
-                    }
-                    let dst = self.slot(dst);
-                    insts.push(match args.as_slice() {
-                        [a] => Inst::Op1 {
-                            dst,
-                            op: known,
-                            a: self.operand(a),
-                        },
-                        [a, b] => Inst::Op2 {
-                            dst,
-                            op: known,
-                            a: self.operand(a),
-                            b: self.operand(b),
-                        },
-                        _ => unreachable!("every operation takes one or two arguments"),
-                    });
+    /// Statement `s`, the `i`th of its block; `None` where it is in error (a diagnostic
+    /// says why).
+    fn stmt(&mut self, i: usize, s: &Stmt) -> Option<Inst> {
+        Some(match s {
+            Stmt::Op {
+                dst,
+                op,
+                args,
+                span,
+            } => self.operation(dst, op, args, *span)?,
+            Stmt::Promote(v) => Inst::Promote(self.slot(v)),
+            Stmt::MergePoint { greens, span } => {
+                if i != 0 {
+                    self.diags.push(Diagnostic::new(
+                        *span,
+                        "jit_merge_point must be the first statement of its block",
+                    ));
                 }
-                Stmt::Promote(v) => insts.push(Inst::Promote(self.slot(v))),
-                Stmt::MergePoint { greens, span } => {
-                    if i != 0 {
-                        self.diags.push(Diagnostic::new(
-                            *span,
-                            "jit_merge_point must be the first statement of its block",
-                        ));
-                    }
-                    let greens = greens.iter().map(|g| self.slot(g)).collect();
-                    insts.push(Inst::MergePoint(greens));
-                }
-                Stmt::CanEnterJit(_) => insts.push(Inst::CanEnterJit),
-                Stmt::SetItem {
-                    array,
-                    index,
-                    value,
-                    ..
-                } => insts.push(Inst::SetItem {
-                    array: self.slot(array),
-                    index: self.operand(index),
-                    value: self.operand(value),
-                }),
-                Stmt::Print(a, _) => insts.push(Inst::Print(self.operand(a))),
-                Stmt::Putchar(a, _) => insts.push(Inst::Putchar(self.operand(a))),
-                Stmt::Getchar { dst, .. } => insts.push(Inst::Getchar(self.slot(dst))),
-                Stmt::Call {
-                    dst,
+                let greens = greens.iter().map(|g| self.slot(g)).collect();
+                Inst::MergePoint(greens)
+            }
+            Stmt::CanEnterJit(_) => Inst::CanEnterJit,
+            Stmt::SetItem {
+                array,
+                index,
+                value,
+                ..
+            } => Inst::SetItem {
+                array: self.slot(array),
+                index: self.operand(index),
+                value: self.operand(value),
+            },
+            Stmt::Print(a, _) => Inst::Print(self.operand(a)),
+            Stmt::Putchar(a, _) => Inst::Putchar(self.operand(a)),
+            Stmt::Getchar { dst, .. } => Inst::Getchar(self.slot(dst)),
+            Stmt::Call {
+                dst,
+                func,
+                args,
+                span,
+            } => {
+                let func = self.callee(func, args.len(), *span)?;
+                let args = args.iter().map(|a| self.operand(a)).collect();
+                Inst::Call {
+                    dst: self.slot(dst),
                     func,
                     args,
-                    span,
-                } => {
-                    let Some(func) = self.callee(func, args.len(), *span) else {
-                        continue;
-                    };
-                    let args = args.iter().map(|a| self.operand(a)).collect();
-                    insts.push(Inst::Call {
-                        dst: self.slot(dst),
-                        func,
-                        args,
-                    });
                 }
             }
+        })
+    }
+
+    /// `dst = op(args...)` at `span`; `None` for an unknown operation or one given the
+    /// wrong number of arguments.
+    fn operation(&mut self, dst: &Name, op: &Name, args: &[Arg], span: Span) -> Option<Inst> {
+        let Some(known) = Op::from_name(&op.text) else {
+            self.diags.push(Diagnostic::new(
+                op.span,
+                format!("unknown operation `{}`", op.text),
+            ));
+            return None;
+        };
+        if known.arity() != args.len() {
+            let span = Span::new(op.span.start, span.end.max(op.span.end));
+            self.diags.push(Diagnostic::new(
+                span,
+                format!(
+                    "`{}` takes {} argument{}, not {}",
+                    known.name(),
+                    known.arity(),
+                    if known.arity() == 1 { "" } else { "s" },
+                    args.len()
+                ),
+            ));
+            return None;
         }
-        let term = match &b.term {
+        let dst = self.slot(dst);
+        Some(match args {
+            [a] => Inst::Op1 {
+                dst,
+                op: known,
+                a: self.operand(a),
+            },
+            [a, b] => Inst::Op2 {
+                dst,
+                op: known,
+                a: self.operand(a),
+                b: self.operand(b),
+            },
+            _ => unreachable!("every operation takes one or two arguments"),
+        })
+    }
+
+    /// The terminator `term` of block `index`.
+    fn terminator(&mut self, index: usize, term: &Term) -> Terminator {
+        match term {
             Term::Goto(l) => Terminator::Goto(self.jump(index, l)),
             Term::If { cond, then, els } => Terminator::If {
                 cond: self.slot(cond),
@@ -364,7 +369,17 @@ impl Resolver<'_> {
                 target: self.jump(index, target),
             },
             Term::Return(a) => Terminator::Return(self.operand(a)),
-        };
+        }
+    }
+
+    fn block(&mut self, index: usize, b: &ast::Block) -> Block {
+        let mut insts = Vec::new();
+        for (i, s) in b.stmts.iter().enumerate() {
+            if let Some(inst) = self.stmt(i, s) {
+                insts.push(inst);
+            }
+        }
+        let term = self.terminator(index, &b.term);
         let cost = insts.iter().filter(|i| !i.is_hint()).count() as u64 + 1;
         let enters_jit = insts.iter().any(|i| matches!(i, Inst::CanEnterJit));
         Block {

@@ -52,6 +52,13 @@ pub fn parse_fg_const(text: &str) -> Result<Value, Diagnostic> {
     Ok(v)
 }
 
+/// What `promote` is: a statement (`promote(v)`) or a terminator (`promote(v, l)`, with its
+/// span).
+enum Promotion {
+    Stmt(Stmt),
+    Term(Term, Span),
+}
+
 struct Parser {
     toks: Vec<(Tok, Span)>,
     pos: usize,
@@ -241,28 +248,8 @@ impl Parser {
                     return finish(stmts, Term::Goto(target), span);
                 }
                 Tok::Ident(kw) if kw == "if" => {
-                    self.bump();
-                    let cond = match self.name("a variable after `if`") {
-                        Ok(c) => c,
-                        Err(mut d) => {
-                            d.message.push_str(
-                                " (`if` tests a variable: compute the condition into one first)",
-                            );
-                            return Err(d);
-                        }
-                    };
-                    if !self.is_keyword("goto") {
-                        return self.error(
-                            "`goto` (`if` tests a variable: compute the condition into one first)",
-                        );
-                    }
-                    self.bump();
-                    let then = self.name("a label after `goto`")?;
-                    self.expect_keyword("else")?;
-                    self.expect_keyword("goto")?;
-                    let els = self.name("a label after `goto`")?;
-                    let span = start.to(els.span);
-                    return finish(stmts, Term::If { cond, then, els }, span);
+                    let (term, span) = self.if_terminator(start)?;
+                    return finish(stmts, term, span);
                 }
                 Tok::Ident(kw) if kw == "print_and_stop" => {
                     self.bump();
@@ -271,36 +258,12 @@ impl Parser {
                     let end = self.expect_punct(")")?;
                     return finish(stmts, Term::PrintAndStop(arg), start.to(end));
                 }
-                Tok::Ident(kw) if kw == "promote" => {
-                    self.bump();
-                    self.expect_punct("(")?;
-                    let var = self.name("a variable to promote")?;
-                    if self.is_punct(",") {
-                        self.bump();
-                        let target = self.name("a label")?;
-                        let end = self.expect_punct(")")?;
-                        return finish(stmts, Term::Promote { var, target }, start.to(end));
-                    }
-                    self.expect_punct(")")?;
-                    stmts.push(Stmt::Promote(var));
-                }
-                Tok::Ident(kw) if kw == "jit_merge_point" => {
-                    self.bump();
-                    self.expect_punct("(")?;
-                    let greens = self.names_until(")", "a green variable")?;
-                    let end = self.expect_punct(")")?;
-                    stmts.push(Stmt::MergePoint {
-                        greens,
-                        span: start.to(end),
-                    });
-                }
-                Tok::Ident(kw) if kw == "can_enter_jit" => {
-                    let mut span = self.bump().1;
-                    if self.is_punct("(") && self.peek_at(1) == &Tok::Punct(")") {
-                        self.bump();
-                        span = span.to(self.bump().1);
-                    }
-                    stmts.push(Stmt::CanEnterJit(span));
+                Tok::Ident(kw) if kw == "promote" => match self.promotion(start)? {
+                    Promotion::Stmt(stmt) => stmts.push(stmt),
+                    Promotion::Term(term, span) => return finish(stmts, term, span),
+                },
+                Tok::Ident(kw) if kw == "jit_merge_point" || kw == "can_enter_jit" => {
+                    stmts.push(self.hint(&kw, start)?)
                 }
                 _ if self.at_block_start() => {
                     return Err(Diagnostic::new(
@@ -314,6 +277,68 @@ impl Parser {
                 _ => stmts.push(self.assignment()?),
             }
         }
+    }
+
+    /// `if v goto l1 else goto l2`, from `start`, and its span.
+    fn if_terminator(&mut self, start: Span) -> PResult<(Term, Span)> {
+        self.bump();
+        let cond = match self.name("a variable after `if`") {
+            Ok(c) => c,
+            Err(mut d) => {
+                d.message
+                    .push_str(" (`if` tests a variable: compute the condition into one first)");
+                return Err(d);
+            }
+        };
+        if !self.is_keyword("goto") {
+            return self
+                .error("`goto` (`if` tests a variable: compute the condition into one first)");
+        }
+        self.bump();
+        let then = self.name("a label after `goto`")?;
+        self.expect_keyword("else")?;
+        self.expect_keyword("goto")?;
+        let els = self.name("a label after `goto`")?;
+        let span = start.to(els.span);
+        Ok((Term::If { cond, then, els }, span))
+    }
+
+    /// `promote(v)`, a statement, or `promote(v, l)`, a terminator, from `start`.
+    fn promotion(&mut self, start: Span) -> PResult<Promotion> {
+        self.bump();
+        self.expect_punct("(")?;
+        let var = self.name("a variable to promote")?;
+        if self.is_punct(",") {
+            self.bump();
+            let target = self.name("a label")?;
+            let end = self.expect_punct(")")?;
+            return Ok(Promotion::Term(
+                Term::Promote { var, target },
+                start.to(end),
+            ));
+        }
+        self.expect_punct(")")?;
+        Ok(Promotion::Stmt(Stmt::Promote(var)))
+    }
+
+    /// The hint `jit_merge_point(greens...)` or `can_enter_jit` (`kw`), from `start`.
+    fn hint(&mut self, kw: &str, start: Span) -> PResult<Stmt> {
+        if kw == "jit_merge_point" {
+            self.bump();
+            self.expect_punct("(")?;
+            let greens = self.names_until(")", "a green variable")?;
+            let end = self.expect_punct(")")?;
+            return Ok(Stmt::MergePoint {
+                greens,
+                span: start.to(end),
+            });
+        }
+        let mut span = self.bump().1;
+        if self.is_punct("(") && self.peek_at(1) == &Tok::Punct(")") {
+            self.bump();
+            span = span.to(self.bump().1);
+        }
+        Ok(Stmt::CanEnterJit(span))
     }
 
     fn assignment(&mut self) -> PResult<Stmt> {

@@ -77,7 +77,6 @@ fn tokenize(text: &str) -> PResult<Vec<(Tok, Span)>> {
     let bytes = text.as_bytes();
     let mut toks = Vec::new();
     let mut i = 0;
-    const SYMBOL: &[u8] = b"+-*/\\^<>=~:.?@#&$";
     while i < bytes.len() {
         let c = bytes[i];
         let start = i;
@@ -108,17 +107,9 @@ fn tokenize(text: &str) -> PResult<Vec<(Tok, Span)>> {
             }
             Tok::Var(text[start..i].to_string())
         } else if c.is_ascii_digit() {
-            if text[i..].starts_with("0'") && i + 2 < bytes.len() {
-                // A character code such as 0'a: only ever inside skipped clauses.
-                let ch = text[i + 2..].chars().next().expect("checked length");
-                i += 2 + ch.len_utf8();
-                Tok::Int(BigInt::from(ch as u32))
-            } else {
-                while i < bytes.len() && bytes[i].is_ascii_digit() {
-                    i += 1;
-                }
-                Tok::Int(literal::integer(&text[start..i], Span::new(start, i))?)
-            }
+            let (tok, end) = number(text, start)?;
+            i = end;
+            tok
         } else if c == b'\'' {
             let (atom, end) = quoted_atom(text, start)?;
             i = end;
@@ -134,16 +125,9 @@ fn tokenize(text: &str) -> PResult<Vec<(Tok, Span)>> {
             i += 1;
             Tok::Punct(c as char)
         } else if SYMBOL.contains(&c) {
-            while i < bytes.len() && SYMBOL.contains(&bytes[i]) {
-                i += 1;
-            }
-            let sym = &text[start..i];
-            let at_end = i >= bytes.len() || bytes[i].is_ascii_whitespace() || bytes[i] == b'%';
-            if sym == "." && at_end {
-                Tok::End
-            } else {
-                Tok::Symbol(sym.to_string())
-            }
+            let (tok, end) = symbol(text, start);
+            i = end;
+            tok
         } else {
             let ch = text[i..].chars().next().expect("i is inside the text");
             return Err(Diagnostic::new(
@@ -157,6 +141,45 @@ fn tokenize(text: &str) -> PResult<Vec<(Tok, Span)>> {
     Ok(toks)
 }
 
+/// The characters of which symbols such as `:-` and `=..` are made.
+const SYMBOL: &[u8] = b"+-*/\\^<>=~:.?@#&$";
+
+/// The number token that starts at byte `start` of `text`, a digit, and the byte after it:
+/// an integer, or a character code such as `0'a`.
+fn number(text: &str, start: usize) -> PResult<(Tok, usize)> {
+    let bytes = text.as_bytes();
+    let mut i = start;
+    if text[i..].starts_with("0'") && i + 2 < bytes.len() {
+        // A character code such as 0'a: only ever inside skipped clauses.
+        let ch = text[i + 2..].chars().next().expect("checked length");
+        i += 2 + ch.len_utf8();
+        return Ok((Tok::Int(BigInt::from(ch as u32)), i));
+    }
+    while i < bytes.len() && bytes[i].is_ascii_digit() {
+        i += 1;
+    }
+    let n = literal::integer(&text[start..i], Span::new(start, i))?;
+    Ok((Tok::Int(n), i))
+}
+
+/// The symbol token that starts at byte `start` of `text`, and the byte after it: a `.`
+/// followed by white space, a comment or the end of the text ends a clause.
+fn symbol(text: &str, start: usize) -> (Tok, usize) {
+    let bytes = text.as_bytes();
+    let mut i = start;
+    while i < bytes.len() && SYMBOL.contains(&bytes[i]) {
+        i += 1;
+    }
+    let sym = &text[start..i];
+    let at_end = i >= bytes.len() || bytes[i].is_ascii_whitespace() || bytes[i] == b'%';
+    let tok = if sym == "." && at_end {
+        Tok::End
+    } else {
+        Tok::Symbol(sym.to_string())
+    };
+    (tok, i)
+}
+
 struct Parser {
     toks: Vec<(Tok, Span)>,
     pos: usize,
@@ -167,6 +190,12 @@ struct Parser {
 impl Parser {
     fn peek(&self) -> &Tok {
         &self.toks[self.pos].0
+    }
+
+    /// Whether the clause here is a fact or rule whose head is `name(...)`.
+    fn head_is(&self, name: &str) -> bool {
+        self.peek() == &Tok::Atom(name.into())
+            && self.toks.get(self.pos + 1).map(|t| &t.0) == Some(&Tok::Punct('('))
     }
 
     fn span(&self) -> Span {
@@ -295,11 +324,7 @@ pub fn parse_pl(text: &str) -> PResult<Ast> {
     let mut funcs: Vec<(Name, Func)> = Vec::new();
     let mut elidable: Vec<Name> = Vec::new();
     while p.peek() != &Tok::Eof {
-        let head_is = |name: &str| {
-            p.peek() == &Tok::Atom(name.into())
-                && p.toks.get(p.pos + 1).map(|t| &t.0) == Some(&Tok::Punct('('))
-        };
-        if head_is("func") || head_is("elidable") {
+        if p.head_is("func") || p.head_is("elidable") {
             let start = p.pos;
             let fact = p.term()?;
             if p.peek() != &Tok::End {
@@ -309,43 +334,10 @@ pub fn parse_pl(text: &str) -> PResult<Ast> {
                 continue;
             }
             p.bump();
-            match &fact {
-                PTerm::Compound(f, args, span) if f == "func" => match args.as_slice() {
-                    [name_t, PTerm::List(params, _)] => {
-                        let params = params
-                            .iter()
-                            .map(|t| name(t, "a parameter"))
-                            .collect::<PResult<_>>()?;
-                        funcs.push((
-                            name(name_t, "a function name")?,
-                            Func {
-                                params,
-                                elidable: false,
-                                span: *span,
-                            },
-                        ));
-                    }
-                    _ => {
-                        return Err(Diagnostic::new(
-                            *span,
-                            "a function is declared as func(Name, [Param, ...])",
-                        ))
-                    }
-                },
-                PTerm::Compound(_, args, span) => match args.as_slice() {
-                    [name_t] => elidable.push(name(name_t, "a function name")?),
-                    _ => {
-                        return Err(Diagnostic::new(
-                            *span,
-                            "a function is marked elidable as elidable(Name)",
-                        ))
-                    }
-                },
-                _ => unreachable!("the head is func( or elidable("),
-            }
+            declaration(&fact, &mut funcs, &mut elidable)?;
             continue;
         }
-        if !head_is("block") {
+        if !p.head_is("block") {
             p.skip_clause();
             continue;
         }
@@ -367,6 +359,50 @@ pub fn parse_pl(text: &str) -> PResult<Ast> {
     }
     declare(&mut blocks, funcs, elidable)?;
     Ok(Ast { blocks })
+}
+
+/// Notes a `func(Name, [Param, ...])` fact in `funcs`, or an `elidable(Name)` fact in
+/// `elidable`.
+fn declaration(
+    fact: &PTerm,
+    funcs: &mut Vec<(Name, Func)>,
+    elidable: &mut Vec<Name>,
+) -> PResult<()> {
+    match &fact {
+        PTerm::Compound(f, args, span) if f == "func" => match args.as_slice() {
+            [name_t, PTerm::List(params, _)] => {
+                let params = params
+                    .iter()
+                    .map(|t| name(t, "a parameter"))
+                    .collect::<PResult<_>>()?;
+                funcs.push((
+                    name(name_t, "a function name")?,
+                    Func {
+                        params,
+                        elidable: false,
+                        span: *span,
+                    },
+                ));
+            }
+            _ => {
+                return Err(Diagnostic::new(
+                    *span,
+                    "a function is declared as func(Name, [Param, ...])",
+                ))
+            }
+        },
+        PTerm::Compound(_, args, span) => match args.as_slice() {
+            [name_t] => elidable.push(name(name_t, "a function name")?),
+            _ => {
+                return Err(Diagnostic::new(
+                    *span,
+                    "a function is marked elidable as elidable(Name)",
+                ))
+            }
+        },
+        _ => unreachable!("the head is func( or elidable("),
+    }
+    Ok(())
 }
 
 /// Attaches the `func` and `elidable` facts to the blocks they name.
@@ -505,131 +541,19 @@ fn block(head: &PTerm) -> PResult<Block> {
                 ),
             ));
         };
-        let term = match (f.as_str(), a.as_slice()) {
-            ("op1", [dst, op, x, rest]) => {
-                stmts.push(Stmt::Op {
-                    dst: name(dst, "a variable")?,
-                    op: op_name(op)?,
-                    args: vec![arg(x)?],
-                    span: op.span().to(x.span()),
-                });
-                code = rest;
-                continue;
-            }
-            ("op2", [dst, op, x, y, rest]) => {
-                stmts.push(Stmt::Op {
-                    dst: name(dst, "a variable")?,
-                    op: op_name(op)?,
-                    args: vec![arg(x)?, arg(y)?],
-                    span: op.span().to(y.span()),
-                });
-                code = rest;
-                continue;
-            }
-            ("promote", [var, rest @ PTerm::Compound(..)]) => {
-                stmts.push(Stmt::Promote(name(var, "a variable")?));
-                code = rest;
-                continue;
-            }
-            ("jit_merge_point", [PTerm::List(greens, _), rest]) => {
-                stmts.push(Stmt::MergePoint {
-                    greens: greens
-                        .iter()
-                        .map(|g| name(g, "a green variable"))
-                        .collect::<PResult<_>>()?,
-                    span: *span,
-                });
-                code = rest;
-                continue;
-            }
-            ("can_enter_jit", [rest]) => {
-                stmts.push(Stmt::CanEnterJit(Span::new(span.start, span.start + f.len())));
-                code = rest;
-                continue;
-            }
-            ("op0", [dst, op, rest]) => {
-                if !matches!(op, PTerm::Atom(a, _) if a == "getchar") {
-                    return Err(Diagnostic::new(
-                        op.span(),
-                        format!(
-                            "op0 takes the operation getchar, not {}",
-                            op.describe()
-                        ),
-                    ));
-                }
-                stmts.push(Stmt::Getchar {
-                    dst: name(dst, "a variable")?,
-                    span: *span,
-                });
-                code = rest;
-                continue;
-            }
-            ("setitem", [array, index, value, rest]) => {
-                let array = match array {
-                    PTerm::Compound(f, a, _) if f == "var" && a.len() == 1 => {
-                        name(&a[0], "a variable")?
-                    }
-                    other => {
-                        return Err(Diagnostic::new(
-                            other.span(),
-                            format!(
-                                "setitem stores into the array a variable holds: expected var(A), found {}",
-                                other.describe()
-                            ),
-                        ))
-                    }
-                };
-                stmts.push(Stmt::SetItem {
-                    array,
-                    index: arg(index)?,
-                    value: arg(value)?,
-                    span: Span::new(span.start, value.span().end),
-                });
-                code = rest;
-                continue;
-            }
-            ("print" | "putchar", [x, rest]) => {
-                let a = arg(x)?;
-                let span = Span::new(span.start, x.span().end);
-                stmts.push(if f == "print" {
-                    Stmt::Print(a, span)
-                } else {
-                    Stmt::Putchar(a, span)
-                });
-                code = rest;
-                continue;
-            }
-            ("call", [dst, func, PTerm::List(args, _), rest]) => {
-                stmts.push(Stmt::Call {
-                    dst: name(dst, "a variable")?,
-                    func: name(func, "a function name")?,
-                    args: args.iter().map(arg).collect::<PResult<_>>()?,
-                    span: Span::new(span.start, func.span().end),
-                });
-                code = rest;
-                continue;
-            }
-            ("return", [x]) => Term::Return(arg(x)?),
-            ("jump", [l]) => Term::Goto(name(l, "a label")?),
-            ("if", [v, l1, l2]) => Term::If {
-                cond: name(v, "a variable")?,
-                then: name(l1, "a label")?,
-                els: name(l2, "a label")?,
-            },
-            ("print_and_stop", [x]) => Term::PrintAndStop(arg(x)?),
-            ("promote", [v, l]) => Term::Promote {
-                var: name(v, "a variable")?,
-                target: name(l, "a label")?,
-            },
-            _ => {
-                return Err(Diagnostic::new(
-                    *span,
-                    format!(
-                        "unknown statement {}: expected op1/4, op2/5, op0/3, setitem/4, print/2, putchar/2, call/4, jump/1, if/3, print_and_stop/1, promote/2, return/1, jit_merge_point/2 or can_enter_jit/1",
-                        code.describe()
-                    ),
-                ))
-            }
+        if let Some((stmt, rest)) = statement(f, a, *span)? {
+            stmts.push(stmt);
+            code = rest;
+            continue;
+        }
+        let Some(term) = terminator(f, a)? else {
+            return Err(Diagnostic::new(
+                *span,
+                format!(
+                    "unknown statement {}: expected op1/4, op2/5, op0/3, setitem/4, print/2, putchar/2, call/4, jump/1, if/3, print_and_stop/1, promote/2, return/1, jit_merge_point/2 or can_enter_jit/1",
+                    code.describe()
+                ),
+            ));
         };
         return Ok(Block {
             label,
@@ -639,6 +563,126 @@ fn block(head: &PTerm) -> PResult<Block> {
             func: None,
         });
     }
+}
+
+/// The statement that the term `f(a...)` (at `span`) of a block's code is, with the rest of
+/// the code after it; `None` when it is no statement.
+fn statement<'t>(f: &str, a: &'t [PTerm], span: Span) -> PResult<Option<(Stmt, &'t PTerm)>> {
+    Ok(Some(match (f, a) {
+        ("op1", [dst, op, x, rest]) => (
+            Stmt::Op {
+                dst: name(dst, "a variable")?,
+                op: op_name(op)?,
+                args: vec![arg(x)?],
+                span: op.span().to(x.span()),
+            },
+            rest,
+        ),
+        ("op2", [dst, op, x, y, rest]) => (
+            Stmt::Op {
+                dst: name(dst, "a variable")?,
+                op: op_name(op)?,
+                args: vec![arg(x)?, arg(y)?],
+                span: op.span().to(y.span()),
+            },
+            rest,
+        ),
+        ("promote", [var, rest @ PTerm::Compound(..)]) => {
+            (Stmt::Promote(name(var, "a variable")?), rest)
+        }
+        ("jit_merge_point", [PTerm::List(greens, _), rest]) => (
+            Stmt::MergePoint {
+                greens: greens
+                    .iter()
+                    .map(|g| name(g, "a green variable"))
+                    .collect::<PResult<_>>()?,
+                span,
+            },
+            rest,
+        ),
+        ("can_enter_jit", [rest]) => (
+            Stmt::CanEnterJit(Span::new(span.start, span.start + f.len())),
+            rest,
+        ),
+        ("op0", [dst, op, rest]) => (getchar(dst, op, span)?, rest),
+        ("setitem", [array, index, value, rest]) => (setitem(array, index, value, span)?, rest),
+        ("print" | "putchar", [x, rest]) => {
+            let a = arg(x)?;
+            let span = Span::new(span.start, x.span().end);
+            let stmt = if f == "print" {
+                Stmt::Print(a, span)
+            } else {
+                Stmt::Putchar(a, span)
+            };
+            (stmt, rest)
+        }
+        ("call", [dst, func, PTerm::List(args, _), rest]) => (
+            Stmt::Call {
+                dst: name(dst, "a variable")?,
+                func: name(func, "a function name")?,
+                args: args.iter().map(arg).collect::<PResult<_>>()?,
+                span: Span::new(span.start, func.span().end),
+            },
+            rest,
+        ),
+        _ => return Ok(None),
+    }))
+}
+
+/// `op0(Dst, getchar, Rest)` at `span`.
+fn getchar(dst: &PTerm, op: &PTerm, span: Span) -> PResult<Stmt> {
+    if !matches!(op, PTerm::Atom(a, _) if a == "getchar") {
+        return Err(Diagnostic::new(
+            op.span(),
+            format!("op0 takes the operation getchar, not {}", op.describe()),
+        ));
+    }
+    Ok(Stmt::Getchar {
+        dst: name(dst, "a variable")?,
+        span,
+    })
+}
+
+/// `setitem(var(A), Index, Value, Rest)` at `span`.
+fn setitem(array: &PTerm, index: &PTerm, value: &PTerm, span: Span) -> PResult<Stmt> {
+    let array = match array {
+        PTerm::Compound(f, a, _) if f == "var" && a.len() == 1 => name(&a[0], "a variable")?,
+        other => {
+            return Err(Diagnostic::new(
+                other.span(),
+                format!(
+                    "setitem stores into the array a variable holds: expected var(A), found {}",
+                    other.describe()
+                ),
+            ))
+        }
+    };
+    Ok(Stmt::SetItem {
+        array,
+        index: arg(index)?,
+        value: arg(value)?,
+        span: Span::new(span.start, value.span().end),
+    })
+}
+
+/// The terminator that the term `f(a...)` ending a block's code is; `None` when it is no
+/// terminator.
+fn terminator(f: &str, a: &[PTerm]) -> PResult<Option<Term>> {
+    Ok(Some(match (f, a) {
+        ("return", [x]) => Term::Return(arg(x)?),
+        ("jump", [l]) => Term::Goto(name(l, "a label")?),
+        ("if", [v, l1, l2]) => Term::If {
+            cond: name(v, "a variable")?,
+            then: name(l1, "a label")?,
+            els: name(l2, "a label")?,
+        },
+        ("print_and_stop", [x]) => Term::PrintAndStop(arg(x)?),
+        ("promote", [v, l]) => Term::Promote {
+            var: name(v, "a variable")?,
+            target: name(l, "a label")?,
+        },
+        _ => return Ok(None),
+    }))
 }
 
 fn op_name(t: &PTerm) -> PResult<Name> {

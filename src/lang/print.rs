@@ -204,66 +204,79 @@ fn pl_block_noted(out: &mut String, b: &Block, notes: &mut Notes) {
     for s in &b.stmts {
         place(out, notes, s.span().start, prev, "");
         prev = Some(s.span().end);
-        match s {
-            Stmt::Op { dst, op, args, .. } => {
-                let args: Vec<String> = args.iter().map(pl_arg).collect();
-                let kind = if args.len() == 1 { "op1" } else { "op2" };
-                let _ = write!(
-                    out,
-                    "{kind}({}, {}, {},\n    ",
-                    pl_atom(&dst.text),
-                    pl_atom(&op.text),
-                    args.join(", ")
-                );
-            }
-            Stmt::Promote(v) => {
-                let _ = write!(out, "promote({},\n    ", pl_atom(&v.text));
-            }
-            Stmt::MergePoint { greens, .. } => {
-                let g: Vec<String> = greens.iter().map(|g| pl_atom(&g.text)).collect();
-                let _ = write!(out, "jit_merge_point([{}],\n    ", g.join(", "));
-            }
-            Stmt::CanEnterJit(_) => out.push_str("can_enter_jit(\n    "),
-            Stmt::SetItem {
-                array,
-                index,
-                value,
-                ..
-            } => {
-                let _ = write!(
-                    out,
-                    "setitem(var({}), {}, {},\n    ",
-                    pl_atom(&array.text),
-                    pl_arg(index),
-                    pl_arg(value)
-                );
-            }
-            Stmt::Print(a, _) => {
-                let _ = write!(out, "print({},\n    ", pl_arg(a));
-            }
-            Stmt::Putchar(a, _) => {
-                let _ = write!(out, "putchar({},\n    ", pl_arg(a));
-            }
-            Stmt::Getchar { dst, .. } => {
-                let _ = write!(out, "op0({}, getchar,\n    ", pl_atom(&dst.text));
-            }
-            Stmt::Call {
-                dst, func, args, ..
-            } => {
-                let args: Vec<String> = args.iter().map(pl_arg).collect();
-                let _ = write!(
-                    out,
-                    "call({}, {}, [{}],\n    ",
-                    pl_atom(&dst.text),
-                    pl_atom(&func.text),
-                    args.join(", ")
-                );
-            }
-        }
+        pl_stmt_open(out, s);
         closers += 1;
     }
     place(out, notes, b.term_span.start, prev, "");
-    match &b.term {
+    pl_term(out, &b.term);
+    out.push_str(&")".repeat(closers));
+    out.push_str(".\n");
+}
+
+/// Writes statement `s` in the Prolog-term syntax, open: the rest of the block's code
+/// follows as its last argument.
+fn pl_stmt_open(out: &mut String, s: &Stmt) {
+    match s {
+        Stmt::Op { dst, op, args, .. } => {
+            let args: Vec<String> = args.iter().map(pl_arg).collect();
+            let kind = if args.len() == 1 { "op1" } else { "op2" };
+            let _ = write!(
+                out,
+                "{kind}({}, {}, {},\n    ",
+                pl_atom(&dst.text),
+                pl_atom(&op.text),
+                args.join(", ")
+            );
+        }
+        Stmt::Promote(v) => {
+            let _ = write!(out, "promote({},\n    ", pl_atom(&v.text));
+        }
+        Stmt::MergePoint { greens, .. } => {
+            let g: Vec<String> = greens.iter().map(|g| pl_atom(&g.text)).collect();
+            let _ = write!(out, "jit_merge_point([{}],\n    ", g.join(", "));
+        }
+        Stmt::CanEnterJit(_) => out.push_str("can_enter_jit(\n    "),
+        Stmt::SetItem {
+            array,
+            index,
+            value,
+            ..
+        } => {
+            let _ = write!(
+                out,
+                "setitem(var({}), {}, {},\n    ",
+                pl_atom(&array.text),
+                pl_arg(index),
+                pl_arg(value)
+            );
+        }
+        Stmt::Print(a, _) => {
+            let _ = write!(out, "print({},\n    ", pl_arg(a));
+        }
+        Stmt::Putchar(a, _) => {
+            let _ = write!(out, "putchar({},\n    ", pl_arg(a));
+        }
+        Stmt::Getchar { dst, .. } => {
+            let _ = write!(out, "op0({}, getchar,\n    ", pl_atom(&dst.text));
+        }
+        Stmt::Call {
+            dst, func, args, ..
+        } => {
+            let args: Vec<String> = args.iter().map(pl_arg).collect();
+            let _ = write!(
+                out,
+                "call({}, {}, [{}],\n    ",
+                pl_atom(&dst.text),
+                pl_atom(&func.text),
+                args.join(", ")
+            );
+        }
+    }
+}
+
+/// Writes terminator `term` in the Prolog-term syntax.
+fn pl_term(out: &mut String, term: &Term) {
+    match term {
         Term::Goto(l) => {
             let _ = write!(out, "jump({})", pl_atom(&l.text));
         }
@@ -291,8 +304,6 @@ fn pl_block_noted(out: &mut String, b: &Block, notes: &mut Notes) {
             let _ = write!(out, "return({})", pl_arg(a));
         }
     }
-    out.push_str(&")".repeat(closers));
-    out.push_str(".\n");
 }
 
 /// A block in the articles' Prolog notation on one line, as the articles list residual

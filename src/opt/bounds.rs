@@ -368,7 +368,6 @@ pub fn machine_no_overflow(
     induction: bool,
 ) -> MachineBounds {
     // A bridge has no loop of its own: no parameters.
-    let start = trace.loop_start().unwrap_or(0);
     let params = trace.loop_start().map_or(0, |s| trace.insts[s].args.len());
     // Per value, the least and greatest constant the trace adds to it.
     let mut offsets: HashMap<Ref, (i64, i64)> = HashMap::default();
@@ -378,85 +377,18 @@ pub fn machine_no_overflow(
             *e = (e.0.min(c), e.1.max(c));
         }
     }
-    let def = |x: Ref| &trace.insts[x.index()];
-    let wraps = wrapping(trace, &is_int);
-    // The second pass widens (at least) where the first did: the hull it is given was
-    // computed knowing what those checks teach.
-    let pass = |param_ranges: &[Range], force: &[Option<(i64, i64)>]| {
-        let mut facts = Facts::default();
-        let mut safe = vec![false; trace.insts.len()];
-        let mut widen = vec![None; trace.insts.len()];
-        let mut ends: Vec<Vec<Range>> = Vec::new();
-        for (i, inst) in trace.insts.iter().enumerate() {
-            let r = Ref(i as u32);
-            let int = is_int(r);
-            match inst.kind {
-                Kind::Input(slot) if int => {
-                    let known = trace.known.iter().find(|(s, _)| *s == slot);
-                    let range = known.map_or(Range::ANY, |(_, k)| Range::from_known(*k));
-                    facts.narrow(r, range.meet(Range::i64()))
-                }
-                Kind::Param(_) | Kind::ParamItem if int => {
-                    facts.narrow(r, param_ranges[i - start - 1])
-                }
-                Kind::Op(op) if int => {
-                    let all_int = inst.args.iter().all(|a| match a {
-                        Opnd::Ref(x) => is_int(*x),
-                        Opnd::Const(v) => matches!(v, Value::Int(_)),
-                    });
-                    let out = |facts: &Facts| {
-                        if all_int {
-                            result(op, &inst.args, facts)
-                        } else {
-                            None
-                        }
-                    };
-                    if wraps[i] {
-                        // Its value is known only modulo 2^64: nothing is learnt of it, nor
-                        // of its operands.
-                        safe[i] = true;
-                        facts.narrow(r, Range::i64());
-                        continue;
-                    }
-                    let arith = matches!(op, Op::Add | Op::Sub | Op::Mul | Op::Neg);
-                    safe[i] = arith && out(&facts).is_some_and(Range::fits_i64);
-                    let run = offset_of(inst)
-                        .and_then(|(x, c)| offsets.get(&x).map(|o| (x, c, *o)))
-                        .filter(|(_, c, o)| all_int && *o != (*c, *c));
-                    let wanted = force[i].is_some() || (!safe[i] && inst.snap.is_some());
-                    if let Some((x, _, (lo, hi))) = run.filter(|_| wanted) {
-                        let (lo, hi) = force[i].unwrap_or((lo, hi));
-                        let at_least = (i64::MIN as i128 - lo as i128).max(i64::MIN as i128);
-                        let at_most = (i64::MAX as i128 - hi as i128).min(i64::MAX as i128);
-                        facts.narrow(x, Range::new(at_least, at_most));
-                        widen[i] = Some((lo, hi));
-                        safe[i] = true;
-                    }
-                    // Whatever it computes, a value in machine code is an i64 (an overflow
-                    // exits), and so are the values it was computed from by an offset.
-                    let now = out(&facts).map_or(Range::i64(), |o| o.meet(Range::i64()));
-                    facts.narrow_back(r, now, def);
-                }
-                Kind::GuardTrue | Kind::GuardFalse => {
-                    if let Opnd::Ref(c) = inst.args[0] {
-                        facts.learn(&trace.insts[c.index()], inst.kind == Kind::GuardTrue);
-                    }
-                }
-                Kind::LoopStart | Kind::Loop => ends.push(
-                    inst.args
-                        .iter()
-                        .map(|a| facts.of(a).unwrap_or(Range::i64()).meet(Range::i64()))
-                        .collect(),
-                ),
-                _ => {}
-            }
-            if let Some(index) = Facts::index_of(inst) {
-                facts.learn_index(index, def);
-            }
-        }
-        (safe, widen, ends)
+    let walk = MachineWalk {
+        trace,
+        start: trace.loop_start().unwrap_or(0),
+        wraps: wrapping(trace, &is_int),
+        is_int,
+        offsets,
     };
-    let (safe, first, ends) = pass(&vec![Range::i64(); params], &vec![None; trace.insts.len()]);
+    let Passed {
+        safe,
+        widen: first,
+        ends,
+    } = walk.pass(&vec![Range::i64(); params], &vec![None; trace.insts.len()]);
     if trace.loop_start().is_none() {
         // No loop (a bridge): no parameters to know better, and the first pass is the last.
         return MachineBounds {
@@ -467,16 +399,9 @@ pub fn machine_no_overflow(
             sums: Vec::new(),
         };
     }
-    let hull: Vec<Range> = (0..params)
-        .map(|k| {
-            ends.iter()
-                .map(|e| e[k])
-                .reduce(Range::hull)
-                .unwrap_or(Range::i64())
-        })
-        .collect();
+    let hull = hull(&ends, params);
     let hull = match trace.loop_start().filter(|_| induction) {
-        Some(start) => self::induction(trace, start, hull, |h| pass(h, &first).2),
+        Some(start) => self::induction(trace, start, hull, |h| walk.pass(h, &first).ends),
         None => hull,
     };
     // The checks the first pass widened were needed to compute the hull knowing nothing
@@ -484,25 +409,28 @@ pub fn machine_no_overflow(
     // parameters in the hull without them, they go (a Brainfuck loop `[<<<<<<<<<]`, whose
     // pointer every read proves an index, needs no check of `p - 9`).
     let none = vec![None; trace.insts.len()];
-    let unforced = pass(&hull, &none);
-    let (safe, widen, ends) = if keeps(&unforced.2, &hull) {
+    let unforced = walk.pass(&hull, &none);
+    let Passed {
+        mut safe,
+        widen,
+        ends,
+    } = if keeps(&unforced.ends, &hull) {
         unforced
     } else {
-        pass(&hull, &first)
+        walk.pass(&hull, &first)
     };
     // What enters the loop from the preamble (the first end) and does not lie in the
     // interval the proofs assume is checked there.
     let entry = match ends.first() {
-        Some(e) if trace.loop_start().is_some() => e
+        Some(e) => e
             .iter()
             .zip(&hull)
             .map(|(e, h)| (!e.within(*h)).then_some(*h))
             .collect(),
-        _ => Vec::new(),
+        None => Vec::new(),
     };
-    let mut safe = safe;
     let sums = match trace.loop_start().filter(|_| induction) {
-        Some(start) => self::sums(trace, start, &hull, &safe, &is_int),
+        Some(start) => self::sums(trace, start, &hull, &safe, &walk.is_int),
         None => Vec::new(),
     };
     for sum in &sums {
@@ -514,6 +442,138 @@ pub fn machine_no_overflow(
         hull,
         entry,
         sums,
+    }
+}
+
+/// Per loop parameter (of `params`), the hull of its intervals at the `ends`.
+fn hull(ends: &[Vec<Range>], params: usize) -> Vec<Range> {
+    (0..params)
+        .map(|k| {
+            ends.iter()
+                .map(|e| e[k])
+                .reduce(Range::hull)
+                .unwrap_or(Range::i64())
+        })
+        .collect()
+}
+
+/// What a pass of [`machine_no_overflow`] over the trace finds.
+struct Passed {
+    /// Per instruction, whether it cannot overflow.
+    safe: Vec<bool>,
+    /// Per instruction, the offsets its widened check covers ([`MachineBounds::widen`]).
+    widen: Vec<Option<(i64, i64)>>,
+    /// At `loop_start` and at `loop`, the interval of each value the loop carries.
+    ends: Vec<Vec<Range>>,
+}
+
+/// What every pass of [`machine_no_overflow`] reads.
+struct MachineWalk<'t, F> {
+    trace: &'t Trace,
+    /// Whether a value is an integer in machine code.
+    is_int: F,
+    /// The trace's `loop_start` (0 in a bridge).
+    start: usize,
+    /// Per value, the least and greatest constant the trace adds to it.
+    offsets: HashMap<Ref, (i64, i64)>,
+    /// Per instruction, whether its value is known only modulo 2^64 (`wrapping`).
+    wraps: Vec<bool>,
+}
+
+impl<F: Fn(Ref) -> bool> MachineWalk<'_, F> {
+    /// One pass over the trace, the loop's parameters taken in `param_ranges`, the checks
+    /// `force` says widened at least as far. The second pass widens (at least) where the
+    /// first did: the hull it is given was computed knowing what those checks teach.
+    fn pass(&self, param_ranges: &[Range], force: &[Option<(i64, i64)>]) -> Passed {
+        let trace = self.trace;
+        let def = |x: Ref| &trace.insts[x.index()];
+        let mut facts = Facts::default();
+        let mut out = Passed {
+            safe: vec![false; trace.insts.len()],
+            widen: vec![None; trace.insts.len()],
+            ends: Vec::new(),
+        };
+        for (i, inst) in trace.insts.iter().enumerate() {
+            let r = Ref(i as u32);
+            let int = (self.is_int)(r);
+            match inst.kind {
+                Kind::Input(slot) if int => {
+                    let known = trace.known.iter().find(|(s, _)| *s == slot);
+                    let range = known.map_or(Range::ANY, |(_, k)| Range::from_known(*k));
+                    facts.narrow(r, range.meet(Range::i64()))
+                }
+                Kind::Param(_) | Kind::ParamItem if int => {
+                    facts.narrow(r, param_ranges[i - self.start - 1])
+                }
+                Kind::Op(_) if int && self.wraps[i] => {
+                    // Its value is known only modulo 2^64: nothing is learnt of it, nor
+                    // of its operands.
+                    out.safe[i] = true;
+                    facts.narrow(r, Range::i64());
+                    continue;
+                }
+                Kind::Op(op) if int => self.operation(i, op, &mut facts, &mut out, force),
+                Kind::GuardTrue | Kind::GuardFalse => {
+                    if let Opnd::Ref(c) = inst.args[0] {
+                        facts.learn(&trace.insts[c.index()], inst.kind == Kind::GuardTrue);
+                    }
+                }
+                Kind::LoopStart | Kind::Loop => out.ends.push(
+                    inst.args
+                        .iter()
+                        .map(|a| facts.of(a).unwrap_or(Range::i64()).meet(Range::i64()))
+                        .collect(),
+                ),
+                _ => {}
+            }
+            if let Some(index) = Facts::index_of(inst) {
+                facts.learn_index(index, def);
+            }
+        }
+        out
+    }
+
+    /// Operation `i` (`op`, on integers, not wrapping): safe where an addition,
+    /// subtraction, multiplication or negation's result fits in 64 bits, or where its
+    /// check widens to cover a run of constant offsets of one value (as `force` says at
+    /// least). Its result, whatever it computes, is an i64 in machine code (an overflow
+    /// exits), and so are the values it was computed from by an offset.
+    fn operation(
+        &self,
+        i: usize,
+        op: Op,
+        facts: &mut Facts,
+        out: &mut Passed,
+        force: &[Option<(i64, i64)>],
+    ) {
+        let inst = &self.trace.insts[i];
+        let all_int = inst.args.iter().all(|a| match a {
+            Opnd::Ref(x) => (self.is_int)(*x),
+            Opnd::Const(v) => matches!(v, Value::Int(_)),
+        });
+        let result_of = |facts: &Facts| {
+            if all_int {
+                result(op, &inst.args, facts)
+            } else {
+                None
+            }
+        };
+        let arith = matches!(op, Op::Add | Op::Sub | Op::Mul | Op::Neg);
+        out.safe[i] = arith && result_of(facts).is_some_and(Range::fits_i64);
+        let run = offset_of(inst)
+            .and_then(|(x, c)| self.offsets.get(&x).map(|o| (x, c, *o)))
+            .filter(|(_, c, o)| all_int && *o != (*c, *c));
+        let wanted = force[i].is_some() || (!out.safe[i] && inst.snap.is_some());
+        if let Some((x, _, (lo, hi))) = run.filter(|_| wanted) {
+            let (lo, hi) = force[i].unwrap_or((lo, hi));
+            let at_least = (i64::MIN as i128 - lo as i128).max(i64::MIN as i128);
+            let at_most = (i64::MAX as i128 - hi as i128).min(i64::MAX as i128);
+            facts.narrow(x, Range::new(at_least, at_most));
+            out.widen[i] = Some((lo, hi));
+            out.safe[i] = true;
+        }
+        let now = result_of(facts).map_or(Range::i64(), |o| o.meet(Range::i64()));
+        facts.narrow_back(Ref(i as u32), now, |x: Ref| &self.trace.insts[x.index()]);
     }
 }
 

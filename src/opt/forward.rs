@@ -15,8 +15,10 @@
 //! what the one before knew; and stages that feed each other (a constant makes an interval,
 //! an interval decides a comparison, the comparison's constant folds what uses it) would need
 //! the passes iterated. Here each fact is learnt once, where it becomes true, and known to
-//! every stage from there on. Heap and virtual information will join the per-value facts the
-//! same way.
+//! every stage from there on. The heap stage joined the same way: what it knows of array
+//! elements is learnt in the walk, from the stores and loads emitted. Virtual arrays are not
+//! a stage: `virtuals` is a pass of its own, after `peel`, that runs the stages again on what
+//! it leaves.
 //!
 //! ```text
 //! v0 = input x  @l:0 #0 []                 v0 = input x  @l:0 #0 []

@@ -211,16 +211,16 @@ pub fn drop_fixed_params(trace: &Trace, fixed: Fixed) -> Option<Trace> {
     Some(rw.finish())
 }
 
-/// The peeled trace: the iteration, `loop_start`, the `param`s, the iteration again with the
-/// carried variables read from the params (or the assumed constants), and `loop`.
-fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
-    let n = trace.insts.len() - 1;
-    let last = &trace.insts[n];
-    let end = trace.snap_of(last).expect("a loop has a snapshot").clone();
-    let mut insts: Vec<Inst> = trace.insts[..n].to_vec();
-    let mut snaps: Vec<Snapshot> = trace.snaps.clone();
-
-    // The end of the preamble.
+/// The end of the preamble, pushed onto `insts` (with its snapshot onto `snaps`):
+/// `loop_start` of the variables in `params` as the preamble's end, `end`, has them, and a
+/// `param` for each. Returns the state at the start of each iteration of the loop: each
+/// variable of `end`, a carried one as its param.
+fn loop_start(
+    insts: &mut Vec<Inst>,
+    snaps: &mut Vec<Snapshot>,
+    end: &Snapshot,
+    params: &BTreeSet<Slot>,
+) -> Vec<(Slot, Opnd)> {
     let first_values: Vec<Opnd> = params
         .iter()
         .map(|p| {
@@ -244,7 +244,7 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
     let mut state: Vec<(Slot, Opnd)> = Vec::new();
     for (slot, o) in &end.entries {
         if params.contains(slot) {
-            let ty = o.ty(&insts);
+            let ty = o.ty(insts);
             insts.push(Inst {
                 kind: Kind::Param(*slot),
                 args: vec![],
@@ -257,35 +257,62 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
             state.push((*slot, o.clone()));
         }
     }
+    state
+}
+
+/// Operand `o` of the preamble as the body has it (`map`, per instruction of the preamble).
+fn remap(map: &[Opnd], o: &Opnd) -> Opnd {
+    match o {
+        Opnd::Ref(r) => map[r.index()].clone(),
+        c => c.clone(),
+    }
+}
+
+/// Snapshot `id` of the preamble as the body's, pushed onto `snaps`: its values mapped by
+/// `map`, with every variable of `state` (the state at the start of the iteration) that it
+/// does not hold.
+fn body_snapshot(
+    trace: &Trace,
+    state: &[(Slot, Opnd)],
+    snaps: &mut Vec<Snapshot>,
+    map: &[Opnd],
+    id: SnapId,
+) -> SnapId {
+    let old = &trace.snaps[id.index()];
+    let mut entries = state.to_vec();
+    for (slot, o) in &old.entries {
+        let o = remap(map, o);
+        match entries.iter_mut().find(|(s, _)| s == slot) {
+            Some(e) => e.1 = o,
+            None => entries.push((*slot, o)),
+        }
+    }
+    entries.sort_by_key(|(s, _)| *s);
+    let mapped = old.map(|o| remap(map, o));
+    snaps.push(Snapshot {
+        pos: old.pos,
+        cost: old.cost,
+        entries,
+        frames: mapped.frames,
+        virtuals: mapped.virtuals,
+        stores: mapped.stores,
+    });
+    SnapId(snaps.len() as u32 - 1)
+}
+
+/// The peeled trace: the iteration, `loop_start`, the `param`s, the iteration again with the
+/// carried variables read from the params (or the assumed constants), and `loop`.
+fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
+    let n = trace.insts.len() - 1;
+    let last = &trace.insts[n];
+    let end = trace.snap_of(last).expect("a loop has a snapshot").clone();
+    let mut insts: Vec<Inst> = trace.insts[..n].to_vec();
+    let mut snaps: Vec<Snapshot> = trace.snaps.clone();
+
+    let state = loop_start(&mut insts, &mut snaps, &end, params);
 
     // The body: the iteration again, reading carried variables from `state`.
     let mut map: Vec<Opnd> = Vec::with_capacity(n);
-    let remap = |map: &Vec<Opnd>, o: &Opnd| match o {
-        Opnd::Ref(r) => map[r.index()].clone(),
-        c => c.clone(),
-    };
-    let body_snapshot = |snaps: &mut Vec<Snapshot>, map: &Vec<Opnd>, id: SnapId| {
-        let old = &trace.snaps[id.index()];
-        let mut entries = state.clone();
-        for (slot, o) in &old.entries {
-            let o = remap(map, o);
-            match entries.iter_mut().find(|(s, _)| s == slot) {
-                Some(e) => e.1 = o,
-                None => entries.push((*slot, o)),
-            }
-        }
-        entries.sort_by_key(|(s, _)| *s);
-        let mapped = old.map(|o| remap(map, o));
-        snaps.push(Snapshot {
-            pos: old.pos,
-            cost: old.cost,
-            entries,
-            frames: mapped.frames,
-            virtuals: mapped.virtuals,
-            stores: mapped.stores,
-        });
-        SnapId(snaps.len() as u32 - 1)
-    };
     for (i, inst) in trace.insts[..n].iter().enumerate() {
         if let Kind::Input(slot) = inst.kind {
             let carried = state
@@ -297,7 +324,9 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
             continue;
         }
         let args: Vec<Opnd> = inst.args.iter().map(|a| remap(&map, a)).collect();
-        let snap = inst.snap.map(|s| body_snapshot(&mut snaps, &map, s));
+        let snap = inst
+            .snap
+            .map(|s| body_snapshot(trace, &state, &mut snaps, &map, s));
         // A copy has the type of what it copies, which a param may have changed.
         let ty = match inst.kind.info().result {
             Res::Operand => args[0].ty(&insts),
@@ -324,7 +353,13 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
             remap(&map, o)
         })
         .collect();
-    let snap = body_snapshot(&mut snaps, &map, last.snap.expect("a loop has a snapshot"));
+    let snap = body_snapshot(
+        trace,
+        &state,
+        &mut snaps,
+        &map,
+        last.snap.expect("a loop has a snapshot"),
+    );
     insts.push(Inst {
         kind: Kind::Loop,
         args: next,

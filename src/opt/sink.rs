@@ -116,7 +116,6 @@ fn attempt(trace: &Trace, excluded: &[(Opnd, Opnd)]) -> Result<Trace, Vec<(Opnd,
     let last_param = start.map(|s| s + trace.insts[s].args.len());
     // The elements the loop carries, with their values at `loop_start`.
     let mut carried: Vec<Store> = Vec::new();
-    let mut lost: Vec<(Opnd, Opnd)> = Vec::new();
     // The stores made so far whose elements still hold what they stored (no store since
     // may have changed them), no two into one element.
     let mut made: Vec<Store> = Vec::new();
@@ -165,65 +164,14 @@ fn attempt(trace: &Trace, excluded: &[(Opnd, Opnd)]) -> Result<Trace, Vec<(Opnd,
                 }
             }
             Kind::LoopStart => {
-                let keep =
-                    |s: &Store| !excluded.iter().any(|(a, k)| *a == s.array && *k == s.index);
-                flush(&mut rw, &mut pending, |s, _| !keep(s));
-                // An element a store of the preamble made holds its value: the loop may
-                // carry it too (an exit stores the value it already holds).
-                for m in made.drain(..) {
-                    let listed = pending
-                        .iter()
-                        .any(|p| p.store.array == m.array && p.store.index == m.index);
-                    if keep(&m) && !listed {
-                        pending.push(Pending {
-                            store: m,
-                            origin: None,
-                        });
-                    }
-                }
-                carried = pending.iter().map(|p| p.store.clone()).collect();
-                let mut args = args;
-                args.extend(carried.iter().map(|s| s.value.clone()));
-                let snap = snapshot(&mut rw, inst, &pending);
-                rw.push_as(i, inst.kind, args, snap);
-                pending.clear();
+                carried = at_loop_start(&mut rw, i, inst, args, excluded, &mut made, &mut pending);
                 if Some(i) == last_param {
                     carry_params(&mut rw, &carried, &mut pending);
                 }
                 continue;
             }
             Kind::Loop => {
-                let in_loop = |s: &Store| {
-                    carried
-                        .iter()
-                        .any(|c| c.array == s.array && c.index == s.index)
-                };
-                flush(&mut rw, &mut pending, |s, _| !in_loop(s));
-                let mut next = args;
-                for c in &carried {
-                    let insts = rw.insts();
-                    match pending
-                        .iter()
-                        .find(|p| p.store.array == c.array && p.store.index == c.index)
-                    {
-                        // Of the type it had at `loop_start`, as a param's value must be.
-                        Some(p) if p.store.value.ty(insts) == c.value.ty(insts) => {
-                            next.push(p.store.value.clone())
-                        }
-                        _ => lost.push((c.array.clone(), c.index.clone())),
-                    }
-                }
-                if !lost.is_empty() {
-                    return Err(lost);
-                }
-                // In the order `carried` has them, as `next`.
-                pending.sort_by_key(|p| {
-                    carried
-                        .iter()
-                        .position(|c| c.array == p.store.array && c.index == p.store.index)
-                });
-                let snap = snapshot(&mut rw, inst, &pending);
-                rw.push_as(i, inst.kind, next, snap);
+                at_loop(&mut rw, i, inst, args, &carried, &mut pending)?;
                 continue;
             }
             _ if reads_arrays(inst, &args, rw.insts()) => {
@@ -242,6 +190,90 @@ fn attempt(trace: &Trace, excluded: &[(Opnd, Opnd)]) -> Result<Trace, Vec<(Opnd,
     let mut t = rw.finish();
     t.carries_elements |= !carried.is_empty();
     Ok(t)
+}
+
+/// At `loop_start` (instruction `i`, `args` its operands in the new trace): the pending
+/// stores of elements not `excluded` stay pending, carried by the loop, and so do the
+/// elements stores of the preamble `made` that still hold what they stored; the others
+/// are made. Emits `loop_start` carrying their values; returns the elements carried, with
+/// their values at `loop_start`. Nothing is pending after it.
+fn at_loop_start(
+    rw: &mut Rewriter,
+    i: usize,
+    inst: &Inst,
+    mut args: Vec<Opnd>,
+    excluded: &[(Opnd, Opnd)],
+    made: &mut Vec<Store>,
+    pending: &mut Vec<Pending>,
+) -> Vec<Store> {
+    let keep = |s: &Store| !excluded.iter().any(|(a, k)| *a == s.array && *k == s.index);
+    flush(rw, pending, |s, _| !keep(s));
+    // An element a store of the preamble made holds its value: the loop may
+    // carry it too (an exit stores the value it already holds).
+    for m in made.drain(..) {
+        let listed = pending
+            .iter()
+            .any(|p| p.store.array == m.array && p.store.index == m.index);
+        if keep(&m) && !listed {
+            pending.push(Pending {
+                store: m,
+                origin: None,
+            });
+        }
+    }
+    let carried: Vec<Store> = pending.iter().map(|p| p.store.clone()).collect();
+    args.extend(carried.iter().map(|s| s.value.clone()));
+    let snap = snapshot(rw, inst, pending);
+    rw.push_as(i, inst.kind, args, snap);
+    pending.clear();
+    carried
+}
+
+/// At `loop` (instruction `i`, `args` its operands in the new trace): the pending stores of
+/// the elements `carried` are not made but passed to the next iteration, and the others are
+/// made. Emits `loop`; the elements carried but not pending (or pending with a value of
+/// another type) when there are any.
+fn at_loop(
+    rw: &mut Rewriter,
+    i: usize,
+    inst: &Inst,
+    args: Vec<Opnd>,
+    carried: &[Store],
+    pending: &mut Vec<Pending>,
+) -> Result<(), Vec<(Opnd, Opnd)>> {
+    let in_loop = |s: &Store| {
+        carried
+            .iter()
+            .any(|c| c.array == s.array && c.index == s.index)
+    };
+    flush(rw, pending, |s, _| !in_loop(s));
+    let mut next = args;
+    let mut lost: Vec<(Opnd, Opnd)> = Vec::new();
+    for c in carried {
+        let insts = rw.insts();
+        match pending
+            .iter()
+            .find(|p| p.store.array == c.array && p.store.index == c.index)
+        {
+            // Of the type it had at `loop_start`, as a param's value must be.
+            Some(p) if p.store.value.ty(insts) == c.value.ty(insts) => {
+                next.push(p.store.value.clone())
+            }
+            _ => lost.push((c.array.clone(), c.index.clone())),
+        }
+    }
+    if !lost.is_empty() {
+        return Err(lost);
+    }
+    // In the order `carried` has them, as `next`.
+    pending.sort_by_key(|p| {
+        carried
+            .iter()
+            .position(|c| c.array == p.store.array && c.index == p.store.index)
+    });
+    let snap = snapshot(rw, inst, pending);
+    rw.push_as(i, inst.kind, next, snap);
+    Ok(())
 }
 
 /// After the last `param`: a `param_item` for each element the loop carries, which is then

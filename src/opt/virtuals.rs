@@ -98,225 +98,317 @@ impl Groups {
     }
 }
 
+/// Finds the arrays that stay virtual in `trace`.
 fn analyze(trace: &Trace) -> Plan {
-    let n = trace.insts.len();
-    let mut len: Vec<Option<usize>> = trace.insts.iter().map(candidate).collect();
-    let start = trace.loop_start();
-    let params = start.map_or(0, |s| trace.insts[s].args.len());
-    let mut groups = Groups((0..n).collect());
-    let mut escaped = vec![false; n];
-    // Each array stored into a candidate, with the candidate.
-    let mut edges: Vec<(usize, usize)> = Vec::new();
-    let cand =
-        |len: &[Option<usize>], o: &Opnd| o.as_ref().map(Ref::index).filter(|r| len[*r].is_some());
+    let mut e = Escapes::new(trace);
+    for (i, inst) in trace.insts.iter().enumerate() {
+        e.visit(i, inst);
+    }
+    let exploded = e.explode();
+    e.spread();
+    e.plan(exploded)
+}
 
-    // A carried variable may stay virtual when it holds an `array` candidate of the preamble
-    // at `loop_start` and one of the loop at `loop`, of the same length.
-    let mut carried: Vec<Option<(usize, usize)>> = vec![None; params];
-    if let (Some(s), Some(last)) = (start, trace.insts.last()) {
-        for (j, slot) in carried.iter_mut().enumerate() {
+/// The analysis as it walks the trace: the candidates, which of them escape, and what they
+/// hold.
+struct Escapes<'t> {
+    trace: &'t Trace,
+    /// The trace's `loop_start`, if it is peeled.
+    start: Option<usize>,
+    /// Per instruction, the length of the candidate it makes (an `array`, or a `param` of a
+    /// carried variable that may stay virtual), if it is one.
+    len: Vec<Option<usize>>,
+    groups: Groups,
+    /// Per instruction, whether the candidate it makes escapes.
+    escaped: Vec<bool>,
+    /// Each array stored into a candidate, with the candidate.
+    edges: Vec<(usize, usize)>,
+    /// Per `param`: the candidates of the preamble and of the loop that its variable holds at
+    /// `loop_start` and at `loop`, if it may stay virtual.
+    carried: Vec<Option<(usize, usize)>>,
+    /// The elements of each candidate as the trace goes, in operands of the old trace (a
+    /// carried variable's as the preamble's array holds them at `loop_start`): for the type
+    /// a `getitem` reads, and the arrays they hold.
+    fields: HashMap<usize, Vec<Opnd>>,
+    /// The elements of each carried variable's preamble array at `loop_start`.
+    at_start: HashMap<usize, Vec<Opnd>>,
+    /// The elements of each carried variable's loop array at `loop`.
+    at_end: HashMap<usize, Vec<Opnd>>,
+}
+
+impl<'t> Escapes<'t> {
+    fn new(trace: &'t Trace) -> Escapes<'t> {
+        let n = trace.insts.len();
+        let start = trace.loop_start();
+        let params = start.map_or(0, |s| trace.insts[s].args.len());
+        let mut e = Escapes {
+            trace,
+            start,
+            len: trace.insts.iter().map(candidate).collect(),
+            groups: Groups((0..n).collect()),
+            escaped: vec![false; n],
+            edges: Vec::new(),
+            carried: vec![None; params],
+            fields: HashMap::default(),
+            at_start: HashMap::default(),
+            at_end: HashMap::default(),
+        };
+        e.pair_carried();
+        e
+    }
+
+    /// The candidate operand `o` is, if it is one.
+    fn cand(&self, o: &Opnd) -> Option<usize> {
+        o.as_ref()
+            .map(Ref::index)
+            .filter(|r| self.len[*r].is_some())
+    }
+
+    /// Lets the candidate `o` is, if it is one, escape.
+    fn escape(&mut self, o: &Opnd) {
+        if let Some(c) = self.cand(o) {
+            self.escaped[c] = true;
+        }
+    }
+
+    /// Whether a use by instruction `i` of candidate `r` is one in the loop of an array the
+    /// preamble made: such a use lets it escape.
+    fn crosses(&self, i: usize, r: usize) -> bool {
+        self.start.is_some_and(|s| i > s && r < s)
+    }
+
+    /// A carried variable may stay virtual when it holds an `array` candidate of the
+    /// preamble at `loop_start` and one of the loop at `loop`, of the same length: its
+    /// `param` becomes a candidate too, in one group with both.
+    fn pair_carried(&mut self) {
+        let trace = self.trace;
+        let (Some(s), Some(last)) = (self.start, trace.insts.last()) else {
+            return;
+        };
+        for j in 0..self.carried.len() {
             let (a, b) = (&trace.insts[s].args[j], &last.args[j]);
-            if let (Some(a), Some(b)) = (cand(&len, a), cand(&len, b)) {
-                let variable = matches!(trace.insts[s + 1 + j].kind, Kind::Param(_));
-                if variable && a < s && b > s && len[a] == len[b] {
-                    *slot = Some((a, b));
-                    let p = s + 1 + j;
-                    len[p] = len[a];
-                    groups.union(a, p);
-                    groups.union(b, p);
-                }
+            let (Some(a), Some(b)) = (self.cand(a), self.cand(b)) else {
+                continue;
+            };
+            let variable = matches!(trace.insts[s + 1 + j].kind, Kind::Param(_));
+            if variable && a < s && b > s && self.len[a] == self.len[b] {
+                self.carried[j] = Some((a, b));
+                let p = s + 1 + j;
+                self.len[p] = self.len[a];
+                self.groups.union(a, p);
+                self.groups.union(b, p);
             }
         }
     }
 
-    // The elements of each candidate as the trace goes, in operands of the old trace (a
-    // carried variable's as the preamble's array holds them at `loop_start`): for the type
-    // a `getitem` reads, and the arrays they hold.
-    let mut fields: HashMap<usize, Vec<Opnd>> = HashMap::default();
-    let mut at_start: HashMap<usize, Vec<Opnd>> = HashMap::default();
-    let mut at_end: HashMap<usize, Vec<Opnd>> = HashMap::default();
-    for (i, inst) in trace.insts.iter().enumerate() {
-        let in_loop = start.is_some_and(|s| i > s);
-        // Uses in the loop of an array the preamble made escape it.
-        let crosses = |r: usize| in_loop && start.is_some_and(|s| r < s);
+    /// Learns from instruction `i`: the uses of candidates it makes, and what they hold.
+    fn visit(&mut self, i: usize, inst: &Inst) {
         match inst.kind {
-            Kind::Op(Op::Array) if len[i].is_some() => {
-                let l = len[i].expect("a candidate");
-                fields.insert(i, vec![inst.args[1].clone(); l]);
-                if let Some(d) = cand(&len, &inst.args[1]) {
-                    edges.push((d, i));
-                }
+            Kind::Op(Op::Array) if self.len[i].is_some() => self.visit_array(i, inst),
+            Kind::Param(_) if self.len[i].is_some() => {
+                let s = self.start.expect("a param follows loop_start");
+                let (a, _) = self.carried[i - s - 1].expect("an exploded param is carried");
+                self.fields.insert(i, self.at_start[&a].clone());
+                return;
             }
-            Kind::Param(_) if len[i].is_some() => {
-                let s = start.expect("a param follows loop_start");
-                let (a, _) = carried[i - s - 1].expect("an exploded param is carried");
-                fields.insert(i, at_start[&a].clone());
-                continue;
-            }
-            Kind::GetItem => {
-                if let Some(c) = cand(&len, &inst.args[0]) {
-                    let read = index(&inst.args[1], len[c].unwrap_or(0))
-                        .and_then(|k| fields.get(&c).map(|f| f[k].clone()));
-                    match read {
-                        Some(o) if o.ty(&trace.insts) == inst.ty && !crosses(c) => {
-                            // An array read back out of another escapes.
-                            if let Some(d) = cand(&len, &o) {
-                                escaped[d] = true;
-                            }
-                        }
-                        _ => escaped[c] = true,
-                    }
-                }
-            }
-            Kind::SetItem => {
-                if let Some(c) = cand(&len, &inst.args[0]) {
-                    match index(&inst.args[1], len[c].unwrap_or(0)) {
-                        Some(k) if !crosses(c) => {
-                            if let Some(f) = fields.get_mut(&c) {
-                                f[k] = inst.args[2].clone();
-                            }
-                            if let Some(d) = cand(&len, &inst.args[2]) {
-                                edges.push((d, c));
-                            }
-                        }
-                        _ => {
-                            escaped[c] = true;
-                            if let Some(d) = cand(&len, &inst.args[2]) {
-                                escaped[d] = true;
-                            }
-                        }
-                    }
-                } else if let Some(d) = cand(&len, &inst.args[2]) {
-                    escaped[d] = true;
-                }
-                if let Some(k) = cand(&len, &inst.args[1]) {
-                    escaped[k] = true;
-                }
-            }
+            Kind::GetItem => self.visit_getitem(i, inst),
+            Kind::SetItem => self.visit_setitem(i, inst),
             Kind::Op(Op::Len) => {
-                if let Some(c) = cand(&len, &inst.args[0]).filter(|c| crosses(*c)) {
-                    escaped[c] = true;
+                if let Some(c) = self.cand(&inst.args[0]).filter(|c| self.crosses(i, *c)) {
+                    self.escaped[c] = true;
                 }
             }
             // A comparison by identity: a virtual array is no other value (nothing else can
-            // hold it), so the comparison is a constant (below).
+            // hold it), so the comparison is a constant (`run`).
             Kind::Op(Op::Eq | Op::Ne) => {
                 for a in &inst.args {
-                    if let Some(c) = cand(&len, a).filter(|c| crosses(*c)) {
-                        escaped[c] = true;
+                    if let Some(c) = self.cand(a).filter(|c| self.crosses(i, *c)) {
+                        self.escaped[c] = true;
                     }
                 }
             }
-            Kind::LoopStart | Kind::Loop => {
-                // A carried array stays virtual only as the variable's own elements, once.
-                let mut seen: Vec<usize> = Vec::new();
-                for (j, a) in inst.args.iter().enumerate() {
-                    let Some(c) = cand(&len, a) else { continue };
-                    let own = carried
-                        .get(j)
-                        .copied()
-                        .flatten()
-                        .is_some_and(|(x, y)| x == c || y == c);
-                    if !own || seen.contains(&c) {
-                        escaped[c] = true;
-                    }
-                    seen.push(c);
-                }
-                if inst.kind == Kind::LoopStart {
-                    for (a, _) in carried.iter().flatten() {
-                        at_start.insert(*a, fields[a].clone());
-                    }
-                } else {
-                    for (_, b) in carried.iter().flatten() {
-                        at_end.insert(*b, fields[b].clone());
-                    }
-                }
-            }
+            Kind::LoopStart | Kind::Loop => self.visit_loop_end(inst),
             _ => {
                 for a in &inst.args {
-                    if let Some(c) = cand(&len, a) {
-                        escaped[c] = true;
+                    self.escape(a);
+                }
+            }
+        }
+        self.visit_snapshot(i, inst);
+    }
+
+    /// A candidate `array(n, init)`: its elements are `init`; an array it holds is stored
+    /// into it.
+    fn visit_array(&mut self, i: usize, inst: &Inst) {
+        let l = self.len[i].expect("a candidate");
+        self.fields.insert(i, vec![inst.args[1].clone(); l]);
+        if let Some(d) = self.cand(&inst.args[1]) {
+            self.edges.push((d, i));
+        }
+    }
+
+    /// A `getitem` from a candidate stays virtual where it reads a known element of the type
+    /// it reads, at a constant index in range; an array read back out of another escapes.
+    fn visit_getitem(&mut self, i: usize, inst: &Inst) {
+        let Some(c) = self.cand(&inst.args[0]) else {
+            return;
+        };
+        let read = index(&inst.args[1], self.len[c].unwrap_or(0))
+            .and_then(|k| self.fields.get(&c).map(|f| f[k].clone()));
+        match read {
+            Some(o) if o.ty(&self.trace.insts) == inst.ty && !self.crosses(i, c) => self.escape(&o),
+            _ => self.escaped[c] = true,
+        }
+    }
+
+    /// A `setitem` into a candidate at a constant index in range sets its element (an array
+    /// stored into it escapes with it); any other lets the array escape, and what it
+    /// stores. An array used as an index escapes.
+    fn visit_setitem(&mut self, i: usize, inst: &Inst) {
+        if let Some(c) = self.cand(&inst.args[0]) {
+            match index(&inst.args[1], self.len[c].unwrap_or(0)) {
+                Some(k) if !self.crosses(i, c) => {
+                    if let Some(f) = self.fields.get_mut(&c) {
+                        f[k] = inst.args[2].clone();
+                    }
+                    if let Some(d) = self.cand(&inst.args[2]) {
+                        self.edges.push((d, c));
+                    }
+                }
+                _ => {
+                    self.escaped[c] = true;
+                    self.escape(&inst.args[2]);
+                }
+            }
+        } else {
+            self.escape(&inst.args[2]);
+        }
+        self.escape(&inst.args[1]);
+    }
+
+    /// `loop_start` or `loop`: a carried array stays virtual only as the variable's own
+    /// elements, once. Notes what each carried variable's array holds there.
+    fn visit_loop_end(&mut self, inst: &Inst) {
+        let mut seen: Vec<usize> = Vec::new();
+        for (j, a) in inst.args.iter().enumerate() {
+            let Some(c) = self.cand(a) else { continue };
+            let own = self
+                .carried
+                .get(j)
+                .copied()
+                .flatten()
+                .is_some_and(|(x, y)| x == c || y == c);
+            if !own || seen.contains(&c) {
+                self.escaped[c] = true;
+            }
+            seen.push(c);
+        }
+        for &(a, b) in self.carried.iter().flatten() {
+            if inst.kind == Kind::LoopStart {
+                self.at_start.insert(a, self.fields[&a].clone());
+            } else {
+                self.at_end.insert(b, self.fields[&b].clone());
+            }
+        }
+    }
+
+    /// The snapshot of instruction `i`, if any, holds its candidates as virtual arrays,
+    /// except where a use crosses into the loop and at the end of a trace that is not
+    /// peeled (a bridge), which writes its state into the registers of the code it goes
+    /// on in, one value each.
+    fn visit_snapshot(&mut self, i: usize, inst: &Inst) {
+        let Some(snap) = self.trace.snap_of(inst) else {
+            return;
+        };
+        let end = inst.kind == Kind::Loop && self.start.is_none();
+        for o in snap.operands() {
+            if let Some(c) = self.cand(o).filter(|c| end || self.crosses(i, *c)) {
+                self.escaped[c] = true;
+            }
+        }
+    }
+
+    /// Per `param`, whether its variable is carried as elements, with the constant each
+    /// element always holds: where each element keeps its type and holds no candidate at
+    /// either end (an array in an array is carried as a real one). Where not, the
+    /// preamble's array escapes.
+    fn explode(&mut self) -> Vec<Option<Vec<Option<Value>>>> {
+        let insts = &self.trace.insts;
+        let mut exploded: Vec<Option<Vec<Option<Value>>>> = vec![None; self.carried.len()];
+        for (j, pair) in self.carried.iter().enumerate() {
+            let Some((a, b)) = *pair else { continue };
+            let (first, next) = (&self.at_start[&a], &self.at_end[&b]);
+            let mut consts = Vec::with_capacity(first.len());
+            let mut ok = true;
+            for (x, y) in first.iter().zip(next) {
+                let same_ty = x.ty(insts) == y.ty(insts);
+                if !same_ty || self.cand(x).is_some() || self.cand(y).is_some() {
+                    ok = false;
+                }
+                consts.push(match (x, y) {
+                    (Opnd::Const(u), Opnd::Const(v)) if u == v => Some(u.clone()),
+                    _ => None,
+                });
+            }
+            if ok {
+                exploded[j] = Some(consts);
+            } else {
+                self.escaped[a] = true;
+            }
+        }
+        exploded
+    }
+
+    /// Escape spreads to a whole group, and from an array to what it holds.
+    fn spread(&mut self) {
+        let n = self.escaped.len();
+        let escaped = &mut self.escaped;
+        loop {
+            let mut changed = false;
+            for i in 0..n {
+                if escaped[i] {
+                    let r = self.groups.root(i);
+                    if !escaped[r] {
+                        escaped[r] = true;
+                        changed = true;
                     }
                 }
             }
-        }
-        if let Some(snap) = trace.snap_of(inst) {
-            // The end of a trace that is not peeled (a bridge) writes its state into the
-            // registers of the code it goes on in, one value each: it holds no virtual array.
-            let end = inst.kind == Kind::Loop && start.is_none();
-            for o in snap.operands() {
-                if let Some(c) = cand(&len, o).filter(|c| end || crosses(*c)) {
-                    escaped[c] = true;
-                }
-            }
-        }
-    }
-
-    // A carried variable stays virtual when each element keeps its type and holds no
-    // candidate at either end (an array in an array is carried as a real one).
-    let mut exploded: Vec<Option<Vec<Option<Value>>>> = vec![None; params];
-    for (j, pair) in carried.iter().enumerate() {
-        let Some((a, b)) = *pair else { continue };
-        let (first, next) = (&at_start[&a], &at_end[&b]);
-        let mut consts = Vec::with_capacity(first.len());
-        let mut ok = true;
-        for (x, y) in first.iter().zip(next) {
-            let same_ty = x.ty(&trace.insts) == y.ty(&trace.insts);
-            if !same_ty || cand(&len, x).is_some() || cand(&len, y).is_some() {
-                ok = false;
-            }
-            consts.push(match (x, y) {
-                (Opnd::Const(u), Opnd::Const(v)) if u == v => Some(u.clone()),
-                _ => None,
-            });
-        }
-        if ok {
-            exploded[j] = Some(consts);
-        } else {
-            escaped[a] = true;
-        }
-    }
-
-    // Escape spreads to a whole group, and from an array to what it holds.
-    loop {
-        let mut changed = false;
-        for i in 0..n {
-            if escaped[i] {
-                let r = groups.root(i);
-                if !escaped[r] {
-                    escaped[r] = true;
+            for i in 0..n {
+                let r = self.groups.root(i);
+                if escaped[r] && !escaped[i] {
+                    escaped[i] = true;
                     changed = true;
                 }
             }
-        }
-        for i in 0..n {
-            let r = groups.root(i);
-            if escaped[r] && !escaped[i] {
-                escaped[i] = true;
-                changed = true;
+            for &(d, c) in &self.edges {
+                if escaped[c] && !escaped[d] {
+                    escaped[d] = true;
+                    changed = true;
+                }
             }
-        }
-        for &(d, c) in &edges {
-            if escaped[c] && !escaped[d] {
-                escaped[d] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    if let Some(s) = start {
-        for (j, e) in exploded.iter_mut().enumerate() {
-            if escaped[s + 1 + j] {
-                *e = None;
+            if !changed {
+                break;
             }
         }
     }
-    let virtual_len = (0..n).map(|i| len[i].filter(|_| !escaped[i])).collect();
-    Plan {
-        virtual_len,
-        exploded,
+
+    /// The plan, with `exploded` (see [`Escapes::explode`]) less the params that escape.
+    fn plan(self, mut exploded: Vec<Option<Vec<Option<Value>>>>) -> Plan {
+        if let Some(s) = self.start {
+            for (j, e) in exploded.iter_mut().enumerate() {
+                if self.escaped[s + 1 + j] {
+                    *e = None;
+                }
+            }
+        }
+        let virtual_len = (0..self.len.len())
+            .map(|i| self.len[i].filter(|_| !self.escaped[i]))
+            .collect();
+        Plan {
+            virtual_len,
+            exploded,
+        }
     }
 }
 
@@ -370,23 +462,7 @@ pub fn run(trace: &Trace) -> Option<Trace> {
                 rw.set(i, Opnd::Const(Value::Int(fields[&r].len() as i64)));
             }
             Kind::LoopStart | Kind::Loop => {
-                // A carried virtual array passes its elements that are not constant.
-                let mut next = Vec::with_capacity(args.len());
-                for (j, a) in args.iter().enumerate() {
-                    match plan.exploded.get(j).and_then(Option::as_ref) {
-                        Some(consts) => {
-                            let r = a.as_ref().expect("a virtual array is a ref");
-                            next.extend(
-                                fields[&r]
-                                    .iter()
-                                    .zip(consts)
-                                    .filter(|(_, c)| c.is_none())
-                                    .map(|(f, _)| f.clone()),
-                            );
-                        }
-                        None => next.push(a.clone()),
-                    }
-                }
+                let next = carried_elements(&plan, &fields, &args);
                 let snap = snapshot(&mut rw, inst, &fields);
                 rw.push_as(i, inst.kind, next, snap);
                 if inst.kind == Kind::LoopStart {
@@ -403,6 +479,28 @@ pub fn run(trace: &Trace) -> Option<Trace> {
     }
     debug_assert!(start.is_none() || rw.old.loop_start() == start);
     Some(rw.finish())
+}
+
+/// The operands `args` of `loop_start` or `loop`, a carried virtual array replaced by its
+/// elements that are not constant.
+fn carried_elements(plan: &Plan, fields: &BTreeMap<Ref, Vec<Opnd>>, args: &[Opnd]) -> Vec<Opnd> {
+    let mut next = Vec::with_capacity(args.len());
+    for (j, a) in args.iter().enumerate() {
+        match plan.exploded.get(j).and_then(Option::as_ref) {
+            Some(consts) => {
+                let r = a.as_ref().expect("a virtual array is a ref");
+                next.extend(
+                    fields[&r]
+                        .iter()
+                        .zip(consts)
+                        .filter(|(_, c)| c.is_none())
+                        .map(|(f, _)| f.clone()),
+                );
+            }
+            None => next.push(a.clone()),
+        }
+    }
+    next
 }
 
 /// Emits the `param`s that follow `loop_start` (whose operands in the new trace, before a

@@ -416,6 +416,74 @@ impl Pe<'_> {
             && steps < MAX_IN_PLACE
     }
 
+    /// The articles' `pe` of one statement, `inst` of block `label`, under `env`: done now
+    /// where what it reads is known (`env` then knows what it wrote), else residual, in
+    /// `stmts`.
+    fn stmt(
+        &mut self,
+        inst: &Inst,
+        env: &mut PEnv,
+        stmts: &mut Vec<RStmt>,
+        label: BlockId,
+    ) -> Result<(), PeError> {
+        let mut args: Vec<Operand> = inst.operands().iter().map(|a| known(env, a)).collect();
+        let (dst, kind) = match inst {
+            Inst::Op1 { dst, op, .. } | Inst::Op2 { dst, op, .. } => {
+                let values: Option<Vec<Value>> =
+                    args.iter().map(|a| a.as_const().cloned()).collect();
+                // An operation on known values is done now, unless it fails: then it
+                // stays, to fail when (and if) the residual program runs it. An
+                // operation that makes an array is never done now.
+                if let (false, Some(values)) = (op.allocates(), values) {
+                    if let Ok(v) = ops::apply(*op, values.as_slice()) {
+                        env[dst.index()] = Some(v);
+                        return Ok(());
+                    }
+                }
+                (Some(*dst), RKind::Op(*op))
+            }
+            Inst::SetItem { array: a, .. } => {
+                // A static value is never an array: this store fails when it runs.
+                // The residual program must still name a variable to store into, so
+                // the value is assigned to it first.
+                if let Some(v) = env[a.index()].take() {
+                    stmts.push(RStmt {
+                        dst: Some(*a),
+                        kind: RKind::Op(Op::Same),
+                        args: vec![Operand::Const(v)],
+                        origin: label,
+                    });
+                }
+                args[0] = Operand::Var(*a);
+                (None, RKind::SetItem)
+            }
+            Inst::Print(_) => (None, RKind::Print),
+            Inst::Putchar(_) => (None, RKind::Putchar),
+            Inst::Getchar(dst) => (Some(*dst), RKind::Getchar),
+            Inst::Call { dst, func, .. } => {
+                match self.call(*dst, *func, args, label)? {
+                    Ok(v) => env[dst.index()] = Some(v),
+                    Err(stmt) => {
+                        env[dst.index()] = None;
+                        stmts.push(stmt);
+                    }
+                }
+                return Ok(());
+            }
+            Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => return Ok(()),
+        };
+        if let Some(dst) = dst {
+            env[dst.index()] = None;
+        }
+        stmts.push(RStmt {
+            dst,
+            kind,
+            args,
+            origin: label,
+        });
+        Ok(())
+    }
+
     /// The articles' `pe` of one block: residual block `index`, for `label` under `env`,
     /// and (in a program with the hints) the labels its static jumps lead to.
     fn block(&mut self, index: usize, mut label: BlockId, mut env: PEnv) -> Result<(), PeError> {
@@ -424,62 +492,7 @@ impl Pe<'_> {
         let term = loop {
             let block = self.program.block(label);
             for inst in &block.insts {
-                let mut args: Vec<Operand> =
-                    inst.operands().iter().map(|a| known(&env, a)).collect();
-                let (dst, kind) = match inst {
-                    Inst::Op1 { dst, op, .. } | Inst::Op2 { dst, op, .. } => {
-                        let values: Option<Vec<Value>> =
-                            args.iter().map(|a| a.as_const().cloned()).collect();
-                        // An operation on known values is done now, unless it fails: then it
-                        // stays, to fail when (and if) the residual program runs it. An
-                        // operation that makes an array is never done now.
-                        if let (false, Some(values)) = (op.allocates(), values) {
-                            if let Ok(v) = ops::apply(*op, values.as_slice()) {
-                                env[dst.index()] = Some(v);
-                                continue;
-                            }
-                        }
-                        (Some(*dst), RKind::Op(*op))
-                    }
-                    Inst::SetItem { array: a, .. } => {
-                        // A static value is never an array: this store fails when it runs.
-                        // The residual program must still name a variable to store into, so
-                        // the value is assigned to it first.
-                        if let Some(v) = env[a.index()].take() {
-                            stmts.push(RStmt {
-                                dst: Some(*a),
-                                kind: RKind::Op(Op::Same),
-                                args: vec![Operand::Const(v)],
-                                origin: label,
-                            });
-                        }
-                        args[0] = Operand::Var(*a);
-                        (None, RKind::SetItem)
-                    }
-                    Inst::Print(_) => (None, RKind::Print),
-                    Inst::Putchar(_) => (None, RKind::Putchar),
-                    Inst::Getchar(dst) => (Some(*dst), RKind::Getchar),
-                    Inst::Call { dst, func, .. } => {
-                        match self.call(*dst, *func, args, label)? {
-                            Ok(v) => env[dst.index()] = Some(v),
-                            Err(stmt) => {
-                                env[dst.index()] = None;
-                                stmts.push(stmt);
-                            }
-                        }
-                        continue;
-                    }
-                    Inst::Promote(_) | Inst::MergePoint(_) | Inst::CanEnterJit => continue,
-                };
-                if let Some(dst) = dst {
-                    env[dst.index()] = None;
-                }
-                stmts.push(RStmt {
-                    dst,
-                    kind,
-                    args,
-                    origin: label,
-                });
+                self.stmt(inst, &mut env, &mut stmts, label)?;
             }
             let to = match &block.term {
                 Terminator::Goto(j) | Terminator::Promote { target: j, .. } => j.target,

@@ -323,6 +323,147 @@ fn header(p: &mut Parser, line: &str) -> Result<Vec<(Slot, Ty)>, String> {
     Ok(inputs)
 }
 
+impl Parser {
+    /// The instruction that `line` of a trace declares, as instruction `index` of the
+    /// trace, with its snapshot (the instruction's `snap` is left for the caller to set);
+    /// `None` for a line that names a constant (`kN = ...`). `declared` are the inputs the
+    /// first line declares.
+    fn line(
+        &mut self,
+        line: &str,
+        declared: &[(Slot, Ty)],
+        index: usize,
+    ) -> Result<Option<(Inst, Option<Snapshot>)>, String> {
+        if let Some((name, value)) = line.split_once('=') {
+            let name = name.trim();
+            if is_numbered(name, 'k') {
+                self.constant(name, value)?;
+                return Ok(None);
+            }
+        }
+        let parts = split_top(line, '@');
+        let (body, snap) = match parts.as_slice() {
+            [body] => (*body, None),
+            [body, snap] => (*body, Some(self.snapshot(snap.trim())?)),
+            _ => return Err("more than one `@`".to_string()),
+        };
+        // `gN: `: a guard's name, its own index.
+        let (guard, body) = match body.split_once(':') {
+            Some((name, rest)) if is_numbered(name.trim(), 'g') => (Some(name.trim()), rest.trim()),
+            _ => (None, body),
+        };
+        let (name, body) = match body.split_once(" = ") {
+            Some((name, body)) => (Some(name.trim()), body.trim()),
+            None => (None, body.trim()),
+        };
+        let (mnemonic, args) = body.split_once(' ').unwrap_or((body, ""));
+        let (kind, args) = self.operation(mnemonic, args)?;
+        let ty = self.result(kind, name, mnemonic, index)?;
+        if let Some(guard) = guard {
+            guard_name(guard, kind, mnemonic, index)?;
+        }
+        if let Kind::Input(slot) = kind {
+            self.check_input(declared, slot, ty)?;
+        }
+        let inst = Inst {
+            kind,
+            args,
+            snap: None,
+            origin: None,
+            ty,
+        };
+        Ok(Some((inst, snap)))
+    }
+
+    /// The instruction `mnemonic` on the operands `args`, as written after it.
+    fn operation(&mut self, mnemonic: &str, args: &str) -> Result<(Kind, Vec<Opnd>), String> {
+        if mnemonic == "input" {
+            return Ok((Kind::Input(self.slot(args)?), Vec::new()));
+        }
+        if mnemonic == "param" {
+            return Ok((Kind::Param(self.slot(args)?), Vec::new()));
+        }
+        let (kind, args) = if mnemonic == "call_pure" {
+            let (func, args) = args.trim().split_once(' ').unwrap_or((args.trim(), ""));
+            (Kind::CallPure(self.text.function(func)), args)
+        } else {
+            let kind = Kind::from_name(mnemonic)
+                .ok_or_else(|| format!("unknown instruction `{mnemonic}`"))?;
+            (kind, args)
+        };
+        let args = if args.trim().is_empty() {
+            Vec::new()
+        } else {
+            split_top(args, ',')
+                .into_iter()
+                .map(|a| self.opnd(a))
+                .collect::<Result<_, _>>()?
+        };
+        Ok((kind, args))
+    }
+
+    /// The type of the value instruction `index`, a `kind` written `mnemonic`, defines as
+    /// `name` (`vN:TYPE`), which now names it; `Ty::None` for one that defines none.
+    fn result(
+        &mut self,
+        kind: Kind,
+        name: Option<&str>,
+        mnemonic: &str,
+        index: usize,
+    ) -> Result<Ty, String> {
+        match (kind.has_result(), name) {
+            (true, Some(name)) => {
+                let (name, ty) = name.split_once(':').ok_or_else(|| {
+                    format!("`{name}` needs its type: `{name}:int = {mnemonic} ...`")
+                })?;
+                let ty = Ty::from_name(ty.trim())
+                    .ok_or_else(|| format!("unknown type `{}`", ty.trim()))?;
+                self.names
+                    .insert(name.trim().to_string(), Ref(index as u32));
+                Ok(ty)
+            }
+            (true, None) => Err(format!(
+                "`{mnemonic}` needs a name: `vN:TYPE = {mnemonic} ...`"
+            )),
+            (false, Some(_)) => Err(format!("`{mnemonic}` defines no value")),
+            (false, None) => Ok(Ty::None),
+        }
+    }
+
+    /// Checks that the `input` of `slot`, of type `ty`, reads an input the first line
+    /// declares (`declared`), of that type.
+    fn check_input(&self, declared: &[(Slot, Ty)], slot: Slot, ty: Ty) -> Result<(), String> {
+        match declared.iter().find(|(s, _)| *s == slot) {
+            Some((_, t)) if *t == ty => Ok(()),
+            Some((_, t)) => Err(format!(
+                "input `{}` is declared {t}, read as {ty}",
+                self.text.var(slot)
+            )),
+            None => Err(format!(
+                "input `{}` is not declared in the first line",
+                self.text.var(slot)
+            )),
+        }
+    }
+}
+
+/// Checks that `guard` (`gN:`) names instruction `index`, a guard (a `kind` written
+/// `mnemonic`).
+fn guard_name(guard: &str, kind: Kind, mnemonic: &str, index: usize) -> Result<(), String> {
+    if !named_guard(kind) {
+        return Err(format!(
+            "`{guard}:` names a guard, and `{mnemonic}` is not one"
+        ));
+    }
+    if guard != format!("g{index}") {
+        return Err(format!(
+            "guard `{guard}` is instruction {index} of the trace: a guard is named \
+             by its index, `g{index}`"
+        ));
+    }
+    Ok(())
+}
+
 /// Parses a trace in the SSA text form; returns it with the names it declares.
 pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
     let mut p = Parser {
@@ -343,117 +484,14 @@ pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
             inputs = Some(header(&mut p, line).map_err(at)?);
             continue;
         };
-        let declared = declared.clone();
-        if let Some((name, value)) = line.split_once('=') {
-            let name = name.trim();
-            if is_numbered(name, 'k') {
-                p.constant(name, value).map_err(at)?;
-                continue;
-            }
-        }
-        let parts = split_top(line, '@');
-        let (body, snap) = match parts.as_slice() {
-            [body] => (*body, None),
-            [body, snap] => (*body, Some(p.snapshot(snap.trim()).map_err(at)?)),
-            _ => return Err(at("more than one `@`".to_string())),
+        let Some((mut inst, snap)) = p.line(line, declared, insts.len()).map_err(at)? else {
+            continue;
         };
-        // `gN: `: a guard's name, its own index.
-        let (guard, body) = match body.split_once(':') {
-            Some((name, rest)) if is_numbered(name.trim(), 'g') => (Some(name.trim()), rest.trim()),
-            _ => (None, body),
-        };
-        let (name, body) = match body.split_once(" = ") {
-            Some((name, body)) => (Some(name.trim()), body.trim()),
-            None => (None, body.trim()),
-        };
-        let (mnemonic, args) = body.split_once(' ').unwrap_or((body, ""));
-        let (kind, args) = if mnemonic == "input" {
-            (Kind::Input(p.slot(args).map_err(at)?), Vec::new())
-        } else if mnemonic == "param" {
-            (Kind::Param(p.slot(args).map_err(at)?), Vec::new())
-        } else {
-            let (kind, args) = if mnemonic == "call_pure" {
-                let (func, args) = args.trim().split_once(' ').unwrap_or((args.trim(), ""));
-                (Kind::CallPure(p.text.function(func)), args)
-            } else {
-                let kind = Kind::from_name(mnemonic)
-                    .ok_or_else(|| at(format!("unknown instruction `{mnemonic}`")))?;
-                (kind, args)
-            };
-            let args = if args.trim().is_empty() {
-                Vec::new()
-            } else {
-                split_top(args, ',')
-                    .into_iter()
-                    .map(|a| p.opnd(a))
-                    .collect::<Result<_, _>>()
-                    .map_err(at)?
-            };
-            (kind, args)
-        };
-        let ty = match (kind.has_result(), name) {
-            (true, Some(name)) => {
-                let (name, ty) = name.split_once(':').ok_or_else(|| {
-                    at(format!(
-                        "`{name}` needs its type: `{name}:int = {mnemonic} ...`"
-                    ))
-                })?;
-                let ty = Ty::from_name(ty.trim())
-                    .ok_or_else(|| at(format!("unknown type `{}`", ty.trim())))?;
-                p.names
-                    .insert(name.trim().to_string(), Ref(insts.len() as u32));
-                ty
-            }
-            (true, None) => {
-                return Err(at(format!(
-                    "`{mnemonic}` needs a name: `vN:TYPE = {mnemonic} ...`"
-                )))
-            }
-            (false, Some(_)) => return Err(at(format!("`{mnemonic}` defines no value"))),
-            (false, None) => Ty::None,
-        };
-        if let Some(guard) = guard {
-            if !named_guard(kind) {
-                return Err(at(format!(
-                    "`{guard}:` names a guard, and `{mnemonic}` is not one"
-                )));
-            }
-            let index = insts.len();
-            if guard != format!("g{index}") {
-                return Err(at(format!(
-                    "guard `{guard}` is instruction {index} of the trace: a guard is named \
-                     by its index, `g{index}`"
-                )));
-            }
-        }
-        if let Kind::Input(slot) = kind {
-            match declared.iter().find(|(s, _)| *s == slot) {
-                Some((_, t)) if *t == ty => {}
-                Some((_, t)) => {
-                    return Err(at(format!(
-                        "input `{}` is declared {t}, read as {ty}",
-                        p.text.var(slot)
-                    )))
-                }
-                None => {
-                    return Err(at(format!(
-                        "input `{}` is not declared in the first line",
-                        p.text.var(slot)
-                    )))
-                }
-            }
-        }
-        let snap = snap.map(|s| {
+        inst.snap = snap.map(|s| {
             snaps.push(s);
             SnapId(snaps.len() as u32 - 1)
         });
-        insts.push(Inst {
-            kind,
-            args,
-            snap,
-            origin: None,
-            ty,
-        });
+        insts.push(inst);
     }
     let anchor = insts
         .last()

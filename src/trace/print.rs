@@ -220,23 +220,38 @@ fn article_line(
             format!("guard_value({},{value},[],{})", var(promoted), label(inst))
         }
         (Kind::GuardValue, Some(Stmt::MergePoint(greens)), _) => {
-            // A green checked where a loop or bridge reaches the merge point: name it by the
-            // snapshot entry that holds the guarded operand, if one does.
-            let value = inst.args[1]
-                .as_const()
-                .map_or(String::new(), |v| constant(table, v, article_const));
-            let green = trace
-                .snap_of(inst)
-                .and_then(|s| {
-                    s.entries
-                        .iter()
-                        .find(|(slot, o)| greens.contains(slot) && *o == inst.args[0])
-                })
-                .map_or_else(|| opnd_in(&inst.args[0], table), |(slot, _)| var(slot));
-            format!("guard_value({green},{value},[],{})", label(inst))
+            article_green(program, trace, inst, greens, &label(inst), table)
         }
         _ => return None,
     })
+}
+
+/// The guard `inst` on a green variable (of `greens`) where a loop or bridge reaches the
+/// merge point, resuming at `label`: `guard_value(pc,3,[],dispatch)`. The green is named by
+/// the snapshot entry that holds the guarded operand, if one does.
+fn article_green(
+    program: &Program,
+    trace: &Trace,
+    inst: &Inst,
+    greens: &[Slot],
+    label: &str,
+    table: &mut Option<&mut Table>,
+) -> String {
+    let value = inst.args[1]
+        .as_const()
+        .map_or(String::new(), |v| constant(table, v, article_const));
+    let green = trace
+        .snap_of(inst)
+        .and_then(|s| {
+            s.entries
+                .iter()
+                .find(|(slot, o)| greens.contains(slot) && *o == inst.args[0])
+        })
+        .map_or_else(
+            || opnd_in(&inst.args[0], table),
+            |(slot, _)| pl_name(program.var(*slot)).into_owned(),
+        );
+    format!("guard_value({green},{value},[],{label})")
 }
 
 /// The trace in the articles' notation, one operation a line, ending in `loop`; its long

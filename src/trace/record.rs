@@ -16,9 +16,14 @@
 //!   them (the output appears as the interpreter would write it), and so does every run of
 //!   the trace.
 //! - A call of an `@elidable` function is made by the interpreter, at once, and becomes
-//!   `call_pure` holding the result it gave. A call of any other function ends the
-//!   recording (calls are not inlined yet).
+//!   `call_pure` holding the result it gave. A call of any other function is inlined: the
+//!   callee's statements are recorded where the call is, and its `return` becomes nothing
+//!   but the caller's variable taking the result. A recursive call, a call nested more than
+//!   [`MAX_INLINE_DEPTH`] deep and a `return` from the function the trace runs in end the
+//!   recording.
 //! - A jump to the trace anchor closes the loop.
+
+use std::ops::ControlFlow;
 
 use flowjit_runtime::{Op, Value};
 
@@ -313,17 +318,6 @@ impl Recorder<'_> {
     }
 }
 
-fn charge(steps: &mut Steps, block: &str) -> Result<(), RuntimeError> {
-    if steps.left == 0 {
-        return Err(RuntimeError {
-            kind: ErrorKind::MaxSteps(steps.limit.unwrap_or(0)),
-            block: block.to_string(),
-        });
-    }
-    steps.left -= 1;
-    Ok(())
-}
-
 /// Records a trace from the start of `anchor`, executing the program on `frame` as it goes.
 /// `max_len` bounds the number of instructions. Errors are the interpreter's: the same
 /// error, raised at the same place, as interpreting would have raised. With `fold`, in a
@@ -411,6 +405,39 @@ pub fn record_bridge(
     )
 }
 
+/// What recording a statement leaves to the walk through the blocks.
+enum Then {
+    /// On to the next statement, once the trace's length is checked.
+    Next,
+    /// On to the next statement without checking the length: a promotion of a constant,
+    /// left out, counts towards it (in [`Recorder::folded`]) from the next check on.
+    NextUnchecked,
+    /// On at the start of this block: the entry of an inlined call.
+    Enter(BlockId),
+    /// The recording ends.
+    End(Recorded),
+}
+
+/// The error `kind` raised by the statement or terminator at `at`, as the interpreter
+/// raises it there.
+fn fail(program: &Program, at: Position) -> impl Fn(ErrorKind) -> RuntimeError + '_ {
+    move |kind| RuntimeError {
+        kind,
+        block: program.block(at.block).label_at(at.inst).to_string(),
+    }
+}
+
+/// The position after the statement at `at`.
+fn after(at: Position) -> Position {
+    Position {
+        block: at.block,
+        inst: at.inst + 1,
+    }
+}
+
+/// Records from `start` until a jump that `ends` accepts ([`record`], [`record_bridge`]):
+/// each statement by [`Recorder::record_stmt`], each terminator by
+/// [`Recorder::record_terminator`].
 #[allow(clippy::too_many_arguments)]
 fn record_from(
     program: &Program,
@@ -424,272 +451,404 @@ fn record_from(
     max_len: usize,
     fold: bool,
 ) -> Result<Recorded, RuntimeError> {
-    let n = program.frame_size();
-    let mut greens = vec![None; n];
-    for (slot, v) in fixed {
-        greens[slot.index()] = Some(v.clone());
-    }
-    let mut r = Recorder {
-        program,
-        insts: Vec::new(),
-        snaps: Vec::new(),
-        written: vec![None; n],
-        callers: Vec::new(),
-        deepest: 0,
-        inputs: vec![None; n],
-        greens,
-        cost: 0,
-        arrays: Vec::new(),
-        apart: Vec::new(),
-        merges: Vec::new(),
-        fold: fold && program.has_jit_hints(),
-        folded: 0,
-    };
+    let mut r = Recorder::new(program, fixed, fold);
     for slot in inherited {
         let v = r.var(&state.frame, *slot, start);
         r.written[slot.index()] = Some(v);
     }
-    let mut id = start.block;
-    let mut first = start.inst;
+    let mut from = start;
     'blocks: loop {
-        let block = r.program.block(id);
-        let fail = |k: usize| {
-            move |kind| RuntimeError {
-                kind,
-                block: block.label_at(k).to_string(),
-            }
-        };
-        for (i, stmt) in block.insts.iter().enumerate().skip(first) {
-            let at = Position { block: id, inst: i };
-            let label = block.label_at(i);
-            if let Stmt::Call { dst, func, args } = stmt {
-                if !program.func(*func).elidable {
-                    // Inlined: the callee's statements are recorded where the call is.
-                    let refused = if r.callers.iter().any(|c| c.func == *func) {
-                        Some(AbortReason::Recursion)
-                    } else if r.callers.len() >= MAX_INLINE_DEPTH {
-                        Some(AbortReason::TooDeep(MAX_INLINE_DEPTH))
-                    } else {
-                        None
-                    };
-                    if let Some(reason) = refused {
-                        return Ok(Recorded::Aborted { reason, at });
-                    }
-                    charge(steps, label)?;
-                    let operands: Vec<Opnd> = args
-                        .iter()
-                        .map(|a| r.operand(&state.frame, a, at))
-                        .collect();
-                    let entry = match interp::effect(program, state, stmt, at).map_err(fail(i))? {
-                        interp::Effected::Enter(entry) => entry,
-                        interp::Effected::Done => unreachable!("a call enters its function"),
-                    };
-                    r.cost += 1;
-                    let mut callee = vec![None; n];
-                    for (p, o) in program.func(*func).params.iter().zip(operands) {
-                        callee[p.index()] = Some(o);
-                    }
-                    r.callers.push(Caller {
-                        written: std::mem::replace(&mut r.written, callee),
-                        ret: Position {
-                            block: id,
-                            inst: i + 1,
-                        },
-                        dst: *dst,
-                        func: *func,
-                    });
-                    r.deepest = r.deepest.max(r.callers.len());
-                    id = entry;
-                    first = 0;
+        let block = program.block(from.block);
+        for (i, stmt) in block.insts.iter().enumerate().skip(from.inst) {
+            let at = Position {
+                block: from.block,
+                inst: i,
+            };
+            match r.record_stmt(state, steps, stmt, at)? {
+                Then::Next if r.len() > max_len => {
+                    return Ok(Recorded::Aborted {
+                        reason: AbortReason::TooLong(max_len),
+                        at: after(at),
+                    })
+                }
+                Then::Next | Then::NextUnchecked => {}
+                Then::Enter(entry) => {
+                    from = Position::start(entry);
                     continue 'blocks;
                 }
-            }
-            match stmt {
-                Stmt::Op1 { .. } | Stmt::Op2 { .. } => {
-                    let (dst, op, operands) = stmt.operation().expect("an operation");
-                    charge(steps, label)?;
-                    // `readlist` of an array is a load of its own kind.
-                    let kind = match operands[0] {
-                        Operand::Var(a)
-                            if op == Op::Readlist && is_array(state.frame[a.index()].as_ref()) =>
-                        {
-                            Kind::GetItem
-                        }
-                        _ => Kind::Op(op),
-                    };
-                    let args: Vec<Opnd> = operands
-                        .iter()
-                        .map(|o| r.operand(&state.frame, o, at))
-                        .collect();
-                    if let (Kind::GetItem, Operand::Var(a)) = (kind, &operands[0]) {
-                        r.tell_apart(&args[0], state.frame[a.index()].as_ref(), at);
-                    }
-                    let folds = r.folds(kind, &args);
-                    let snap = (kind.needs_snapshot() && !folds).then(|| r.snapshot(at));
-                    step(program, &mut state.frame, stmt).map_err(|stop| match stop {
-                        Interrupt::Error(e) => fail(i)(e),
-                        Interrupt::Effect => unreachable!("an operation has no effect"),
-                    })?;
-                    let result = state.frame[dst.index()]
-                        .as_ref()
-                        .expect("a result was written");
-                    r.folded += usize::from(folds);
-                    r.written[dst.index()] = Some(if folds {
-                        Opnd::Const(result.clone())
-                    } else {
-                        let ty = Ty::of(result);
-                        Opnd::Ref(r.emit(kind, args, snap, at, ty))
-                    });
-                    r.cost += 1;
-                }
-                Stmt::SetItem {
-                    array,
-                    index,
-                    value,
-                } => {
-                    charge(steps, label)?;
-                    let args = vec![
-                        r.var(&state.frame, *array, at),
-                        r.operand(&state.frame, index, at),
-                        r.operand(&state.frame, value, at),
-                    ];
-                    r.tell_apart(&args[0], state.frame[array.index()].as_ref(), at);
-                    let snap = r.snapshot(at);
-                    step(program, &mut state.frame, stmt).map_err(|stop| match stop {
-                        Interrupt::Error(e) => fail(i)(e),
-                        Interrupt::Effect => unreachable!("a store has no effect"),
-                    })?;
-                    r.emit(Kind::SetItem, args, Some(snap), at, Ty::None);
-                    r.cost += 1;
-                }
-                Stmt::Print(a) | Stmt::Putchar(a) => {
-                    charge(steps, label)?;
-                    let args = vec![r.operand(&state.frame, a, at)];
-                    let kind = if matches!(stmt, Stmt::Print(_)) {
-                        Kind::Print
-                    } else {
-                        Kind::Putchar
-                    };
-                    let snap = kind.needs_snapshot().then(|| r.snapshot(at));
-                    interp::effect(program, state, stmt, at).map_err(fail(i))?;
-                    r.emit(kind, args, snap, at, Ty::None);
-                    r.cost += 1;
-                }
-                Stmt::Getchar(dst) => {
-                    charge(steps, label)?;
-                    interp::effect(program, state, stmt, at).map_err(fail(i))?;
-                    let v = r.emit(Kind::Getchar, vec![], None, at, Ty::Int);
-                    r.written[dst.index()] = Some(Opnd::Ref(v));
-                    r.cost += 1;
-                }
-                Stmt::Call { dst, func, args } => {
-                    // Only calls of elidable functions come this far (the others are inlined
-                    // above): the call is made here, by the interpreter, and is one
-                    // operation in the trace.
-                    charge(steps, label)?;
-                    let values = args
-                        .iter()
-                        .map(|a| interp::operand(program, &state.frame, a).cloned())
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(fail(i))?;
-                    let mut opnds: Vec<Opnd> = args
-                        .iter()
-                        .map(|a| r.operand(&state.frame, a, at))
-                        .collect();
-                    // Recorded, one operation (SPEC §4), whose result is a constant where its
-                    // arguments are (the optimizer then drops the call).
-                    let folds = r.folds(Kind::CallPure(*func), &opnds);
-                    let snap = r.snapshot(at);
-                    let depth = state.depth + state.calls.len();
-                    if depth >= MAX_CALL_DEPTH {
-                        return Err(fail(i)(ErrorKind::CallDepth));
-                    }
-                    // A result the memo holds is the call's (`State::memo`).
-                    let known = state
-                        .memo(steps)
-                        .and_then(|m| m.get(*func, values.clone(), steps.left));
-                    let (result, took) = match known {
-                        Some((result, took)) => {
-                            steps.left -= took;
-                            (result, took)
-                        }
-                        None => {
-                            let before = steps.left;
-                            let args = values.clone();
-                            let result = interp::call_function(program, *func, args, depth, steps)?
-                                .expect("an elidable function returns");
-                            let took = before - steps.left;
-                            if let Some(memo) = state.memo(steps) {
-                                memo.insert(*func, values, result.clone(), took);
-                            }
-                            (result, took)
-                        }
-                    };
-                    let ty = Ty::of(&result);
-                    opnds.push(Opnd::Const(result.clone()));
-                    opnds.push(Opnd::Const(Value::Int(took as i64)));
-                    state.frame[dst.index()] = Some(result.clone());
-                    let v = r.emit(Kind::CallPure(*func), opnds, Some(snap), at, ty);
-                    r.written[dst.index()] = Some(if folds {
-                        Opnd::Const(result)
-                    } else {
-                        Opnd::Ref(v)
-                    });
-                    r.cost += 1 + took;
-                }
-                Stmt::Promote(slot) => {
-                    // A variable never written has no value to freeze: the interpreter
-                    // ignores the promotion, and so does the recorder.
-                    if let Some(value) = state.frame[slot.index()].clone() {
-                        let v = r.var(&state.frame, *slot, at);
-                        if r.constant(&v) {
-                            // A constant (in a program with the hints) is what it is.
-                            r.folded += 1;
-                            continue;
-                        }
-                        let resume = Position {
-                            block: id,
-                            inst: i + 1,
-                        };
-                        let snap = r.snapshot(resume);
-                        r.emit(
-                            Kind::GuardValue,
-                            vec![v, Opnd::Const(value)],
-                            Some(snap),
-                            at,
-                            Ty::None,
-                        );
-                    }
-                }
-                Stmt::MergePoint(greens) => {
-                    if r.callers.is_empty() {
-                        let greens = greens
-                            .iter()
-                            .map(|g| state.frame[g.index()].clone().unwrap_or(Value::Int(0)))
-                            .collect();
-                        let at = r.insts.len();
-                        r.merges.push(Merge { at, greens });
-                    }
-                }
-                Stmt::CanEnterJit => {}
-            }
-            if r.len() > max_len {
-                return Ok(Recorded::Aborted {
-                    reason: AbortReason::TooLong(max_len),
-                    at: Position {
-                        block: id,
-                        inst: i + 1,
-                    },
-                });
+                Then::End(recorded) => return Ok(recorded),
             }
         }
-        first = 0;
+        match r.record_terminator(state, steps, from.block, ends, traced)? {
+            ControlFlow::Continue(next) => from = next,
+            ControlFlow::Break(recorded) => return Ok(recorded),
+        }
+    }
+}
+
+impl<'p> Recorder<'p> {
+    /// A recorder at the start of a trace of `program`, the variables in `fixed` constants.
+    fn new(program: &'p Program, fixed: &[(Slot, Value)], fold: bool) -> Recorder<'p> {
+        let n = program.frame_size();
+        let mut greens = vec![None; n];
+        for (slot, v) in fixed {
+            greens[slot.index()] = Some(v.clone());
+        }
+        Recorder {
+            program,
+            insts: Vec::new(),
+            snaps: Vec::new(),
+            written: vec![None; n],
+            callers: Vec::new(),
+            deepest: 0,
+            inputs: vec![None; n],
+            greens,
+            cost: 0,
+            arrays: Vec::new(),
+            apart: Vec::new(),
+            merges: Vec::new(),
+            fold: fold && program.has_jit_hints(),
+            folded: 0,
+        }
+    }
+
+    /// Counts one step of the program, the statement or terminator at `at`, as the
+    /// interpreter does: where none is left, the interpreter's `MaxSteps` error there.
+    fn charge(&self, steps: &mut Steps, at: Position) -> Result<(), RuntimeError> {
+        if steps.left == 0 {
+            let limit = steps.limit.unwrap_or(0);
+            return Err(fail(self.program, at)(ErrorKind::MaxSteps(limit)));
+        }
+        steps.left -= 1;
+        Ok(())
+    }
+
+    /// Executes statement `stmt`, at `at`, and records what it did.
+    fn record_stmt(
+        &mut self,
+        state: &mut State,
+        steps: &mut Steps,
+        stmt: &Stmt,
+        at: Position,
+    ) -> Result<Then, RuntimeError> {
+        match stmt {
+            Stmt::Call { func, .. } if !self.program.func(*func).elidable => {
+                return self.record_inlined_call(state, steps, stmt, at);
+            }
+            Stmt::Call { dst, func, args } => {
+                self.record_elidable_call(state, steps, *dst, *func, args, at)?
+            }
+            Stmt::Op1 { .. } | Stmt::Op2 { .. } => self.record_operation(state, steps, stmt, at)?,
+            Stmt::SetItem { .. } => self.record_array_store(state, steps, stmt, at)?,
+            Stmt::Print(a) => self.record_output(state, steps, stmt, Kind::Print, a, at)?,
+            Stmt::Putchar(a) => self.record_output(state, steps, stmt, Kind::Putchar, a, at)?,
+            Stmt::Getchar(dst) => self.record_getchar(state, steps, stmt, *dst, at)?,
+            Stmt::Promote(slot) => return Ok(self.record_promote(state, *slot, at)),
+            Stmt::MergePoint(greens) => self.record_merge_point(state, greens),
+            Stmt::CanEnterJit => {}
+        }
+        Ok(Then::Next)
+    }
+
+    /// A call of a function that is not `@elidable`, inlined: the callee's statements are
+    /// recorded where the call is, in a frame of their own, and its `return` goes back to
+    /// the caller's ([`Caller`]). A recursive call, or one nested deeper than
+    /// [`MAX_INLINE_DEPTH`], ends the recording instead.
+    fn record_inlined_call(
+        &mut self,
+        state: &mut State,
+        steps: &mut Steps,
+        stmt: &Stmt,
+        at: Position,
+    ) -> Result<Then, RuntimeError> {
+        let Stmt::Call { dst, func, args } = stmt else {
+            unreachable!("an inlined call is a call")
+        };
+        let refused = if self.callers.iter().any(|c| c.func == *func) {
+            Some(AbortReason::Recursion)
+        } else if self.callers.len() >= MAX_INLINE_DEPTH {
+            Some(AbortReason::TooDeep(MAX_INLINE_DEPTH))
+        } else {
+            None
+        };
+        if let Some(reason) = refused {
+            return Ok(Then::End(Recorded::Aborted { reason, at }));
+        }
+        self.charge(steps, at)?;
+        let operands: Vec<Opnd> = args
+            .iter()
+            .map(|a| self.operand(&state.frame, a, at))
+            .collect();
+        let entry =
+            match interp::effect(self.program, state, stmt, at).map_err(fail(self.program, at))? {
+                interp::Effected::Enter(entry) => entry,
+                interp::Effected::Done => unreachable!("a call enters its function"),
+            };
+        self.cost += 1;
+        let mut callee = vec![None; self.program.frame_size()];
+        for (p, o) in self.program.func(*func).params.iter().zip(operands) {
+            callee[p.index()] = Some(o);
+        }
+        self.callers.push(Caller {
+            written: std::mem::replace(&mut self.written, callee),
+            ret: after(at),
+            dst: *dst,
+            func: *func,
+        });
+        self.deepest = self.deepest.max(self.callers.len());
+        Ok(Then::Enter(entry))
+    }
+
+    /// A call of an `@elidable` function: made here, by the interpreter (or found in the
+    /// memo), and recorded as one operation, `call_pure`, holding the result it gave and the
+    /// steps it took (SPEC §4). Its result is a constant where its arguments are (the
+    /// optimizer then drops the call).
+    fn record_elidable_call(
+        &mut self,
+        state: &mut State,
+        steps: &mut Steps,
+        dst: Slot,
+        func: FuncId,
+        args: &[Operand],
+        at: Position,
+    ) -> Result<(), RuntimeError> {
+        self.charge(steps, at)?;
+        let values = args
+            .iter()
+            .map(|a| interp::operand(self.program, &state.frame, a).cloned())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(fail(self.program, at))?;
+        let mut opnds: Vec<Opnd> = args
+            .iter()
+            .map(|a| self.operand(&state.frame, a, at))
+            .collect();
+        let folds = self.folds(Kind::CallPure(func), &opnds);
+        let snap = self.snapshot(at);
+        let depth = state.depth + state.calls.len();
+        if depth >= MAX_CALL_DEPTH {
+            return Err(fail(self.program, at)(ErrorKind::CallDepth));
+        }
+        let (result, took) = self.call_elidable(state, steps, func, values, depth)?;
+        let ty = Ty::of(&result);
+        opnds.push(Opnd::Const(result.clone()));
+        opnds.push(Opnd::Const(Value::Int(took as i64)));
+        state.frame[dst.index()] = Some(result.clone());
+        let v = self.emit(Kind::CallPure(func), opnds, Some(snap), at, ty);
+        self.written[dst.index()] = Some(if folds {
+            Opnd::Const(result)
+        } else {
+            Opnd::Ref(v)
+        });
+        self.cost += 1 + took;
+        Ok(())
+    }
+
+    /// The result of elidable function `func` on `values`, called from `depth` calls deep,
+    /// and the steps the call took, now charged: the memo's, if it holds the call
+    /// (`State::memo`), or the interpreter's, then noted in the memo.
+    fn call_elidable(
+        &self,
+        state: &mut State,
+        steps: &mut Steps,
+        func: FuncId,
+        values: Vec<Value>,
+        depth: usize,
+    ) -> Result<(Value, u64), RuntimeError> {
+        let known = state
+            .memo(steps)
+            .and_then(|m| m.get(func, values.clone(), steps.left));
+        if let Some((result, took)) = known {
+            steps.left -= took;
+            return Ok((result, took));
+        }
+        let before = steps.left;
+        let result = interp::call_function(self.program, func, values.clone(), depth, steps)?
+            .expect("an elidable function returns");
+        let took = before - steps.left;
+        if let Some(memo) = state.memo(steps) {
+            memo.insert(func, values, result.clone(), took);
+        }
+        Ok((result, took))
+    }
+
+    /// An operation (`readlist` of an array is a load of its own kind, `getitem`), done now
+    /// and recorded, or only done where [`Recorder::folds`] says so, its result a constant.
+    fn record_operation(
+        &mut self,
+        state: &mut State,
+        steps: &mut Steps,
+        stmt: &Stmt,
+        at: Position,
+    ) -> Result<(), RuntimeError> {
+        let (dst, op, operands) = stmt.operation().expect("an operation");
+        self.charge(steps, at)?;
+        let kind = match operands[0] {
+            Operand::Var(a) if op == Op::Readlist && is_array(state.frame[a.index()].as_ref()) => {
+                Kind::GetItem
+            }
+            _ => Kind::Op(op),
+        };
+        let args: Vec<Opnd> = operands
+            .iter()
+            .map(|o| self.operand(&state.frame, o, at))
+            .collect();
+        if let (Kind::GetItem, Operand::Var(a)) = (kind, &operands[0]) {
+            self.tell_apart(&args[0], state.frame[a.index()].as_ref(), at);
+        }
+        let folds = self.folds(kind, &args);
+        let snap = (kind.needs_snapshot() && !folds).then(|| self.snapshot(at));
+        step(self.program, &mut state.frame, stmt).map_err(|stop| match stop {
+            Interrupt::Error(e) => fail(self.program, at)(e),
+            Interrupt::Effect => unreachable!("an operation has no effect"),
+        })?;
+        let result = state.frame[dst.index()]
+            .as_ref()
+            .expect("a result was written");
+        self.folded += usize::from(folds);
+        self.written[dst.index()] = Some(if folds {
+            Opnd::Const(result.clone())
+        } else {
+            let ty = Ty::of(result);
+            Opnd::Ref(self.emit(kind, args, snap, at, ty))
+        });
+        self.cost += 1;
+        Ok(())
+    }
+
+    /// A store into an array, `a[i] = v`: `setitem`.
+    fn record_array_store(
+        &mut self,
+        state: &mut State,
+        steps: &mut Steps,
+        stmt: &Stmt,
+        at: Position,
+    ) -> Result<(), RuntimeError> {
+        let Stmt::SetItem {
+            array,
+            index,
+            value,
+        } = stmt
+        else {
+            unreachable!("an array store is a `SetItem`")
+        };
+        self.charge(steps, at)?;
+        let args = vec![
+            self.var(&state.frame, *array, at),
+            self.operand(&state.frame, index, at),
+            self.operand(&state.frame, value, at),
+        ];
+        self.tell_apart(&args[0], state.frame[array.index()].as_ref(), at);
+        let snap = self.snapshot(at);
+        step(self.program, &mut state.frame, stmt).map_err(|stop| match stop {
+            Interrupt::Error(e) => fail(self.program, at)(e),
+            Interrupt::Effect => unreachable!("a store has no effect"),
+        })?;
+        self.emit(Kind::SetItem, args, Some(snap), at, Ty::None);
+        self.cost += 1;
+        Ok(())
+    }
+
+    /// `print` or `putchar` of operand `a`, instruction `kind`: done now, and by every run of
+    /// the trace.
+    fn record_output(
+        &mut self,
+        state: &mut State,
+        steps: &mut Steps,
+        stmt: &Stmt,
+        kind: Kind,
+        a: &Operand,
+        at: Position,
+    ) -> Result<(), RuntimeError> {
+        self.charge(steps, at)?;
+        let args = vec![self.operand(&state.frame, a, at)];
+        let snap = kind.needs_snapshot().then(|| self.snapshot(at));
+        interp::effect(self.program, state, stmt, at).map_err(fail(self.program, at))?;
+        self.emit(kind, args, snap, at, Ty::None);
+        self.cost += 1;
+        Ok(())
+    }
+
+    /// `getchar` into `dst`: done now, and by every run of the trace.
+    fn record_getchar(
+        &mut self,
+        state: &mut State,
+        steps: &mut Steps,
+        stmt: &Stmt,
+        dst: Slot,
+        at: Position,
+    ) -> Result<(), RuntimeError> {
+        self.charge(steps, at)?;
+        interp::effect(self.program, state, stmt, at).map_err(fail(self.program, at))?;
+        let v = self.emit(Kind::Getchar, vec![], None, at, Ty::Int);
+        self.written[dst.index()] = Some(Opnd::Ref(v));
+        self.cost += 1;
+        Ok(())
+    }
+
+    /// `promote(slot)`: `guard_value` of the value it holds now, resuming after the
+    /// promotion. A variable never written has no value to freeze: the interpreter ignores
+    /// the promotion, and so does the recorder. A constant (in a program with the hints) is
+    /// what it is: no guard.
+    fn record_promote(&mut self, state: &State, slot: Slot, at: Position) -> Then {
+        let Some(value) = state.frame[slot.index()].clone() else {
+            return Then::Next;
+        };
+        let v = self.var(&state.frame, slot, at);
+        if self.constant(&v) {
+            self.folded += 1;
+            return Then::NextUnchecked;
+        }
+        self.guard_value(v, value, after(at), at);
+        Then::Next
+    }
+
+    /// `jit_merge_point` in the trace's own frame: the green variables' values now, where
+    /// the trace has come ([`Trace::merges`]).
+    fn record_merge_point(&mut self, state: &State, greens: &[Slot]) {
+        if !self.callers.is_empty() {
+            return;
+        }
+        let greens = greens
+            .iter()
+            .map(|g| state.frame[g.index()].clone().unwrap_or(Value::Int(0)))
+            .collect();
+        let at = self.insts.len();
+        self.merges.push(Merge { at, greens });
+    }
+
+    /// `guard_value(v, value)` at `at`, resuming at `resume`.
+    fn guard_value(&mut self, v: Opnd, value: Value, resume: Position, at: Position) {
+        let snap = self.snapshot(resume);
+        self.emit(
+            Kind::GuardValue,
+            vec![v, Opnd::Const(value)],
+            Some(snap),
+            at,
+            Ty::None,
+        );
+    }
+
+    /// Executes the terminator of block `id` and records it: a `return` from an inlined
+    /// call goes back to its caller; a branch becomes a guard that the same way is taken;
+    /// a jump that `ends` accepts closes the trace ([`Recorder::close`]), and one to where
+    /// `traced` says another trace is anchored ends the recording. Where the recording goes
+    /// on, the position it goes on at.
+    fn record_terminator(
+        &mut self,
+        state: &mut State,
+        steps: &mut Steps,
+        id: BlockId,
+        ends: &dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>,
+        traced: &dyn Fn(BlockId, &Frame) -> bool,
+    ) -> Result<ControlFlow<Recorded, Position>, RuntimeError> {
+        let program = self.program;
+        let block = program.block(id);
         let at = Position {
             block: id,
             inst: block.insts.len(),
         };
         let untraced = match &block.term {
-            Terminator::Return(_) if r.callers.is_empty() => {
+            Terminator::Return(_) if self.callers.is_empty() => {
                 Some("a `return` from the function the trace runs in")
             }
             Terminator::If { cond, .. } if is_array(state.frame[cond.index()].as_ref()) => {
@@ -698,126 +857,137 @@ fn record_from(
             _ => None,
         };
         if let Some(what) = untraced {
-            return Ok(Recorded::Aborted {
-                reason: AbortReason::NotTraced(what),
-                at,
-            });
+            let reason = AbortReason::NotTraced(what);
+            return Ok(ControlFlow::Break(Recorded::Aborted { reason, at }));
         }
-        charge(steps, block.label_at(block.insts.len()))?;
+        self.charge(steps, at)?;
         if let Terminator::Return(arg) = &block.term {
-            // The end of an inlined call: its caller's variable holds the result.
-            let result = r.operand(&state.frame, arg, at);
-            let value = match branch(program, &state.frame, &block.term)
-                .map_err(fail(block.insts.len()))?
-            {
-                Flow::Return(v) => v,
-                _ => unreachable!("`return` returns"),
-            };
-            let ret = state.leave(value).expect("an inlined call has a caller");
-            let caller = r.callers.pop().expect("checked above");
-            r.written = caller.written;
-            r.written[caller.dst.index()] = Some(result);
-            r.cost += 1;
-            id = ret.block;
-            first = ret.inst;
-            continue;
+            return self
+                .record_return(state, arg, at)
+                .map(ControlFlow::Continue);
         }
         // The guard's operand is read before the terminator counts as done: an `input`
         // exiting here resumes at the terminator, which the interpreter then runs itself.
         let guarded = match &block.term {
             Terminator::If { cond, then, els } if then.target != els.target => {
-                Some((r.var(&state.frame, *cond, at), None))
+                Some((self.var(&state.frame, *cond, at), None))
             }
             Terminator::Promote { var, .. } => state.frame[var.index()]
                 .clone()
-                .map(|value| (r.var(&state.frame, *var, at), Some(value))),
+                .map(|value| (self.var(&state.frame, *var, at), Some(value))),
             _ => None,
         };
-        let flow = branch(program, &state.frame, &block.term).map_err(fail(block.insts.len()))?;
-        r.cost += 1;
+        let flow = branch(program, &state.frame, &block.term).map_err(fail(program, at))?;
+        self.cost += 1;
         let next = match flow {
-            Flow::Stop(v) => return Ok(Recorded::Stopped(v)),
+            Flow::Stop(v) => return Ok(ControlFlow::Break(Recorded::Stopped(v))),
             Flow::Jump(j) => j.target,
             Flow::Return(_) => unreachable!("a `return` stops the recording before it runs"),
         };
-        // A constant condition (in a program with the hints) holds in every run of the
-        // trace: no guard.
+        self.guard_branch(&block.term, guarded, next, at);
+        if let Some(greens) = ends(next, &state.frame).filter(|_| self.callers.is_empty()) {
+            return Ok(ControlFlow::Break(self.close(state, next, greens)));
+        }
+        if self.callers.is_empty() && traced(next, &state.frame) {
+            return Ok(ControlFlow::Break(Recorded::Aborted {
+                reason: AbortReason::InnerLoop,
+                at: Position::start(next),
+            }));
+        }
+        Ok(ControlFlow::Continue(Position::start(next)))
+    }
+
+    /// `return arg` at `at`, the end of an inlined call: its caller's variable holds the
+    /// result, and the recording goes on where the caller does.
+    fn record_return(
+        &mut self,
+        state: &mut State,
+        arg: &Operand,
+        at: Position,
+    ) -> Result<Position, RuntimeError> {
+        let result = self.operand(&state.frame, arg, at);
+        let term = &self.program.block(at.block).term;
+        let value =
+            match branch(self.program, &state.frame, term).map_err(fail(self.program, at))? {
+                Flow::Return(v) => v,
+                _ => unreachable!("`return` returns"),
+            };
+        let ret = state.leave(value).expect("an inlined call has a caller");
+        let caller = self.callers.pop().expect("checked by the caller");
+        self.written = caller.written;
+        self.written[caller.dst.index()] = Some(result);
+        self.cost += 1;
+        Ok(ret)
+    }
+
+    /// The guard that the branch `term` at `at` takes the way to `next` it took now: for
+    /// `if`, `guard_true` or `guard_false` of its condition, resuming at the way not taken;
+    /// for `promote`, `guard_value` of its variable, resuming at its target. `guarded` is
+    /// the operand read (with the value promoted); a constant one (in a program with the
+    /// hints) holds in every run of the trace: no guard.
+    fn guard_branch(
+        &mut self,
+        term: &Terminator,
+        guarded: Option<(Opnd, Option<Value>)>,
+        next: BlockId,
+        at: Position,
+    ) {
         let guarded = match guarded {
-            Some((v, _)) if r.constant(&v) => {
-                r.folded += 1;
+            Some((v, _)) if self.constant(&v) => {
+                self.folded += 1;
                 None
             }
             guarded => guarded,
         };
-        match (&block.term, guarded) {
+        match (term, guarded) {
             (Terminator::If { then, els, .. }, Some((c, None))) => {
                 let (kind, other) = if next == then.target {
                     (Kind::GuardTrue, els.target)
                 } else {
                     (Kind::GuardFalse, then.target)
                 };
-                let snap = r.snapshot(Position::start(other));
-                r.emit(kind, vec![c], Some(snap), at, Ty::None);
+                let snap = self.snapshot(Position::start(other));
+                self.emit(kind, vec![c], Some(snap), at, Ty::None);
             }
             (Terminator::Promote { target, .. }, Some((v, Some(value)))) => {
-                let snap = r.snapshot(Position::start(target.target));
-                r.emit(
-                    Kind::GuardValue,
-                    vec![v, Opnd::Const(value)],
-                    Some(snap),
-                    at,
-                    Ty::None,
-                );
+                self.guard_value(v, value, Position::start(target.target), at);
             }
             _ => {}
         }
-        if let Some(greens) = ends(next, &state.frame).filter(|_| r.callers.is_empty()) {
-            // The trace at `next` takes its greens as the constants they are now: the loop
-            // (or the bridge) goes there only while they still have these values (the
-            // articles' `jit_merge_point` promotes its greens).
-            // The checker puts the merge point first in its block: the guard stands for it.
-            let at = Position::start(next);
-            for g in greens {
-                let Some(value) = state.frame[g.index()].clone() else {
-                    continue;
-                };
-                let v = r.var(&state.frame, g, at);
-                if v.as_const() != Some(&value) {
-                    let snap = r.snapshot(at);
-                    r.emit(
-                        Kind::GuardValue,
-                        vec![v, Opnd::Const(value)],
-                        Some(snap),
-                        at,
-                        Ty::None,
-                    );
-                }
+    }
+
+    /// The trace, closed by a jump to `next`, whose trace takes the variables `greens` as
+    /// the constants they are now: the loop (or the bridge) goes there only while they
+    /// still have these values (the articles' `jit_merge_point` promotes its greens). The
+    /// checker puts the merge point first in its block: the guards stand for it.
+    fn close(&mut self, state: &State, next: BlockId, greens: Vec<Slot>) -> Recorded {
+        let at = Position::start(next);
+        for g in greens {
+            let Some(value) = state.frame[g.index()].clone() else {
+                continue;
+            };
+            let v = self.var(&state.frame, g, at);
+            if v.as_const() != Some(&value) {
+                self.guard_value(v, value, at, at);
             }
-            let snap = r.snapshot(Position::start(next));
-            r.insts.push(Inst {
-                kind: Kind::Loop,
-                args: vec![],
-                snap: Some(snap),
-                origin: None,
-                ty: Ty::None,
-            });
-            return Ok(Recorded::Loop(Trace {
-                anchor: next,
-                insts: r.insts,
-                snaps: r.snaps,
-                calls: r.deepest,
-                known: Vec::new(),
-                merges: r.merges,
-                carries_elements: false,
-                heap_from_preamble: false,
-            }));
         }
-        if r.callers.is_empty() && traced(next, &state.frame) {
-            return Ok(Recorded::Aborted {
-                reason: AbortReason::InnerLoop,
-                at: Position::start(next),
-            });
-        }
-        id = next;
+        let snap = self.snapshot(at);
+        self.insts.push(Inst {
+            kind: Kind::Loop,
+            args: vec![],
+            snap: Some(snap),
+            origin: None,
+            ty: Ty::None,
+        });
+        Recorded::Loop(Trace {
+            anchor: next,
+            insts: std::mem::take(&mut self.insts),
+            snaps: std::mem::take(&mut self.snaps),
+            calls: self.deepest,
+            known: Vec::new(),
+            merges: std::mem::take(&mut self.merges),
+            carries_elements: false,
+            heap_from_preamble: false,
+        })
     }
 }
