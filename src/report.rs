@@ -390,7 +390,7 @@ impl<'a> Page<'a> {
     fn bridge_list(&self, out: &mut String, t: usize, seg: usize) {
         let tree = &self.jit.trees()[t];
         let children: Vec<usize> = (0..tree.bridges.len())
-            .filter(|&b| tree.bridges[b].from.0 == seg)
+            .filter(|&b| tree.bridges[b].from.segment == seg)
             .collect();
         if children.is_empty() {
             return;
@@ -405,7 +405,7 @@ impl<'a> Page<'a> {
             let _ = write!(
                 out,
                 "<li><a href=\"#t{t}b{b}\" data-show=\"t{t}b{b}\">bridge {b} from g{} to {}{}</a>",
-                bridge.from.1,
+                bridge.from.inst,
                 esc(self.program.label(bridge.trace.anchor)),
                 esc(&value)
             );
@@ -425,8 +425,8 @@ impl<'a> Page<'a> {
                 let br = &tree.bridges[b];
                 let from = GuardRef {
                     tree: t,
-                    segment: br.from.0,
-                    inst: br.from.1,
+                    segment: br.from.segment,
+                    inst: br.from.inst,
                 };
                 format!(
                     "bridge {b} from {from} to {}{}",
@@ -662,7 +662,7 @@ impl<'a> Page<'a> {
                 let _ = write!(extra, " <span class=\"exits\">{n} exits</span>");
             }
             for (b, br) in tree.bridges.iter().enumerate() {
-                if br.from == (seg, i) {
+                if br.from == crate::backend::TreeInst::new(seg, i) {
                     let _ = write!(
                         extra,
                         " <a class=\"br\" href=\"#t{t}b{b}\" data-show=\"t{t}b{b}\">→ bridge {b}</a>"

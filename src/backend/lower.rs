@@ -64,13 +64,30 @@ use crate::opt::interval::{near, Range};
 use crate::opt::state::{Arrival, LoopState};
 use crate::trace::{call_pure_parts, Kind, Opnd, Ref, Trace, Ty};
 
+/// An instruction of a trace tree: its segment (0 for the root, `k + 1` for bridge `k`) and
+/// its index there. A guard's address, the instruction a bridge leaves from, an exit's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TreeInst {
+    /// The segment.
+    pub segment: usize,
+    /// The instruction's index in the segment.
+    pub inst: usize,
+}
+
+impl TreeInst {
+    /// Instruction `inst` of segment `segment`.
+    pub fn new(segment: usize, inst: usize) -> TreeInst {
+        TreeInst { segment, inst }
+    }
+}
+
 /// A segment of a trace tree.
 #[derive(Clone, Copy)]
 pub struct Segment<'a> {
     /// Its instructions.
     pub trace: &'a Trace,
-    /// The guard it leaves from, as (segment, instruction); `None` for the root.
-    pub parent: Option<(usize, usize)>,
+    /// The guard it leaves from; `None` for the root.
+    pub parent: Option<TreeInst>,
     /// For a bridge from a `guard_value`: the value it is specialized on.
     pub value: Option<&'a Value>,
     /// For a bridge: whether it ends at the tree's own anchor (then it jumps to `start`);
@@ -135,13 +152,13 @@ pub struct Layout {
 
 impl Layout {
     /// The segment and instruction of global index `g`.
-    pub fn locate(&self, g: usize) -> (usize, usize) {
+    pub fn locate(&self, g: usize) -> TreeInst {
         let seg = self
             .offsets
             .iter()
             .rposition(|&o| o <= g)
             .expect("the first segment starts after the mirror");
-        (seg, g - self.offsets[seg])
+        TreeInst::new(seg, g - self.offsets[seg])
     }
 }
 
@@ -172,7 +189,7 @@ pub struct TreeAnalysis {
     /// What the root loop assumes at its header.
     state: Option<LoopState>,
     /// The elidable calls, by (segment, instruction): the code holds their addresses.
-    pub sites: HashMap<(usize, usize), Box<CallSite>>,
+    pub sites: HashMap<TreeInst, Box<CallSite>>,
     /// Whether the code makes lists or arrays, or copies them out of arrays, into the
     /// context (`helpers::Ctx::owned`): then it exits at the end of an iteration when the
     /// context holds [`helpers::MAX_OWNED`] of them.
@@ -395,7 +412,7 @@ struct Inference<'s, 'a> {
     /// Per segment done: the kind of each instruction's result.
     kinds: Vec<Vec<Option<MKind>>>,
     sources: Vec<HashMap<Slot, Source>>,
-    sites: HashMap<(usize, usize), Box<CallSite>>,
+    sites: HashMap<TreeInst, Box<CallSite>>,
     owns: bool,
 }
 
@@ -556,7 +573,7 @@ impl Inference<'_, '_> {
                 result: kind,
                 ty: inst.ty,
             };
-            self.sites.insert((seg, i), Box::new(site));
+            self.sites.insert(TreeInst::new(seg, i), Box::new(site));
         }
         Ok(kind)
     }
@@ -807,8 +824,8 @@ impl Origin {
     }
 }
 
-/// Per guard (segment, instruction): the bridges leaving from it, as (segment, value).
-type Attachments<'a> = HashMap<(usize, usize), Vec<(usize, Option<&'a Value>)>>;
+/// Per guard: the bridges leaving from it, as (segment, value).
+type Attachments<'a> = HashMap<TreeInst, Vec<(usize, Option<&'a Value>)>>;
 
 /// A value derived from an array that [`Lower::known`] remembers: its length, its items, or
 /// the address of one of its elements.
@@ -882,7 +899,7 @@ struct Lower<'a> {
     /// The boxes instructions of kind `Num` write their results into, by (segment,
     /// instruction): the only instruction that writes each (but for the back edge's
     /// exchanges, `param_args`).
-    own_boxes: HashMap<(usize, usize), *mut Value>,
+    own_boxes: HashMap<TreeInst, *mut Value>,
     /// Per root loop parameter of kind `Num`: its box.
     param_boxes: HashMap<usize, *mut Value>,
     /// Per tree input: its box, if it is of kind `Num` (null otherwise). `start` takes its
@@ -1037,7 +1054,7 @@ impl Lower<'_> {
                     if r.index() == start + 1 + p {
                         continue; // unchanged
                     }
-                    let own = self.own_boxes.get(&(0, r.index())).copied();
+                    let own = self.own_boxes.get(&TreeInst::new(0, r.index())).copied();
                     let once = args.iter().filter(|x| *x == a).count() == 1;
                     if let Some(sx) = own.filter(|_| once && r.index() > start) {
                         swaps.push((sp, sx));
@@ -1137,7 +1154,7 @@ impl Lower<'_> {
         let result = self.kind(seg, i);
         let own = if result == MKind::Num {
             let (v, at) = self.new_box(b, Value::Int(0));
-            self.own_boxes.insert((seg, i), at);
+            self.own_boxes.insert(TreeInst::new(seg, i), at);
             words.push(v);
             Some(v)
         } else {
@@ -1459,7 +1476,7 @@ impl Lower<'_> {
     fn guard_target(&mut self, b: &mut FunctionBuilder, i: usize) -> Block {
         let bridge = self
             .bridges
-            .get(&(self.seg, i))
+            .get(&TreeInst::new(self.seg, i))
             .and_then(|bs| bs.iter().find(|(_, v)| v.is_none()))
             .map(|(s, _)| *s);
         match bridge {
@@ -1644,7 +1661,10 @@ impl Lower<'_> {
         }
         let mut s = seg;
         let guard = loop {
-            let (ps, pi) = self.segments[s].parent?;
+            let TreeInst {
+                segment: ps,
+                inst: pi,
+            } = self.segments[s].parent?;
             if ps == at {
                 break pi;
             }
@@ -1657,7 +1677,11 @@ impl Lower<'_> {
     /// where the bridge starts ([`Lower::build_virtuals`]), may store into an array
     /// anything but a 64-bit integer.
     fn parent_may_mix(&self) -> bool {
-        let Some((ps, pi)) = self.segments[self.seg].parent else {
+        let Some(TreeInst {
+            segment: ps,
+            inst: pi,
+        }) = self.segments[self.seg].parent
+        else {
             return true;
         };
         let trace = self.segments[ps].trace;
@@ -1676,7 +1700,11 @@ impl Lower<'_> {
     /// itself); the context keeps them alive. Then makes the stores the snapshot holds.
     fn build_virtuals(&mut self, b: &mut FunctionBuilder) {
         self.built.clear();
-        let Some((ps, pi)) = self.segments[self.seg].parent else {
+        let Some(TreeInst {
+            segment: ps,
+            inst: pi,
+        }) = self.segments[self.seg].parent
+        else {
             return;
         };
         let trace = self.segments[ps].trace;
@@ -1740,7 +1768,11 @@ impl Lower<'_> {
         let state = self.an.state.as_ref()?;
         let start = self.segments[0].trace.loop_start()?;
         let mut s = seg;
-        while let Some((ps, pi)) = self.segments[s].parent {
+        while let Some(TreeInst {
+            segment: ps,
+            inst: pi,
+        }) = self.segments[s].parent
+        {
             if ps == 0 && pi <= start {
                 return None;
             }
@@ -2182,7 +2214,7 @@ impl Lower<'_> {
         }
         let specialized: Vec<(usize, &Value)> = self
             .bridges
-            .get(&(seg, i))
+            .get(&TreeInst::new(seg, i))
             .map(|bs| {
                 bs.iter()
                     .filter_map(|(s, val)| val.map(|val| (*s, val)))
@@ -2283,7 +2315,7 @@ impl Lower<'_> {
                 let start = trace.loop_start().expect("params follow loop_start");
                 self.param_boxes.contains_key(&(r.index() - start - 1))
             }
-            _ => self.own_boxes.contains_key(&(seg, r.index())),
+            _ => self.own_boxes.contains_key(&TreeInst::new(seg, r.index())),
         }
     }
 
@@ -2631,7 +2663,7 @@ impl Lower<'_> {
     fn call_pure(&mut self, b: &mut FunctionBuilder, i: usize) {
         let (seg, segments, an) = (self.seg, self.segments, self.an);
         let inst = &segments[seg].trace.insts[i];
-        let site: &CallSite = &an.sites[&(seg, i)];
+        let site: &CallSite = &an.sites[&TreeInst::new(seg, i)];
         let n = site.args.len();
         let slot = b.create_sized_stack_slot(StackSlotData::new(
             StackSlotKind::ExplicitSlot,
@@ -2831,7 +2863,10 @@ impl TreeExits<'_> {
 /// complete, so this is the variable's value at the bridge's start, unless unchanged since
 /// the tree was entered.
 fn guard_gives(segments: &[Segment], seg: usize, slot: Slot) -> Option<(usize, Opnd)> {
-    let (ps, pi) = segments[seg].parent?;
+    let TreeInst {
+        segment: ps,
+        inst: pi,
+    } = segments[seg].parent?;
     let trace = segments[ps].trace;
     let snap = trace
         .snap_of(&trace.insts[pi])

@@ -22,7 +22,7 @@ pub mod lower;
 pub mod ops;
 mod quick;
 
-pub use lower::Segment;
+pub use lower::{Segment, TreeInst};
 pub use quick::TIER_ITERATIONS;
 
 /// How many entries a bridge compiled on its own counts before it returns
@@ -1028,7 +1028,7 @@ pub struct TreeExit {
     /// The segment (0: the root, `k`: bridge `k - 1`) and instruction of `tree` that
     /// exited; `None` when `tree` refused its entry (an input of another kind) and the
     /// interpreter continues at its anchor.
-    pub at: Option<(usize, usize)>,
+    pub at: Option<lower::TreeInst>,
     /// The bridge unit of `tree` that returned [`lower::HOT`] on its entry, having done
     /// nothing (`at` is `None`, the interpreter continues at the bridge's start).
     pub hot: Option<usize>,
@@ -1119,7 +1119,10 @@ impl Compiled {
         unit: usize,
         segment: impl Fn(usize) -> &'t Trace,
     ) -> Option<Vec<(Slot, abi::Kind)>> {
-        let (seg, i) = self.analysis.layout.locate(g);
+        let lower::TreeInst {
+            segment: seg,
+            inst: i,
+        } = self.analysis.layout.locate(g);
         let seg = if unit == 0 { seg } else { unit };
         self.exit_kinds(segment(seg), seg, i)
     }
@@ -1276,7 +1279,8 @@ impl Backend {
         }
         let written = at & lower::WRITTEN != 0;
         let an = &exited.code.analysis;
-        let (seg, inst) = an.layout.locate((at & !lower::WRITTEN) as usize);
+        let lower::TreeInst { segment: seg, inst } =
+            an.layout.locate((at & !lower::WRITTEN) as usize);
         let segments = &exited.segments;
         let trace = segments[seg].trace;
         let own = trace
@@ -1297,7 +1301,7 @@ impl Backend {
             return Some(TreeExit {
                 tree,
                 pos: own.pos,
-                at: Some((unit_seg, inst)),
+                at: Some(lower::TreeInst::new(unit_seg, inst)),
                 hot: None,
                 allocated,
             });
@@ -1316,7 +1320,7 @@ impl Backend {
         Some(TreeExit {
             tree,
             pos: own.pos,
-            at: Some((unit_seg, inst)),
+            at: Some(lower::TreeInst::new(unit_seg, inst)),
             hot: None,
             allocated,
         })

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use flowjit_runtime::Value;
 
-use crate::backend;
+use crate::backend::{self, TreeInst};
 use crate::interp::RuntimeError;
 use crate::lang::{BlockId, Inst as Stmt, Slot, Terminator};
 use crate::state::{Frame, Position, State};
@@ -48,14 +48,14 @@ impl Jit<'_> {
     pub(super) fn bridge_wanted(
         &self,
         t: usize,
-        from: (usize, usize),
+        from: TreeInst,
         value: Option<Value>,
     ) -> Option<Option<Value>> {
         let tree = &self.trees[t];
         let exits = self
             .stats
             .exits
-            .get(&(t, from.0, from.1))
+            .get(&(t, from.segment, from.inst))
             .copied()
             .unwrap_or(0);
         // A guard inside an inlined call resumes inside the call: a bridge from it would
@@ -87,7 +87,7 @@ impl Jit<'_> {
     pub(super) fn record_bridge(
         &mut self,
         t: usize,
-        from: (usize, usize),
+        from: TreeInst,
         value: Option<Value>,
         pos: Position,
         state: &mut State,
@@ -147,11 +147,11 @@ impl Jit<'_> {
     fn bridge_constants(
         &self,
         t: usize,
-        from: (usize, usize),
+        from: TreeInst,
         value: Option<&Value>,
     ) -> Vec<(Slot, Value)> {
         let tree = &self.trees[t];
-        let guard = &tree.segment(from.0).insts[from.1];
+        let guard = &tree.segment(from.segment).insts[from.inst];
         let mut fixed: Vec<(Slot, Value)> = match (value, self.promoted_var(guard)) {
             (Some(v), Some(slot)) => vec![(slot, v.clone())],
             _ => Vec::new(),
@@ -180,7 +180,7 @@ impl Jit<'_> {
     }
 
     /// Counts a failed recording of a bridge from guard `from` of tree `t`.
-    fn bridge_failed(&mut self, t: usize, from: (usize, usize)) {
+    fn bridge_failed(&mut self, t: usize, from: TreeInst) {
         *self.trees[t].failures.entry(from).or_default() += 1;
     }
 
@@ -189,7 +189,7 @@ impl Jit<'_> {
     fn bridge_recorded(
         &mut self,
         t: usize,
-        from: (usize, usize),
+        from: TreeInst,
         value: Option<Value>,
         mut trace: trace::Trace,
         state: &State,
@@ -199,7 +199,8 @@ impl Jit<'_> {
         let label = format!("a bridge from {guard}");
         // What the tree knew at the guard of the values its snapshot gives holds where the
         // bridge starts.
-        trace.known = crate::opt::bounds::known_at_guard(self.trees[t].segment(from.0), from.1);
+        trace.known =
+            crate::opt::bounds::known_at_guard(self.trees[t].segment(from.segment), from.inst);
         let passes: Vec<&str> = (self.config.passes.iter().copied())
             .filter(|p| *p != "peel")
             .collect();
@@ -293,23 +294,23 @@ impl Jit<'_> {
     /// with few ways out ([`super::Policy::max_tree_bridges`], `few_ways`); and always where
     /// its guard is in a bridge compiled on its own. Otherwise it is compiled in the tree's
     /// function, compiled again.
-    fn compiles_alone(&self, t: usize, from: (usize, usize), generic: bool, returns: bool) -> bool {
+    fn compiles_alone(&self, t: usize, from: TreeInst, generic: bool, returns: bool) -> bool {
         let tree = &self.trees[t];
         let in_function = tree.bridges.iter().filter(|b| b.in_function()).count();
         let leaves_function =
             !returns || in_function >= self.config.policy.max_tree_bridges || !self.few_ways(t);
         self.config.native
-            && (tree.unit_of(from.0) != 0
+            && (tree.unit_of(from.segment) != 0
                 || (generic
                     && leaves_function
-                    && backend::lower::linkable(tree.segment(from.0), from.1)))
+                    && backend::lower::linkable(tree.segment(from.segment), from.inst)))
     }
 
     /// Whether tree `t`'s function is too full to take a bridge of `size` instructions from
     /// guard `from`: a tree's function compiled again for each bridge in it costs what the
     /// whole function does, so past [`super::Policy::max_tree_function`] it takes no more,
     /// and the guard gets no more attempts (its exits stay exits).
-    fn function_full(&mut self, t: usize, from: (usize, usize), size: usize) -> bool {
+    fn function_full(&mut self, t: usize, from: TreeInst, size: usize) -> bool {
         let tree = &self.trees[t];
         let in_tree: usize = (tree.next_segments().iter())
             .filter(|s| !s.separate)
@@ -361,10 +362,10 @@ impl Jit<'_> {
 }
 
 /// Guard `at` (segment, instruction) of tree `t`, as events name it.
-pub(super) fn guard_ref(t: usize, at: (usize, usize)) -> GuardRef {
+pub(super) fn guard_ref(t: usize, at: TreeInst) -> GuardRef {
     GuardRef {
         tree: t,
-        segment: at.0,
-        inst: at.1,
+        segment: at.segment,
+        inst: at.inst,
     }
 }

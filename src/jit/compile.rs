@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use flowjit_runtime::abi;
 
 use crate::backend::lower::Origin;
-use crate::backend::{self, Backend, Listings, Lowered};
+use crate::backend::{self, Backend, Listings, Lowered, TreeInst};
 use crate::lang::Slot;
 use crate::trace::print;
 
@@ -244,7 +244,10 @@ impl Jit<'_> {
         let tree = &self.trees[t];
         let mut again = Vec::new();
         for (k, b) in tree.bridges.iter().enumerate() {
-            let (ps, pi) = b.from;
+            let TreeInst {
+                segment: ps,
+                inst: pi,
+            } = b.from;
             if let (Some(bc), 0, None) = (&b.code, tree.unit_of(ps), &b.value) {
                 let kinds = code.exit_kinds(tree.segment(ps), ps, pi);
                 if let (Some(g), Some(kinds)) = (code.global(ps, pi), kinds) {
@@ -382,7 +385,7 @@ impl Jit<'_> {
                 && !bridge.moving_in
                 && bridge.code.is_some()
                 && bridge.value.is_none()
-                && tree.unit_of(bridge.from.0) == 0
+                && tree.unit_of(bridge.from.segment) == 0
                 && tree.code.is_some()
         };
         // With it, the tree's other bridges that have spent a quarter of their count: one
@@ -487,7 +490,10 @@ impl Jit<'_> {
     fn guard_exit_kinds(&self, t: usize, seg: usize) -> Vec<(Slot, abi::Kind)> {
         let tree = &self.trees[t];
         let bridge = &tree.bridges[seg - 1];
-        let (ps, pi) = bridge.from;
+        let TreeInst {
+            segment: ps,
+            inst: pi,
+        } = bridge.from;
         match (&bridge.value, tree.code_of(ps)) {
             (None, Some(parent)) => parent
                 .exit_kinds(tree.segment(ps), ps, pi)
@@ -511,7 +517,10 @@ impl Jit<'_> {
         let tree = &self.trees[t];
         let size = code.size;
         let bridge = &tree.bridges[seg - 1];
-        let (ps, pi) = bridge.from;
+        let TreeInst {
+            segment: ps,
+            inst: pi,
+        } = bridge.from;
         if bridge.value.is_none() {
             if let Some(parent) = tree.code_of(ps) {
                 if let Some(g) = parent.global(ps, pi) {

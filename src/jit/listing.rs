@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use crate::backend::lower::Origin;
-use crate::backend::Compiled;
+use crate::backend::{Compiled, TreeInst};
 
 /// One line of a listing.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,13 +119,14 @@ pub struct Only {
     /// The bridge's segment.
     pub segment: usize,
     /// The guard it hangs from: (segment, instruction).
-    pub parent: (usize, usize),
+    pub parent: TreeInst,
 }
 
 impl Only {
     fn holds(&self, o: Option<Origin>) -> bool {
         o.is_some_and(|o| {
-            o.segment == self.segment || (!o.exit && (o.segment, o.inst) == self.parent)
+            o.segment == self.segment
+                || (!o.exit && TreeInst::new(o.segment, o.inst) == self.parent)
         })
     }
 }
@@ -198,7 +199,7 @@ mod tests {
         let only = |segment| {
             Some(Only {
                 segment,
-                parent: (0, 7),
+                parent: TreeInst::new(0, 7),
             })
         };
         let shown = render(&lines, "    ", only(1), &|o| format!("inst {}", o.inst));

@@ -49,7 +49,7 @@ use std::time::Instant;
 
 use flowjit_runtime::Value;
 
-use crate::backend::{self, Backend};
+use crate::backend::{self, Backend, TreeInst};
 use crate::interp::{self, Exit, NoMonitor, RuntimeError};
 use crate::lang::{BlockId, Program, Slot};
 use crate::opt;
@@ -183,7 +183,7 @@ enum Recording {
 
 /// How a run of a segment ended: the tree that exited (machine code may have gone on in
 /// another), where the interpreter continues, and the (segment, instruction) that exited.
-type SegmentExit = (usize, Position, Option<(usize, usize)>);
+type SegmentExit = (usize, Position, Option<TreeInst>);
 
 /// What the interpreter does after a tree has run.
 enum Next {

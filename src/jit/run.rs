@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use crate::backend::{self, TreeCode, TreeExit};
+use crate::backend::{self, TreeCode, TreeExit, TreeInst};
 use crate::interp::RuntimeError;
 use crate::lang::{BlockId, Slot};
 use crate::state::{Frame, Position, State, MAX_CALL_DEPTH};
@@ -69,19 +69,19 @@ impl Jit<'_> {
     fn after_exit(
         &mut self,
         t: usize,
-        at: (usize, usize),
+        at: TreeInst,
         pos: Position,
         state: &mut State,
         only: bool,
     ) -> Result<Then, RuntimeError> {
         let exits = self.count_exit(t, at);
-        let kind = self.trees[t].segment(at.0).insts[at.1].kind;
+        let kind = self.trees[t].segment(at.segment).insts[at.inst].kind;
         if self.stop_assuming_ints(t, kind, exits) {
             return Ok(leave(pos));
         }
         match kind {
             // A bridge ended at an anchor: enter the tree there.
-            Kind::Loop if at.0 > 0 => {
+            Kind::Loop if at.segment > 0 => {
                 let next = self.tree_at(pos.block, &state.frame).filter(|_| !only);
                 Ok(self.enter_linked(t, at, next, pos))
             }
@@ -94,8 +94,12 @@ impl Jit<'_> {
 
     /// Counts an exit of instruction `at` of tree `t`, and a way out of the tree at its
     /// first; the exits so far.
-    fn count_exit(&mut self, t: usize, at: (usize, usize)) -> u64 {
-        let exits = self.stats.exits.entry((t, at.0, at.1)).or_default();
+    fn count_exit(&mut self, t: usize, at: TreeInst) -> u64 {
+        let exits = self
+            .stats
+            .exits
+            .entry((t, at.segment, at.inst))
+            .or_default();
         *exits += 1;
         if *exits == 1 {
             self.trees[t].ways += 1;
@@ -139,11 +143,11 @@ impl Jit<'_> {
     fn guard_failed(
         &mut self,
         t: usize,
-        at: (usize, usize),
+        at: TreeInst,
         pos: Position,
         state: &mut State,
     ) -> Result<Then, RuntimeError> {
-        let inst = &self.trees[t].segment(at.0).insts[at.1];
+        let inst = &self.trees[t].segment(at.segment).insts[at.inst];
         let value = self
             .promoted_var(inst)
             .and_then(|slot| state.frame[slot.index()].clone());
@@ -187,13 +191,7 @@ impl Jit<'_> {
 
     /// Goes on in tree `next`, if there is one, from `pos`, where the exit `at` of tree `t`
     /// left the frame: linked, so that next time the exit goes there directly.
-    fn enter_linked(
-        &mut self,
-        t: usize,
-        at: (usize, usize),
-        next: Option<usize>,
-        pos: Position,
-    ) -> Then {
+    fn enter_linked(&mut self, t: usize, at: TreeInst, next: Option<usize>, pos: Position) -> Then {
         match next {
             Some(next) => {
                 self.link(t, at, next);
@@ -211,20 +209,20 @@ impl Jit<'_> {
     /// `next` right where it resumed, go on in `next`'s machine code directly next time:
     /// when both are machine code, the exit can ([`backend::lower::linkable`]), and `next`
     /// inlines calls no deeper than `t` (so that where `t` may run, `next` may too).
-    fn link(&mut self, t: usize, at: (usize, usize), next: usize) {
+    fn link(&mut self, t: usize, at: TreeInst, next: usize) {
         let (from, to) = (&self.trees[t], &self.trees[next]);
-        let (Some(code), Some(target)) = (from.code_of(at.0), &to.code) else {
+        let (Some(code), Some(target)) = (from.code_of(at.segment), &to.code) else {
             return;
         };
-        let trace = from.segment(at.0);
-        if !backend::lower::linkable(trace, at.1) || to.calls() > from.calls() {
+        let trace = from.segment(at.segment);
+        if !backend::lower::linkable(trace, at.inst) || to.calls() > from.calls() {
             return;
         }
         // `next` holds its greens as constants: the exit must give them those values every
         // time, as constants in its snapshot, or by leaving them as they were where `t`
         // was entered, its own key's.
         let snap = trace
-            .snap_of(&trace.insts[at.1])
+            .snap_of(&trace.insts[at.inst])
             .expect("an exit has a snapshot");
         let greens = self.profile.greens();
         let same = |k: usize| match snap.get(greens[k]) {
@@ -234,18 +232,18 @@ impl Jit<'_> {
         if !(0..to.key.greens.len()).all(same) {
             return;
         }
-        let Some(g) = code.global(at.0, at.1) else {
+        let Some(g) = code.global(at.segment, at.inst) else {
             return;
         };
         // `next` does not check its inputs' kinds: the exit must leave them so.
         if !code
-            .exit_kinds(trace, at.0, at.1)
+            .exit_kinds(trace, at.segment, at.inst)
             .is_some_and(|kinds| target.admits(&kinds))
         {
             return;
         }
         code.link(g, target);
-        let unit = from.unit_of(at.0);
+        let unit = from.unit_of(at.segment);
         self.trees[next].incoming.push((t, unit, g));
         self.stats.links += 1;
         let from = guard_ref(t, at);
@@ -312,11 +310,16 @@ impl Jit<'_> {
         if self.stats.first_native.is_none() {
             self.stats.first_native = Some(start.duration_since(self.started));
         }
-        let at = exit.at.filter(|&(s, i)| {
-            let inst = &self.trees[exit.tree].segment(s).insts[i];
-            // A stop at the budget, or the loop's entry check failing.
-            !(matches!(inst.kind, Kind::Loop | Kind::LoopStart) && s == 0)
-        });
+        let at = exit.at.filter(
+            |&TreeInst {
+                 segment: s,
+                 inst: i,
+             }| {
+                let inst = &self.trees[exit.tree].segment(s).insts[i];
+                // A stop at the budget, or the loop's entry check failing.
+                !(matches!(inst.kind, Kind::Loop | Kind::LoopStart) && s == 0)
+            },
+        );
         self.after_native_exit(&exit);
         Some((exit.tree, exit.pos, at))
     }
@@ -325,7 +328,11 @@ impl Jit<'_> {
     /// counts it, a loop that ran its count in the quick backend's code is compiled by
     /// Cranelift, and a bridge on its own entered often moves into its tree's function.
     fn after_native_exit(&mut self, exit: &TreeExit) {
-        if let Some((0, i)) = exit.at {
+        if let Some(TreeInst {
+            segment: 0,
+            inst: i,
+        }) = exit.at
+        {
             let tree = &self.trees[exit.tree];
             let entry_check = tree.root.insts[i].kind == Kind::LoopStart
                 && tree.code.as_ref().is_some_and(|c| c.checks_entry());
@@ -364,7 +371,7 @@ impl Jit<'_> {
             };
             let exit = trace::run_trace(&tree.root, &mut env);
             self.stats.trace_time += start.elapsed();
-            return Some((t, exit.pos, exit.inst.map(|i| (0, i))));
+            return Some((t, exit.pos, exit.inst.map(|i| TreeInst::new(0, i))));
         }
         let bridge = &tree.bridges[seg - 1].trace;
         if self.steps.left < bridge.iteration_cost() {
@@ -378,7 +385,7 @@ impl Jit<'_> {
         };
         let exit = trace::run_bridge(bridge, &mut env);
         self.stats.trace_time += start.elapsed();
-        Some((t, exit.pos, exit.inst.map(|i| (seg, i))))
+        Some((t, exit.pos, exit.inst.map(|i| TreeInst::new(seg, i))))
     }
 
     /// Counts an entry into tree `t`'s loop that failed the check of what its proofs
@@ -453,7 +460,6 @@ fn tree_code(trees: &[Tree], (k, unit): (usize, usize)) -> TreeCode<'_> {
             start: Position::start(tree.key.anchor),
         };
     }
-    let (ps, pi) = tree.bridges[unit - 1].from;
     TreeCode {
         code,
         // As compiled (`Jit::compile_bridge`): its guard's exit counted the path to it.
@@ -461,6 +467,6 @@ fn tree_code(trees: &[Tree], (k, unit): (usize, usize)) -> TreeCode<'_> {
             cost: 0,
             ..tree.segment_alone(unit)
         }],
-        start: tree.guard_snapshot((ps, pi)).pos,
+        start: tree.guard_snapshot(tree.bridges[unit - 1].from).pos,
     }
 }

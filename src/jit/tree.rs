@@ -4,7 +4,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use flowjit_runtime::Value;
 
-use crate::backend::{Compiled, Segment};
+use crate::backend::{Compiled, Segment, TreeInst};
 use crate::trace::{Snapshot, Trace};
 
 use super::Key;
@@ -13,7 +13,7 @@ use super::Key;
 pub struct Bridge {
     /// The guard it leaves from: (segment, instruction); segment 0 is the root, `k` is
     /// bridge `k - 1`.
-    pub from: (usize, usize),
+    pub from: TreeInst,
     /// For a bridge from a `guard_value`: the value it is specialized on.
     pub value: Option<Value>,
     /// Its instructions (ending in `loop`, whose snapshot is the state at the anchor).
@@ -49,7 +49,7 @@ pub struct Tree {
     pub bridges: Vec<Bridge>,
     pub(super) code: Option<Compiled>,
     /// Per guard: failed recordings of a bridge from it.
-    pub(super) failures: HashMap<(usize, usize), u32>,
+    pub(super) failures: HashMap<TreeInst, u32>,
     /// The exits of machine code that go on in this tree's: (tree, unit, global instruction
     /// index), to go on in its new code when it is compiled again.
     pub(super) incoming: Vec<(usize, usize, usize)>,
@@ -139,8 +139,9 @@ impl Tree {
         }
         // The path's cost: the guards' snapshots' up the chain of parents.
         let (mut cost, mut at) = (0, Some(self.bridges[seg - 1].from));
-        while let Some((ps, pi)) = at {
-            cost += self.guard_snapshot((ps, pi)).cost;
+        while let Some(guard) = at {
+            cost += self.guard_snapshot(guard).cost;
+            let ps = guard.segment;
             at = (ps > 0).then(|| self.bridges[ps - 1].from);
         }
         self.bridge_segment(seg - 1, cost)
@@ -206,14 +207,14 @@ impl Tree {
 
     /// The snapshot of guard `from`: complete, it gives every variable the path to it
     /// wrote.
-    pub(super) fn guard_snapshot(&self, from: (usize, usize)) -> &Snapshot {
-        let trace = self.segment(from.0);
+    pub(super) fn guard_snapshot(&self, from: TreeInst) -> &Snapshot {
+        let trace = self.segment(from.segment);
         trace
-            .snap_of(&trace.insts[from.1])
+            .snap_of(&trace.insts[from.inst])
             .expect("a guard has a snapshot")
     }
 
-    pub(super) fn bridge(&self, from: (usize, usize), value: Option<&Value>) -> Option<usize> {
+    pub(super) fn bridge(&self, from: TreeInst, value: Option<&Value>) -> Option<usize> {
         self.bridges
             .iter()
             .position(|b| b.from == from && b.value.as_ref() == value)
