@@ -106,6 +106,8 @@ struct Section {
     generator: Generator,
     ir: bool,
     patterns: Vec<String>,
+    /// The line of the case each pattern is on, from 1.
+    lines: Vec<usize>,
 }
 
 /// A case: the passes, the trace, and the sections.
@@ -121,7 +123,7 @@ fn read_case(text: &str) -> Result<Case, String> {
         trace: String::new(),
         sections: Vec::new(),
     };
-    for line in text.lines() {
+    for (lineno, line) in text.lines().enumerate() {
         if let Some(title) = line.strip_prefix("=>") {
             let words: Vec<&str> = title.split_whitespace().collect();
             let (generator, ir) = match words[..] {
@@ -139,10 +141,12 @@ fn read_case(text: &str) -> Result<Case, String> {
                 generator,
                 ir,
                 patterns: Vec::new(),
+                lines: Vec::new(),
             });
         } else if let Some(section) = case.sections.last_mut() {
             if !line.trim_start().starts_with('#') && !line.trim().is_empty() {
                 section.patterns.push(collapse(line));
+                section.lines.push(lineno + 1);
             }
         } else if let Some(p) = line.strip_prefix("passes:") {
             case.passes = Some(p.split_whitespace().map(String::from).collect());
@@ -153,6 +157,9 @@ fn read_case(text: &str) -> Result<Case, String> {
     }
     if case.sections.is_empty() {
         return Err("no `=> GENERATOR LISTING` section".to_string());
+    }
+    if let Some(empty) = case.sections.iter().find(|s| s.patterns.is_empty()) {
+        return Err(format!("`{}` has no patterns", empty.title));
     }
     Ok(case)
 }
@@ -420,12 +427,13 @@ fn code_generator_cases() {
             patterns.push("...".to_string());
             let mut left = patterns.len();
             if !matches(&patterns, &lines, &mut Bindings::new(), &mut left) {
-                let at = patterns.len() - left;
+                // The first pattern no attempt got past (the implied `...` never fails).
+                let at = (patterns.len() - left).min(section.lines.len().saturating_sub(1));
                 failures.push(format!(
-                    "{name}: `{}`: pattern {} (`{}`) matches no line where it must\n--- listing\n{listing}\n",
+                    "{name}:{}: `{}`: `{}` matches no line where it must\n--- listing\n{listing}\n",
+                    section.lines.get(at).copied().unwrap_or(0),
                     section.title,
-                    at + 1,
-                    patterns[at.min(patterns.len() - 1)]
+                    patterns[at],
                 ));
             }
         }
@@ -436,4 +444,42 @@ fn code_generator_cases() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Whether `patterns` (one a line) match `listing` as a section's do.
+fn section_matches(patterns: &str, listing: &str) -> bool {
+    let mut patterns: Vec<String> = patterns.lines().map(collapse).collect();
+    patterns.push("...".to_string());
+    let lines: Vec<String> = listing.lines().map(normalize).collect();
+    let mut left = patterns.len();
+    matches(&patterns, &lines, &mut Bindings::new(), &mut left)
+}
+
+#[test]
+fn patterns_match_in_order_with_wildcards_names_and_absences() {
+    let listing = "  0x000000001000: addq     %rsi, %rcx
+  0x000000001003: jo       0x1010
+  ; v4:int = mul v3, v1
+  0x000000001009: imulq    %rsi, %rcx
+  0x000000001010: jmpq     *(%r11)";
+    // Tokens, any text, and the address a label.
+    assert!(section_matches("addq %{{_}}, %{{_}}\njo {{_}}", listing));
+    assert!(section_matches("...\n; v{{_}}:int = mul ...", listing));
+    assert!(section_matches("0x1000: addq ...", listing));
+    // In order, each pattern a whole line, blanks collapsed.
+    assert!(!section_matches("jo {{_}}\naddq %{{_}}, %{{_}}", listing));
+    assert!(!section_matches("addq %rsi", listing));
+    // A name binds once: the branch goes to the jmpq, not to the imulq.
+    assert!(section_matches(
+        "...\njo {{x}}\n...\n{{x}}: jmpq ...",
+        listing
+    ));
+    assert!(!section_matches(
+        "...\njo {{x}}\n...\n{{x}}: imulq ...",
+        listing
+    ));
+    // An absence holds up to the next pattern's line, not past it.
+    assert!(section_matches("...\n; ...\n..! jo ...\njmpq ...", listing));
+    assert!(!section_matches("..! jo ...\nimulq ...", listing));
+    assert!(section_matches("..! imulq ...\nimulq ...", listing));
 }
