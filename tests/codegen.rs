@@ -1,62 +1,72 @@
 //! The code generators, tested as text: each case under `tests/codegen/` is a trace in the
 //! SSA form (`--dump opt`), compiled by the backend as the root of a tree, and the listings
-//! it gives (`--dump asm`, `--dump ir`) matched against patterns, in the manner of yk's
-//! `codegen_and_test` and Cranelift's filetests.
+//! it gives (`--dump asm`, `--dump ir`) matched against patterns that survive renumbering
+//! and new addresses, in the manner of yk's `codegen_and_test` and Cranelift's filetests.
 //!
 //! # A case
 //!
 //! ```text
 //! # What the case shows (comment lines start with `#`).
 //! passes: all
-//! [i:int, n:int]
-//! v0:int = input i  @l:0 #0 []
+//! [x:int, y:int]
+//! v0:int = input x  @l:0 #0 []
 //! ...
-//! loop  @l:0 #2 [i=v4]
-//! => cranelift-x86_64 asm
-//! ; v4:int = add v0, 1
-//! addq {{_}}, {{_}}
-//! jo {{_}}
+//! loop  @l:0 #4 [x=v3]
+//! => quick-x86_64 asm
 //! ...
-//! => cranelift-aarch64 ir
+//! ; v3:int = add v0, v1
+//! movq %{{_}}, %{{sum}}
+//! addq %{{_}}, %{{sum}}
+//! jo {{exit}}
+//! ...
+//! ; exit of v3:int = add v0, v1
+//! {{exit}}: ...
+//! => cranelift-aarch64 asm
 //! ...
 //! ```
 //!
 //! - `passes:` (optional) names the optimizer's passes to run first (`all` for the whole
 //!   pipeline, as in `tests/opt/`); without it the trace goes to the backend as written. A
 //!   root must be peeled (hold a `loop_start`), so a case either runs `peel` or is peeled.
+//! - The trace is compiled as the driver first compiles a root: for arrays that hold only
+//!   integers (`Segment::ints`), with the loop's induction proofs, and without counting
+//!   steps (`--max-steps` off).
 //! - Each `=> GENERATOR LISTING` line starts the patterns of one listing. GENERATOR is
 //!   `cranelift-x86_64` (Cranelift for x86-64), `quick-x86_64` (the quick assembler,
 //!   `backend/quick.rs`: the case fails if it declines the trace) or `cranelift-aarch64`
-//!   (Cranelift for AArch64, as `--target aarch64` emits it: a listing, never run);
-//!   LISTING is `asm` (the disassembly) or `ir` (Cranelift's IR; not for `quick-x86_64`).
-//!   Where the host cannot make a listing (the quick assembler off x86-64) the section is
-//!   skipped, and the test says so.
+//!   (Cranelift for AArch64). Code for another ISA than the host's is the listing
+//!   `--target` shows (the backend's display ISA, compiled and never run); the quick
+//!   assembler's needs an x86-64 host, and elsewhere its sections are skipped, with a
+//!   message saying so. LISTING is `asm` (the disassembly) or `ir` (Cranelift's IR; not
+//!   for `quick-x86_64`).
 //!
 //! # The listings
 //!
-//! The listing is the one `--dump` prints: where the trace instruction code comes from
+//! The listing is the one `--dump` prints: where the trace instruction the code comes from
 //! changes, a comment line names it (`; v4:int = add v0, 1`, `; exit of g3: guard_true
-//! v2`), as the trace prints it without its snapshot. Runs of blanks become one space, and
-//! a disassembly line's address is taken off into a label: `0x7f12a0: jo 0x7f12f8`
-//! (addresses without leading zeros, as branch operands print them).
+//! v2`), as the trace prints it without its snapshot. Runs of blanks become one space, blank
+//! lines go, and a disassembly line's address becomes a label without leading zeros, as
+//! branch operands print addresses: `0x7f12a0: jo 0x7f12f8`.
 //!
 //! # Patterns
 //!
 //! The pattern lines are matched in order against the listing's lines, each against a whole
-//! line (blanks collapsed, as above); a pattern that does not start with a label matches
-//! the line without its address.
+//! line (blanks collapsed, as above), with its label or without it: `jo {{_}}` and
+//! `{{at}}: jo {{_}}` both match the line above. The listing's end is open (as if the
+//! patterns ended in `...`); its start is not.
 //!
 //! - `...` alone: any lines, none or many.
-//! - `..! TEXT`: any lines, none of which matches the pattern TEXT (up to the line the next
-//!   pattern matches): how a case says that something is absent (`..! jo {{_}}`).
+//! - `..! TEXT`: any lines, none of which matches the pattern TEXT, up to the line the next
+//!   pattern matches: how a case says that something is absent (`..! jo ...`).
 //! - `{{_}}` in a line: any token (characters other than blanks and commas);
-//!   `{{name}}`: a token too, the same one each time the name recurs (an address a branch
-//!   goes to, a register): the first match binds it.
+//!   `{{name}}`: a token too, the same one each time the name recurs in the section (the
+//!   address a branch goes to, a register, an IR value): the first match binds it.
 //! - `...` within a line: any text.
-//! - Lines starting with `#` are comments.
+//! - Lines starting with `#`, and blank lines, are comments.
 //!
-//! A case that fails prints the whole listing. `FLOWJIT_CODEGEN_SHOW=1` prints every
-//! listing, to write a new case's patterns from (assert what matters, not every register).
+//! A case that fails says which pattern line matched nowhere it must, and prints the whole
+//! listing. `FLOWJIT_CODEGEN_SHOW=1` prints every listing (with `-- --nocapture`), to write
+//! a new case's patterns from: assert what the case is about, not every register.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
