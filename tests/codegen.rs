@@ -19,7 +19,7 @@
 //! addq %{{_}}, %{{sum}}
 //! jo {{exit}}
 //! ...
-//! ; exit of v3:int = add v0, v1
+//! ; exit of v3, resume at @l:0
 //! {{exit}}: ...
 //! => cranelift-aarch64 asm
 //! ...
@@ -43,10 +43,10 @@
 //! # The listings
 //!
 //! The listing is the one `--dump` prints: where the trace instruction the code comes from
-//! changes, a comment line names it (`; v4:int = add v0, 1`, `; exit of g3: guard_true
-//! v2`), as the trace prints it without its snapshot. Runs of blanks become one space, blank
-//! lines go, and a disassembly line's address becomes a label without leading zeros, as
-//! branch operands print addresses: `0x7f12a0: jo 0x7f12f8`.
+//! changes, a comment line names it (`; v4:int = add v0, 1`, as the trace prints it
+//! without its snapshot, or `; exit of g3, resume at @d:0`). Runs of blanks become one
+//! space, blank lines go, and a disassembly line's address becomes a label without leading
+//! zeros, as branch operands print addresses: `0x7f12a0: jo 0x7f12f8`.
 //!
 //! # Patterns
 //!
@@ -76,6 +76,7 @@ use flowjit::backend::{Backend, Listings, Segment, Target};
 use flowjit::jit::listing;
 use flowjit::opt;
 use flowjit::trace::parse::{parse_ssa, TextNames};
+use flowjit::trace::print::Names;
 use flowjit::trace::{print, verify::verify, Trace};
 
 /// The directory of the cases.
@@ -195,18 +196,29 @@ fn optimized(case: &Case) -> Result<(Trace, TextNames), String> {
     Ok((out, names))
 }
 
-/// What a listing's comment line says of `o`, as `--dump` does for a root.
+/// What a listing's comment line says of `o`, as `--dump` does for a root: the instruction
+/// (`v4:int = add v0, 1`), or the exit of one and where it resumes (`exit of g3, resume at
+/// @d:0`).
 fn describe(names: &TextNames, trace: &Trace, o: Origin) -> String {
-    if o.segment != 0 || o.inst >= trace.insts.len() {
+    let Some(inst) = trace.insts.get(o.inst).filter(|_| o.segment == 0) else {
         return format!("segment {} #{}", o.segment, o.inst);
-    }
+    };
     let text = print::ssa_inst(names, trace, o.inst);
     let op = text.split("  @").next().unwrap_or(&text);
-    if o.exit {
-        format!("exit of {op}")
-    } else {
-        op.to_string()
+    if !o.exit {
+        return op.to_string();
     }
+    // A value's name (`v4`), a guard's (`g3`), or the kind and number (`setitem #5`).
+    let name = match op.split_once([':', ' ']) {
+        Some((name, _)) if name.starts_with(['v', 'g']) && name[1..].parse::<u32>().is_ok() => {
+            name.to_string()
+        }
+        _ => format!("{} #{}", inst.kind.name(), o.inst),
+    };
+    let resume = trace.snap_of(inst).map_or(String::new(), |s| {
+        format!(", resume at @{}:{}", names.label(s.pos.block), s.pos.inst)
+    });
+    format!("exit of {name}{resume}")
 }
 
 /// The listing `section` asks for, its lines normalized (module doc); `Ok(None)` when the
