@@ -414,8 +414,9 @@ enum Then {
     NextUnchecked,
     /// On at the start of this block: the entry of an inlined call.
     Enter(BlockId),
-    /// The recording ends.
-    End(Recorded),
+    /// The recording ends here, abandoned (a call not inlined). Small, unlike a
+    /// [`Recorded`]: it is returned for every statement recorded.
+    Refused(AbortReason),
 }
 
 /// The error `kind` raised by the statement or terminator at `at`, as the interpreter
@@ -476,7 +477,7 @@ fn record_from(
                     from = Position::start(entry);
                     continue 'blocks;
                 }
-                Then::End(recorded) => return Ok(recorded),
+                Then::Refused(reason) => return Ok(Recorded::Aborted { reason, at }),
             }
         }
         match r.record_terminator(state, steps, from.block, ends, traced)? {
@@ -514,6 +515,7 @@ impl<'p> Recorder<'p> {
 
     /// Counts one step of the program, the statement or terminator at `at`, as the
     /// interpreter does: where none is left, the interpreter's `MaxSteps` error there.
+    #[inline]
     fn charge(&self, steps: &mut Steps, at: Position) -> Result<(), RuntimeError> {
         if steps.left == 0 {
             let limit = steps.limit.unwrap_or(0);
@@ -572,7 +574,7 @@ impl<'p> Recorder<'p> {
             None
         };
         if let Some(reason) = refused {
-            return Ok(Then::End(Recorded::Aborted { reason, at }));
+            return Ok(Then::Refused(reason));
         }
         self.charge(steps, at)?;
         let operands: Vec<Opnd> = args
