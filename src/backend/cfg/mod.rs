@@ -719,6 +719,7 @@ pub fn lower(
         .collect();
     let way_in = pre[entry.index()].unwrap_or(blocks[entry.index()]);
     b.ins().jump(way_in, &[]);
+    let points = std::mem::take(&mut an.points);
     let mut l = ProgramLower {
         program,
         an,
@@ -729,19 +730,27 @@ pub fn lower(
         blocks,
         pre,
         pending: Vec::new(),
+        points,
     };
     for bi in 0..program.blocks.len() {
         l.block(&mut b, bi);
     }
-    for (exit, point) in std::mem::take(&mut l.pending) {
+    let ProgramLower {
+        pending,
+        points,
+        vars,
+        ..
+    } = l;
+    for (exit, point) in pending {
         b.switch_to_block(exit);
-        for (s, _) in &l.an.points[point].entries {
-            let v = b.use_var(l.vars[s.index()]);
+        for (s, _) in &points[point].entries {
+            let v = b.use_var(vars[s.index()]);
             b.ins().store(mf, v, regs, (8 * s.index()) as i32);
         }
         let code = b.ins().iconst(I32, point as i64);
         b.ins().return_(&[code]);
     }
+    an.points = points;
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());
     func
@@ -750,7 +759,7 @@ pub fn lower(
 /// What [`lower`] holds while it lowers a program's blocks, one after another.
 struct ProgramLower<'p, 'a> {
     program: &'p Program,
-    an: &'a mut ProgramAnalysis,
+    an: &'a ProgramAnalysis,
     isa: &'p dyn TargetIsa,
     /// The register buffer, and the context helpers take.
     regs: ClifValue,
@@ -762,6 +771,32 @@ struct ProgramLower<'p, 'a> {
     pre: Vec<Option<Block>>,
     /// Exit blocks to fill: (block, point number).
     pending: Vec<(Block, usize)>,
+    /// The deoptimization points made so far ([`ProgramAnalysis::points`] once lowered).
+    points: Vec<Snapshot>,
+}
+
+/// The deoptimization exits of statement `k` of block `bi`, which add to `pending` and
+/// `points`: what the interpreter reads after resuming there, of the variables `written` (a
+/// variable that is not live is overwritten before it is read again, and its exit need not
+/// store it).
+fn deopts<'d>(
+    program: &Program,
+    (pending, points): (&'d mut Vec<(Block, usize)>, &'d mut Vec<Snapshot>),
+    (bi, k): (usize, usize),
+    written: &[Slot],
+) -> Deopts<'d> {
+    let at = BlockId(bi as u32);
+    let live = program.live_at(at, k);
+    Deopts {
+        pending,
+        points,
+        pos: Position { block: at, inst: k },
+        written: written
+            .iter()
+            .copied()
+            .filter(|s| live.contains(*s))
+            .collect(),
+    }
 }
 
 /// What lowering a statement gave.
@@ -774,7 +809,7 @@ enum Stmt {
     Dead,
 }
 
-impl ProgramLower<'_, '_> {
+impl<'a> ProgramLower<'_, 'a> {
     /// Where a jump to `to` from before its loop goes: through its checks on the way in.
     fn way_in(&self, to: BlockId) -> Block {
         self.pre[to.index()].unwrap_or(self.blocks[to.index()])
@@ -797,22 +832,14 @@ impl ProgramLower<'_, '_> {
         }
     }
 
-    /// The deoptimization exits of statement `k` of block `bi`: what the interpreter reads
-    /// after resuming there, of the variables `written` (a variable that is not live is
-    /// overwritten before it is read again, and its exit need not store it).
+    /// The deoptimization exits of statement `k` of block `bi` ([`deopts`]).
     fn deopts(&mut self, bi: usize, k: usize, written: &[Slot]) -> Deopts<'_> {
-        let at = BlockId(bi as u32);
-        let live = self.program.live_at(at, k);
-        Deopts {
-            pending: &mut self.pending,
-            points: &mut self.an.points,
-            pos: Position { block: at, inst: k },
-            written: written
-                .iter()
-                .copied()
-                .filter(|s| live.contains(*s))
-                .collect(),
-        }
+        deopts(
+            self.program,
+            (&mut self.pending, &mut self.points),
+            (bi, k),
+            written,
+        )
     }
 
     /// Lowers block `bi`: its checks, its statements, its terminator.
@@ -829,9 +856,7 @@ impl ProgramLower<'_, '_> {
         // cannot tell `a[p + 9]` from `a[p]`, and loaded `a[p]` again after a store to
         // `a[p + 9]` (`[->>>>>>>>>+<<<<<<<<<]`).
         let mut seen = Elements::default();
-        let kinds = self.an.kinds.clone();
-        let lengths = self.an.lengths.clone();
-        let mut facts = self.facts(bi, &kinds, &lengths);
+        let mut facts = self.facts(bi);
         let program = self.program;
         for (k, inst) in program.blocks[bi].insts.iter().enumerate() {
             let lowered =
@@ -855,17 +880,18 @@ impl ProgramLower<'_, '_> {
     /// from before its loop (in a block of their own), and on every way in. `written` holds
     /// the variables written where the block starts.
     fn checks(&mut self, b: &mut FunctionBuilder, bi: usize, written: &[Slot]) {
+        let an = self.an;
         let ways = [
-            (self.pre[bi], self.an.bounds.entry[bi].clone()),
-            (Some(self.blocks[bi]), self.an.bounds.body[bi].clone()),
+            (self.pre[bi], &an.bounds.entry[bi]),
+            (Some(self.blocks[bi]), &an.bounds.body[bi]),
         ];
         for (pre, checks) in ways {
             let Some(pre) = pre else { continue };
             b.switch_to_block(pre);
-            let (vars, lengths) = (self.vars.clone(), self.an.lengths.clone());
-            let mut exits = self.deopts(bi, 0, written);
-            for c in &checks {
-                check_span(b, c, &vars, &lengths, &mut exits);
+            let pending = (&mut self.pending, &mut self.points);
+            let mut exits = deopts(self.program, pending, (bi, 0), written);
+            for c in checks {
+                check_span(b, c, &self.vars, &an.lengths, &mut exits);
             }
             if pre != self.blocks[bi] {
                 b.ins().jump(self.blocks[bi], &[]);
@@ -875,14 +901,9 @@ impl ProgramLower<'_, '_> {
 
     /// What is known where block `bi` starts of the variables' intervals, with what its
     /// checks found: `base + k` is an index, so `base` is no further from the array's ends.
-    fn facts<'f>(
-        &self,
-        bi: usize,
-        kinds: &'f [Option<MKind>],
-        lengths: &'f [Option<i64>],
-    ) -> Facts<'f> {
-        let an = &*self.an;
-        let mut facts = Facts::new(kinds, lengths);
+    fn facts(&self, bi: usize) -> Facts<'a> {
+        let an = self.an;
+        let mut facts = Facts::new(&an.kinds, &an.lengths);
         facts.ranges.clone_from(&an.entry_ranges[bi]);
         for (&(array, base), &(lo, hi)) in &an.bounds.known[bi] {
             let top = an.lengths[array.index()].map_or(flowjit_runtime::value::MAX_INDEX, |len| {
