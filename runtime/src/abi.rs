@@ -5,7 +5,7 @@
 //! **In registers** (unboxed), by kind: an integer that fits in 64 bits is an `i64`; an atom
 //! is its 32-bit id ([`Atom::id`]), zero-extended; a list is the address of its [`List`] and
 //! an array that of its [`Array`] (as [`std::rc::Rc::as_ptr`] gives them). An integer of
-//! any size (kind [`Kind::Num`]) stays boxed: the register holds the address of a [`Value`]
+//! any size (kind [`Repr::Num`]) stays boxed: the register holds the address of a [`Value`]
 //! that is an `Int` or a `Big`, which the code reads and writes only through helpers.
 //!
 //! **In memory**: a [`Value`] is 16 bytes, a 64-bit tag at [`VALUE_TAG_OFFSET`] and the
@@ -73,7 +73,7 @@ const _: () = {
 
 /// How machine code holds a value of some kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub enum Repr {
     /// A 64-bit integer.
     Int,
     /// An atom id.
@@ -88,28 +88,28 @@ pub enum Kind {
     Num,
 }
 
-impl Kind {
+impl Repr {
     /// The tag of values of this kind in memory.
     pub const fn tag(self) -> u64 {
         match self {
-            Kind::Int => TAG_INT,
-            Kind::Atom => TAG_ATOM,
-            Kind::List => TAG_LIST,
-            Kind::Array => TAG_ARRAY,
+            Repr::Int => TAG_INT,
+            Repr::Atom => TAG_ATOM,
+            Repr::List => TAG_LIST,
+            Repr::Array => TAG_ARRAY,
             // Never asked: an element read out of a list or an array is of a kind with one
             // tag. A `Num` past 64 bits is a `Big`.
-            Kind::Num => TAG_BIG,
+            Repr::Num => TAG_BIG,
         }
     }
 
     /// The kind of `v`, if machine code can hold it unboxed (a big integer only boxed, as
-    /// a [`Kind::Num`]).
-    pub fn of(v: &Value) -> Option<Kind> {
+    /// a [`Repr::Num`]).
+    pub fn of(v: &Value) -> Option<Repr> {
         match v {
-            Value::Int(_) => Some(Kind::Int),
-            Value::Atom(_) => Some(Kind::Atom),
-            Value::List(_) => Some(Kind::List),
-            Value::Array(_) => Some(Kind::Array),
+            Value::Int(_) => Some(Repr::Int),
+            Value::Atom(_) => Some(Repr::Atom),
+            Value::List(_) => Some(Repr::List),
+            Value::Array(_) => Some(Repr::Array),
             // Machine code does not hold big integers.
             Value::Big(_) => None,
         }
@@ -118,13 +118,13 @@ impl Kind {
 
 /// `v` as machine code holds it, if it is of kind `kind`. A list's or an array's address is
 /// borrowed: it stays valid while `v` (or another reference to the same object) is alive.
-pub fn unbox(v: &Value, kind: Kind) -> Option<i64> {
+pub fn unbox(v: &Value, kind: Repr) -> Option<i64> {
     match (v, kind) {
-        (Value::Int(n), Kind::Int) => Some(*n),
-        (Value::Atom(a), Kind::Atom) => Some(a.id() as i64),
-        (Value::List(l), Kind::List) => Some(Rc::as_ptr(l) as i64),
-        (Value::Array(a), Kind::Array) => Some(Rc::as_ptr(a) as i64),
-        (Value::Int(_) | Value::Big(_), Kind::Num) => Some(v as *const Value as i64),
+        (Value::Int(n), Repr::Int) => Some(*n),
+        (Value::Atom(a), Repr::Atom) => Some(a.id() as i64),
+        (Value::List(l), Repr::List) => Some(Rc::as_ptr(l) as i64),
+        (Value::Array(a), Repr::Array) => Some(Rc::as_ptr(a) as i64),
+        (Value::Int(_) | Value::Big(_), Repr::Num) => Some(v as *const Value as i64),
         _ => None,
     }
 }
@@ -132,14 +132,14 @@ pub fn unbox(v: &Value, kind: Kind) -> Option<i64> {
 /// The value machine code holds as `bits` of kind `kind`.
 ///
 /// # Safety
-/// For [`Kind::List`] and [`Kind::Array`], `bits` must be the address of a `List` or an
-/// `Array` inside a live `Rc` (as [`unbox`] gives it), and for [`Kind::Num`] the address of
+/// For [`Repr::List`] and [`Repr::Array`], `bits` must be the address of a `List` or an
+/// `Array` inside a live `Rc` (as [`unbox`] gives it), and for [`Repr::Num`] the address of
 /// a live `Value` holding an integer; the value returned owns a new reference to it.
-pub unsafe fn rebox(bits: i64, kind: Kind) -> Value {
+pub unsafe fn rebox(bits: i64, kind: Repr) -> Value {
     match kind {
-        Kind::Int => Value::Int(bits),
-        Kind::Atom => Value::Atom(Atom::from_id(bits as u32)),
-        Kind::List => {
+        Repr::Int => Value::Int(bits),
+        Repr::Atom => Value::Atom(Atom::from_id(bits as u32)),
+        Repr::List => {
             let p = bits as *const List;
             // SAFETY: the caller guarantees `p` is in a live Rc; the count taken here
             // belongs to the new value.
@@ -148,7 +148,7 @@ pub unsafe fn rebox(bits: i64, kind: Kind) -> Value {
                 Value::List(Rc::from_raw(p))
             }
         }
-        Kind::Array => {
+        Repr::Array => {
             let p = bits as *const Array;
             // SAFETY: as for a list.
             unsafe {
@@ -157,7 +157,7 @@ pub unsafe fn rebox(bits: i64, kind: Kind) -> Value {
             }
         }
         // SAFETY: the caller guarantees a live integer there.
-        Kind::Num => unsafe { (*(bits as *const Value)).clone() },
+        Repr::Num => unsafe { (*(bits as *const Value)).clone() },
     }
 }
 
@@ -166,8 +166,8 @@ pub unsafe fn rebox(bits: i64, kind: Kind) -> Value {
 ///
 /// # Safety
 /// As for [`rebox`].
-pub unsafe fn with_boxed<R>(bits: i64, kind: Kind, f: impl FnOnce(&Value) -> R) -> R {
-    if kind == Kind::Num {
+pub unsafe fn with_boxed<R>(bits: i64, kind: Repr, f: impl FnOnce(&Value) -> R) -> R {
+    if kind == Repr::Num {
         // SAFETY: the caller guarantees a live integer there, borrowed for the call.
         return f(unsafe { &*(bits as *const Value) });
     }
@@ -203,15 +203,15 @@ mod tests {
     fn values_round_trip_through_machine_words() {
         let list = Value::list(vec![Value::Int(1)]);
         for (v, k) in [
-            (Value::Int(i64::MIN), Kind::Int),
-            (Value::atom("jump_if_a"), Kind::Atom),
-            (list.clone(), Kind::List),
-            (Value::array(vec![Value::Int(2)]), Kind::Array),
+            (Value::Int(i64::MIN), Repr::Int),
+            (Value::atom("jump_if_a"), Repr::Atom),
+            (list.clone(), Repr::List),
+            (Value::array(vec![Value::Int(2)]), Repr::Array),
         ] {
             let bits = unbox(&v, k).unwrap();
             assert_eq!(unsafe { rebox(bits, k) }, v);
         }
-        assert_eq!(unbox(&Value::Int(1), Kind::Atom), None);
+        assert_eq!(unbox(&Value::Int(1), Repr::Atom), None);
         // The list's elements are where the layout says.
         let Value::List(l) = &list else {
             unreachable!()

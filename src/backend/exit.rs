@@ -25,7 +25,7 @@
 //!                                                                return the code
 //! ```
 
-use flowjit_runtime::abi::Kind as MKind;
+use flowjit_runtime::abi::Repr;
 
 use flowjit_runtime::Value;
 
@@ -68,7 +68,7 @@ pub fn decode_exit(code: i64) -> (usize, usize, u32) {
 
 /// The kind of a value in the mirror ([`Layout`](super::lower::Layout)): 0 stands for a variable machine code
 /// does not hold.
-pub fn mirror_tag(kind: MKind) -> i64 {
+pub fn mirror_tag(kind: Repr) -> i64 {
     helpers::kind_code(kind) + 1
 }
 
@@ -79,7 +79,7 @@ pub fn mirror_tag(kind: MKind) -> i64 {
 /// big integer, which only the runtime's write-back makes).
 pub fn linkable(trace: &Trace, i: usize) -> bool {
     trace.snap_of(&trace.insts[i]).is_some_and(|s| {
-        let held = |o: &Opnd| o.as_const().is_none_or(|v| MKind::of(v).is_some());
+        let held = |o: &Opnd| o.as_const().is_none_or(|v| Repr::of(v).is_some());
         s.pos.inst == 0 && s.frames.is_empty() && s.virtuals.is_empty() && s.exit_values().all(held)
     })
 }
@@ -144,7 +144,7 @@ pub struct MirrorWrite<'t> {
     /// Its value at the exit.
     pub value: &'t Opnd,
     /// How the code holds that value.
-    pub kind: MKind,
+    pub kind: Repr,
     /// The tag to write, unless the mirror already holds it: an input's tag holds its kind
     /// since the entry checked it, except an input of any size, whose tag may say a
     /// 64-bit integer.
@@ -212,7 +212,7 @@ fn carried(an: &TreeAnalysis, rewrites: impl Fn(Slot) -> bool) -> Vec<Carried> {
             input,
             slot: *slot,
             at: *at,
-            num: *kind == MKind::Num,
+            num: *kind == Repr::Num,
             rewritten: rewrites(*slot),
         })
         .filter(|c| c.num || !c.rewritten)
@@ -222,7 +222,7 @@ fn carried(an: &TreeAnalysis, rewrites: impl Fn(Slot) -> bool) -> Vec<Carried> {
 fn mirror_write<'t>(an: &TreeAnalysis, seg: usize, slot: Slot, value: &'t Opnd) -> MirrorWrite<'t> {
     let kind = match value {
         Opnd::Ref(r) => an.kinds[seg][r.index()].expect("a value has a kind"),
-        Opnd::Const(v) => MKind::of(v).expect("a linkable exit writes no big constant"),
+        Opnd::Const(v) => Repr::of(v).expect("a linkable exit writes no big constant"),
     };
     let input = an.layout.inputs.iter().position(|(s, _)| *s == slot);
     let checked = input.map(|k| an.input_kinds[k]) == Some(kind);
@@ -231,19 +231,19 @@ fn mirror_write<'t>(an: &TreeAnalysis, seg: usize, slot: Slot, value: &'t Opnd) 
         at: 2 * slot.index(),
         value,
         kind,
-        tag: (kind == MKind::Num || !checked).then(|| mirror_tag(kind)),
+        tag: (kind == Repr::Num || !checked).then(|| mirror_tag(kind)),
     }
 }
 
 /// Fills the mirror at the start of `regs` from `frame`'s first `mirror` variables: each
 /// value unboxed where machine code can hold it, with its tag ([`mirror_tag`]; 0 for a
 /// variable not written). A big integer is held as the address of the frame's slot
-/// (`abi::Kind::Num`), which does not move while the code runs.
+/// (`abi::Repr::Num`), which does not move while the code runs.
 pub fn fill_mirror(regs: &mut [i64], frame: &Frame, mirror: usize) {
     for (slot, v) in frame.iter().enumerate().take(mirror) {
         let kind = |v: &Value| match v {
-            Value::Big(_) => Some(MKind::Num),
-            v => MKind::of(v),
+            Value::Big(_) => Some(Repr::Num),
+            v => Repr::of(v),
         };
         let held = v.as_ref().and_then(|v| Some((v, kind(v)?)));
         let (bits, tag) = match held {

@@ -10,7 +10,7 @@
 use cranelift_codegen::ir::types::I64;
 use cranelift_codegen::ir::{AbiParam, Signature};
 use cranelift_codegen::isa::TargetIsa;
-use flowjit_runtime::abi::{self, Kind as MKind};
+use flowjit_runtime::abi::{self, Repr};
 use flowjit_runtime::{ops, Value};
 
 use crate::lang::{FuncId, Program};
@@ -49,7 +49,7 @@ pub const MAX_OWNED: u64 = 1 << 14;
 
 impl Ctx<'_> {
     /// Keeps `v` alive until the code returns; its bits, as the code holds them.
-    fn keep(&mut self, v: Value, kind: MKind) -> i64 {
+    fn keep(&mut self, v: Value, kind: Repr) -> i64 {
         let bits = abi::unbox(&v, kind).expect("a value of the kind the code expects");
         let size = match &v {
             Value::List(l) => l.len(),
@@ -89,8 +89,8 @@ pub unsafe extern "C" fn alloc(
         })
     };
     match made {
-        Ok(v) => match abi::Kind::of(&v) {
-            Some(kind @ (MKind::Array | MKind::List)) => {
+        Ok(v) => match abi::Repr::of(&v) {
+            Some(kind @ (Repr::Array | Repr::List)) => {
                 ctx.allocated += 1;
                 ctx.keep(v, kind)
             }
@@ -128,32 +128,32 @@ pub struct CallSite {
     /// The function.
     pub func: FuncId,
     /// The kind of each argument.
-    pub args: Vec<MKind>,
+    pub args: Vec<Repr>,
     /// The kind of the result the trace expects.
-    pub result: MKind,
+    pub result: Repr,
     /// The type of the result the trace expects.
     pub ty: crate::trace::Ty,
 }
 
 /// A kind as a helper's argument.
-pub fn kind_code(kind: MKind) -> i64 {
+pub fn kind_code(kind: Repr) -> i64 {
     match kind {
-        MKind::Int => 0,
-        MKind::Atom => 1,
-        MKind::List => 2,
-        MKind::Array => 3,
-        MKind::Num => 4,
+        Repr::Int => 0,
+        Repr::Atom => 1,
+        Repr::List => 2,
+        Repr::Array => 3,
+        Repr::Num => 4,
     }
 }
 
 /// The kind whose [`kind_code`] is `code`.
-pub fn kind_from(code: i64) -> MKind {
+pub fn kind_from(code: i64) -> Repr {
     match code {
-        0 => MKind::Int,
-        1 => MKind::Atom,
-        2 => MKind::List,
-        3 => MKind::Array,
-        _ => MKind::Num,
+        0 => Repr::Int,
+        1 => Repr::Atom,
+        2 => Repr::List,
+        3 => Repr::Array,
+        _ => Repr::Num,
     }
 }
 
@@ -197,7 +197,7 @@ pub unsafe extern "C" fn getchar(ctx: *mut Ctx) -> i64 {
 pub unsafe extern "C" fn setitem(array: i64, index: i64, bits: i64, kind: i64) {
     // SAFETY: the caller's guarantee.
     unsafe {
-        abi::with_boxed(array, MKind::Array, |a| {
+        abi::with_boxed(array, Repr::Array, |a| {
             let v = abi::rebox(bits, kind_from(kind));
             let stored = ops::setitem(a, &Value::Int(index), v);
             debug_assert!(stored.is_ok(), "the code checked the index");
@@ -235,7 +235,7 @@ pub unsafe extern "C" fn call_pure(
     let (program, state) = (ctx.program, &*ctx.state);
     // A result of another kind than the code holds is a call given up too, whose stores are
     // undone (`trace::call_elidable`).
-    let accept = |v: &Value| site.ty.admits(v) && abi::Kind::of(v) == Some(site.result);
+    let accept = |v: &Value| site.ty.admits(v) && abi::Repr::of(v) == Some(site.result);
     let made =
         crate::trace::call_elidable(program, state, site.func, values, &mut steps, 0, 0, accept);
     let Some(v) = made else {
@@ -334,7 +334,7 @@ pub unsafe extern "C" fn num_arith(
     // the digits `dst` alone owns, without the general case's closures (a big accumulator
     // spent as long getting to its sum as making it). Anything else, a box of kind `Num`
     // that holds a small integer included, goes the general way.
-    let (num, int) = (kind_code(MKind::Num), kind_code(MKind::Int));
+    let (num, int) = (kind_code(Repr::Num), kind_code(Repr::Int));
     let big_small = match op {
         flowjit_runtime::Op::Add | flowjit_runtime::Op::Sub if (a_kind, b_kind) == (num, int) => {
             Some((a, b))
@@ -398,7 +398,7 @@ pub unsafe extern "C" fn num_moves(moves: *const i64, n: i64) {
     // SAFETY: the caller's guarantee.
     let moves = unsafe { std::slice::from_raw_parts(moves, 3 * n as usize) };
     if let [dst, bits, kind] = *moves {
-        if dst != bits || kind_from(kind) != MKind::Num {
+        if dst != bits || kind_from(kind) != Repr::Num {
             // SAFETY: as above; the value is read before the box is written.
             unsafe {
                 let v = abi::rebox(bits, kind_from(kind));
@@ -453,8 +453,8 @@ mod tests {
 
     fn arith(op: Op, dst: &mut Value, a: &Value, b: &Value) -> i64 {
         let word = |v: &Value| match v {
-            Value::Int(n) => (*n, kind_code(MKind::Int)),
-            v => (v as *const Value as i64, kind_code(MKind::Num)),
+            Value::Int(n) => (*n, kind_code(Repr::Int)),
+            v => (v as *const Value as i64, kind_code(Repr::Num)),
         };
         let ((a, ak), (b, bk)) = (word(a), word(b));
         // SAFETY: `dst` aliases neither operand; both are live integers.
@@ -544,7 +544,7 @@ mod tests {
         );
         let mut boxes = [x.clone(), y.clone()];
         let (p, q) = (&mut boxes[0] as *mut Value, &mut boxes[1] as *mut Value);
-        let num = kind_code(MKind::Num);
+        let num = kind_code(Repr::Num);
         // (p, q) = (q, p).
         let moves = [p as i64, q as i64, num, q as i64, p as i64, num];
         // SAFETY: both boxes are live integers.

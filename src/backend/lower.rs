@@ -51,7 +51,7 @@ use cranelift_codegen::ir::{
 };
 use cranelift_codegen::isa::{CallConv, TargetIsa};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variable};
-use flowjit_runtime::abi::{self, Kind as MKind};
+use flowjit_runtime::abi::{self, Repr};
 use flowjit_runtime::{Op, Value};
 
 pub use super::exit::{decode_exit, exit_code, linkable, mirror_tag, HOT, REFUSED, WRITTEN};
@@ -178,9 +178,9 @@ pub struct TreeAnalysis {
     /// The register layout.
     pub layout: Layout,
     /// Per segment and instruction: the kind of its result.
-    pub kinds: Vec<Vec<Option<MKind>>>,
+    pub kinds: Vec<Vec<Option<Repr>>>,
     /// Per tree input: its kind.
-    pub input_kinds: Vec<MKind>,
+    pub input_kinds: Vec<Repr>,
     sources: Vec<HashMap<Slot, Source>>,
     /// Per segment, what is known of its arithmetic: which operations cannot overflow,
     /// which check a whole run of offsets, and (for the root) the intervals the loop assumes
@@ -197,20 +197,20 @@ pub struct TreeAnalysis {
 }
 
 /// How machine code holds a value of type `ty`.
-pub fn kind_of(ty: Ty) -> Result<MKind, Unsupported> {
+pub fn kind_of(ty: Ty) -> Result<Repr, Unsupported> {
     match ty {
-        Ty::Int => Ok(MKind::Int),
-        Ty::Atom => Ok(MKind::Atom),
-        Ty::List => Ok(MKind::List),
-        Ty::Array => Ok(MKind::Array),
+        Ty::Int => Ok(Repr::Int),
+        Ty::Atom => Ok(Repr::Atom),
+        Ty::List => Ok(Repr::List),
+        Ty::Array => Ok(Repr::Array),
         Ty::None => unreachable!("only values are held"),
     }
 }
 
-fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
+fn const_kind(v: &Value) -> Result<Repr, Unsupported> {
     match v {
-        Value::Big(_) => Ok(MKind::Num),
-        v => MKind::of(v).ok_or(Unsupported::BigConstant),
+        Value::Big(_) => Ok(Repr::Num),
+        v => Repr::of(v).ok_or(Unsupported::BigConstant),
     }
 }
 
@@ -218,12 +218,12 @@ fn const_kind(v: &Value) -> Result<MKind, Unsupported> {
 /// `Num` for arithmetic, a 64-bit integer for a comparison or `not`. `Err` for what the
 /// helpers do not run, and for an operation that may fail (a type error) where the
 /// interpreter's message needs an exit without a snapshot to exit with.
-fn num_result(op: Op, args: &[MKind], snap: bool) -> Result<MKind, Unsupported> {
-    let ints = args.iter().all(|k| matches!(k, MKind::Int | MKind::Num));
+fn num_result(op: Op, args: &[Repr], snap: bool) -> Result<Repr, Unsupported> {
+    let ints = args.iter().all(|k| matches!(k, Repr::Int | Repr::Num));
     let fallible = matches!(op, Op::Div | Op::Mod | Op::Shl | Op::Shr);
     match op {
-        Op::Eq | Op::Ne => Ok(MKind::Int),
-        Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Not if ints => Ok(MKind::Int),
+        Op::Eq | Op::Ne => Ok(Repr::Int),
+        Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Not if ints => Ok(Repr::Int),
         Op::Add
         | Op::Sub
         | Op::Mul
@@ -237,7 +237,7 @@ fn num_result(op: Op, args: &[MKind], snap: bool) -> Result<MKind, Unsupported> 
         | Op::Neg
             if ints && (snap || !fallible) =>
         {
-            Ok(MKind::Num)
+            Ok(Repr::Num)
         }
         _ => Err(Unsupported::Wide(op.name())),
     }
@@ -262,17 +262,17 @@ fn source(segments: &[Segment], seg: usize, slot: Slot, inputs: &mut Vec<Slot>) 
 /// the exit writes, and those of the code's inputs, checked on entry, which it leaves. A
 /// bridge unit entered only from that exit need not check them again
 /// ([`Links::assumed`]).
-pub fn exit_kinds(an: &TreeAnalysis, trace: &Trace, seg: usize, i: usize) -> Vec<(Slot, MKind)> {
+pub fn exit_kinds(an: &TreeAnalysis, trace: &Trace, seg: usize, i: usize) -> Vec<(Slot, Repr)> {
     let snap = trace
         .snap_of(&trace.insts[i])
         .expect("an exiting instruction has a snapshot");
-    let mut kinds: Vec<(Slot, MKind)> = an
+    let mut kinds: Vec<(Slot, Repr)> = an
         .layout
         .inputs
         .iter()
         .zip(&an.input_kinds)
         // The tag of an input of any size is either kind's, unless the exit writes it back.
-        .filter(|(_, kind)| **kind != MKind::Num || an.layout.carry)
+        .filter(|(_, kind)| **kind != Repr::Num || an.layout.carry)
         .map(|((slot, _), kind)| (*slot, *kind))
         .collect();
     for (slot, o) in &snap.entries {
@@ -333,7 +333,7 @@ fn analyze_with(
         owns: false,
     };
     for (seg, s) in segments.iter().enumerate() {
-        let mut k: Vec<Option<MKind>> = vec![None; s.trace.insts.len()];
+        let mut k: Vec<Option<Repr>> = vec![None; s.trace.insts.len()];
         let mut src: HashMap<Slot, Source> = HashMap::default();
         if !s.separate {
             for i in 0..s.trace.insts.len() {
@@ -380,7 +380,7 @@ fn analyze_with(
         .iter()
         .enumerate()
         .map(|(seg, s)| {
-            let is_int = |r: Ref| kinds[seg][r.index()] == Some(MKind::Int);
+            let is_int = |r: Ref| kinds[seg][r.index()] == Some(Repr::Int);
             if s.separate {
                 MachineBounds::none(s.trace, is_int)
             } else {
@@ -408,16 +408,16 @@ struct Inference<'s, 'a> {
     /// The tree inputs found so far, and per input its kind: that of the `input` reading
     /// it first.
     inputs: Vec<Slot>,
-    input_kinds: Vec<MKind>,
+    input_kinds: Vec<Repr>,
     /// Per segment done: the kind of each instruction's result.
-    kinds: Vec<Vec<Option<MKind>>>,
+    kinds: Vec<Vec<Option<Repr>>>,
     sources: Vec<HashMap<Slot, Source>>,
     sites: HashMap<TreeInst, Box<CallSite>>,
     owns: bool,
 }
 
 /// The kind of operand `o`, given the kinds `k` of the segment's values so far.
-fn kind_in(k: &[Option<MKind>], o: &Opnd) -> Result<MKind, Unsupported> {
+fn kind_in(k: &[Option<Repr>], o: &Opnd) -> Result<Repr, Unsupported> {
     match o {
         Opnd::Ref(r) => Ok(k[r.index()].expect("refs are defined before use")),
         Opnd::Const(v) => const_kind(v),
@@ -429,8 +429,8 @@ fn kind_in(k: &[Option<MKind>], o: &Opnd) -> Result<MKind, Unsupported> {
 fn operand_kinds(
     trace: &Trace,
     inst: &crate::trace::Inst,
-    k: &[Option<MKind>],
-) -> Result<Vec<MKind>, Unsupported> {
+    k: &[Option<Repr>],
+) -> Result<Vec<Repr>, Unsupported> {
     let args = inst
         .args
         .iter()
@@ -453,9 +453,9 @@ impl Inference<'_, '_> {
         &mut self,
         seg: usize,
         i: usize,
-        k: &[Option<MKind>],
+        k: &[Option<Repr>],
         src: &mut HashMap<Slot, Source>,
-    ) -> Result<Option<MKind>, Unsupported> {
+    ) -> Result<Option<Repr>, Unsupported> {
         let trace = self.segments[seg].trace;
         let inst = &trace.insts[i];
         Ok(match inst.kind {
@@ -466,14 +466,14 @@ impl Inference<'_, '_> {
                 let start = trace.loop_start().expect("params follow loop_start");
                 let p = i - start - 1;
                 let first = kind_in(k, &trace.insts[start].args[p])?;
-                if first == MKind::Num || self.wide_params.contains(&p) {
-                    Some(MKind::Num)
+                if first == Repr::Num || self.wide_params.contains(&p) {
+                    Some(Repr::Num)
                 } else {
                     Some(kind_of(inst.ty)?)
                 }
             }
             Kind::GetItem | Kind::CallPure(_) => Some(self.load_or_call(seg, i, k)?),
-            Kind::Getchar => Some(MKind::Int),
+            Kind::Getchar => Some(Repr::Int),
             // What allocates gives the code a reference that the context keeps alive
             // (`helpers::alloc`).
             Kind::Op(op) if op.allocates() || op == Op::ToList => {
@@ -496,7 +496,7 @@ impl Inference<'_, '_> {
                     Kind::SetItem => args.get(1),
                     _ => None,
                 };
-                if num_at == Some(&MKind::Num) {
+                if num_at == Some(&Repr::Num) {
                     return Err(Unsupported::Wide(inst.kind.name()));
                 }
                 None
@@ -512,7 +512,7 @@ impl Inference<'_, '_> {
         inst: &crate::trace::Inst,
         slot: Slot,
         src: &mut HashMap<Slot, Source>,
-    ) -> Result<MKind, Unsupported> {
+    ) -> Result<Repr, Unsupported> {
         let segments = self.segments;
         let found = source(segments, seg, slot, &mut self.inputs);
         let kind = kind_of(inst.ty)?;
@@ -520,7 +520,7 @@ impl Inference<'_, '_> {
             // A virtual array of the guard's snapshot: the bridge builds it.
             Source::Chain(ps, Opnd::Ref(r)) if is_virtual(segments, *ps, *r) => {
                 self.owns = true;
-                MKind::Array
+                Repr::Array
             }
             Source::Chain(ps, Opnd::Ref(r)) => {
                 self.kinds[*ps][r.index()].expect("a ref has a kind")
@@ -531,7 +531,7 @@ impl Inference<'_, '_> {
                 None => {
                     // A variable the tree holds wide is read boxed.
                     let kind = match kind {
-                        MKind::Int if segments[0].wide.contains(&slot) => MKind::Num,
+                        Repr::Int if segments[0].wide.contains(&slot) => Repr::Num,
                         kind => kind,
                     };
                     self.input_kinds.push(kind);
@@ -542,7 +542,7 @@ impl Inference<'_, '_> {
         // An integer of any size that arrives where a 64-bit one was expected stays boxed.
         let kind = match (arrives, kind) {
             (a, k) if a == k => k,
-            (MKind::Num, MKind::Int) => MKind::Num,
+            (Repr::Num, Repr::Int) => Repr::Num,
             _ => return Err(Unsupported::InputType),
         };
         src.insert(slot, found);
@@ -554,17 +554,17 @@ impl Inference<'_, '_> {
         &mut self,
         seg: usize,
         i: usize,
-        k: &[Option<MKind>],
-    ) -> Result<MKind, Unsupported> {
+        k: &[Option<Repr>],
+    ) -> Result<Repr, Unsupported> {
         let inst = &self.segments[seg].trace.insts[i];
         let args = operand_kinds(self.segments[seg].trace, inst, k)?;
-        if inst.kind == Kind::GetItem && args.contains(&MKind::Num) {
+        if inst.kind == Kind::GetItem && args.contains(&Repr::Num) {
             return Err(Unsupported::Wide("getitem"));
         }
         // A list or an array read out of an array, or returned, is kept alive in the
         // context (`helpers::keep`).
         let kind = kind_of(inst.ty)?;
-        self.owns |= matches!(kind, MKind::List | MKind::Array);
+        self.owns |= matches!(kind, Repr::List | Repr::Array);
         if let Kind::CallPure(func) = inst.kind {
             let args = args[..args.len() - 2].to_vec();
             let site = CallSite {
@@ -581,7 +581,7 @@ impl Inference<'_, '_> {
     /// Whether the root loop's end gives a parameter a `Num` where the parameter is a
     /// 64-bit integer (`k` its kinds): then it is added to the wide parameters, and the
     /// kinds must be worked out again.
-    fn widens_a_param(&mut self, trace: &Trace, k: &[Option<MKind>]) -> Result<bool, Unsupported> {
+    fn widens_a_param(&mut self, trace: &Trace, k: &[Option<Repr>]) -> Result<bool, Unsupported> {
         let start = trace.loop_start().expect("checked above");
         let end = trace.insts.last().expect("a trace ends in loop");
         for (p, a) in end.args.iter().enumerate() {
@@ -590,7 +590,7 @@ impl Inference<'_, '_> {
                 Opnd::Ref(r) => k[r.index()],
                 Opnd::Const(v) => Some(const_kind(v)?),
             };
-            if given == Some(MKind::Num) && param != Some(MKind::Num) {
+            if given == Some(Repr::Num) && param != Some(Repr::Num) {
                 self.wide_params.push(p);
                 return Ok(true);
             }
@@ -633,13 +633,13 @@ impl Inference<'_, '_> {
 
 /// The kind of the result of operation `inst` (`op`, neither allocating nor `same`), whose
 /// operands' kinds are in `k`.
-fn op_kind(op: Op, inst: &crate::trace::Inst, k: &[Option<MKind>]) -> Result<MKind, Unsupported> {
+fn op_kind(op: Op, inst: &crate::trace::Inst, k: &[Option<Repr>]) -> Result<Repr, Unsupported> {
     let arg_kinds = inst
         .args
         .iter()
         .map(|a| kind_in(k, a))
         .collect::<Result<Vec<_>, _>>()?;
-    if arg_kinds.contains(&MKind::Num) {
+    if arg_kinds.contains(&Repr::Num) {
         return num_result(op, &arg_kinds, inst.snap.is_some());
     }
     let kind = kind_of(inst.ty)?;
@@ -935,19 +935,19 @@ impl Lower<'_> {
         }
     }
 
-    fn kind(&self, seg: usize, i: usize) -> MKind {
+    fn kind(&self, seg: usize, i: usize) -> Repr {
         self.an.kinds[seg][i].expect("a value has a kind")
     }
 
-    fn opnd(&self, b: &mut FunctionBuilder, seg: usize, o: &Opnd) -> (ClifValue, MKind) {
+    fn opnd(&self, b: &mut FunctionBuilder, seg: usize, o: &Opnd) -> (ClifValue, Repr) {
         match o {
             Opnd::Ref(r) => (
                 self.vals[seg][r.index()].expect("refs are defined before use"),
                 self.kind(seg, r.index()),
             ),
-            Opnd::Const(v @ Value::Big(_)) => (self.new_box(b, v.clone()).0, MKind::Num),
+            Opnd::Const(v @ Value::Big(_)) => (self.new_box(b, v.clone()).0, Repr::Num),
             Opnd::Const(v) => {
-                let kind = MKind::of(v).expect("analyze() rejects other constants");
+                let kind = Repr::of(v).expect("analyze() rejects other constants");
                 let bits = abi::unbox(v, kind).expect("a value unboxes as its own kind");
                 (b.ins().iconst(I64, bits), kind)
             }
@@ -967,7 +967,7 @@ impl Lower<'_> {
 
     /// Moves integers into boxes of the code, as one parallel assignment
     /// ([`helpers::num_moves`]): (box, value, its kind).
-    fn num_moves(&mut self, b: &mut FunctionBuilder, moves: &[(*mut Value, ClifValue, MKind)]) {
+    fn num_moves(&mut self, b: &mut FunctionBuilder, moves: &[(*mut Value, ClifValue, Repr)]) {
         let moves: Vec<_> = moves
             .iter()
             .map(|(dst, v, kind)| (*dst, *v, b.ins().iconst(I64, helpers::kind_code(*kind))))
@@ -1025,7 +1025,7 @@ impl Lower<'_> {
             .store(mf, bits, addr, abi::VALUE_PAYLOAD_OFFSET as i32);
         let boxed = b
             .ins()
-            .icmp_imm_s(IntCC::Equal, code, helpers::kind_code(MKind::Num));
+            .icmp_imm_s(IntCC::Equal, code, helpers::kind_code(Repr::Num));
         b.ins().select(boxed, bits, addr)
     }
 
@@ -1152,7 +1152,7 @@ impl Lower<'_> {
         let inst = &self.segments[seg].trace.insts[i];
         let mut words = vec![b.ins().iconst(I64, helpers::op_code(op))];
         let result = self.kind(seg, i);
-        let own = if result == MKind::Num {
+        let own = if result == Repr::Num {
             let (v, at) = self.new_box(b, Value::Int(0));
             self.own_boxes.insert(TreeInst::new(seg, i), at);
             words.push(v);
@@ -1218,7 +1218,7 @@ impl Lower<'_> {
             let v = self.inputs[c.input];
             if c.num {
                 // The entry may have found a 64-bit integer.
-                let tag = b.ins().iconst(I64, mirror_tag(MKind::Num));
+                let tag = b.ins().iconst(I64, mirror_tag(Repr::Num));
                 b.ins().store(mf, tag, self.regs, (8 * (c.at + 1)) as i32);
                 nums.push((*c, v));
             } else {
@@ -1251,7 +1251,7 @@ impl Lower<'_> {
         for st in link.stores {
             let (a, ka) = self.opnd(b, seg, &st.array);
             let (_, kv) = self.opnd(b, seg, &st.value);
-            if ka == MKind::Array && kv == MKind::Int && !ints.contains(&a) {
+            if ka == Repr::Array && kv == Repr::Int && !ints.contains(&a) {
                 let flag = b.ins().load(I64, mf, a, abi::ARRAY_INTS_OFFSET as i32);
                 let next = b.create_block();
                 let to = *plain.get_or_insert_with(|| {
@@ -1285,7 +1285,7 @@ impl Lower<'_> {
             let (v, kind) = self.opnd(b, seg, w.value);
             debug_assert_eq!(kind, w.kind, "the plan's kind is the code's");
             let v = match (kind, w.value) {
-                (MKind::Num, Opnd::Ref(r)) => {
+                (Repr::Num, Opnd::Ref(r)) => {
                     let take = self.rewritten_box(seg, *r);
                     self.mirror_num(b, w.slot, v, take, &mut moved)
                 }
@@ -1362,7 +1362,7 @@ impl Lower<'_> {
         let mf = MemFlagsData::trusted();
         let mut moves = Vec::new();
         for (k, ((_, at), kind)) in an.layout.inputs.iter().zip(&an.input_kinds).enumerate() {
-            if *kind != MKind::Num {
+            if *kind != Repr::Num {
                 self.input_boxes.push(std::ptr::null_mut());
                 continue;
             }
@@ -1500,7 +1500,7 @@ impl Lower<'_> {
         for k in 0..2 {
             let (v, kind) = match inst.args.get(k) {
                 Some(a) => self.opnd(b, seg, a),
-                None => (b.ins().iconst(I64, 0), MKind::Int),
+                None => (b.ins().iconst(I64, 0), Repr::Int),
             };
             words.push(v);
             words.push(b.ins().iconst(I64, helpers::kind_code(kind)));
@@ -1538,8 +1538,8 @@ impl Lower<'_> {
         insts.iter().any(|inst| match inst.kind {
             Kind::CallPure(_) => true,
             Kind::SetItem => match &inst.args[2] {
-                Opnd::Ref(r) => self.an.kinds[seg][r.index()] != Some(MKind::Int),
-                Opnd::Const(v) => MKind::of(v) != Some(MKind::Int),
+                Opnd::Ref(r) => self.an.kinds[seg][r.index()] != Some(Repr::Int),
+                Opnd::Const(v) => Repr::of(v) != Some(Repr::Int),
             },
             _ => false,
         })
@@ -1568,7 +1568,7 @@ impl Lower<'_> {
             _ => return (c, true),
         };
         let int = |o: &Opnd| match o {
-            Opnd::Ref(r) => self.an.kinds[seg][r.index()] == Some(MKind::Int),
+            Opnd::Ref(r) => self.an.kinds[seg][r.index()] == Some(Repr::Int),
             Opnd::Const(v) => matches!(v, Value::Int(_)),
         };
         let [x, y] = cond.args.as_slice() else {
@@ -1689,8 +1689,8 @@ impl Lower<'_> {
             return true;
         };
         snap.stores.iter().any(|st| match &st.value {
-            Opnd::Ref(r) => self.an.kinds[ps][r.index()] != Some(MKind::Int),
-            Opnd::Const(v) => MKind::of(v) != Some(MKind::Int),
+            Opnd::Ref(r) => self.an.kinds[ps][r.index()] != Some(Repr::Int),
+            Opnd::Const(v) => Repr::of(v) != Some(Repr::Int),
         })
     }
 
@@ -1714,7 +1714,7 @@ impl Lower<'_> {
         for v in &snap.virtuals {
             let n = b.ins().iconst(I64, v.fields.len() as i64);
             let zero = b.ins().iconst(I64, 0);
-            let int = b.ins().iconst(I64, helpers::kind_code(MKind::Int));
+            let int = b.ins().iconst(I64, helpers::kind_code(Repr::Int));
             let code = b.ins().iconst(I64, helpers::op_code(Op::Array));
             let f = helpers::alloc as *const u8;
             let ctx = self.ctx(b);
@@ -1726,7 +1726,7 @@ impl Lower<'_> {
         for v in &snap.virtuals {
             for (k, o) in v.fields.iter().enumerate() {
                 let (bits, kind) = match o {
-                    Opnd::Ref(r) if self.built.contains_key(r) => (self.built[r], MKind::Array),
+                    Opnd::Ref(r) if self.built.contains_key(r) => (self.built[r], Repr::Array),
                     o => self.opnd(b, ps, o),
                 };
                 let array = self.built[&v.at];
@@ -1741,7 +1741,7 @@ impl Lower<'_> {
             let (array, _) = self.opnd(b, ps, &s.array);
             let (index, _) = self.opnd(b, ps, &s.index);
             let (bits, kind) = match &s.value {
-                Opnd::Ref(r) if self.built.contains_key(r) => (self.built[r], MKind::Array),
+                Opnd::Ref(r) if self.built.contains_key(r) => (self.built[r], Repr::Array),
                 o => self.opnd(b, ps, o),
             };
             self.store(b, ps, array, (index, &s.index), bits, kind, false);
@@ -1812,7 +1812,7 @@ impl Lower<'_> {
         // An input the code holds as a 64-bit integer lies in 64 bits (and an operation
         // on it that went on did not overflow).
         let kinds = &self.an.kinds[seg];
-        let int64 = |k: usize| (kinds[k] == Some(MKind::Int)).then(Range::i64);
+        let int64 = |k: usize| (kinds[k] == Some(Repr::Int)).then(Range::i64);
         let facts = crate::opt::bounds::facts_before_seeded(self.segments[seg].trace, i, &int64);
         let fits = |k: usize, source: Option<Slot>| {
             let Some(&hull) = self.an.bounds[0].hull.get(k) else {
@@ -1979,7 +1979,7 @@ impl Lower<'_> {
         for (k, range) in entry.iter().enumerate() {
             let Some(range) = range else { continue };
             let (v, kind) = self.opnd(b, seg, &inst.args[k]);
-            debug_assert_eq!(kind, MKind::Int, "only integers are assumed");
+            debug_assert_eq!(kind, Repr::Int, "only integers are assumed");
             // A bound at the end of 64 bits needs no check.
             let bounds = [
                 (IntCC::SignedLessThan, range.lo, i64::MIN),
@@ -1999,7 +1999,7 @@ impl Lower<'_> {
         for (k, _) in inst.args.iter().enumerate() {
             // A parameter of kind `Num` lives in its box, which the jumps to
             // the header fill.
-            let p = if self.kind(seg, i + 1 + k) == MKind::Num {
+            let p = if self.kind(seg, i + 1 + k) == Repr::Num {
                 let (v, at) = self.new_box(b, Value::Int(0));
                 self.param_boxes.insert(k, at);
                 v
@@ -2063,7 +2063,7 @@ impl Lower<'_> {
                 None => (self.inputs[k], self.an.input_kinds[k]),
             };
             let input = self.an.input_kinds[k];
-            if input == MKind::Num && matches!(kind, MKind::Int | MKind::Num) {
+            if input == Repr::Num && matches!(kind, Repr::Int | Repr::Num) {
                 // Into the input's box (`start` takes its address).
                 if v != self.inputs[k] {
                     moves.push((self.input_boxes[k], v, kind));
@@ -2097,19 +2097,19 @@ impl Lower<'_> {
         let inst = &trace.insts[i];
         let (mut c, mut kind) = self.opnd(b, seg, &inst.args[0]);
         let want_true = inst.kind == Kind::GuardTrue;
-        if kind == MKind::Num {
+        if kind == Repr::Num {
             // Whether it is not 0, by the helper.
             let op = b.ins().iconst(I64, helpers::op_code(Op::Ne));
-            let num = b.ins().iconst(I64, helpers::kind_code(MKind::Num));
-            let int = b.ins().iconst(I64, helpers::kind_code(MKind::Int));
+            let num = b.ins().iconst(I64, helpers::kind_code(Repr::Num));
+            let int = b.ins().iconst(I64, helpers::kind_code(Repr::Int));
             let zero = b.ins().iconst(I64, 0);
             let f = helpers::num_test as *const u8;
             c = self
                 .call(b, f, &[op, c, num, zero, int], true)
                 .expect("a result");
-            kind = MKind::Int;
+            kind = Repr::Int;
         }
-        if kind != MKind::Int {
+        if kind != Repr::Int {
             // An atom or a list is never the integer 0: always true.
             if !want_true {
                 let target = self.guard_target(b, i);
@@ -2170,7 +2170,7 @@ impl Lower<'_> {
             return false;
         }
         let kind = self.kind(seg, i);
-        if matches!(kind, MKind::List | MKind::Array) {
+        if matches!(kind, Repr::List | Repr::Array) {
             let v = self.vals[seg][i].expect("lowered");
             let code = b.ins().iconst(I64, helpers::kind_code(kind));
             let ctx = self.ctx(b);
@@ -2185,7 +2185,7 @@ impl Lower<'_> {
         let trace = self.segments[seg].trace;
         let inst = &trace.insts[i];
         let (v, kind) = self.opnd(b, seg, &inst.args[0]);
-        if kind != MKind::Int {
+        if kind != Repr::Int {
             let exit = self.exit_block(b, i);
             b.ins().jump(exit, &[]);
             return false;
@@ -2224,7 +2224,7 @@ impl Lower<'_> {
         // A value without a bridge of its own goes to the unspecialized bridge,
         // if the guard has one, or exits.
         let other = self.guard_target(b, i);
-        if specialized.is_empty() || kv == MKind::List {
+        if specialized.is_empty() || kv == Repr::List {
             // For lists this compares addresses: a list equal to the constant
             // but stored elsewhere takes the other way, which is always allowed.
             let fail = b.ins().icmp(IntCC::NotEqual, v, k);
@@ -2328,7 +2328,7 @@ impl Lower<'_> {
         let (a, ka) = self.opnd(b, seg, &inst.args[0]);
         let (index, ki) = self.opnd(b, seg, &inst.args[1]);
         let (v, kv) = self.opnd(b, seg, &inst.args[2]);
-        if ka != MKind::Array || ki != MKind::Int {
+        if ka != Repr::Array || ki != Repr::Int {
             // Fails every time (a type error): exit before it.
             let exit = self.exit_block(b, i);
             b.ins().jump(exit, &[]);
@@ -2340,7 +2340,7 @@ impl Lower<'_> {
         }
         let ints = self.ints.contains(&a);
         self.store(b, seg, a, (index, &inst.args[1]), v, kv, ints);
-        if kv != MKind::Int {
+        if kv != Repr::Int {
             self.ints.clear();
         }
         true
@@ -2354,12 +2354,12 @@ impl Lower<'_> {
         let seg = self.seg;
         let inst = &self.segments[seg].trace.insts[i];
         inst.snap?;
-        if !self.segments[seg].ints || self.kind(seg, i) != MKind::Int {
+        if !self.segments[seg].ints || self.kind(seg, i) != Repr::Int {
             return None;
         }
         let (a, ka) = self.opnd(b, seg, &inst.args[0]);
         let (index, ki) = self.opnd(b, seg, &inst.args[1]);
-        if ka != MKind::Array || ki != MKind::Int {
+        if ka != Repr::Array || ki != Repr::Int {
             return None;
         }
         let mf = MemFlagsData::trusted();
@@ -2381,7 +2381,7 @@ impl Lower<'_> {
     /// of a constant that computes it in the segment (`bounds::offset_of`), or itself and 0.
     fn index_parts(&self, seg: usize, r: Ref) -> (Ref, i64) {
         crate::opt::bounds::offset_of(&self.segments[seg].trace.insts[r.index()])
-            .filter(|(x, _)| self.an.kinds[seg][x.index()] == Some(MKind::Int))
+            .filter(|(x, _)| self.an.kinds[seg][x.index()] == Some(Repr::Int))
             .unwrap_or((r, 0))
     }
 
@@ -2415,13 +2415,13 @@ impl Lower<'_> {
             Opnd::Const(_) => None,
         };
         let ok = match inst.kind {
-            Kind::GetItem => s.ints && self.an.kinds[seg][i] == Some(MKind::Int),
+            Kind::GetItem => s.ints && self.an.kinds[seg][i] == Some(Repr::Int),
             Kind::SetItem => true,
             _ => false,
         };
         if !ok
-            || kind(&inst.args[0]) != Some(MKind::Array)
-            || kind(&inst.args[1]) != Some(MKind::Int)
+            || kind(&inst.args[0]) != Some(Repr::Array)
+            || kind(&inst.args[1]) != Some(Repr::Int)
         {
             return None;
         }
@@ -2645,10 +2645,10 @@ impl Lower<'_> {
         a: ClifValue,
         (index, o): (ClifValue, &Opnd),
         v: ClifValue,
-        kv: MKind,
+        kv: Repr,
         ints: bool,
     ) {
-        if ints && kv == MKind::Int {
+        if ints && kv == Repr::Int {
             let items = self.field(b, Derived::Items, a);
             let (addr, at) = self.element(b, seg, items, index, o);
             b.ins().store(MemFlagsData::trusted(), v, addr, at);
@@ -2708,14 +2708,14 @@ impl Lower<'_> {
         let seg = self.seg;
         let inst = &self.segments[seg].trace.insts[i];
         let num = |o: &Opnd| match o {
-            Opnd::Ref(r) => self.kind(seg, r.index()) == MKind::Num,
+            Opnd::Ref(r) => self.kind(seg, r.index()) == Repr::Num,
             Opnd::Const(v) => matches!(v, Value::Big(_)),
         };
         if op != Op::Same && inst.args.iter().any(num) {
             self.num_op(b, i, op);
             return true;
         }
-        let args: Vec<(ClifValue, MKind)> =
+        let args: Vec<(ClifValue, Repr)> =
             inst.args.iter().map(|a| self.opnd(b, seg, a)).collect();
         let widen = self.an.bounds[seg].widen[i];
         let by_access = self.overflow_checks.values().any(|&k| k == i);
@@ -2793,7 +2793,7 @@ pub(super) fn run_checked_by_access(
         let quiet = match inst.kind {
             Kind::Input(_) => true,
             Kind::Op(op) => {
-                an.kinds[seg][j] == Some(MKind::Int)
+                an.kinds[seg][j] == Some(Repr::Int)
                     && (inst.snap.is_none()
                         || (matches!(op, Op::Add | Op::Sub | Op::Mul | Op::Neg)
                             && bounds.safe[j]
@@ -2889,7 +2889,7 @@ pub struct Links<'a> {
     /// the exit of its guard surely leaves in the mirror ([`exit_kinds`]), the only exit
     /// linked to it; for a tree, its inputs' (the driver links only exits that leave them,
     /// the runtime checks the frame).
-    pub assumed: &'a [(Slot, MKind)],
+    pub assumed: &'a [(Slot, Repr)],
     /// For a bridge unit: the address of its count of entries left before it asks to be
     /// compiled in its tree's function ([`HOT`]).
     pub entries: Option<u64>,
@@ -2898,13 +2898,13 @@ pub struct Links<'a> {
 /// The inputs whose kinds the code `an` analyzed does not check on entry, given the kinds
 /// it may assume: every one of those but an integer of any size (whose tag may say a
 /// 64-bit integer).
-pub fn unchecked(an: &TreeAnalysis, assumed: &[(Slot, MKind)]) -> Vec<(Slot, MKind)> {
+pub fn unchecked(an: &TreeAnalysis, assumed: &[(Slot, Repr)]) -> Vec<(Slot, Repr)> {
     an.layout
         .inputs
         .iter()
         .zip(&an.input_kinds)
         .map(|((slot, _), kind)| (*slot, *kind))
-        .filter(|k| k.1 != MKind::Num && assumed.contains(k))
+        .filter(|k| k.1 != Repr::Num && assumed.contains(k))
         .collect()
 }
 
@@ -3026,14 +3026,14 @@ fn refuse_entries(
         b.set_cold_block(refused);
         for ((_, at), kind) in unsure {
             let tag = b.ins().load(I64, mf, regs, (8 * (at + 1)) as i32);
-            let other = if *kind == MKind::Num {
+            let other = if *kind == Repr::Num {
                 // A 64-bit integer or a boxed one.
                 let int = b
                     .ins()
-                    .icmp_imm_s(IntCC::NotEqual, tag, mirror_tag(MKind::Int));
+                    .icmp_imm_s(IntCC::NotEqual, tag, mirror_tag(Repr::Int));
                 let num = b
                     .ins()
-                    .icmp_imm_s(IntCC::NotEqual, tag, mirror_tag(MKind::Num));
+                    .icmp_imm_s(IntCC::NotEqual, tag, mirror_tag(Repr::Num));
                 b.ins().band(int, num)
             } else {
                 b.ins().icmp_imm_s(IntCC::NotEqual, tag, mirror_tag(*kind))

@@ -249,7 +249,7 @@ pub struct Compiled {
     /// inputs of fixed kinds; a bridge unit's, what its guard's exit leaves in the mirror.
     /// Every entry makes sure of them: the runtime's ([`Compiled::accepts`]) and a linked
     /// exit's ([`Compiled::admits`]).
-    assumed: Vec<(Slot, abi::Kind)>,
+    assumed: Vec<(Slot, abi::Repr)>,
     counting: bool,
     max_cost: u64,
     analysis: lower::TreeAnalysis,
@@ -278,13 +278,13 @@ pub struct Compiled {
 
 /// The inputs of a tree's function whose kinds the function need not check where it is
 /// entered: all but those of any size (whose tag may say a 64-bit integer).
-fn held_inputs(an: &lower::TreeAnalysis) -> Vec<(Slot, abi::Kind)> {
+fn held_inputs(an: &lower::TreeAnalysis) -> Vec<(Slot, abi::Repr)> {
     an.layout
         .inputs
         .iter()
         .zip(&an.input_kinds)
         .map(|((slot, _), kind)| (*slot, *kind))
-        .filter(|(_, kind)| *kind != abi::Kind::Num)
+        .filter(|(_, kind)| *kind != abi::Repr::Num)
         .collect()
 }
 
@@ -312,7 +312,7 @@ pub struct Prepared {
     an: lower::TreeAnalysis,
     links: Box<[Cell<u64>]>,
     unlinked: u64,
-    assumed: Vec<(Slot, abi::Kind)>,
+    assumed: Vec<(Slot, abi::Repr)>,
     counting: bool,
     max_cost: u64,
     boxes: helpers::Boxes,
@@ -456,7 +456,7 @@ impl Backend {
         counting: bool,
         at: (usize, usize),
         frame_size: usize,
-        assumed: &[(Slot, abi::Kind)],
+        assumed: &[(Slot, abi::Repr)],
     ) -> Result<Compiled, Unsupported> {
         match self.prepare(segments, listings, counting, at, frame_size, assumed)? {
             Lowered::Ready(code) => Ok(*code),
@@ -477,13 +477,13 @@ impl Backend {
         counting: bool,
         (tree, unit): (usize, usize),
         frame_size: usize,
-        assumed: &[(Slot, abi::Kind)],
+        assumed: &[(Slot, abi::Repr)],
     ) -> Result<Lowered, Unsupported> {
         let an = lower::analyze(segments, frame_size, unit)?;
         // A tree's function is entered by the runtime, which checks the frame first
         // (`Compiled::accepts`), or by a linked exit, which the driver links only where the
         // kinds the exit leaves are the inputs' (`Compiled::admits`): it checks none.
-        let inputs: Vec<(Slot, abi::Kind)>;
+        let inputs: Vec<(Slot, abi::Repr)>;
         let assumed = if unit == 0 {
             inputs = held_inputs(&an);
             &inputs[..]
@@ -1077,7 +1077,7 @@ impl Compiled {
         trace: &Trace,
         seg: usize,
         i: usize,
-    ) -> Option<Vec<(Slot, abi::Kind)>> {
+    ) -> Option<Vec<(Slot, abi::Repr)>> {
         self.global(seg, i)?;
         let seg = if self.analysis.unit == 0 { seg } else { 0 };
         let mut kinds = lower::exit_kinds(&self.analysis, trace, seg, i);
@@ -1093,14 +1093,14 @@ impl Compiled {
 
     /// Whether this code may be entered from an exit that leaves `kinds` in the mirror
     /// without checking what it assumes.
-    pub fn admits(&self, kinds: &[(Slot, abi::Kind)]) -> bool {
+    pub fn admits(&self, kinds: &[(Slot, abi::Repr)]) -> bool {
         self.assumed.iter().all(|k| kinds.contains(k))
     }
 
     /// Makes the exit at global instruction index `g`, if it goes on in another tree, go
     /// on in `new`, that tree compiled again, if `new` admits what the exit leaves in the
     /// mirror (`kinds`); otherwise it returns to the runtime.
-    pub fn relink(&self, g: usize, new: &Compiled, kinds: Option<&[(Slot, abi::Kind)]>) {
+    pub fn relink(&self, g: usize, new: &Compiled, kinds: Option<&[(Slot, abi::Repr)]>) {
         if self.links[g].get() != self.unlinked {
             let to = match kinds {
                 Some(kinds) if new.admits(kinds) => new.f as u64,
@@ -1118,7 +1118,7 @@ impl Compiled {
         g: usize,
         unit: usize,
         segment: impl Fn(usize) -> &'t Trace,
-    ) -> Option<Vec<(Slot, abi::Kind)>> {
+    ) -> Option<Vec<(Slot, abi::Repr)>> {
         let lower::TreeInst {
             segment: seg,
             inst: i,
@@ -1145,7 +1145,7 @@ impl Compiled {
     /// it counts on finding (`assumed`).
     pub fn accepts(&self, frame: &Frame) -> bool {
         let an = &self.analysis;
-        let holds = |slot: Slot, kind: abi::Kind| {
+        let holds = |slot: Slot, kind: abi::Repr| {
             frame[slot.index()]
                 .as_ref()
                 .and_then(|v| abi::unbox(v, kind))
@@ -1167,7 +1167,7 @@ impl Compiled {
             .iter()
             .zip(&an.input_kinds)
             .filter(|((slot, _), kind)| {
-                **kind == abi::Kind::Int
+                **kind == abi::Repr::Int
                     && matches!(frame[slot.index()], Some(flowjit_runtime::Value::Big(_)))
             })
             .map(|((slot, _), _)| *slot)

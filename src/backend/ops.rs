@@ -12,7 +12,7 @@ use cranelift_codegen::ir::{
 };
 use cranelift_codegen::isa::TargetIsa;
 use cranelift_frontend::FunctionBuilder;
-use flowjit_runtime::abi::{self, Kind as MKind};
+use flowjit_runtime::abi::{self, Repr};
 use flowjit_runtime::Op;
 
 use super::helpers;
@@ -77,9 +77,9 @@ pub enum Outcome {
 
 /// Whether machine code can do `op` on operands of these kinds (any other combination
 /// always exits, except the cases this rejects outright).
-pub fn supported(op: Op, kinds: &[MKind]) -> Result<(), super::Unsupported> {
+pub fn supported(op: Op, kinds: &[Repr]) -> Result<(), super::Unsupported> {
     match (op, kinds) {
-        (Op::Eq | Op::Ne, [MKind::List, MKind::List]) => Err(super::Unsupported::ListComparison),
+        (Op::Eq | Op::Ne, [Repr::List, Repr::List]) => Err(super::Unsupported::ListComparison),
         _ => Ok(()),
     }
 }
@@ -153,9 +153,9 @@ fn checked_by_constant(
 pub fn lower_op(
     b: &mut FunctionBuilder,
     op: Op,
-    args: &[(ClifValue, MKind)],
+    args: &[(ClifValue, Repr)],
     checked: bool,
-    result: Option<MKind>,
+    result: Option<Repr>,
     exits: &mut dyn Exits,
 ) -> Outcome {
     if op == Op::Same {
@@ -175,11 +175,11 @@ pub fn lower_op(
         };
         return Outcome::Value(v);
     }
-    if let (Op::Readlist, [(list, MKind::List | MKind::Array), (index, MKind::Int)]) = (op, args) {
+    if let (Op::Readlist, [(list, Repr::List | Repr::Array), (index, Repr::Int)]) = (op, args) {
         let kind = result.expect("supported() checked the kind of the element");
         return Outcome::Value(read_element(b, *list, *index, kind, exits));
     }
-    if let (Op::Len, [(list, MKind::List | MKind::Array)]) = (op, args) {
+    if let (Op::Len, [(list, Repr::List | Repr::Array)]) = (op, args) {
         return Outcome::Value(
             b.ins()
                 .load(I64, HEADER, *list, abi::LIST_LEN_OFFSET as i32),
@@ -187,7 +187,7 @@ pub fn lower_op(
     }
     // `len` and `readlist` need a list or an array, which they did not get; the others need integers
     // only. Either way the operation fails every time: exit before it.
-    if matches!(op, Op::Len | Op::Readlist) || args.iter().any(|(_, k)| *k != MKind::Int) {
+    if matches!(op, Op::Len | Op::Readlist) || args.iter().any(|(_, k)| *k != Repr::Int) {
         exits.exit_now(b);
         return Outcome::AlwaysExits;
     }
@@ -208,7 +208,7 @@ fn read_element(
     b: &mut FunctionBuilder,
     list: ClifValue,
     index: ClifValue,
-    kind: MKind,
+    kind: Repr,
     exits: &mut dyn Exits,
 ) -> ClifValue {
     let mf = MemFlagsData::trusted();
@@ -225,14 +225,14 @@ fn read_element(
     exits.exit_if(b, other);
     let at = abi::VALUE_PAYLOAD_OFFSET as i32;
     match kind {
-        MKind::Atom => b.ins().uload32(mf, addr, at),
-        MKind::Int => b.ins().load(I64, mf, addr, at),
+        Repr::Atom => b.ins().uload32(mf, addr, at),
+        Repr::Int => b.ins().load(I64, mf, addr, at),
         // An `Rc` pointer: the list's or the array's address is past the counts.
-        MKind::List | MKind::Array => {
+        Repr::List | Repr::Array => {
             let rc = b.ins().load(I64, mf, addr, at);
             b.ins().iadd_imm_s(rc, abi::RC_VALUE_OFFSET as i64)
         }
-        MKind::Num => unreachable!("an element read is of a kind with one tag"),
+        Repr::Num => unreachable!("an element read is of a kind with one tag"),
     }
 }
 
@@ -388,11 +388,11 @@ pub fn call_helper(
 pub fn store_item(
     b: &mut FunctionBuilder,
     isa: &dyn TargetIsa,
-    (a, index, v, kv): (ClifValue, ClifValue, ClifValue, MKind),
+    (a, index, v, kv): (ClifValue, ClifValue, ClifValue, Repr),
     ints: bool,
 ) {
     let mf = MemFlagsData::trusted();
-    if ints && kv == MKind::Int {
+    if ints && kv == Repr::Int {
         let items = b.ins().load(I64, HEADER, a, abi::LIST_ITEMS_OFFSET as i32);
         let offset = element_offset(b, index);
         let addr = b.ins().iadd(items, offset);
@@ -402,7 +402,7 @@ pub fn store_item(
     let kind = b.ins().iconst(I64, helpers::kind_code(kv));
     let slow = &[a, index, v, kind];
     let setitem = helpers::setitem as *const u8;
-    if !matches!(kv, MKind::Int | MKind::Atom) {
+    if !matches!(kv, Repr::Int | Repr::Atom) {
         call_helper(b, isa, setitem, slow, false);
         return;
     }
@@ -423,7 +423,7 @@ pub fn store_item(
     b.ins()
         .store(mf, new_tag, addr, abi::VALUE_TAG_OFFSET as i32);
     b.ins().store(mf, v, addr, abi::VALUE_PAYLOAD_OFFSET as i32);
-    if kv != MKind::Int {
+    if kv != Repr::Int {
         // The array no longer holds only integers (the runtime's stores say so too).
         let no = b.ins().iconst(I64, 0);
         b.ins().store(mf, no, a, abi::ARRAY_INTS_OFFSET as i32);

@@ -40,7 +40,7 @@
 #![allow(clippy::useless_conversion)]
 
 use dynasmrt::{dynasm, x64::X64Relocation, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
-use flowjit_runtime::abi::{self, Kind as MKind};
+use flowjit_runtime::abi::{self, Repr};
 use flowjit_runtime::{Op, Value};
 
 use super::exit::{exit_code, mirror_tag, ExitPlan, HOT, REFUSED};
@@ -200,8 +200,8 @@ fn supported_op(op: Op) -> bool {
 }
 
 /// A constant the code holds: an integer, or an atom (its id) in a snapshot.
-fn constant(v: &Value) -> Option<(i64, MKind)> {
-    let kind = MKind::of(v).filter(|k| matches!(k, MKind::Int | MKind::Atom))?;
+fn constant(v: &Value) -> Option<(i64, Repr)> {
+    let kind = Repr::of(v).filter(|k| matches!(k, Repr::Int | Repr::Atom))?;
     Some((abi::unbox(v, kind)?, kind))
 }
 
@@ -218,16 +218,16 @@ fn supported(segment: &Segment, an: &TreeAnalysis) -> bool {
     if an.unit == 0 && (trace.loop_start().is_none() || !an.bounds[0].sums.is_empty()) {
         return false;
     }
-    let held_kind = |k: MKind| k == MKind::Int || k == MKind::Array;
+    let held_kind = |k: Repr| k == Repr::Int || k == Repr::Array;
     if !an.input_kinds.iter().all(|k| held_kind(*k)) {
         return false;
     }
     let kinds = &an.kinds[0];
     let int = |o: &Opnd| match o {
-        Opnd::Ref(r) => kinds[r.index()] == Some(MKind::Int),
+        Opnd::Ref(r) => kinds[r.index()] == Some(Repr::Int),
         Opnd::Const(v) => matches!(v, Value::Int(_)),
     };
-    let array = |o: &Opnd| matches!(o, Opnd::Ref(r) if kinds[r.index()] == Some(MKind::Array));
+    let array = |o: &Opnd| matches!(o, Opnd::Ref(r) if kinds[r.index()] == Some(Repr::Array));
     // An index the code can address: a value, or a constant from 0 whose element's
     // displacement fits an instruction.
     let index = |o: &Opnd| match o {
@@ -247,7 +247,7 @@ fn supported(segment: &Segment, an: &TreeAnalysis) -> bool {
             Kind::GetItem => {
                 segment.ints
                     && inst.snap.is_some()
-                    && kinds[i] == Some(MKind::Int)
+                    && kinds[i] == Some(Repr::Int)
                     && array(&inst.args[0])
                     && index(&inst.args[1])
             }
@@ -258,13 +258,13 @@ fn supported(segment: &Segment, an: &TreeAnalysis) -> bool {
                     && stored(&inst.args[2])
             }
             Kind::Op(op) => {
-                supported_op(op) && kinds[i] == Some(MKind::Int) && inst.args.iter().all(int)
+                supported_op(op) && kinds[i] == Some(Repr::Int) && inst.args.iter().all(int)
             }
             Kind::GuardTrue | Kind::GuardFalse => int(&inst.args[0]),
             Kind::GuardValue => matches!(inst.args[0], Opnd::Ref(_)) && inst.args.iter().all(int),
             Kind::Loop => i + 1 == trace.insts.len() && inst.args.iter().all(int),
             Kind::LoopStart => an.unit == 0 && inst.args.iter().all(int),
-            Kind::Param(_) => kinds[i] == Some(MKind::Int),
+            Kind::Param(_) => kinds[i] == Some(Repr::Int),
             _ => false,
         };
         if !ok {
@@ -304,7 +304,7 @@ pub(super) fn emit(
     an: &TreeAnalysis,
     tree: usize,
     table: u64,
-    sure: &[(Slot, MKind)],
+    sure: &[(Slot, Repr)],
     counter: Option<u64>,
 ) -> Option<Emitted> {
     if !supported(segment, an) {
@@ -400,7 +400,7 @@ type Parts<'a> = (
     &'a crate::trace::Trace,
     usize,
     u64,
-    &'a [(Slot, MKind)],
+    &'a [(Slot, Repr)],
     Option<u64>,
     &'a [usize],
     &'a HashMap<usize, usize>,
@@ -601,7 +601,7 @@ fn access(an: &TreeAnalysis, trace: &crate::trace::Trace, i: usize) -> Option<(R
     };
     let kinds = &an.kinds[0];
     let (base, c) = crate::opt::bounds::offset_of(&trace.insts[index.index()])
-        .filter(|(x, _)| kinds[x.index()] == Some(MKind::Int))
+        .filter(|(x, _)| kinds[x.index()] == Some(Repr::Int))
         .unwrap_or((*index, 0));
     Some((*array, base, c))
 }

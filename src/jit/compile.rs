@@ -487,7 +487,7 @@ impl Jit<'_> {
 
     /// The kinds of the values the exit of bridge `seg`'s guard, in tree `t`'s code, leaves
     /// in the mirror; none for a bridge specialized on a value or a guard without code.
-    fn guard_exit_kinds(&self, t: usize, seg: usize) -> Vec<(Slot, abi::Kind)> {
+    fn guard_exit_kinds(&self, t: usize, seg: usize) -> Vec<(Slot, abi::Repr)> {
         let tree = &self.trees[t];
         let bridge = &tree.bridges[seg - 1];
         let TreeInst {

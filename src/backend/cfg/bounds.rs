@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use flowjit_runtime::abi::Kind as MKind;
+use flowjit_runtime::abi::Repr;
 use flowjit_runtime::{Op, Value};
 
 use super::Slots;
@@ -74,7 +74,7 @@ struct Summary {
 /// Walks a block, statement by statement, knowing each variable relative to the block's
 /// start.
 struct Walk<'a> {
-    kinds: &'a [Option<MKind>],
+    kinds: &'a [Option<Repr>],
     defined: &'a Slots,
     ints: bool,
     /// The variables assigned so far, and their value relative to a base if it is one.
@@ -86,7 +86,7 @@ impl Walk<'_> {
         let Operand::Var(s) = o else { return None };
         match self.assigned.get(s) {
             Some(r) => *r,
-            None => (self.kinds[s.index()] == Some(MKind::Int) && self.defined.contains(*s))
+            None => (self.kinds[s.index()] == Some(Repr::Int) && self.defined.contains(*s))
                 .then_some(Rel {
                     base: *s,
                     offset: 0,
@@ -97,7 +97,7 @@ impl Walk<'_> {
     /// An array variable that still holds the array it held where the block started.
     fn array(&self, o: &Operand) -> Option<Slot> {
         let Operand::Var(s) = o else { return None };
-        (self.kinds[s.index()] == Some(MKind::Array)
+        (self.kinds[s.index()] == Some(Repr::Array)
             && self.defined.contains(*s)
             && !self.assigned.contains_key(s))
         .then_some(*s)
@@ -295,7 +295,7 @@ fn order(program: &Program, entry: BlockId) -> (Vec<usize>, HashSet<(usize, usiz
 pub fn plan(
     program: &Program,
     entry: BlockId,
-    kinds: &[Option<MKind>],
+    kinds: &[Option<Repr>],
     defined: &[Slots],
     ints: bool,
 ) -> Plan {
@@ -435,8 +435,8 @@ mod tests {
     fn plan_of(src: &str) -> (Program, Plan) {
         let (_, program) = lang::load(src, Syntax::Fg).expect("a valid program");
         let n = program.frame_size();
-        let mut kinds = vec![Some(MKind::Int); n];
-        kinds[program.slot("tape").expect("tape").index()] = Some(MKind::Array);
+        let mut kinds = vec![Some(Repr::Int); n];
+        kinds[program.slot("tape").expect("tape").index()] = Some(Repr::Array);
         let defined = vec![Slots::all(n); program.blocks.len()];
         let plan = plan(&program, BlockId(0), &kinds, &defined, true);
         (program, plan)

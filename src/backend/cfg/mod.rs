@@ -35,7 +35,7 @@ use cranelift_codegen::ir::{
 };
 use cranelift_codegen::isa::TargetIsa;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use flowjit_runtime::abi::{self, Kind as MKind};
+use flowjit_runtime::abi::{self, Repr};
 use flowjit_runtime::{Op, Value};
 
 use super::helpers::{self, Ctx};
@@ -65,23 +65,23 @@ fn declined(program: &Program) -> Result<(), Unsupported> {
 /// `STOP - 1` an atom, `STOP - 2` a list.
 pub const STOP: u32 = u32::MAX;
 
-fn stop_code(kind: MKind) -> u32 {
+fn stop_code(kind: Repr) -> u32 {
     STOP - match kind {
-        MKind::Int => 0,
-        MKind::Atom => 1,
-        MKind::List => 2,
-        MKind::Array => 3,
-        MKind::Num => unreachable!("whole programs hold no boxed integers"),
+        Repr::Int => 0,
+        Repr::Atom => 1,
+        Repr::List => 2,
+        Repr::Array => 3,
+        Repr::Num => unreachable!("whole programs hold no boxed integers"),
     }
 }
 
 /// The kind of the value printed, from a return value.
-pub fn stopped(code: u32) -> Option<MKind> {
+pub fn stopped(code: u32) -> Option<Repr> {
     match STOP - code {
-        0 => Some(MKind::Int),
-        1 => Some(MKind::Atom),
-        2 => Some(MKind::List),
-        3 => Some(MKind::Array),
+        0 => Some(Repr::Int),
+        1 => Some(Repr::Atom),
+        2 => Some(Repr::List),
+        3 => Some(Repr::Array),
         _ => None,
     }
 }
@@ -89,7 +89,7 @@ pub fn stopped(code: u32) -> Option<MKind> {
 /// What is known of a program before it is lowered.
 pub struct ProgramAnalysis {
     /// Per slot: the kind of its values, if it ever holds one.
-    pub kinds: Vec<Option<MKind>>,
+    pub kinds: Vec<Option<Repr>>,
     /// Per block: the slots certainly written when the block starts.
     defined: Vec<Slots>,
     /// Whether every array the program reads holds only integers: those of the frame do,
@@ -112,17 +112,17 @@ pub struct ProgramAnalysis {
     pub points: Vec<Snapshot>,
 }
 
-fn operand_kind(kinds: &[Option<MKind>], o: &Operand) -> Result<Option<MKind>, Unsupported> {
+fn operand_kind(kinds: &[Option<Repr>], o: &Operand) -> Result<Option<Repr>, Unsupported> {
     match o {
         Operand::Var(s) => Ok(kinds[s.index()]),
-        Operand::Const(v) => MKind::of(v).map(Some).ok_or(Unsupported::BigConstant),
+        Operand::Const(v) => Repr::of(v).map(Some).ok_or(Unsupported::BigConstant),
     }
 }
 
 /// The kind of a list's elements, when they all have one: the list is a constant, or a
 /// variable holding a list in `frame` (compiled right before it runs) that the program
 /// never assigns. The code checks each element's tag anyway, and deoptimizes on another.
-fn element_kind(program: &Program, frame: &Frame, list: &Operand) -> Result<MKind, Unsupported> {
+fn element_kind(program: &Program, frame: &Frame, list: &Operand) -> Result<Repr, Unsupported> {
     let assigned = |slot: Slot| {
         program
             .blocks
@@ -135,12 +135,12 @@ fn element_kind(program: &Program, frame: &Frame, list: &Operand) -> Result<MKin
         Operand::Var(s) if !assigned(*s) => frame[s.index()].as_ref(),
         Operand::Var(_) => None,
     };
-    let kinds: Option<Vec<MKind>> = match value {
-        Some(Value::List(items)) => items.iter().map(MKind::of).collect(),
+    let kinds: Option<Vec<Repr>> = match value {
+        Some(Value::List(items)) => items.iter().map(Repr::of).collect(),
         _ => None,
     };
     match kinds.as_deref() {
-        Some([first, rest @ ..]) if rest.iter().all(|k| k == first) && *first != MKind::List => {
+        Some([first, rest @ ..]) if rest.iter().all(|k| k == first) && *first != Repr::List => {
             Ok(*first)
         }
         _ => Err(Unsupported::UnknownElements),
@@ -156,14 +156,14 @@ pub fn analyze(
 ) -> Result<ProgramAnalysis, Unsupported> {
     declined(program)?;
     let n = program.frame_size();
-    let mut kinds: Vec<Option<MKind>> = vec![None; n];
+    let mut kinds: Vec<Option<Repr>> = vec![None; n];
     let mut at_entry = Slots::none(n);
     for s in (0..n).filter(|&s| frame[s].is_some()) {
         at_entry.insert(Slot(s as u32));
     }
     for s in at_entry.iter() {
         let v = frame[s.index()].as_ref().expect("written");
-        kinds[s.index()] = Some(MKind::of(v).ok_or(Unsupported::BigInput)?);
+        kinds[s.index()] = Some(Repr::of(v).ok_or(Unsupported::BigInput)?);
     }
     kinds_of_assignments(program, frame, &mut kinds)?;
     let kind_of = |o: &Operand| operand_kind(&kinds, o).ok().flatten();
@@ -178,10 +178,10 @@ pub fn analyze(
         .iter()
         .flat_map(|b| &b.insts)
         .all(|inst| match inst {
-            Inst::SetItem { value, .. } => kind_of(value) == Some(MKind::Int),
+            Inst::SetItem { value, .. } => kind_of(value) == Some(Repr::Int),
             Inst::Op2 {
                 op: Op::Array, b, ..
-            } => kind_of(b) == Some(MKind::Int),
+            } => kind_of(b) == Some(Repr::Int),
             Inst::Op1 {
                 op: Op::ToArray, ..
             } => false,
@@ -214,7 +214,7 @@ pub fn analyze(
 fn kinds_of_assignments(
     program: &Program,
     frame: &Frame,
-    kinds: &mut [Option<MKind>],
+    kinds: &mut [Option<Repr>],
 ) -> Result<(), Unsupported> {
     loop {
         let mut changed = false;
@@ -222,8 +222,8 @@ fn kinds_of_assignments(
             for inst in &block.insts {
                 if let Inst::Getchar(dst) = inst {
                     changed |= kinds[dst.index()].is_none();
-                    match kinds[dst.index()].get_or_insert(MKind::Int) {
-                        MKind::Int => continue,
+                    match kinds[dst.index()].get_or_insert(Repr::Int) {
+                        Repr::Int => continue,
                         _ => return Err(Unsupported::TwoKinds(program.var(*dst).to_string())),
                     }
                 }
@@ -240,11 +240,11 @@ fn kinds_of_assignments(
                         None => continue,
                     },
                     // An element of an array is expected to be an integer (the code checks).
-                    Op::Readlist if arg_kinds[0] == Some(MKind::Array) => MKind::Int,
+                    Op::Readlist if arg_kinds[0] == Some(Repr::Array) => Repr::Int,
                     Op::Readlist => element_kind(program, frame, args[0])?,
-                    Op::Array | Op::ToArray => MKind::Array,
-                    Op::ToList => MKind::List,
-                    _ => MKind::Int,
+                    Op::Array | Op::ToArray => Repr::Array,
+                    Op::ToList => Repr::List,
+                    _ => Repr::Int,
                 };
                 match kinds[dst.index()] {
                     None => {
@@ -296,7 +296,7 @@ fn certainly_written(program: &Program, entry: BlockId, at_entry: &Slots) -> Vec
 /// block's start), and that every constant and printed value is one machine code holds.
 fn check_reads(
     program: &Program,
-    kinds: &[Option<MKind>],
+    kinds: &[Option<Repr>],
     defined: &[Slots],
 ) -> Result<(), Unsupported> {
     for (b, block) in program.blocks.iter().enumerate() {
@@ -388,7 +388,7 @@ type Range = (i64, i64);
 struct Facts<'a> {
     /// Per slot: the kind of the variable's values (a list's elements are not bounded by
     /// what arrays hold).
-    kinds: &'a [Option<MKind>],
+    kinds: &'a [Option<Repr>],
     /// Per slot: the length of every array the variable ever holds, when the program
     /// knows it ([`lengths`]).
     lengths: &'a [Option<i64>],
@@ -400,7 +400,7 @@ struct Facts<'a> {
 }
 
 impl<'a> Facts<'a> {
-    fn new(kinds: &'a [Option<MKind>], lengths: &'a [Option<i64>]) -> Facts<'a> {
+    fn new(kinds: &'a [Option<Repr>], lengths: &'a [Option<i64>]) -> Facts<'a> {
         Facts {
             kinds,
             lengths,
@@ -445,7 +445,7 @@ impl<'a> Facts<'a> {
         };
         match (op, args) {
             (Op::Same, [a]) => self.range(a),
-            (Op::Readlist, [Operand::Var(a), _]) if self.kinds[a.index()] == Some(MKind::Array) => {
+            (Op::Readlist, [Operand::Var(a), _]) if self.kinds[a.index()] == Some(Repr::Array) => {
                 elements
             }
             (Op::Add, [a, b]) => fits(range(a)? + range(b)?),
@@ -532,7 +532,7 @@ fn lengths(program: &Program, frame: &Frame) -> Vec<Option<i64>> {
 fn element_range(
     program: &Program,
     frame: &Frame,
-    kinds: &[Option<MKind>],
+    kinds: &[Option<Repr>],
     lengths: &[Option<i64>],
 ) -> Option<Range> {
     let mut initial: Option<Range> = Some((0, 0));
@@ -594,7 +594,7 @@ const WIDEN_AFTER: usize = 4;
 fn entry_ranges(
     program: &Program,
     entry: BlockId,
-    kinds: &[Option<MKind>],
+    kinds: &[Option<Repr>],
     lengths: &[Option<i64>],
     elements: Option<Range>,
 ) -> Vec<Vec<Option<Range>>> {
@@ -816,14 +816,14 @@ impl<'a> ProgramLower<'_, 'a> {
     }
 
     /// The value of `o` and its kind. Constants are made once in the block (`made`).
-    fn value(&self, b: &mut FunctionBuilder, made: &mut Made, o: &Operand) -> (ClifValue, MKind) {
+    fn value(&self, b: &mut FunctionBuilder, made: &mut Made, o: &Operand) -> (ClifValue, Repr) {
         match o {
             Operand::Var(s) => (
                 b.use_var(self.vars[s.index()]),
                 self.an.kinds[s.index()].expect("analyzed"),
             ),
             Operand::Const(v) => {
-                let kind = MKind::of(v).expect("analyze() rejects big constants");
+                let kind = Repr::of(v).expect("analyze() rejects big constants");
                 (
                     made.constant(b, abi::unbox(v, kind).expect("its own kind")),
                     kind,
@@ -947,7 +947,7 @@ impl<'a> ProgramLower<'_, 'a> {
                 let (v, kv) = self.value(b, made, item);
                 let (ints, isa) = (self.an.ints, self.isa);
                 let mut exits = self.deopts(bi, k, written);
-                if ka != MKind::Array || ki != MKind::Int {
+                if ka != Repr::Array || ki != Repr::Int {
                     // Fails every time (a type error): the interpreter raises it.
                     exits.exit_now(b);
                     return Stmt::Dead;
@@ -978,7 +978,7 @@ impl<'a> ProgramLower<'_, 'a> {
                 let (v, kind) = self.value(b, made, a);
                 let (ctx, isa) = (self.ctx, self.isa);
                 let mut exits = self.deopts(bi, k, written);
-                if kind != MKind::Int {
+                if kind != Repr::Int {
                     exits.exit_now(b);
                     return Stmt::Dead;
                 }
@@ -1022,7 +1022,7 @@ impl<'a> ProgramLower<'_, 'a> {
             // before a jump, read or not): it cannot fail.
             return Stmt::Done;
         }
-        let args: Vec<(ClifValue, MKind)> =
+        let args: Vec<(ClifValue, Repr)> =
             operands.iter().map(|a| self.value(b, made, a)).collect();
         let (ints, isa, ctx) = (self.an.ints, self.isa, self.ctx);
         let result = match op {
@@ -1034,7 +1034,7 @@ impl<'a> ProgramLower<'_, 'a> {
         if op.allocates() || op == Op::ToList {
             return Stmt::Assigned(dst, alloc(b, isa, ctx, op, &args, &mut exits));
         }
-        if let (Op::Readlist, true, [(a, MKind::Array), (i, MKind::Int)]) =
+        if let (Op::Readlist, true, [(a, Repr::Array), (i, Repr::Int)]) =
             (op, ints, args.as_slice())
         {
             let at = index_parts(b, *i);
@@ -1073,7 +1073,7 @@ impl<'a> ProgramLower<'_, 'a> {
             Terminator::Return(_) => unreachable!("`declined` refuses programs that return"),
             Terminator::If { cond, then, els } => {
                 let (c, kind) = self.value(b, made, &Operand::Var(*cond));
-                if kind == MKind::Int {
+                if kind == Repr::Int {
                     let (t, e) = (to(self, then.target), to(self, els.target));
                     b.ins().brif(c, t, &[], e, &[]);
                 } else {
@@ -1273,7 +1273,7 @@ fn alloc(
     isa: &dyn TargetIsa,
     ctx: ClifValue,
     op: Op,
-    args: &[(ClifValue, MKind)],
+    args: &[(ClifValue, Repr)],
     exits: &mut Deopts,
 ) -> ClifValue {
     let at = std::mem::offset_of!(Ctx, made) as i32;
@@ -1288,7 +1288,7 @@ fn alloc(
     for k in 0..2 {
         let (v, kind) = match args.get(k) {
             Some(a) => *a,
-            None => (b.ins().iconst(I64, 0), MKind::Int),
+            None => (b.ins().iconst(I64, 0), Repr::Int),
         };
         words.push(v);
         words.push(b.ins().iconst(I64, helpers::kind_code(kind)));
