@@ -7,7 +7,7 @@
 //! `cargo bench --bench phases`
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use flowjit::backend::{Backend, Listings, Segment};
+use flowjit::backend::{Backend, Listings, Segment, Unit};
 use flowjit::lang::{self, bytecode, Syntax};
 use flowjit::opt;
 use flowjit::state::Steps;
@@ -62,20 +62,11 @@ fn bench(c: &mut Criterion) {
         b.iter_batched(
             || Backend::new(None).expect("supported host"),
             |mut backend| {
-                let root = Segment {
-                    trace: &optimized,
-                    parent: None,
-                    value: None,
-                    returns: false,
-                    cost: 0,
-                    separate: false,
-                    ints: true,
-                    induction: true,
-                    quick: false,
-                    wide: &[],
-                };
+                let segments = [Segment::root(&optimized)];
+                let mut unit = Unit::tree(&segments, &[], frame_size);
+                unit.tuning.quick = false;
                 backend
-                    .compile(&[root], Listings::default(), false, (0, 0), frame_size, &[])
+                    .compile(unit, Listings::default())
                     .expect("compiles")
                     .size
             },

@@ -29,7 +29,7 @@
 //!   pipeline, as in `tests/opt/`); without it the trace goes to the backend as written. A
 //!   root must be peeled (hold a `loop_start`), so a case either runs `peel` or is peeled.
 //! - The trace is compiled as the driver first compiles a root: for arrays that hold only
-//!   integers (`Segment::ints`), with the loop's induction proofs, and without counting
+//!   integers (`Tuning::ints`), with the loop's induction proofs, and without counting
 //!   steps (`--max-steps` off).
 //! - Each `=> GENERATOR LISTING` line starts the patterns of one listing. GENERATOR is
 //!   `cranelift-x86_64` (Cranelift for x86-64), `quick-x86_64` (the quick assembler,
@@ -72,7 +72,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use flowjit::backend::lower::Origin;
-use flowjit::backend::{Backend, Listings, Segment, Target};
+use flowjit::backend::{Backend, Listings, Segment, Target, Unit};
 use flowjit::jit::listing;
 use flowjit::opt;
 use flowjit::trace::parse::{parse_ssa, TextNames};
@@ -241,18 +241,17 @@ fn listing_of(
         returns: false,
         cost: 0,
         separate: false,
-        ints: true,
-        induction: true,
-        quick: section.generator == Generator::QuickX86,
-        wide: &[],
     };
     let listings = Listings {
         ir: section.ir,
         asm: !section.ir,
     };
     let frame_size = names.vars.len();
+    let segments = [segment];
+    let mut unit = Unit::tree(&segments, &[], frame_size);
+    unit.tuning.quick = section.generator == Generator::QuickX86;
     let code = backend
-        .compile(&[segment], listings, false, (0, 0), frame_size, &[])
+        .compile(unit, listings)
         .map_err(|e| format!("the backend refused the trace: {e}"))?;
     if code.quick != (section.generator == Generator::QuickX86) {
         return Err(format!(

@@ -260,21 +260,6 @@ fn the_bytecode_list_prints_once_in_each_dump_and_atoms_print_bare_in_all() {
     }
 }
 
-/// A trace as the only segment of a tree.
-fn root(trace: &Trace) -> flowjit::backend::Segment<'_> {
-    flowjit::backend::Segment {
-        trace,
-        parent: None,
-        value: None,
-        returns: false,
-        cost: 0,
-        separate: false,
-        ints: true,
-        induction: true,
-        quick: false,
-        wide: &[],
-    }
-}
 
 /// Takes over at the first back edge to any label, or to a label that has a trace.
 struct FirstBackEdge<'a> {
@@ -417,17 +402,12 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                             assert_eq!(trace::verify::verify(&t), Ok(()), "{what}");
                             let code = native
                                 .then(|| {
-                                    let (tree, frame) = (traces.len(), program.frame_size());
-                                    backend
-                                        .compile(
-                                            &[root(&t)],
-                                            Default::default(),
-                                            true,
-                                            (tree, 0),
-                                            frame,
-                                            &[],
-                                        )
-                                        .ok()
+                                    let segments = [flowjit::backend::Segment::root(&t)];
+                                    let frame = program.frame_size();
+                                    let mut unit = flowjit::backend::Unit::tree(&segments, &[], frame);
+                                    (unit.at, unit.counting) = ((traces.len(), 0), true);
+                                    unit.tuning.quick = false;
+                                    backend.compile(unit, Default::default()).ok()
                                 })
                                 .flatten();
                             compiled.push(code);
@@ -446,7 +426,7 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
             let by_machine_code = compiled[index].as_ref().and_then(|_| {
                 let find = |(k, _): (usize, usize)| flowjit::backend::TreeCode {
                     code: compiled[k].as_ref().expect("compiled"),
-                    segments: vec![root(&traces[k])],
+                    segments: vec![flowjit::backend::Segment::root(&traces[k])],
                     start: Position::start(traces[k].anchor),
                 };
                 backend.run((index, 0), &find, &program, &mut state, &mut steps)

@@ -57,66 +57,16 @@ use flowjit_runtime::{Op, Value};
 pub use super::exit::{decode_exit, exit_code, linkable, mirror_tag, HOT, REFUSED, WRITTEN};
 use super::exit::{Carried, ExitPlan, LinkPlan};
 use super::helpers::{self, CallSite};
-use super::{ops, Unsupported};
+use super::{ops, Tuning, Unsupported};
 use crate::lang::Slot;
 use crate::opt::bounds::{safe_divisor, MachineBounds};
 use crate::opt::interval::{near, Range};
 use crate::opt::state::{Arrival, LoopState};
-use crate::trace::{call_pure_parts, Kind, Opnd, Ref, Trace, Ty};
+use crate::opt::repr::{self, Reprs, Source};
+use crate::trace::tree::is_virtual;
+use crate::trace::{call_pure_parts, Inst, Kind, Opnd, Ref, Trace};
 
-/// An instruction of a trace tree: its segment (0 for the root, `k + 1` for bridge `k`) and
-/// its index there. A guard's address, the instruction a bridge leaves from, an exit's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TreeInst {
-    /// The segment.
-    pub segment: usize,
-    /// The instruction's index in the segment.
-    pub inst: usize,
-}
-
-impl TreeInst {
-    /// Instruction `inst` of segment `segment`.
-    pub fn new(segment: usize, inst: usize) -> TreeInst {
-        TreeInst { segment, inst }
-    }
-}
-
-/// A segment of a trace tree.
-#[derive(Clone, Copy)]
-pub struct Segment<'a> {
-    /// Its instructions.
-    pub trace: &'a Trace,
-    /// The guard it leaves from; `None` for the root.
-    pub parent: Option<TreeInst>,
-    /// For a bridge from a `guard_value`: the value it is specialized on.
-    pub value: Option<&'a Value>,
-    /// For a bridge: whether it ends at the tree's own anchor (then it jumps to `start`);
-    /// otherwise it exits there and the driver enters the trace anchored there.
-    pub returns: bool,
-    /// How many flowgraph operations the path to its start stands for: the counts of the
-    /// snapshots of the guards its chain leaves from (0 for the root).
-    pub cost: u64,
-    /// For a bridge: whether it is compiled in a function of its own (a *bridge unit*)
-    /// rather than in the tree's: its guard's exit then goes on in that function through
-    /// its link ([`linkable`]).
-    pub separate: bool,
-    /// Whether its code may read the elements of an array that says it holds only
-    /// integers without their tags, checking that once (`Array::only_ints`), and exit when
-    /// the array no longer does; otherwise every read checks its element's tag. The driver
-    /// turns it off for a tree whose reads exit too often.
-    pub ints: bool,
-    /// For the root: whether its loop's proofs may assume a parameter in an interval that
-    /// the value the loop is entered with is checked against (`opt::bounds::induction`).
-    /// The driver turns it off for a tree whose entries fail that check too often.
-    pub induction: bool,
-    /// For the root: whether the tree's function may be the quick backend's (`quick`),
-    /// until its loop has run long enough for Cranelift's code to pay for itself.
-    pub quick: bool,
-    /// The variables held as integers of any size (kind `Num`, boxed) where the tree reads
-    /// them from the frame: those found past 64 bits where the tree was recorded or
-    /// entered. What is computed from them is of that kind too; the rest stays 64-bit.
-    pub wide: &'a [Slot],
-}
+pub use crate::trace::tree::{Segment, TreeInst};
 
 /// Where the values of a tree live in the register buffer.
 ///
@@ -162,15 +112,6 @@ impl Layout {
     }
 }
 
-/// Where a bridge's `input` of a variable finds its value.
-#[derive(Clone, Debug)]
-enum Source {
-    /// An operand of segment `.0`, from the snapshot of a guard the bridge hangs from.
-    Chain(usize, Opnd),
-    /// Tree input number `.0`.
-    Input(usize),
-}
-
 /// Everything known about a tree before it is lowered.
 pub struct TreeAnalysis {
     /// 0 for a tree's function, `k` for the bridge unit of segment `k`.
@@ -194,73 +135,15 @@ pub struct TreeAnalysis {
     /// context (`helpers::Ctx::owned`): then it exits at the end of an iteration when the
     /// context holds [`helpers::MAX_OWNED`] of them.
     pub owns: bool,
+    /// Whether the code may read the elements of an array that says it holds only
+    /// integers without their tags ([`Tuning::ints`]).
+    pub ints: bool,
 }
 
-/// How machine code holds a value of type `ty`.
-pub fn kind_of(ty: Ty) -> Result<Repr, Unsupported> {
-    match ty {
-        Ty::Int => Ok(Repr::Int),
-        Ty::Atom => Ok(Repr::Atom),
-        Ty::List => Ok(Repr::List),
-        Ty::Array => Ok(Repr::Array),
-        Ty::None => unreachable!("only values are held"),
-    }
-}
-
-fn const_kind(v: &Value) -> Result<Repr, Unsupported> {
-    match v {
-        Value::Big(_) => Ok(Repr::Num),
-        v => Repr::of(v).ok_or(Unsupported::BigConstant),
-    }
-}
-
-/// The kind of the result of `op` on operands of kinds `args`, one of them `Num`: another
-/// `Num` for arithmetic, a 64-bit integer for a comparison or `not`. `Err` for what the
-/// helpers do not run, and for an operation that may fail (a type error) where the
-/// interpreter's message needs an exit without a snapshot to exit with.
-fn num_result(op: Op, args: &[Repr], snap: bool) -> Result<Repr, Unsupported> {
-    let ints = args.iter().all(|k| matches!(k, Repr::Int | Repr::Num));
-    let fallible = matches!(op, Op::Div | Op::Mod | Op::Shl | Op::Shr);
-    match op {
-        Op::Eq | Op::Ne => Ok(Repr::Int),
-        Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Not if ints => Ok(Repr::Int),
-        Op::Add
-        | Op::Sub
-        | Op::Mul
-        | Op::Div
-        | Op::Mod
-        | Op::And
-        | Op::Or
-        | Op::Xor
-        | Op::Shl
-        | Op::Shr
-        | Op::Neg
-            if ints && (snap || !fallible) =>
-        {
-            Ok(Repr::Num)
-        }
-        _ => Err(Unsupported::Wide(op.name())),
-    }
-}
-
-/// Where `slot`'s value comes from at the start of segment `seg`: for a bridge, the
-/// snapshot of the guard it leaves from, which is complete; otherwise (and for the root) a
-/// tree input.
-fn source(segments: &[Segment], seg: usize, slot: Slot, inputs: &mut Vec<Slot>) -> Source {
-    if let Some((ps, o)) = guard_gives(segments, seg, slot) {
-        return Source::Chain(ps, o);
-    }
-    let index = inputs.iter().position(|s| *s == slot).unwrap_or_else(|| {
-        inputs.push(slot);
-        inputs.len() - 1
-    });
-    Source::Input(index)
-}
-
-/// The kinds the mirror surely holds after the [`linkable`] exit at instruction `i` of
-/// segment `seg` (numbered as in the code `an` analyzed, 0 for a bridge unit's own): those
-/// the exit writes, and those of the code's inputs, checked on entry, which it leaves. A
-/// bridge unit entered only from that exit need not check them again
+/// The representations the mirror surely holds after the [`linkable`] exit at instruction
+/// `i` of segment `seg` (numbered as in the code `an` analyzed, 0 for a bridge unit's own):
+/// those the exit writes, and those of the code's inputs, checked on entry, which it
+/// leaves. A bridge unit entered only from that exit need not check them again
 /// ([`Links::assumed`]).
 pub fn exit_kinds(an: &TreeAnalysis, trace: &Trace, seg: usize, i: usize) -> Vec<(Slot, Repr)> {
     let snap = trace
@@ -278,7 +161,7 @@ pub fn exit_kinds(an: &TreeAnalysis, trace: &Trace, seg: usize, i: usize) -> Vec
     for (slot, o) in &snap.entries {
         let kind = match o {
             Opnd::Ref(r) => an.kinds[seg][r.index()],
-            Opnd::Const(v) => const_kind(v).ok(),
+            Opnd::Const(v) => repr::of_const(v),
         };
         kinds.retain(|(s, _)| s != slot);
         if let Some(kind) = kind {
@@ -288,77 +171,46 @@ pub fn exit_kinds(an: &TreeAnalysis, trace: &Trace, seg: usize, i: usize) -> Vec
     kinds
 }
 
-/// Kinds of every value of the tree, and the register layout, from the trees' types alone;
-/// `frame_size` is the program's (the mirror's size). The root's `input`s are the first
-/// tree inputs; a bridge's `input`s read the guard snapshots it hangs from, or further tree
-/// inputs. `unit` is 0 for a tree's function, whose first segment is the peeled root and
-/// which leaves out the `separate` segments; for a bridge unit (`segments` is then the
-/// bridge alone), the bridge's segment number in its tree.
+/// What lowering needs to know of the unit `segments`, whose values are held as `reprs`
+/// says (`opt::repr::infer`), or why machine code cannot run it: the register layout, the
+/// elidable calls, the arithmetic that cannot overflow. `frame_size` is the program's (the
+/// mirror's size). `unit` is 0 for a tree's function, whose first segment is the peeled
+/// root and which leaves out the `separate` segments; for a bridge unit (`segments` is then
+/// the bridge alone), the bridge's segment number in its tree.
 pub fn analyze(
     segments: &[Segment],
+    reprs: Reprs,
     frame_size: usize,
     unit: usize,
+    tuning: Tuning,
 ) -> Result<TreeAnalysis, Unsupported> {
-    // The loop's parameters that hold integers of any size although the preamble gives
-    // them 64-bit ones (`s = 0` before a loop that adds big integers to it): found when the
-    // loop's end gives one a `Num`, and the kinds worked out again.
-    let mut wide_params = Vec::new();
-    loop {
-        if let Some(an) = analyze_with(segments, frame_size, unit, &mut wide_params)? {
-            return Ok(an);
-        }
-    }
-}
-
-/// [`analyze`], with the loop's parameters in `wide_params` held as `Num`; `None` when the
-/// loop's end gives another parameter a `Num` (added to `wide_params`).
-fn analyze_with(
-    segments: &[Segment],
-    frame_size: usize,
-    unit: usize,
-    wide_params: &mut Vec<usize>,
-) -> Result<Option<TreeAnalysis>, Unsupported> {
     let root = segments[0].trace;
     if unit == 0 && root.loop_start().is_none() {
         return Err(Unsupported::NotPeeled);
     }
-    let mut inf = Inference {
+    let mut check = Check {
         segments,
-        wide_params,
-        inputs: Vec::new(),
-        input_kinds: Vec::new(),
-        kinds: Vec::new(),
-        sources: Vec::new(),
+        reprs: &reprs,
         sites: HashMap::default(),
         owns: false,
     };
     for (seg, s) in segments.iter().enumerate() {
-        let mut k: Vec<Option<Repr>> = vec![None; s.trace.insts.len()];
-        let mut src: HashMap<Slot, Source> = HashMap::default();
         if !s.separate {
             for i in 0..s.trace.insts.len() {
-                k[i] = inf.inst(seg, i, &k, &mut src)?;
-            }
-            if seg == 0 && unit == 0 && inf.widens_a_param(s.trace, &k)? {
-                return Ok(None);
+                check.inst(seg, i)?;
             }
         }
-        inf.kinds.push(k);
-        inf.sources.push(src);
     }
-    let carry = segments.iter().any(|s| s.returns && !s.separate);
-    if carry {
-        inf.carried_inputs()?;
-    }
-    let Inference {
+    let Check { sites, owns, .. } = check;
+    let input_kinds = (reprs.inputs.iter())
+        .map(|(_, held)| held.ok_or(Unsupported::BigConstant))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Reprs {
+        values: kinds,
         inputs,
-        input_kinds,
-        kinds,
         sources,
-        sites,
-        owns,
-        ..
-    } = inf;
+        carry,
+    } = reprs;
     let mut offsets = Vec::new();
     // The counter, shared by every tree like the mirror, follows it.
     let counter = 2 * frame_size;
@@ -370,7 +222,7 @@ fn analyze_with(
     let layout = Layout {
         mirror: frame_size,
         offsets,
-        inputs: inputs.iter().map(|s| (*s, 2 * s.index())).collect(),
+        inputs: inputs.iter().map(|(s, _)| (*s, 2 * s.index())).collect(),
         counter,
         context: counter + 1,
         size: next,
@@ -384,11 +236,12 @@ fn analyze_with(
             if s.separate {
                 MachineBounds::none(s.trace, is_int)
             } else {
-                crate::opt::bounds::machine_no_overflow(s.trace, is_int, s.induction)
+                let induction = tuning.induction && seg == 0 && unit == 0;
+                crate::opt::bounds::machine_no_overflow(s.trace, is_int, induction)
             }
         })
         .collect();
-    Ok(Some(TreeAnalysis {
+    Ok(TreeAnalysis {
         unit,
         layout,
         kinds,
@@ -398,97 +251,68 @@ fn analyze_with(
         state: LoopState::of(root),
         sites,
         owns,
-    }))
+        ints: tuning.ints,
+    })
 }
 
-/// The kinds of a tree's values as [`analyze_with`] works them out, segment after segment.
-struct Inference<'s, 'a> {
+/// [`analyze`]'s walk over the unit: whether machine code can compute each instruction
+/// with its operands held as the representations say, in order, and what it needs for it.
+struct Check<'s, 'a> {
     segments: &'s [Segment<'a>],
-    wide_params: &'s mut Vec<usize>,
-    /// The tree inputs found so far, and per input its kind: that of the `input` reading
-    /// it first.
-    inputs: Vec<Slot>,
-    input_kinds: Vec<Repr>,
-    /// Per segment done: the kind of each instruction's result.
-    kinds: Vec<Vec<Option<Repr>>>,
-    sources: Vec<HashMap<Slot, Source>>,
+    reprs: &'s Reprs,
+    /// The elidable calls: the code holds their addresses.
     sites: HashMap<TreeInst, Box<CallSite>>,
+    /// Whether the code keeps lists or arrays in the context ([`TreeAnalysis::owns`]).
     owns: bool,
 }
 
-/// The kind of operand `o`, given the kinds `k` of the segment's values so far.
-fn kind_in(k: &[Option<Repr>], o: &Opnd) -> Result<Repr, Unsupported> {
-    match o {
-        Opnd::Ref(r) => Ok(k[r.index()].expect("refs are defined before use")),
-        Opnd::Const(v) => const_kind(v),
+impl Check<'_, '_> {
+    /// How operand `o` of segment `seg` is held; `Err` for a constant machine code cannot
+    /// hold.
+    fn held(&self, seg: usize, o: &Opnd) -> Result<Repr, Unsupported> {
+        match o {
+            Opnd::Ref(r) => Ok(self.reprs.values[seg][r.index()].expect("refs are defined before use")),
+            Opnd::Const(v) => repr::of_const(v).ok_or(Unsupported::BigConstant),
+        }
     }
-}
 
-/// The kinds of `inst`'s operands and of the values its snapshot gives an exit; `Err` for a
-/// constant machine code cannot hold.
-fn operand_kinds(
-    trace: &Trace,
-    inst: &crate::trace::Inst,
-    k: &[Option<Repr>],
-) -> Result<Vec<Repr>, Unsupported> {
-    let args = inst
-        .args
-        .iter()
-        .map(|a| kind_in(k, a))
-        .collect::<Result<Vec<_>, _>>()?;
-    for o in trace
-        .snap_of(inst)
-        .into_iter()
-        .flat_map(|s| s.exit_values())
-    {
-        kind_in(k, o)?;
+    /// How `inst`'s operands are held, having checked the values its snapshot gives an
+    /// exit too.
+    fn operands(&self, seg: usize, inst: &Inst) -> Result<Vec<Repr>, Unsupported> {
+        let args = (inst.args.iter())
+            .map(|a| self.held(seg, a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let trace = self.segments[seg].trace;
+        for o in trace.snap_of(inst).into_iter().flat_map(|s| s.exit_values()) {
+            self.held(seg, o)?;
+        }
+        Ok(args)
     }
-    Ok(args)
-}
 
-impl Inference<'_, '_> {
-    /// The kind of the result of instruction `i` of segment `seg`, whose earlier values
-    /// have kinds `k`; `src` takes where its `input`s find their values.
-    fn inst(
-        &mut self,
-        seg: usize,
-        i: usize,
-        k: &[Option<Repr>],
-        src: &mut HashMap<Slot, Source>,
-    ) -> Result<Option<Repr>, Unsupported> {
+    /// Checks instruction `i` of segment `seg`.
+    fn inst(&mut self, seg: usize, i: usize) -> Result<(), Unsupported> {
         let trace = self.segments[seg].trace;
         let inst = &trace.insts[i];
-        Ok(match inst.kind {
-            Kind::Input(slot) => Some(self.input(seg, inst, slot, src)?),
+        match inst.kind {
+            Kind::Input(slot) => self.input(seg, i, slot)?,
             Kind::Param(_) | Kind::ParamItem => {
-                // A parameter is as wide as the value the preamble gives it, or as its
-                // loop's end found it must be.
                 let start = trace.loop_start().expect("params follow loop_start");
-                let p = i - start - 1;
-                let first = kind_in(k, &trace.insts[start].args[p])?;
-                if first == Repr::Num || self.wide_params.contains(&p) {
-                    Some(Repr::Num)
-                } else {
-                    Some(kind_of(inst.ty)?)
-                }
+                self.held(seg, &trace.insts[start].args[i - start - 1])?;
             }
-            Kind::GetItem | Kind::CallPure(_) => Some(self.load_or_call(seg, i, k)?),
-            Kind::Getchar => Some(Repr::Int),
+            Kind::GetItem | Kind::CallPure(_) => self.load_or_call(seg, i)?,
+            Kind::Getchar | Kind::Virtual => {}
             // What allocates gives the code a reference that the context keeps alive
             // (`helpers::alloc`).
             Kind::Op(op) if op.allocates() || op == Op::ToList => {
-                operand_kinds(trace, inst, k)?;
+                self.operands(seg, inst)?;
                 self.owns = true;
-                Some(kind_of(inst.ty)?)
             }
-            Kind::Op(Op::Same) => Some(kind_in(k, &inst.args[0])?),
-            // An array no executor makes: an exit that needs it builds it from the elements
-            // its snapshot lists, so its own operands (the initial element may be another
-            // such array) are not values of the code.
-            Kind::Virtual => None,
-            Kind::Op(op) => Some(op_kind(op, inst, k)?),
+            Kind::Op(Op::Same) => {
+                self.held(seg, &inst.args[0])?;
+            }
+            Kind::Op(op) => self.op(seg, op, inst)?,
             _ => {
-                let args = operand_kinds(trace, inst, k)?;
+                let args = self.operands(seg, inst)?;
                 // A `Num` may hold a small integer: a promotion of it, an index, a byte
                 // written out are not lowered for it.
                 let num_at = match inst.kind {
@@ -499,162 +323,104 @@ impl Inference<'_, '_> {
                 if num_at == Some(&Repr::Num) {
                     return Err(Unsupported::Wide(inst.kind.name()));
                 }
-                None
             }
-        })
+        }
+        Ok(())
     }
 
-    /// The kind of `input` `inst` of `slot` in segment `seg`: what arrives, from the tree
-    /// inputs or from the guard the bridge hangs from.
-    fn input(
-        &mut self,
-        seg: usize,
-        inst: &crate::trace::Inst,
-        slot: Slot,
-        src: &mut HashMap<Slot, Source>,
-    ) -> Result<Repr, Unsupported> {
-        let segments = self.segments;
-        let found = source(segments, seg, slot, &mut self.inputs);
-        let kind = kind_of(inst.ty)?;
-        let arrives = match &found {
+    /// Checks `input` `i` of `slot` in segment `seg`: what arrives is of the type it reads.
+    fn input(&mut self, seg: usize, i: usize, slot: Slot) -> Result<(), Unsupported> {
+        match &self.reprs.sources[seg][&slot] {
             // A virtual array of the guard's snapshot: the bridge builds it.
-            Source::Chain(ps, Opnd::Ref(r)) if is_virtual(segments, *ps, *r) => {
+            Source::Chain(ps, Opnd::Ref(r)) if is_virtual(self.segments, *ps, *r) => {
                 self.owns = true;
-                Repr::Array
             }
-            Source::Chain(ps, Opnd::Ref(r)) => {
-                self.kinds[*ps][r.index()].expect("a ref has a kind")
+            Source::Chain(_, Opnd::Const(v)) if repr::of_const(v).is_none() => {
+                return Err(Unsupported::BigConstant)
             }
-            Source::Chain(_, Opnd::Const(v)) => const_kind(v)?,
-            Source::Input(k) => match self.input_kinds.get(*k) {
-                Some(known) => *known,
-                None => {
-                    // A variable the tree holds wide is read boxed.
-                    let kind = match kind {
-                        Repr::Int if segments[0].wide.contains(&slot) => Repr::Num,
-                        kind => kind,
-                    };
-                    self.input_kinds.push(kind);
-                    kind
-                }
-            },
-        };
-        // An integer of any size that arrives where a 64-bit one was expected stays boxed.
-        let kind = match (arrives, kind) {
-            (a, k) if a == k => k,
-            (Repr::Num, Repr::Int) => Repr::Num,
-            _ => return Err(Unsupported::InputType),
-        };
-        src.insert(slot, found);
-        Ok(kind)
+            _ => {}
+        }
+        match self.reprs.values[seg][i] {
+            Some(_) => Ok(()),
+            None => Err(Unsupported::InputType),
+        }
     }
 
-    /// The kind of `getitem` or elidable call `i` of segment `seg`; a call's site is kept.
-    fn load_or_call(
-        &mut self,
-        seg: usize,
-        i: usize,
-        k: &[Option<Repr>],
-    ) -> Result<Repr, Unsupported> {
+    /// Checks `getitem` or elidable call `i` of segment `seg`; a call's site is kept.
+    fn load_or_call(&mut self, seg: usize, i: usize) -> Result<(), Unsupported> {
         let inst = &self.segments[seg].trace.insts[i];
-        let args = operand_kinds(self.segments[seg].trace, inst, k)?;
+        let args = self.operands(seg, inst)?;
         if inst.kind == Kind::GetItem && args.contains(&Repr::Num) {
             return Err(Unsupported::Wide("getitem"));
         }
         // A list or an array read out of an array, or returned, is kept alive in the
         // context (`helpers::keep`).
-        let kind = kind_of(inst.ty)?;
-        self.owns |= matches!(kind, Repr::List | Repr::Array);
+        let result = self.reprs.values[seg][i].expect("a load has a result");
+        self.owns |= matches!(result, Repr::List | Repr::Array);
         if let Kind::CallPure(func) = inst.kind {
-            let args = args[..args.len() - 2].to_vec();
             let site = CallSite {
                 func,
-                args,
-                result: kind,
+                args: args[..args.len() - 2].to_vec(),
+                result,
                 ty: inst.ty,
             };
             self.sites.insert(TreeInst::new(seg, i), Box::new(site));
         }
-        Ok(kind)
+        Ok(())
     }
 
-    /// Whether the root loop's end gives a parameter a `Num` where the parameter is a
-    /// 64-bit integer (`k` its kinds): then it is added to the wide parameters, and the
-    /// kinds must be worked out again.
-    fn widens_a_param(&mut self, trace: &Trace, k: &[Option<Repr>]) -> Result<bool, Unsupported> {
-        let start = trace.loop_start().expect("checked above");
-        let end = trace.insts.last().expect("a trace ends in loop");
-        for (p, a) in end.args.iter().enumerate() {
-            let param = k[start + 1 + p];
-            let given = match a {
-                Opnd::Ref(r) => k[r.index()],
-                Opnd::Const(v) => Some(const_kind(v)?),
-            };
-            if given == Some(Repr::Num) && param != Some(Repr::Num) {
-                self.wide_params.push(p);
-                return Ok(true);
-            }
+    /// Checks operation `inst` (`op`, neither allocating nor `same`) of segment `seg`: the
+    /// helpers run it on integers of any size, and where it may fail it has a snapshot to
+    /// exit with.
+    fn op(&self, seg: usize, op: Op, inst: &Inst) -> Result<(), Unsupported> {
+        let args = (inst.args.iter())
+            .map(|a| self.held(seg, a))
+            .collect::<Result<Vec<_>, _>>()?;
+        if args.contains(&Repr::Num) {
+            return on_num(op, &args, inst.snap.is_some());
         }
-        Ok(false)
-    }
-
-    /// With bridges that go back to the start, the tree inputs are the state between
-    /// iterations: a variable no `input` reads is of the type the first segment that
-    /// writes it gives it.
-    fn carried_inputs(&mut self) -> Result<(), Unsupported> {
-        for (seg, s) in self
-            .segments
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| !s.separate)
-        {
-            let last = s.trace.insts.last().expect("a trace ends in loop");
-            let end = s.trace.snap_of(last).expect("a loop has a snapshot");
-            for (slot, o) in &end.entries {
-                if self.inputs.contains(slot) {
-                    continue;
-                }
-                self.inputs.push(*slot);
-                self.input_kinds.push(match o {
-                    // A virtual array (`opt::virtuals`) has no register of its own: the
-                    // exit builds it after it writes the inputs back, so the input keeps
-                    // what it held, an array.
-                    Opnd::Ref(r) => match self.kinds[seg][r.index()] {
-                        Some(k) => k,
-                        None => kind_of(s.trace.insts[r.index()].ty)?,
-                    },
-                    Opnd::Const(v) => const_kind(v)?,
-                });
-            }
+        ops::supported(op, &args)?;
+        // Division by a constant other than 0 and -1 cannot fail.
+        let safe_divisor = matches!(
+            inst.args.get(1),
+            Some(Opnd::Const(Value::Int(k))) if safe_divisor(*k)
+        );
+        let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr)
+            || (matches!(op, Op::Div | Op::Mod) && !safe_divisor);
+        if exits && inst.snap.is_none() {
+            return Err(Unsupported::NoSnapshot(op));
         }
         Ok(())
     }
 }
 
-/// The kind of the result of operation `inst` (`op`, neither allocating nor `same`), whose
-/// operands' kinds are in `k`.
-fn op_kind(op: Op, inst: &crate::trace::Inst, k: &[Option<Repr>]) -> Result<Repr, Unsupported> {
-    let arg_kinds = inst
-        .args
-        .iter()
-        .map(|a| kind_in(k, a))
-        .collect::<Result<Vec<_>, _>>()?;
-    if arg_kinds.contains(&Repr::Num) {
-        return num_result(op, &arg_kinds, inst.snap.is_some());
+/// Whether the helpers run `op` on operands held as `args`, one of them `Num`: arithmetic,
+/// a comparison, `not`. `Err` for anything else, and for an operation that may fail (a type
+/// error) where the interpreter's message needs an exit without a snapshot (`snap`) to exit
+/// with.
+fn on_num(op: Op, args: &[Repr], snap: bool) -> Result<(), Unsupported> {
+    let ints = args.iter().all(|k| matches!(k, Repr::Int | Repr::Num));
+    let fallible = matches!(op, Op::Div | Op::Mod | Op::Shl | Op::Shr);
+    match op {
+        Op::Eq | Op::Ne => Ok(()),
+        Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Not if ints => Ok(()),
+        Op::Add
+        | Op::Sub
+        | Op::Mul
+        | Op::Div
+        | Op::Mod
+        | Op::And
+        | Op::Or
+        | Op::Xor
+        | Op::Shl
+        | Op::Shr
+        | Op::Neg
+            if ints && (snap || !fallible) =>
+        {
+            Ok(())
+        }
+        _ => Err(Unsupported::Wide(op.name())),
     }
-    let kind = kind_of(inst.ty)?;
-    ops::supported(op, &arg_kinds)?;
-    // Division by a constant other than 0 and -1 cannot fail.
-    let safe_divisor = matches!(
-        inst.args.get(1),
-        Some(Opnd::Const(Value::Int(k))) if safe_divisor(*k)
-    );
-    let exits = matches!(op, Op::Readlist | Op::Shl | Op::Shr)
-        || (matches!(op, Op::Div | Op::Mod) && !safe_divisor);
-    if exits && inst.snap.is_none() {
-        return Err(Unsupported::NoSnapshot(op));
-    }
-    Ok(kind)
 }
 
 /// How many flowgraph operations an iteration that ends at segment `seg`'s instruction
@@ -2354,7 +2120,7 @@ impl Lower<'_> {
         let seg = self.seg;
         let inst = &self.segments[seg].trace.insts[i];
         inst.snap?;
-        if !self.segments[seg].ints || self.kind(seg, i) != Repr::Int {
+        if !self.an.ints || self.kind(seg, i) != Repr::Int {
             return None;
         }
         let (a, ka) = self.opnd(b, seg, &inst.args[0]);
@@ -2415,7 +2181,7 @@ impl Lower<'_> {
             Opnd::Const(_) => None,
         };
         let ok = match inst.kind {
-            Kind::GetItem => s.ints && self.an.kinds[seg][i] == Some(Repr::Int),
+            Kind::GetItem => self.an.ints && self.an.kinds[seg][i] == Some(Repr::Int),
             Kind::SetItem => true,
             _ => false,
         };
@@ -2857,27 +2623,6 @@ impl TreeExits<'_> {
         b.seal_block(cont);
         b.switch_to_block(cont);
     }
-}
-
-/// The operand the guard bridge `seg` leaves from gives `slot`, if any: its snapshot is
-/// complete, so this is the variable's value at the bridge's start, unless unchanged since
-/// the tree was entered.
-fn guard_gives(segments: &[Segment], seg: usize, slot: Slot) -> Option<(usize, Opnd)> {
-    let TreeInst {
-        segment: ps,
-        inst: pi,
-    } = segments[seg].parent?;
-    let trace = segments[ps].trace;
-    let snap = trace
-        .snap_of(&trace.insts[pi])
-        .expect("a guard has a snapshot");
-    snap.get(slot).map(|o| (ps, o.clone()))
-}
-
-/// Whether ref `r` of segment `seg` is a virtual array (`opt::virtuals`), which the code
-/// never holds in a register.
-fn is_virtual(segments: &[Segment], seg: usize, r: Ref) -> bool {
-    segments[seg].trace.insts[r.index()].kind == Kind::Virtual
 }
 
 /// How the exits of a function go on in other trees, and how it is entered from them.

@@ -49,6 +49,7 @@ pub use background::{Done, Gone, Machine};
 use flowjit_runtime::abi;
 
 use crate::lang::Slot;
+use crate::opt::repr::Reprs;
 use crate::resume;
 use crate::state::{Frame, Position, State, Steps};
 use crate::trace::{Ref, Trace};
@@ -322,6 +323,75 @@ pub struct Prepared {
     countdown: Option<Box<Cell<i64>>>,
 }
 
+/// What the backend compiles: a tree's function (its root and the bridges compiled in
+/// it) or a bridge compiled on its own, with what the optimizer and the driver decided
+/// for it.
+pub struct Unit<'a> {
+    /// The segments: a tree's (those `separate` are compiled elsewhere), or a bridge alone.
+    pub segments: &'a [Segment<'a>],
+    /// How the unit holds its values (`opt::repr::infer` of `segments`).
+    pub reprs: Reprs,
+    /// The tree's number in the run, and 0 for its function or the segment number of the
+    /// bridge compiled on its own.
+    pub at: (usize, usize),
+    /// How many variables the program's frames have (the mirror's size).
+    pub frame_size: usize,
+    /// Whether the code counts iterations so that `--max-steps` stays exact; its exits then
+    /// always return.
+    pub counting: bool,
+    /// For a bridge on its own: the representations the mirror holds where it is entered,
+    /// which it does not check ([`lower::exit_kinds`] of its guard's exit, the only one
+    /// linked to it, which [`Compiled::admits`] checks). A tree's function checks the
+    /// inputs held boxed only.
+    pub assumed: &'a [(Slot, abi::Repr)],
+    /// The driver's choices for the code.
+    pub tuning: Tuning,
+}
+
+impl<'a> Unit<'a> {
+    /// A tree's function of `segments`, tree 0 of a run, for frames of `frame_size`
+    /// variables, holding `wide` as integers of any size where it reads them, everything
+    /// tuned on, without counting steps.
+    pub fn tree(segments: &'a [Segment<'a>], wide: &[Slot], frame_size: usize) -> Unit<'a> {
+        Unit {
+            reprs: crate::opt::repr::infer(segments, wide, true),
+            segments,
+            at: (0, 0),
+            frame_size,
+            counting: false,
+            assumed: &[],
+            tuning: Tuning::DEFAULT,
+        }
+    }
+}
+
+/// The driver's choices for a unit's code, each of which it revises when the code runs
+/// badly with it.
+#[derive(Clone, Copy, Debug)]
+pub struct Tuning {
+    /// Whether the code may read the elements of an array that says it holds only
+    /// integers without their tags, checking that once (`Array::only_ints`), and exit when
+    /// the array no longer does; otherwise every read checks its element's tag. Off for a
+    /// tree whose reads exit too often.
+    pub ints: bool,
+    /// Whether the root loop's proofs may assume a parameter in an interval that the value
+    /// the loop is entered with is checked against (`opt::bounds::induction`). Off for a
+    /// tree whose entries fail that check too often.
+    pub induction: bool,
+    /// Whether the tree's function may be the quick backend's (`quick`), until its loop has
+    /// run long enough for Cranelift's code to pay for itself.
+    pub quick: bool,
+}
+
+impl Tuning {
+    /// Everything on, as for a new tree.
+    pub const DEFAULT: Tuning = Tuning {
+        ints: true,
+        induction: true,
+        quick: true,
+    };
+}
+
 /// What to produce besides the machine code.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Listings {
@@ -441,24 +511,10 @@ impl Backend {
         }
     }
 
-    /// Compiles the trace tree `segments`, number `tree` of the run, specialized on the
-    /// types its traces give, for a program whose frames have `frame_size` variables. With
-    /// `counting`, the code counts iterations so that `--max-steps` stays exact, and its
-    /// exits always return. `unit` is 0 for the tree's function, or the segment number of
-    /// a bridge compiled on its own (`segments` is then that bridge alone). The code does
-    /// not check on entry that the mirror holds an input of the kind `assumed` gives it
-    /// (for a bridge unit: [`lower::exit_kinds`] of its guard's exit, the only one linked to
-    /// it, which [`Compiled::admits`] checks).
-    pub fn compile(
-        &mut self,
-        segments: &[Segment],
-        listings: Listings,
-        counting: bool,
-        at: (usize, usize),
-        frame_size: usize,
-        assumed: &[(Slot, abi::Repr)],
-    ) -> Result<Compiled, Unsupported> {
-        match self.prepare(segments, listings, counting, at, frame_size, assumed)? {
+    /// Compiles `unit`, specialized on the representations its values have
+    /// ([`Unit::reprs`]).
+    pub fn compile(&mut self, unit: Unit, listings: Listings) -> Result<Compiled, Unsupported> {
+        match self.prepare(unit, listings)? {
             Lowered::Ready(code) => Ok(*code),
             Lowered::Pending(mut p) => {
                 let m = self.emit(&mut p)?;
@@ -470,16 +526,17 @@ impl Backend {
     /// [`Backend::compile`]'s first part: the quick backend's code, or the function lowered
     /// to Cranelift's IR, for Cranelift to compile here ([`Backend::emit`]) or on the
     /// compiler thread ([`Backend::submit`]), and then [`Backend::finish`].
-    pub fn prepare(
-        &mut self,
-        segments: &[Segment],
-        listings: Listings,
-        counting: bool,
-        (tree, unit): (usize, usize),
-        frame_size: usize,
-        assumed: &[(Slot, abi::Repr)],
-    ) -> Result<Lowered, Unsupported> {
-        let an = lower::analyze(segments, frame_size, unit)?;
+    pub fn prepare(&mut self, unit: Unit, listings: Listings) -> Result<Lowered, Unsupported> {
+        let Unit {
+            segments,
+            reprs,
+            at: (tree, unit),
+            frame_size,
+            counting,
+            assumed,
+            tuning,
+        } = unit;
+        let an = lower::analyze(segments, reprs, frame_size, unit, tuning)?;
         // A tree's function is entered by the runtime, which checks the frame first
         // (`Compiled::accepts`), or by a linked exit, which the driver links only where the
         // kinds the exit leaves are the inputs' (`Compiled::admits`): it checks none.
@@ -514,7 +571,7 @@ impl Backend {
         // counts in Cranelift's code only.
         let sure = lower::unchecked(&an, assumed);
         let alone = segments.iter().skip(1).all(|s| s.separate);
-        let quick = (unit != 0 || (segments[0].quick && alone))
+        let quick = (unit != 0 || (tuning.quick && alone))
             && !counting
             && !listings.ir
             && self.display.is_none()
@@ -1128,7 +1185,7 @@ impl Compiled {
     }
 
     /// Whether the loop's entry checks the values it is entered with against what the
-    /// loop's proofs assume (`Segment::induction`): an exit at its `loop_start` is then
+    /// loop's proofs assume (`Tuning::induction`): an exit at its `loop_start` is then
     /// such a check failing, unless the code counts steps or made values.
     pub fn checks_entry(&self) -> bool {
         !self.counting
@@ -1159,7 +1216,7 @@ impl Compiled {
     }
 
     /// The inputs the code holds as 64-bit integers that hold integers past 64 bits in
-    /// `frame`: compiled again holding them boxed (`Segment::wide`), it accepts `frame`.
+    /// `frame`: compiled again holding them boxed (`opt::repr`, a variable held wide), it accepts `frame`.
     pub fn grown(&self, frame: &Frame) -> Vec<crate::lang::Slot> {
         let an = &self.analysis;
         an.layout

@@ -245,14 +245,14 @@ fn supported(segment: &Segment, an: &TreeAnalysis) -> bool {
             Kind::Input(_) => kinds[i].is_some_and(held_kind),
             // An integer read from an array that says it holds only integers, checked.
             Kind::GetItem => {
-                segment.ints
+                an.ints
                     && inst.snap.is_some()
                     && kinds[i] == Some(Repr::Int)
                     && array(&inst.args[0])
                     && index(&inst.args[1])
             }
             Kind::SetItem => {
-                segment.ints
+                an.ints
                     && array(&inst.args[0])
                     && index(&inst.args[1])
                     && stored(&inst.args[2])

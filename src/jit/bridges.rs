@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use flowjit_runtime::Value;
 
-use crate::backend::{self, TreeInst};
+use crate::backend::{self, Segment, TreeInst};
 use crate::interp::RuntimeError;
 use crate::lang::{BlockId, Inst as Stmt, Slot, Terminator};
 use crate::state::{Frame, Position, State};
@@ -235,8 +235,16 @@ impl Jit<'_> {
             optimized: trace.insts.len(),
             micros: events::micros(took),
         });
-        self.dump_bridge(number, guard, value.as_ref(), &trace);
         let separate = self.compiles_alone(t, from, value.is_none(), returns);
+        let segment = Segment {
+            trace: &trace,
+            parent: Some(from),
+            value: value.as_ref(),
+            returns,
+            cost: 0,
+            separate: false,
+        };
+        self.dump_bridge(number, guard, segment, separate);
         if !separate && self.function_full(t, from, trace.insts.len()) {
             return Next::Resume(end);
         }
@@ -253,17 +261,13 @@ impl Jit<'_> {
         Next::Resume(end)
     }
 
-    /// Prints bridge `number`, from `guard`, for `--dump trace` and `--dump opt`.
-    fn dump_bridge(
-        &mut self,
-        number: usize,
-        guard: GuardRef,
-        value: Option<&Value>,
-        trace: &trace::Trace,
-    ) {
+    /// Prints bridge `number`, from `guard`, for `--dump trace` and `--dump opt`: its
+    /// `segment` of the tree, compiled on its own (`separate`) or in the tree's function.
+    fn dump_bridge(&mut self, number: usize, guard: GuardRef, segment: Segment, separate: bool) {
         if !self.config.dumps.trace && !self.config.dumps.opt {
             return;
         }
+        let (trace, value) = (segment.trace, segment.value);
         let tree = &self.trees[guard.tree];
         let promotion = self
             .promoted_var(&tree.segment(guard.segment).insts[guard.inst])
@@ -283,7 +287,25 @@ impl Jit<'_> {
         }
         if self.config.dumps.opt {
             let _ = writeln!(self.dump, "{header}");
-            self.dump.push_str(&print::ssa(self.program, trace));
+            // As it is compiled first: on its own (also a bridge that moves into its tree's
+            // function once that is compiled on the compiler thread), its inputs read from
+            // the frame; or with the segments of the tree's function, where its inputs are
+            // its guard's values.
+            let tree = &self.trees[guard.tree];
+            let listing = if separate || self.config.background {
+                let alone = Segment {
+                    parent: None,
+                    value: None,
+                    returns: false,
+                    ..segment
+                };
+                self.optimized_listing(&[alone], &tree.wide, false, 0)
+            } else {
+                let mut segments = tree.next_segments();
+                segments.push(segment);
+                self.optimized_listing(&segments, &tree.wide, true, segments.len() - 1)
+            };
+            self.dump.push_str(&listing);
         }
     }
 

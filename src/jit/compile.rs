@@ -10,6 +10,7 @@ use flowjit_runtime::abi;
 use crate::backend::lower::Origin;
 use crate::backend::{self, Backend, Listings, Lowered, TreeInst};
 use crate::lang::Slot;
+use crate::opt::repr;
 use crate::trace::print;
 
 use super::{describe, events, listing, EventKind, Jit, KeptCode};
@@ -49,6 +50,25 @@ impl Jit<'_> {
         }
     }
 
+    /// Segment `seg` of the unit `segments` in the SSA form, for `--dump opt`: with how
+    /// machine code holds its values (`opt::repr`, `wide` the variables its tree holds as
+    /// integers of any size, `root` whether the unit is a tree's function) when it is to be
+    /// compiled.
+    pub(super) fn optimized_listing(
+        &self,
+        segments: &[backend::Segment],
+        wide: &[Slot],
+        root: bool,
+        seg: usize,
+    ) -> String {
+        let trace = segments[seg].trace;
+        if !self.config.native {
+            return print::ssa(self.program, trace);
+        }
+        let reprs = repr::infer(segments, wide, root);
+        print::ssa_held(self.program, trace, &reprs.values[seg])
+    }
+
     /// The listings the backend makes: those the dumps print or the report keeps.
     fn listings(&self) -> Listings {
         Listings {
@@ -79,14 +99,17 @@ impl Jit<'_> {
         let moved: Vec<usize> = (1..=tree.bridges.len())
             .filter(|&k| tree.bridges[k - 1].separate && tree.bridges[k - 1].moving_in)
             .collect();
-        let prepared = backend.prepare(
-            &tree.next_segments(),
-            listings,
-            counting,
-            (t, 0),
+        let segments = tree.next_segments();
+        let unit = backend::Unit {
+            reprs: repr::infer(&segments, &tree.wide, true),
+            segments: &segments,
+            at: (t, 0),
             frame_size,
-            &[],
-        );
+            counting,
+            assumed: &[],
+            tuning: tree.tuning,
+        };
+        let prepared = backend.prepare(unit, listings);
         let compiled = match prepared {
             Ok(Lowered::Ready(code)) => Ok(*code),
             Ok(Lowered::Pending(mut p)) => {
@@ -455,14 +478,16 @@ impl Jit<'_> {
         let start = Instant::now();
         let frame_size = self.program.frame_size();
         let counting = self.config.max_steps.is_some();
-        let compiled = backend.compile(
-            &[segment],
-            listings,
-            counting,
-            (t, seg),
+        let unit = backend::Unit {
+            reprs: repr::infer(&[segment], &tree.wide, false),
+            segments: &[segment],
+            at: (t, seg),
             frame_size,
-            &assumed,
-        );
+            counting,
+            assumed: &assumed,
+            tuning: tree.tuning,
+        };
+        let compiled = backend.compile(unit, listings);
         let took = start.elapsed();
         self.stats.compile_time += took;
         let what = format!(

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use crate::backend::Segment;
 use crate::interp::RuntimeError;
 use crate::lang::{BlockId, Slot};
 use crate::opt;
@@ -133,7 +134,8 @@ impl Jit<'_> {
                     why.reason()
                 );
             }
-            self.dump.push_str(&print::ssa(self.program, &root));
+            let listing = self.optimized_listing(&[Segment::root(&root)], &wide, true, 0);
+            self.dump.push_str(&listing);
         }
         if let Some(why) = generic {
             self.stats.generic.push((label, why));

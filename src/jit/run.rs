@@ -2,6 +2,7 @@
 //! what each exit leads to (a bridge, another tree, a link between them, code compiled
 //! again with fewer assumptions, or the interpreter).
 
+use std::fmt::Write as _;
 use std::time::Instant;
 
 use crate::backend::{self, TreeCode, TreeExit, TreeInst};
@@ -109,7 +110,7 @@ impl Jit<'_> {
 
     /// A read that exits again and again (an instruction of `kind` that has exited `exits`
     /// times): its array may have stopped holding only integers (an atom stored in it),
-    /// which the code assumed (`Segment::ints`), or the one bounds check of all the offsets
+    /// which the code assumed (`backend::Tuning::ints`), or the one bounds check of all the offsets
     /// the segment reads around a pointer (`Lower::check_index`) fails where the pointer is
     /// near an end of the array, though the access it is made at would not. Likewise an
     /// addition or subtraction whose overflow check that bounds check stands for
@@ -121,10 +122,10 @@ impl Jit<'_> {
             kind,
             Kind::GetItem | Kind::Op(flowjit_runtime::Op::Add | flowjit_runtime::Op::Sub)
         );
-        if !(read && exits > self.config.policy.bridge_threshold && self.trees[t].assume_ints) {
+        if !(read && exits > self.config.policy.bridge_threshold && self.trees[t].tuning.ints) {
             return false;
         }
-        self.trees[t].assume_ints = false;
+        self.trees[t].tuning.ints = false;
         self.compile(t, None);
         for seg in 1..=self.trees[t].bridges.len() {
             // Not those on their way into the function (`Bridge::moving_in`): their old code
@@ -343,7 +344,7 @@ impl Jit<'_> {
                 self.entry_failed(exit.tree);
             }
             if hot {
-                self.trees[exit.tree].quick = false;
+                self.trees[exit.tree].tuning.quick = false;
                 self.stats.tiered += 1;
                 self.compile(exit.tree, None);
             }
@@ -389,14 +390,14 @@ impl Jit<'_> {
     }
 
     /// Counts an entry into tree `t`'s loop that failed the check of what its proofs
-    /// assume (`backend::Segment::induction`). Past the bridge threshold, the tree's code
+    /// assume (`backend::Tuning::induction`). Past the bridge threshold, the tree's code
     /// is compiled again without those assumptions: the loop is entered with values
     /// outside them too often.
     fn entry_failed(&mut self, t: usize) {
         let tree = &mut self.trees[t];
         tree.entry_failures += 1;
-        if tree.entry_failures > self.config.policy.bridge_threshold && tree.assume_induction {
-            tree.assume_induction = false;
+        if tree.entry_failures > self.config.policy.bridge_threshold && tree.tuning.induction {
+            tree.tuning.induction = false;
             self.compile(t, None);
         }
     }
@@ -418,7 +419,21 @@ impl Jit<'_> {
         if found.is_empty() {
             return false;
         }
+        if self.config.dumps.opt {
+            let names: Vec<&str> = found.iter().map(|s| self.program.var(*s)).collect();
+            let _ = writeln!(
+                self.dump,
+                "# opt {t} again: holding {} as {} of any size",
+                names.join(", "),
+                if names.len() == 1 { "an integer" } else { "integers" }
+            );
+        }
         self.trees[t].wide.extend(found);
+        if self.config.dumps.opt {
+            let tree = &self.trees[t];
+            let listing = self.optimized_listing(&tree.next_segments(), &tree.wide, true, 0);
+            self.dump.push_str(&listing);
+        }
         self.compile(t, None);
         let separate: Vec<usize> = (0..self.trees[t].bridges.len())
             .filter(|&k| self.trees[t].bridges[k].separate && !self.trees[t].bridges[k].moving_in)

@@ -4,7 +4,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use flowjit_runtime::Value;
 
-use crate::backend::{Compiled, Segment, TreeInst};
+use crate::backend::{Compiled, Segment, TreeInst, Tuning};
 use crate::trace::{Snapshot, Trace};
 
 use super::Key;
@@ -53,26 +53,22 @@ pub struct Tree {
     /// The exits of machine code that go on in this tree's: (tree, unit, global instruction
     /// index), to go on in its new code when it is compiled again.
     pub(super) incoming: Vec<(usize, usize, usize)>,
-    /// Whether its code assumes that arrays which say they hold only integers still do
-    /// (`Segment::ints`); off once its reads exit too often, and its code compiled again.
-    pub(super) assume_ints: bool,
-    /// Whether its loop's code may assume what an induction proves, checking the values
-    /// the loop is entered with (`Segment::induction`); off once those checks fail too
-    /// often, and its code compiled again.
-    pub(super) assume_induction: bool,
+    /// What its code may assume (`backend::Tuning`), each turned off once it runs badly,
+    /// and its code compiled again: arrays which say they hold only integers still do
+    /// (off once its reads exit too often); its loop's induction proofs hold, checking the
+    /// values the loop is entered with (off once those checks fail too often); its function
+    /// may be the quick backend's (until its loop has run `Policy::tier_iterations` there).
+    pub(super) tuning: Tuning,
     /// Entries into its loop that failed that check.
     pub(super) entry_failures: u64,
     /// Entries its machine code refused (`Jit::refused`).
     pub(super) refusals: u32,
-    /// The variables its code holds as integers of any size (`Segment::wide`): those past
+    /// The variables its code holds as integers of any size (`opt::repr`): those past
     /// 64 bits where it was recorded, and those its code was later entered with past 64
     /// bits (`Jit::widen`), each of which compiled it again.
     pub(super) wide: Vec<crate::lang::Slot>,
     /// How many of its guards have exited (`Jit::few_ways`).
     pub(super) ways: usize,
-    /// Whether its function may be the quick backend's (`Segment::quick`): until its loop
-    /// has run `Policy::tier_iterations` there, and its code compiled again by Cranelift.
-    pub(super) quick: bool,
     /// How many bridges compiled on their own moved into its function once entered often
     /// (`Jit::absorb_bridge`).
     pub(super) absorbed: usize,
@@ -94,13 +90,11 @@ impl Tree {
             code: None,
             failures: HashMap::default(),
             incoming: Vec::new(),
-            assume_ints: true,
-            assume_induction: true,
+            tuning: Tuning::DEFAULT,
             entry_failures: 0,
             refusals: 0,
             wide,
             ways: 0,
-            quick: true,
             absorbed: 0,
             compiling: false,
             compile_again: false,
@@ -155,10 +149,6 @@ impl Tree {
             returns: false,
             cost: 0,
             separate: false,
-            ints: self.assume_ints,
-            induction: self.assume_induction,
-            quick: self.quick,
-            wide: &self.wide,
         }
     }
 
@@ -172,10 +162,6 @@ impl Tree {
             returns: b.returns,
             cost,
             separate: b.separate,
-            ints: self.assume_ints,
-            induction: false,
-            quick: false,
-            wide: &self.wide,
         }
     }
 

@@ -253,8 +253,12 @@ impl Ty {
         }
     }
 
-    /// The type named `name` in the SSA text form.
+    /// The type named `name` in the SSA text form; `num`, an integer that machine code
+    /// holds boxed (`print::ssa_held`), is an `int`.
     pub fn from_name(name: &str) -> Option<Ty> {
+        if name == "num" {
+            return Some(Ty::Int);
+        }
         [Ty::Int, Ty::Atom, Ty::List, Ty::Array]
             .into_iter()
             .find(|t| t.name() == name)

@@ -5,6 +5,7 @@ pub mod parse;
 pub mod print;
 pub mod record;
 pub mod run;
+pub mod tree;
 pub mod verify;
 
 pub use ir::{

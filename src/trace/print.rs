@@ -25,7 +25,8 @@ use std::fmt::Write as _;
 use flowjit_runtime::ops::shown_within;
 use flowjit_runtime::{Atom, Value};
 
-use super::ir::{Inst, Kind, Opnd, Snapshot, Trace};
+use super::ir::{Inst, Kind, Opnd, Snapshot, Trace, Ty};
+use flowjit_runtime::abi::Repr;
 use super::parse::is_numbered;
 use crate::lang::{BlockId, FuncId, Inst as Stmt, Operand, Program, Slot, Terminator};
 
@@ -371,7 +372,7 @@ fn snapshot_in(names: &dyn Names, snap: &Snapshot, table: &mut Option<&mut Table
 /// named `g` and its index, `g4: guard_true v3  @d:0 #3 [x=v3]`. Alone, without the
 /// trace's table of constants: a long constant is shortened (`[mov_a_r0,mov_a_r1,mo...`).
 pub fn ssa_inst(names: &dyn Names, trace: &Trace, index: usize) -> String {
-    inst_line(names, trace, index, &mut None)
+    inst_line(names, trace, index, &mut None, None)
 }
 
 /// The name of the guard at `index` in the SSA form, `g` and its index: how dumps and
@@ -390,11 +391,12 @@ fn inst_line(
     trace: &Trace,
     index: usize,
     table: &mut Option<&mut Table>,
+    held: Option<&[Option<Repr>]>,
 ) -> String {
     let inst = &trace.insts[index];
     let mut line = String::new();
     if inst.kind.has_result() {
-        let _ = write!(line, "v{index}:{} = ", inst.ty);
+        let _ = write!(line, "v{index}:{} = ", type_held(inst.ty, held, index));
     } else if named_guard(inst.kind) {
         let _ = write!(line, "{}: ", guard_name(index));
     }
@@ -422,28 +424,54 @@ fn inst_line(
 /// trace reads from the frame, with its type, in the order the trace reads them
 /// (`[res:int, x:int, y:int]`, in the manner of PyPy's `[i0, p1]`).
 pub fn header(names: &dyn Names, trace: &Trace) -> String {
-    let inputs: Vec<String> = trace
-        .insts
-        .iter()
-        .filter_map(|inst| match inst.kind {
-            Kind::Input(slot) => Some(format!("{}:{}", names.var(slot), inst.ty)),
+    header_held(names, trace, None)
+}
+
+fn header_held(names: &dyn Names, trace: &Trace, held: Option<&[Option<Repr>]>) -> String {
+    let inputs: Vec<String> = (trace.insts.iter().enumerate())
+        .filter_map(|(i, inst)| match inst.kind {
+            Kind::Input(slot) => Some(format!(
+                "{}:{}",
+                names.var(slot),
+                type_held(inst.ty, held, i)
+            )),
             _ => None,
         })
         .collect();
     format!("[{}]", inputs.join(", "))
 }
 
+/// The type of value `index` as the SSA form prints it: `num` for an integer machine code
+/// holds boxed, as an integer of any size (`held`, from `opt::repr`), else its type.
+fn type_held(ty: Ty, held: Option<&[Option<Repr>]>, index: usize) -> String {
+    match held.and_then(|h| h[index]) {
+        Some(Repr::Num) => "num".to_string(),
+        _ => ty.to_string(),
+    }
+}
+
 /// The whole trace in the SSA form: its inputs, its long constants (`k0 = [...]`, a line
 /// each), then one instruction a line. The text is standalone: [`super::parse::parse_ssa`]
 /// reads it back without the program.
 pub fn ssa(names: &dyn Names, trace: &Trace) -> String {
+    ssa_with(names, trace, None)
+}
+
+/// [`ssa`], with how machine code holds each value (`opt::repr`): an integer held boxed,
+/// as an integer of any size, has the type `num` (`v4:num = add v2, v3`), which
+/// [`super::parse::parse_ssa`] reads as `int`.
+pub fn ssa_held(names: &dyn Names, trace: &Trace, held: &[Option<Repr>]) -> String {
+    ssa_with(names, trace, Some(held))
+}
+
+fn ssa_with(names: &dyn Names, trace: &Trace, held: Option<&[Option<Repr>]>) -> String {
     let mut table = Table::default();
     let mut body = String::new();
     for i in 0..trace.insts.len() {
-        body.push_str(&inst_line(names, trace, i, &mut Some(&mut table)));
+        body.push_str(&inst_line(names, trace, i, &mut Some(&mut table), held));
         body.push('\n');
     }
-    let mut out = header(names, trace) + "\n";
+    let mut out = header_held(names, trace, held) + "\n";
     for (k, text) in table.texts.iter().enumerate() {
         let _ = writeln!(out, "k{k} = {text}");
     }
