@@ -260,7 +260,6 @@ fn the_bytecode_list_prints_once_in_each_dump_and_atoms_print_bare_in_all() {
     }
 }
 
-
 /// Takes over at the first back edge to any label, or to a label that has a trace.
 struct FirstBackEdge<'a> {
     traced: &'a [Option<usize>],
@@ -404,7 +403,8 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
                                 .then(|| {
                                     let segments = [flowjit::backend::Segment::root(&t)];
                                     let frame = program.frame_size();
-                                    let mut unit = flowjit::backend::Unit::tree(&segments, &[], frame);
+                                    let mut unit =
+                                        flowjit::backend::Unit::tree(&segments, &[], frame);
                                     (unit.at, unit.counting) = ((traces.len(), 0), true);
                                     unit.tuning.quick = false;
                                     backend.compile(unit, Default::default()).ok()

@@ -61,8 +61,8 @@ use super::{ops, Tuning, Unsupported};
 use crate::lang::Slot;
 use crate::opt::bounds::{safe_divisor, MachineBounds};
 use crate::opt::interval::{near, Range};
-use crate::opt::state::{Arrival, LoopState};
 use crate::opt::repr::{self, Reprs, Source};
+use crate::opt::state::{Arrival, LoopState};
 use crate::trace::tree::is_virtual;
 use crate::trace::{call_pure_parts, Inst, Kind, Opnd, Ref, Trace};
 
@@ -271,7 +271,9 @@ impl Check<'_, '_> {
     /// hold.
     fn held(&self, seg: usize, o: &Opnd) -> Result<Repr, Unsupported> {
         match o {
-            Opnd::Ref(r) => Ok(self.reprs.values[seg][r.index()].expect("refs are defined before use")),
+            Opnd::Ref(r) => {
+                Ok(self.reprs.values[seg][r.index()].expect("refs are defined before use"))
+            }
             Opnd::Const(v) => repr::of_const(v).ok_or(Unsupported::BigConstant),
         }
     }
@@ -283,7 +285,11 @@ impl Check<'_, '_> {
             .map(|a| self.held(seg, a))
             .collect::<Result<Vec<_>, _>>()?;
         let trace = self.segments[seg].trace;
-        for o in trace.snap_of(inst).into_iter().flat_map(|s| s.exit_values()) {
+        for o in trace
+            .snap_of(inst)
+            .into_iter()
+            .flat_map(|s| s.exit_values())
+        {
             self.held(seg, o)?;
         }
         Ok(args)
@@ -2185,9 +2191,7 @@ impl Lower<'_> {
             Kind::SetItem => true,
             _ => false,
         };
-        if !ok
-            || kind(&inst.args[0]) != Some(Repr::Array)
-            || kind(&inst.args[1]) != Some(Repr::Int)
+        if !ok || kind(&inst.args[0]) != Some(Repr::Array) || kind(&inst.args[1]) != Some(Repr::Int)
         {
             return None;
         }
@@ -2481,8 +2485,7 @@ impl Lower<'_> {
             self.num_op(b, i, op);
             return true;
         }
-        let args: Vec<(ClifValue, Repr)> =
-            inst.args.iter().map(|a| self.opnd(b, seg, a)).collect();
+        let args: Vec<(ClifValue, Repr)> = inst.args.iter().map(|a| self.opnd(b, seg, a)).collect();
         let widen = self.an.bounds[seg].widen[i];
         let by_access = self.overflow_checks.values().any(|&k| k == i);
         if let Some((lo, hi)) = widen.filter(|_| !by_access) {

@@ -252,10 +252,7 @@ fn supported(segment: &Segment, an: &TreeAnalysis) -> bool {
                     && index(&inst.args[1])
             }
             Kind::SetItem => {
-                an.ints
-                    && array(&inst.args[0])
-                    && index(&inst.args[1])
-                    && stored(&inst.args[2])
+                an.ints && array(&inst.args[0]) && index(&inst.args[1]) && stored(&inst.args[2])
             }
             Kind::Op(op) => {
                 supported_op(op) && kinds[i] == Some(Repr::Int) && inst.args.iter().all(int)

@@ -425,7 +425,11 @@ impl Jit<'_> {
                 self.dump,
                 "# opt {t} again: holding {} as {} of any size",
                 names.join(", "),
-                if names.len() == 1 { "an integer" } else { "integers" }
+                if names.len() == 1 {
+                    "an integer"
+                } else {
+                    "integers"
+                }
             );
         }
         self.trees[t].wide.extend(found);

@@ -270,10 +270,13 @@ fn source(
     if let Some((ps, o)) = guard_gives(segments, seg, slot) {
         return Source::Chain(ps, o);
     }
-    let index = inputs.iter().position(|(s, _)| *s == slot).unwrap_or_else(|| {
-        inputs.push((slot, None));
-        inputs.len() - 1
-    });
+    let index = inputs
+        .iter()
+        .position(|(s, _)| *s == slot)
+        .unwrap_or_else(|| {
+            inputs.push((slot, None));
+            inputs.len() - 1
+        });
     Source::Input(index)
 }
 

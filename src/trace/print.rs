@@ -26,9 +26,9 @@ use flowjit_runtime::ops::shown_within;
 use flowjit_runtime::{Atom, Value};
 
 use super::ir::{Inst, Kind, Opnd, Snapshot, Trace, Ty};
-use flowjit_runtime::abi::Repr;
 use super::parse::is_numbered;
 use crate::lang::{BlockId, FuncId, Inst as Stmt, Operand, Program, Slot, Terminator};
+use flowjit_runtime::abi::Repr;
 
 /// The names of a trace's variables and labels: a program's, or those a trace read from
 /// text declared ([`super::parse::TextNames`]).
