@@ -105,6 +105,18 @@ pub enum Unsupported {
     Protection(String),
 }
 
+impl From<crate::opt::program::Unrepresentable> for Unsupported {
+    fn from(why: crate::opt::program::Unrepresentable) -> Unsupported {
+        use crate::opt::program::Unrepresentable as U;
+        match why {
+            U::BigConstant => Unsupported::BigConstant,
+            U::BigInput => Unsupported::BigInput,
+            U::UnknownElements => Unsupported::UnknownElements,
+            U::TwoKinds(var) => Unsupported::TwoKinds(var),
+        }
+    }
+}
+
 /// The ISAs flowjit emits code for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -846,7 +858,7 @@ fn origins_of(locs: &[MachSrcLoc<Final>]) -> Vec<(u32, u32, lower::Origin)> {
 /// A whole program as machine code.
 pub struct CompiledProgram {
     f: TraceFn,
-    analysis: cfg::ProgramAnalysis,
+    analysis: crate::opt::program::ProgramAnalysis,
     /// The Cranelift IR, when asked for.
     pub ir: Option<String>,
     /// The disassembly with addresses, when asked for.

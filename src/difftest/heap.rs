@@ -154,7 +154,7 @@ pub enum HeapOp {
     /// `x{dst} = tape[wp]` (printed when `print`),
     /// `tape[wp + c] = (tape[wp + c] + x{dst} + 1) & 255`, `wp = wp + step`. The loop's block is its own back edge's target, where a
     /// whole program's compiler checks both offsets once on the way in and nothing round
-    /// the loop when `step` is 0 (`backend::cfg::bounds`), and each time round otherwise,
+    /// the loop when `step` is 0 (`opt::program::bounds`), and each time round otherwise,
     /// until the walk leaves the tape in the middle of an iteration, after its output.
     Sweep {
         /// The variable the first read assigns.

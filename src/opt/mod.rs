@@ -33,6 +33,7 @@ pub mod guards;
 pub mod heap;
 pub mod interval;
 pub mod peel;
+pub mod program;
 pub mod repr;
 pub mod rewrite;
 pub mod sink;
