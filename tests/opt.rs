@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use flowjit::lang::Slot;
 use flowjit::opt;
 use flowjit::trace::parse::{parse_ssa, TextNames};
+use flowjit::trace::tree::Segment;
 use flowjit::trace::{print, verify::verify};
 
 /// The directory of the optimizer's cases.
@@ -22,6 +23,9 @@ struct Case {
     /// Everything up to and including the `=>` line.
     head: String,
     passes: Vec<String>,
+    /// The variables held as integers of any size where the trace reads them (`wide:`),
+    /// for the `repr` step.
+    wide: Vec<String>,
     input: String,
     expected: String,
 }
@@ -31,19 +35,22 @@ fn read_case(text: &str) -> Result<Case, String> {
         .split_once("\n=>\n")
         .ok_or("no `=>` line between the input and the expected result")?;
     let mut passes = None;
+    let mut wide = Vec::new();
     let mut input = String::new();
     for line in head.lines() {
-        match line.strip_prefix("passes:") {
-            Some(p) => passes = Some(p.split_whitespace().map(String::from).collect()),
-            None => {
-                input.push_str(line);
-                input.push('\n');
-            }
+        if let Some(p) = line.strip_prefix("passes:") {
+            passes = Some(p.split_whitespace().map(String::from).collect());
+        } else if let Some(w) = line.strip_prefix("wide:") {
+            wide = w.split_whitespace().map(String::from).collect();
+        } else {
+            input.push_str(line);
+            input.push('\n');
         }
     }
     Ok(Case {
         head: format!("{head}\n=>\n"),
         passes: passes.ok_or("no `passes:` line")?,
+        wide,
         input,
         expected: expected.to_string(),
     })
@@ -53,12 +60,29 @@ fn read_case(text: &str) -> Result<Case, String> {
 /// `trace rejected: why`.
 fn outcome(case: &Case) -> Result<String, String> {
     let (trace, names) = parse_ssa(&case.input)?;
-    let passes: Vec<&str> = if case.passes == ["all"] {
+    // `repr` last: the optimized trace as a tree's root, with how machine code holds its
+    // values (`opt::repr`), as `--dump opt` prints it.
+    let (passes, held) = match case.passes.split_last() {
+        Some((last, rest)) if last == "repr" => (rest, true),
+        _ => (&case.passes[..], false),
+    };
+    let passes: Vec<&str> = if passes == ["all"] {
         opt::PIPELINE.to_vec()
     } else {
-        opt::check_passes(&case.passes)?
+        opt::check_passes(passes)?
     };
     Ok(match opt::optimize(&trace, &passes) {
+        Ok(out) if held => {
+            verify(&out).map_err(|e| format!("the optimized trace is broken: {e}"))?;
+            let wide = (case.wide.iter())
+                .map(|w| match names.vars.iter().position(|v| v == w) {
+                    Some(k) => Ok(Slot(k as u32)),
+                    None => Err(format!("no variable `{w}` for `wide:`")),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let reprs = opt::repr::infer(&[Segment::root(&out)], &wide, true);
+            print::ssa_held(&names, &out, &reprs.values[0])
+        }
         Ok(out) => {
             verify(&out).map_err(|e| format!("the optimized trace is broken: {e}"))?;
             print::ssa(&names, &out)
@@ -68,7 +92,8 @@ fn outcome(case: &Case) -> Result<String, String> {
 }
 
 /// Runs every case under `tests/opt/`: an input trace, the passes (`passes: fold cse`, or
-/// `passes: all` for the whole pipeline), `=>`, and the optimized trace expected (or
+/// `passes: all` for the whole pipeline; `repr` after them prints how machine code holds
+/// each value, the variables of a `wide:` line read as integers of any size), `=>`, and the optimized trace expected (or
 /// `trace rejected: why`), in the SSA form `--dump opt` prints, in the manner of Cranelift's
 /// filetests and PyPy's optimizeopt tests. With `FLOWJIT_BLESS=1`, each expected result
 /// is rewritten with what the optimizer gives now (review the diff before committing it).
