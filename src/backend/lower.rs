@@ -60,7 +60,8 @@ use super::helpers::{self, CallSite};
 use super::{ops, Tuning, Unsupported};
 use crate::lang::Slot;
 use crate::opt::bounds::{safe_divisor, MachineBounds};
-use crate::opt::interval::{near, Range};
+use crate::opt::checks::{self, CheckPlan};
+use crate::opt::interval::Range;
 use crate::opt::repr::{self, Reprs, Source};
 use crate::opt::state::{Arrival, LoopState};
 use crate::trace::tree::is_virtual;
@@ -127,6 +128,8 @@ pub struct TreeAnalysis {
     /// which check a whole run of offsets, and (for the root) the intervals the loop assumes
     /// at its header.
     pub(super) bounds: Vec<MachineBounds>,
+    /// Per segment, its bounds checks as planned (`opt::checks`).
+    pub(super) checks: Vec<CheckPlan>,
     /// What the root loop assumes at its header.
     state: Option<LoopState>,
     /// The elidable calls, by (segment, instruction): the code holds their addresses.
@@ -228,7 +231,7 @@ pub fn analyze(
         size: next,
         carry,
     };
-    let bounds = segments
+    let bounds: Vec<MachineBounds> = segments
         .iter()
         .enumerate()
         .map(|(seg, s)| {
@@ -241,6 +244,12 @@ pub fn analyze(
             }
         })
         .collect();
+    let checks = (segments.iter().enumerate())
+        .map(|(seg, s)| match s.separate {
+            true => CheckPlan::default(),
+            false => checks::plan(s.trace, &kinds[seg], tuning.ints, &bounds[seg]),
+        })
+        .collect();
     Ok(TreeAnalysis {
         unit,
         layout,
@@ -248,6 +257,7 @@ pub fn analyze(
         input_kinds,
         sources,
         bounds,
+        checks,
         state: LoopState::of(root),
         sites,
         owns,
@@ -644,17 +654,9 @@ struct Lower<'a> {
     /// written without tags. Forgotten where a segment or the loop body starts, and after
     /// what may store anything else.
     ints: Vec<ClifValue>,
-    /// Per (array, base) of the current segment: the least and greatest offset `c` of the
-    /// indexes `base + c` its checked accesses of the array use ([`Lower::access`]).
-    offsets: HashMap<(Ref, Ref), (i64, i64)>,
     /// The (array, base) pairs whose indexes are all checked already, by one check of
     /// the least and greatest offset at the segment's first access ([`Lower::check_index`]).
     covered: Vec<(Ref, Ref)>,
-    /// Per access of the current segment whose bounds check stands for the overflow check
-    /// of a widened run of offsets of its base (`MachineBounds::widen`): that run's first
-    /// operation, whose check is left out and whose exit the access's check takes
-    /// ([`Lower::checked_by_access`]).
-    overflow_checks: HashMap<usize, usize>,
     /// What the accesses of arrays of integers computed on the current segment's way so
     /// far, for the later ones to use again ([`Lower::field`], [`Lower::element`]): an
     /// array's length and items (fixed for its life), an index times the element size.
@@ -1653,18 +1655,8 @@ impl Lower<'_> {
                 self.last_use[r.index()] = j;
             }
         }
-        self.offsets.clear();
         self.covered.clear();
         self.known.clear();
-        for i in 0..trace.insts.len() {
-            if let Some((array, base, c)) = self.access(seg, i) {
-                let e = self.offsets.entry((array, base)).or_insert((c, c));
-                *e = (e.0.min(c), e.1.max(c));
-            }
-        }
-        self.overflow_checks = (0..trace.insts.len())
-            .filter_map(|i| Some((self.checked_by_access(seg, i)?, i)))
-            .collect();
     }
 
     /// Lowers instruction `i` of the current segment; false when the code does not go on
@@ -1937,7 +1929,7 @@ impl Lower<'_> {
         }
         // Its own exits would see the run of offsets an access that checks its
         // bounds in `getitem_int` stands for.
-        debug_assert!(!self.overflow_checks.contains_key(&i));
+        debug_assert!(!self.an.checks[self.seg].by_access.contains_key(&i));
         if !self.op(b, i, Op::Readlist, inst.snap.is_some()) {
             return false;
         }
@@ -2136,7 +2128,7 @@ impl Lower<'_> {
         }
         let mf = MemFlagsData::trusted();
         // The bounds first: where it stands for an overflow check, no exit may see an
-        // index before it (`Lower::checked_by_access`).
+        // index before it (`opt::checks`).
         self.check_index(b, i, a, index);
         if !self.ints.contains(&a) {
             let flag = b.ins().load(I64, mf, a, abi::ARRAY_INTS_OFFSET as i32);
@@ -2149,57 +2141,15 @@ impl Lower<'_> {
         Some(b.ins().load(I64, mf, addr, at))
     }
 
-    /// An index of segment `seg` as `base + c`: the operand of an addition or subtraction
-    /// of a constant that computes it in the segment (`bounds::offset_of`), or itself and 0.
+    /// An index of segment `seg` as `base + c` (`opt::checks::index_parts`).
     fn index_parts(&self, seg: usize, r: Ref) -> (Ref, i64) {
-        crate::opt::bounds::offset_of(&self.segments[seg].trace.insts[r.index()])
-            .filter(|(x, _)| self.an.kinds[seg][x.index()] == Some(Repr::Int))
-            .unwrap_or((r, 0))
+        checks::index_parts(self.segments[seg].trace, &self.an.kinds[seg], r)
     }
 
-    /// For operation `i` of segment `seg`, `x + c` whose overflow check is widened to a
-    /// run of offsets of `x` (`MachineBounds::widen`): the access that checks the bounds
-    /// of an index `x + d` next, if nothing between the two can exit or send a value
-    /// elsewhere. Its bounds check then stands for the overflow check, which is left out:
-    /// an index within an array (of at most `MAX_INDEX` elements) leaves `x` far enough
-    /// from either end of 64 bits for every offset of the run, offsets of at most 2^32
-    /// either way; and where the check fails (an index out of the array, or a sum that
-    /// wrapped), it exits where the overflow check would, before the run, whose values no
-    /// exit has seen. (A check already made on the segment's way, `covered`, was made
-    /// before `i`: `x` is then known in range.) At each entry of a tree whose pointer
-    /// moves, mandel.b's overflow check of the pointer's run cost one or two comparisons
-    /// and branches.
-    fn checked_by_access(&self, seg: usize, i: usize) -> Option<usize> {
-        run_checked_by_access(self.an, seg, self.segments[seg].trace, i, |j| {
-            self.access(seg, j)
-        })
-    }
-
-    /// Instruction `i` of segment `seg` as a checked access of an array of integers that
-    /// [`Lower::check_index`] checks: a `getitem` lowered by [`Lower::getitem_int`] or a
-    /// `setitem`, with a snapshot, of an index `base + c`: (array, base, c).
+    /// Instruction `i` of segment `seg` as an access of an array of integers whose bounds
+    /// check the plan says (`opt::checks`): (array, base, offset).
     fn access(&self, seg: usize, i: usize) -> Option<(Ref, Ref, i64)> {
-        let s = &self.segments[seg];
-        let inst = &s.trace.insts[i];
-        inst.snap?;
-        let kind = |o: &Opnd| match o {
-            Opnd::Ref(r) => self.an.kinds[seg][r.index()],
-            Opnd::Const(_) => None,
-        };
-        let ok = match inst.kind {
-            Kind::GetItem => self.an.ints && self.an.kinds[seg][i] == Some(Repr::Int),
-            Kind::SetItem => true,
-            _ => false,
-        };
-        if !ok || kind(&inst.args[0]) != Some(Repr::Array) || kind(&inst.args[1]) != Some(Repr::Int)
-        {
-            return None;
-        }
-        let (Opnd::Ref(array), Opnd::Ref(index)) = (&inst.args[0], &inst.args[1]) else {
-            return None;
-        };
-        let (base, c) = self.index_parts(seg, *index);
-        Some((*array, base, c))
+        self.an.checks[seg].access[i]
     }
 
     /// Exits at access `i` (of the current segment) unless `index` is within the array
@@ -2215,8 +2165,8 @@ impl Lower<'_> {
         let seg = self.seg;
         let access = self.access(seg, i);
         // Where the check exits: before the run of offsets whose overflow check it stands
-        // for, if any ([`Lower::checked_by_access`]).
-        let exit_at = self.overflow_checks.get(&i).copied().unwrap_or(i);
+        // for, if any (`opt::checks`).
+        let exit_at = self.an.checks[seg].by_access.get(&i).copied().unwrap_or(i);
         if let Some((array, base, _)) = access {
             if self.covered.contains(&(array, base)) {
                 return;
@@ -2227,7 +2177,7 @@ impl Lower<'_> {
             b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, len)
         };
         if let Some((array, base, _)) = access {
-            let (lo, hi) = self.offsets[&(array, base)];
+            let (lo, hi) = self.an.checks[seg].spans[&(array, base)];
             let x = self.vals[seg][base.index()];
             // A loop parameter the loop's proofs hold at or above 0 and `-lo`: `x + lo`
             // is not negative, and one comparison of `x` itself with `len - hi` (or 0)
@@ -2269,7 +2219,7 @@ impl Lower<'_> {
         self.exit_if(b, fail, exit_at);
         // A single offset: the later accesses use this very index.
         if let Some((array, base, _)) = access {
-            let (lo, hi) = self.offsets[&(array, base)];
+            let (lo, hi) = self.an.checks[seg].spans[&(array, base)];
             if lo == hi {
                 self.covered.push((array, base));
             }
@@ -2369,8 +2319,8 @@ impl Lower<'_> {
         let (x, _) = self.index_parts(seg, r);
         x != r
             && last.args.contains(&Opnd::Ref(r))
-            && self
-                .offsets
+            && self.an.checks[seg]
+                .spans
                 .iter()
                 .filter(|((_, base), _)| *base == x)
                 .all(|(_, (lo, hi))| lo == hi)
@@ -2487,7 +2437,7 @@ impl Lower<'_> {
         }
         let args: Vec<(ClifValue, Repr)> = inst.args.iter().map(|a| self.opnd(b, seg, a)).collect();
         let widen = self.an.bounds[seg].widen[i];
-        let by_access = self.overflow_checks.values().any(|&k| k == i);
+        let by_access = self.an.checks[seg].by_access.values().any(|&k| k == i);
         if let Some((lo, hi)) = widen.filter(|_| !by_access) {
             // One check for the whole run of offsets of the same value (`MachineBounds`).
             let x = match inst.args.as_slice() {
@@ -2538,43 +2488,6 @@ impl Lower<'_> {
             ops::Outcome::AlwaysExits => false,
         }
     }
-}
-
-/// [`Lower::checked_by_access`] for operation `i` of segment `seg` of `trace`, whose
-/// accesses `access` gives as (array, base, offset): the quick backend's too.
-pub(super) fn run_checked_by_access(
-    an: &TreeAnalysis,
-    seg: usize,
-    trace: &Trace,
-    i: usize,
-    access: impl Fn(usize) -> Option<(Ref, Ref, i64)>,
-) -> Option<usize> {
-    let bounds = &an.bounds[seg];
-    let (lo, hi) = bounds.widen[i]?;
-    if !near(lo) || !near(hi) {
-        return None;
-    }
-    let x = trace.insts[i].args.iter().find_map(Opnd::as_ref)?;
-    for (j, inst) in trace.insts.iter().enumerate().skip(i + 1) {
-        if let Some((_, base, d)) = access(j) {
-            return (base == x && near(d)).then_some(j);
-        }
-        let quiet = match inst.kind {
-            Kind::Input(_) => true,
-            Kind::Op(op) => {
-                an.kinds[seg][j] == Some(Repr::Int)
-                    && (inst.snap.is_none()
-                        || (matches!(op, Op::Add | Op::Sub | Op::Mul | Op::Neg)
-                            && bounds.safe[j]
-                            && bounds.widen[j].is_none()))
-            }
-            _ => false,
-        };
-        if !quiet {
-            return None;
-        }
-    }
-    None
 }
 
 /// An exit to fill: its block, the segment and instruction it exits at, and the operand it
@@ -2721,9 +2634,7 @@ pub fn lower(
         seg: 0,
         built: HashMap::default(),
         ints: Vec::new(),
-        offsets: HashMap::default(),
         covered: Vec::new(),
-        overflow_checks: HashMap::default(),
         known: Vec::new(),
         boxes: RefCell::new(helpers::Boxes::default()),
         own_boxes: HashMap::default(),

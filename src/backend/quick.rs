@@ -44,7 +44,7 @@ use flowjit_runtime::abi::{self, Repr};
 use flowjit_runtime::{Op, Value};
 
 use super::exit::{exit_code, mirror_tag, ExitPlan, HOT, REFUSED};
-use super::lower::{run_checked_by_access, Origin, Segment, TreeAnalysis};
+use super::lower::{Origin, Segment, TreeAnalysis};
 use crate::lang::Slot;
 use crate::opt::bounds::safe_divisor;
 use crate::trace::{Kind, Opnd, Ref};
@@ -336,13 +336,11 @@ pub(super) fn emit(
             *p = n - 1;
         }
     }
-    // The accesses whose bounds checks stand for the overflow checks of runs before them,
-    // as in Cranelift's code (`Lower::checked_by_access`): what the run's snapshot holds
-    // lives to the access, whose check exits with it.
-    let by_access: HashMap<usize, usize> = (0..n)
-        .filter_map(|i| Some((checked_by_access(an, trace, i)?, i)))
-        .collect();
-    for (&j, &i) in &by_access {
+    // The accesses whose bounds checks stand for the overflow checks of runs before them
+    // (`opt::checks`): what the run's snapshot holds lives to the access, whose check exits
+    // with it.
+    let by_access = &an.checks[0].by_access;
+    for (&j, &i) in by_access {
         let snap = trace.snap_of(&trace.insts[i])?;
         for r in snap.exit_values().filter_map(Opnd::as_ref) {
             last_use[r.index()] = last_use[r.index()].max(j);
@@ -358,7 +356,7 @@ pub(super) fn emit(
         sure,
         counter,
         &last_use[..],
-        &by_access,
+        by_access,
     );
     let (emitted, used) = assemble(args, &[])?;
     if used.is_empty() {
@@ -379,14 +377,6 @@ fn may_exit(an: &TreeAnalysis, trace: &crate::trace::Trace, i: usize) -> bool {
         Kind::Op(Op::Add | Op::Sub | Op::Mul | Op::Neg)
             if bounds.safe[i] && bounds.widen[i].is_none()
     )
-}
-
-/// For operation `i`, `x + c` whose overflow check is widened to a run of offsets of `x`:
-/// the access that checks the bounds of an index `x + d` next, if nothing between the two
-/// can exit, whose check then stands for the overflow check (as Cranelift's code does,
-/// `Lower::checked_by_access`, which says why it may).
-fn checked_by_access(an: &TreeAnalysis, trace: &crate::trace::Trace, i: usize) -> Option<usize> {
-    run_checked_by_access(an, 0, trace, i, |j| access(an, trace, j))
 }
 
 /// What [`assemble`] works from: the analysis, the trace, the tree's number, the link
@@ -432,16 +422,7 @@ fn assemble(
         checked: Vec::new(),
         items: HashMap::default(),
         covered: Vec::new(),
-        offsets: HashMap::default(),
     };
-    // The least and greatest offsets around each base at which each array is accessed
-    // (as `Lower::check_index` widens its bounds checks).
-    for i in 0..trace.insts.len() {
-        if let Some((array, base, c)) = access(an, trace, i) {
-            let e = q.offsets.entry((array, base)).or_insert((c, c));
-            *e = (e.0.min(c), e.1.max(c));
-        }
-    }
     for &r in saved {
         dynasm!(q.ops ; .arch x64 ; push Rq(r));
     }
@@ -562,12 +543,10 @@ struct Quick {
     /// The (array, base) whose bounds checks cover every access around that base.
     covered: Vec<(Ref, Ref)>,
     /// The accesses whose bounds checks stand for the overflow checks of runs before them:
-    /// (access, run) ([`checked_by_access`]).
+    /// (access, run) (`opt::checks`).
     by_access: HashMap<usize, usize>,
     /// Per such access: the exit of its run, made where the run starts.
     pending: HashMap<usize, DynamicLabel>,
-    /// Per (array, base): the least and greatest offsets accessed around it.
-    offsets: HashMap<(Ref, Ref), (i64, i64)>,
 }
 
 /// `x + y` (`op` an addition) or `x - y` (a subtraction) as one `lea`: `x` a register
@@ -583,24 +562,6 @@ fn lea_of(op: Op, x: Loc, y: Loc) -> Option<(u8, i32)> {
         _ => return None,
     };
     Some((x, i32::try_from(k).ok()?))
-}
-
-/// Instruction `i` as an access of an array around a base, with a snapshot, that one
-/// bounds check may cover with the others around the same base: (array, base, offset).
-fn access(an: &TreeAnalysis, trace: &crate::trace::Trace, i: usize) -> Option<(Ref, Ref, i64)> {
-    let inst = &trace.insts[i];
-    inst.snap?;
-    if !matches!(inst.kind, Kind::GetItem | Kind::SetItem) {
-        return None;
-    }
-    let (Opnd::Ref(array), Opnd::Ref(index)) = (&inst.args[0], &inst.args[1]) else {
-        return None;
-    };
-    let kinds = &an.kinds[0];
-    let (base, c) = crate::opt::bounds::offset_of(&trace.insts[index.index()])
-        .filter(|(x, _)| kinds[x.index()] == Some(Repr::Int))
-        .unwrap_or((*index, 0));
-    Some((*array, base, c))
 }
 
 impl Quick {
@@ -1245,7 +1206,7 @@ impl Quick {
         let inst = &trace.insts[i];
         let array = inst.args[0].as_ref()?;
         // The bounds first, exiting before the run of offsets whose overflow check they
-        // stand for, if any ([`checked_by_access`]); then the array's flag.
+        // stand for, if any (`opt::checks`); then the array's flag.
         let out = self.pending.remove(&i).unwrap_or(fail);
         self.check_bounds(an, trace, i, a, out)?;
         if !self.checked.contains(&array) {
@@ -1270,7 +1231,7 @@ impl Quick {
     ) -> Option<()> {
         let inst = &trace.insts[i];
         let index = self.loc(&inst.args[1])?;
-        let Some((array, base, c)) = access(an, trace, i) else {
+        let Some((array, base, c)) = an.checks[0].access[i] else {
             // A constant index (from 0, `supported`).
             let Loc::Imm(k) = index else { return None };
             dynasm!(self.ops
@@ -1284,7 +1245,7 @@ impl Quick {
             return Some(());
         }
         let Loc::Reg(x) = index else { return None };
-        let (lo, hi) = self.offsets[&(array, base)];
+        let (lo, hi) = an.checks[0].spans[&(array, base)];
         // Each end of the run, `x + lo` and `x + hi`, as `index + (end - c)`: both within
         // the array (unsigned: a negative or wrapped sum is past any length), so is every
         // offset between.

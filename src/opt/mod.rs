@@ -25,6 +25,7 @@
 //! | `dce` | removes operations that cannot exit and are not used |
 
 pub mod bounds;
+pub mod checks;
 pub mod cse;
 pub mod dce;
 pub mod fold;

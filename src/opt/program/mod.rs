@@ -40,13 +40,13 @@ pub struct ProgramAnalysis {
     /// integers. Elements are then read and written without their tags.
     pub ints: bool,
     /// With `ints`, the interval every element lies in, when the program's stores keep
-    /// them in one ([`element_range`]): a sum of an element and a small constant then needs
+    /// them in one (`element_range`): a sum of an element and a small constant then needs
     /// no overflow check.
     pub elements: Option<Range>,
-    /// Per slot: the length of every array the variable holds, when known ([`lengths`]).
+    /// Per slot: the length of every array the variable holds, when known (`lengths`).
     pub lengths: Vec<Option<i64>>,
     /// Per block: the interval of each variable's integer wherever the block starts, when
-    /// known ([`entry_ranges`]).
+    /// known (`entry_ranges`).
     pub entry_ranges: Vec<Vec<Option<Range>>>,
     /// Where the bounds checks of indexes relative to a variable go ([`bounds::plan`]).
     pub bounds: bounds::Plan,
@@ -293,7 +293,7 @@ pub struct Facts<'a> {
     /// what arrays hold).
     kinds: &'a [Option<Repr>],
     /// Per slot: the length of every array the variable ever holds, when the program
-    /// knows it ([`lengths`]).
+    /// knows it (`lengths`).
     lengths: &'a [Option<i64>],
     ranges: Vec<Option<Range>>,
     /// Per array variable: the highest constant index used (every one from 0 is in bounds).
