@@ -111,7 +111,9 @@ fn bench(c: &mut Criterion) {
                         .collect();
                     let mut state =
                         flowjit::state::State::new(&residual, &dynamic, Default::default());
-                    let mut backend = Backend::new(None).expect("supported host");
+                    let mut backend =
+                        Backend::new(None, flowjit::jit::Policy::DEFAULT.backend_limits())
+                            .expect("supported host");
                     let code = backend
                         .compile_program(&residual, BlockId(0), &state.frame, Listings::default())
                         .expect("compiles");

@@ -60,7 +60,10 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("compile", |b| {
         b.iter_batched(
-            || Backend::new(None).expect("supported host"),
+            || {
+                Backend::new(None, flowjit::jit::Policy::DEFAULT.backend_limits())
+                    .expect("supported host")
+            },
             |mut backend| {
                 let segments = [Segment::root(&optimized)];
                 let mut unit = Unit::tree(&segments, &[], frame_size);

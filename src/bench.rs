@@ -136,7 +136,8 @@ fn run_pe(setup: &Setup, statics: &[Slot]) -> Outcome {
         .iter()
         .cloned()
         .partition(|(s, _)| statics.contains(s));
-    let mut backend = Backend::new(None).expect("the host emits machine code");
+    let mut backend = Backend::new(None, crate::jit::Policy::DEFAULT.backend_limits())
+        .expect("the host emits machine code");
     let how = Execution {
         backend: Some(&mut backend),
         ..Execution::default()

@@ -1052,7 +1052,8 @@ fn small_pages() {
 /// interpreter takes over where it deoptimizes, or runs it all when it cannot be compiled.
 fn run_compiled_program(runnable: &Runnable, opts: &RunOpts) -> CliResult<()> {
     let config = jit_config(opts)?;
-    let mut backend = crate::backend::Backend::new(config.target).map_err(usage_error)?;
+    let mut backend = crate::backend::Backend::new(config.target, config.policy.backend_limits())
+        .map_err(usage_error)?;
     let how = Execution {
         // --max-steps counts interpreted operations: with a limit the interpreter runs it all.
         backend: opts.max_steps.is_none().then_some(&mut backend),

@@ -1179,7 +1179,7 @@ fn bridges_of_integer_arithmetic_are_emitted_by_the_quick_backend() {
 }
 
 /// A loop of integer arithmetic alone in its tree runs first in the quick backend's code,
-/// which counts its iterations; past `TIER_ITERATIONS` it exits there and Cranelift
+/// which counts its iterations; past `Policy::tier_iterations` it exits there and Cranelift
 /// compiles the tree again, and the loop goes on in that code from the interpreter's next
 /// entry. Either way the sum is the interpreter's.
 #[test]

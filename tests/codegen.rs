@@ -233,7 +233,10 @@ fn listing_of(
         return Ok(None);
     }
     let target = section.generator.target();
-    let mut backend = Backend::new((target != host).then_some(target))?;
+    let mut backend = Backend::new(
+        (target != host).then_some(target),
+        flowjit::jit::Policy::DEFAULT.backend_limits(),
+    )?;
     let segment = Segment {
         trace,
         parent: None,

@@ -361,7 +361,9 @@ fn exits_match_the_interpreter(passes: &[&str], native: bool) {
         let mut traced: Vec<Option<usize>> = vec![None; n];
         let mut tried = vec![false; n];
         let mut traces: Vec<Trace> = Vec::new();
-        let mut backend = flowjit::backend::Backend::new(None).expect("a supported host");
+        let mut backend =
+            flowjit::backend::Backend::new(None, flowjit::jit::Policy::DEFAULT.backend_limits())
+                .expect("a supported host");
         let mut compiled: Vec<Option<flowjit::backend::Compiled>> = Vec::new();
         let mut pos = Position::start(entry);
         let what = format!("{} {}", case.file.display(), case.args.join(" "));

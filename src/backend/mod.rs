@@ -23,16 +23,22 @@ pub mod ops;
 mod quick;
 
 pub use lower::{Segment, TreeInst};
-pub use quick::TIER_ITERATIONS;
 
-/// How many entries a bridge compiled on its own counts before it returns
-/// [`lower::HOT`], and the driver compiles it in its tree's function, where its guard
-/// branches to it instead of exiting, writing the mirror, and entering it through a
-/// link (the exit, the epilogue, the prologue and the input loads: some 25 instructions).
-/// Compiling the tree's function again costs some millions of instructions, on the
-/// compiler thread: 400,000 until the clock said a lower count ran mandel.b 2%-8% faster
-/// (docs/ARCHITECTURE.md, *Bridges entered often move into the tree's function*).
-pub const BRIDGE_ENTRIES: i64 = 50_000;
+/// The limits the backend keeps to, each value with its reason in `jit::Policy`.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Iterations a root's loop runs in the quick backend's code before it exits to be
+    /// compiled by Cranelift (at least 1).
+    pub tier_iterations: i64,
+    /// Entries a bridge compiled on its own counts before it returns [`lower::HOT`] (0: it
+    /// does not count).
+    pub bridge_entries: i64,
+    /// The most trace instructions a function compiled with Cranelift's optimizations may
+    /// hold.
+    pub max_optimized: usize,
+    /// The most machine code alive at once, in bytes.
+    pub max_code_bytes: usize,
+}
 
 use std::cell::Cell;
 use std::io::Write;
@@ -87,9 +93,9 @@ pub enum Unsupported {
     /// A residual program's variable read where it may not be written yet.
     #[error("`{0}` may be read before it is written")]
     ReadBeforeWrite(String),
-    /// [`MAX_CODE_BYTES`] of machine code are alive.
-    #[error("the code memory limit ({} MiB) is reached", MAX_CODE_BYTES >> 20)]
-    CodeMemory,
+    /// The limit of live machine code, in bytes ([`Limits::max_code_bytes`]), is reached.
+    #[error("the code memory limit ({} MiB) is reached", .0 >> 20)]
+    CodeMemory(usize),
     /// An instruction on an integer of any size (kind `Num`) that machine code does not
     /// run through its helpers.
     #[error("`{0}` of an integer that may leave 64 bits")]
@@ -211,27 +217,6 @@ type TraceFn = unsafe extern "C" fn(*mut i64, *mut helpers::Ctx) -> u32;
 /// the context.
 type Trampoline = unsafe extern "C" fn(*const u8, *mut i64, *mut helpers::Ctx) -> i64;
 
-/// The most machine code alive at once, in bytes (code that nothing reaches any more is
-/// freed, and does not count); past it, nothing more is compiled.
-pub const MAX_CODE_BYTES: usize = 64 << 20;
-
-/// The addresses the code heap reserves: room for [`MAX_CODE_BYTES`] of live code and for
-/// the holes between blocks of different sizes. A full heap is handled as too much code.
-const CODE_HEAP_BYTES: usize = MAX_CODE_BYTES * 2;
-
-/// The most trace instructions a function compiled with Cranelift's optimizations may
-/// hold; a larger tree is compiled without (as bridges compiled on their own are).
-///
-/// Cranelift's e-graph computes a pure value where it is used, not where the trace
-/// defined it, and an exit is such a use: a value that only exits read (a variable the
-/// loop recomputes but reads only to hand back to the interpreter) is computed again in
-/// every exit that reads it, with whatever it depends on that the path did not compute in
-/// the same form. In a long trace that is quadratic: a loop of 1,844 instructions and 408
-/// guards whose variables formed such a chain made 1.7 MB of code, and one a little longer
-/// took minutes to compile. Without the e-graph each value is computed where it is
-/// defined. Loops this long are rare and run few iterations of their own.
-pub const MAX_OPTIMIZED: usize = 1000;
-
 /// The memory of one compiled function: its block of the code heap, given back when
 /// dropped, so that code nothing can reach any more (a tree's function compiled again, a
 /// bridge's) frees its memory.
@@ -278,8 +263,8 @@ pub struct Compiled {
     /// Whether the quick backend emitted it (`quick`), rather than Cranelift.
     pub quick: bool,
     /// What the code counts down: the quick backend's root, the iterations its loop runs
-    /// before it exits to be compiled by Cranelift ([`TIER_ITERATIONS`]); a bridge unit,
-    /// its entries before it returns [`lower::HOT`] ([`BRIDGE_ENTRIES`]).
+    /// before it exits to be compiled by Cranelift ([`Limits::tier_iterations`]); a bridge unit,
+    /// its entries before it returns [`lower::HOT`] ([`Limits::bridge_entries`]).
     _countdown: Option<Box<Cell<i64>>>,
     /// The address the disassembly starts at.
     pub base: u64,
@@ -314,7 +299,7 @@ pub enum Lowered {
 pub struct Prepared {
     /// The IR, until it goes to Cranelift.
     func: Option<cranelift_codegen::ir::Function>,
-    /// Whether with Cranelift's optimizations ([`MAX_OPTIMIZED`]).
+    /// Whether with Cranelift's optimizations ([`Limits::max_optimized`]).
     optimize: bool,
     /// Its name in the perf map.
     label: String,
@@ -444,19 +429,22 @@ pub struct Backend {
     worker: Option<background::Worker>,
     /// Whether the compiler thread could not start, or has gone.
     worker_gone: bool,
-    /// The iterations a root's loop runs in the quick backend's code ([`TIER_ITERATIONS`]).
-    tier_iterations: i64,
-    /// The entries of a bridge unit before it returns [`lower::HOT`] ([`BRIDGE_ENTRIES`]);
-    /// 0 for never.
-    bridge_entries: i64,
+    /// What it keeps to.
+    limits: Limits,
     /// `/tmp/perf-PID.map`, when `FLOWJIT_PERF_MAP` is set: where each function's code
     /// is, for `perf report`.
     perf_map: Option<std::io::BufWriter<std::fs::File>>,
 }
 
 impl Backend {
-    /// A backend for the host; `display` emits listings for that ISA instead.
-    pub fn new(display: Option<Target>) -> Result<Backend, String> {
+    /// A backend for the host, keeping to `limits`; `display` emits listings for that ISA
+    /// instead.
+    pub fn new(display: Option<Target>, limits: Limits) -> Result<Backend, String> {
+        let limits = Limits {
+            tier_iterations: limits.tier_iterations.max(1),
+            bridge_entries: limits.bridge_entries.max(0),
+            ..limits
+        };
         let host = Target::native()?;
         let isa = isa_for(host, false)?;
         let display = match display {
@@ -470,7 +458,7 @@ impl Backend {
             regs: Vec::new(),
             code_bytes: 0,
             live: Rc::new(Cell::new(0)),
-            heap: code_heap::CodeHeap::new(CODE_HEAP_BYTES, true)
+            heap: code_heap::CodeHeap::new(2 * limits.max_code_bytes, true)
                 .map_err(|e| format!("cannot reserve memory for machine code: {e}"))?,
             isa,
             host,
@@ -479,8 +467,7 @@ impl Backend {
             ctx: Context::new(),
             worker: None,
             worker_gone: false,
-            tier_iterations: TIER_ITERATIONS,
-            bridge_entries: BRIDGE_ENTRIES,
+            limits,
             perf_map: perf_map(),
         };
         let func = lower::trampoline(&*backend.isa, &mut backend.fctx);
@@ -498,21 +485,9 @@ impl Backend {
         Ok(backend)
     }
 
-    /// How many iterations a root's loop runs in the quick backend's code before it exits
-    /// to be compiled by Cranelift (at least 1).
-    pub fn set_tier_iterations(&mut self, n: i64) {
-        self.tier_iterations = n.max(1);
-    }
-
-    /// How many entries a bridge compiled on its own counts before it returns
-    /// [`lower::HOT`] (0: it does not count).
-    pub fn set_bridge_entries(&mut self, n: i64) {
-        self.bridge_entries = n.max(0);
-    }
-
-    /// How many entries a bridge compiled on its own counts ([`Backend::set_bridge_entries`]).
+    /// How many entries a bridge compiled on its own counts ([`Limits::bridge_entries`]).
     pub fn bridge_entries(&self) -> i64 {
-        self.bridge_entries
+        self.limits.bridge_entries
     }
 
     /// The name of the ISA listings are for.
@@ -563,11 +538,11 @@ impl Backend {
         let links: Box<[Cell<u64>]> = (0..an.layout.size).map(|_| Cell::new(unlinked)).collect();
         // A bridge unit counts its entries ([`lower::HOT`]); a root of the quick backend,
         // its loop's iterations.
-        let counts_entries = unit != 0 && !counting && self.bridge_entries > 0;
+        let counts_entries = unit != 0 && !counting && self.limits.bridge_entries > 0;
         let countdown = Box::new(Cell::new(if unit == 0 {
-            self.tier_iterations
+            self.limits.tier_iterations
         } else {
-            self.bridge_entries
+            self.limits.bridge_entries
         }));
         let table = Some(lower::Links {
             table: links.as_ptr() as *const u64,
@@ -651,7 +626,7 @@ impl Backend {
         let size: usize = segments.iter().map(|s| s.trace.insts.len()).sum();
         Ok(Lowered::Pending(Box::new(Prepared {
             func: Some(func),
-            optimize: !(unit != 0 || size > MAX_OPTIMIZED),
+            optimize: !(unit != 0 || size > self.limits.max_optimized),
             label,
             header,
             listing: listings.asm,
@@ -822,12 +797,12 @@ impl Backend {
         align: usize,
         label: &str,
     ) -> Result<(*const u8, CodeMemory), Unsupported> {
-        if self.live.get() >= MAX_CODE_BYTES {
-            return Err(Unsupported::CodeMemory);
+        if self.live.get() >= self.limits.max_code_bytes {
+            return Err(Unsupported::CodeMemory(self.limits.max_code_bytes));
         }
         let block = self.heap.place(bytes, align).map_err(|e| match e.kind() {
             // Full (of holes too small, or of live code).
-            std::io::ErrorKind::OutOfMemory => Unsupported::CodeMemory,
+            std::io::ErrorKind::OutOfMemory => Unsupported::CodeMemory(self.limits.max_code_bytes),
             _ => Unsupported::Protection(e.to_string()),
         })?;
         let ptr = block.ptr();
@@ -928,8 +903,8 @@ impl Backend {
         quick: bool,
         header: Option<usize>,
     ) -> Result<Defined, Unsupported> {
-        if self.live.get() >= MAX_CODE_BYTES {
-            return Err(Unsupported::CodeMemory);
+        if self.live.get() >= self.limits.max_code_bytes {
+            return Err(Unsupported::CodeMemory(self.limits.max_code_bytes));
         }
         let isa = if quick { &self.quick_isa } else { &self.isa };
         // One context for every compilation: Cranelift keeps its allocations (the register

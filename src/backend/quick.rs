@@ -11,7 +11,7 @@
 //! for the traces that need no more than a template per operation, in a few microseconds.
 //! Anything else (other arrays, loops that carry elements, calls, integers of any size,
 //! shifts, `--max-steps`, a tree's function with bridges in it) goes to Cranelift, as does a trace whose values do not fit
-//! in the registers below. A root's loop runs [`TIER_ITERATIONS`] iterations in this code,
+//! in the registers below. A root's loop runs `Limits::tier_iterations` iterations in this code,
 //! then exits so that the driver has Cranelift compile the tree: the loops that run long
 //! get the better code.
 //!
@@ -49,15 +49,6 @@ use crate::lang::Slot;
 use crate::opt::bounds::safe_divisor;
 use crate::trace::{Kind, Opnd, Ref};
 use rustc_hash::FxHashMap as HashMap;
-
-/// How many iterations a root's loop runs in the quick backend's code before it exits to
-/// be compiled by Cranelift. Cranelift takes about a millisecond for a root (some six
-/// million instructions for a loop of 32 guards), and its code saves a nanosecond or two
-/// an iteration over this one's (no counter, registers allocated
-/// across the whole loop): a loop that runs a million iterations pays for it, one that runs
-/// a few thousand never does. A tenth of that, so that a hot loop loses little before it
-/// gets the better code.
-pub const TIER_ITERATIONS: i64 = 100_000;
 
 /// The registers values live in, in the order they are taken: `rax`, `rcx`, `rdx`, `r8`,
 /// `r9`, `r10`, `rsi` (the context the trampoline passes, which no code reads:
@@ -295,7 +286,7 @@ fn supported(segment: &Segment, an: &TreeAnalysis) -> bool {
 /// Cranelift compiles it). `table` is the unit's link table; the code checks the kind of
 /// each input not in `sure` on entry. A root's loop counts its iterations down in the
 /// `i64` at `counter`, and exits at its `loop` when the count reaches 0 (the driver then
-/// has Cranelift compile the tree, [`TIER_ITERATIONS`]).
+/// has Cranelift compile the tree, `Limits::tier_iterations`).
 pub(super) fn emit(
     segment: &Segment,
     an: &TreeAnalysis,

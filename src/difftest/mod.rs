@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 use flowjit_runtime::Value;
 use proptest::prelude::*;
 
-use crate::backend::{self, Backend};
+use crate::backend::Backend;
 use crate::interp::{self, ErrorKind, Monitor};
 use crate::jit::{Config, Jit, Policy};
 use crate::lang::{self, bytecode, BlockId, Program, Slot, Syntax};
@@ -79,7 +79,7 @@ pub use regs::{bytecodes, GenBytecode, Inner, Instr, Piece};
 pub const STEP_LIMIT: u64 = 200_000;
 
 /// `--tier-iterations` at the lowest thresholds without a step limit: loops move from the
-/// quick backend's code to Cranelift's (`backend::TIER_ITERATIONS`) within the short runs
+/// quick backend's code to Cranelift's (`Policy::DEFAULT.tier_iterations`) within the short runs
 /// of generated programs.
 pub const TIER_ITERATIONS: i64 = 3;
 
@@ -253,7 +253,9 @@ impl Subject<'_> {
 }
 
 fn run_pe(s: &Subject, compile: bool) -> String {
-    let mut backend = compile.then(|| Backend::new(None).expect("the host emits machine code"));
+    let mut backend = compile.then(|| {
+        Backend::new(None, Policy::DEFAULT.backend_limits()).expect("the host emits machine code")
+    });
     let how = Execution {
         backend: backend.as_mut(),
         // The residual program does fewer operations than the original: twice the limit is
@@ -316,13 +318,13 @@ fn configured(
     let tier = if threshold == 0 && !limited {
         TIER_ITERATIONS
     } else {
-        backend::TIER_ITERATIONS
+        Policy::DEFAULT.tier_iterations
     };
     // Bridges move into their tree's function there too.
     let entries = if tier == TIER_ITERATIONS {
         BRIDGE_ENTRIES
     } else {
-        backend::BRIDGE_ENTRIES
+        Policy::DEFAULT.bridge_entries
     };
     let config = Config {
         native,
@@ -360,7 +362,7 @@ fn configured(
         } else {
             format!(" --threshold {threshold} --bridge-threshold {bridge_threshold}")
         },
-        if tier == backend::TIER_ITERATIONS {
+        if tier == Policy::DEFAULT.tier_iterations {
             String::new()
         } else {
             format!(" --tier-iterations {tier} --bridge-entries {entries}")

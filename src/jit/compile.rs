@@ -36,12 +36,8 @@ impl Jit<'_> {
     /// error is kept in `--stats`.
     pub(super) fn make_backend(&mut self) {
         if self.config.native && self.backend.is_none() {
-            match Backend::new(self.config.target) {
-                Ok(mut b) => {
-                    b.set_tier_iterations(self.config.policy.tier_iterations);
-                    b.set_bridge_entries(self.config.policy.bridge_entries);
-                    self.backend = Some(b);
-                }
+            match Backend::new(self.config.target, self.config.policy.backend_limits()) {
+                Ok(b) => self.backend = Some(b),
                 Err(why) => {
                     self.limit_reached(format!("no machine code: {why}"));
                     self.config.native = false;

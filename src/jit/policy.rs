@@ -80,14 +80,34 @@ pub struct Policy {
     /// function again.
     pub max_absorbed: usize,
     /// Entries of a bridge compiled on its own before it moves into its tree's function
-    /// (`--bridge-entries`): there its guard branches to it instead of exiting and entering
-    /// it through a link, but moving it compiles the function again
-    /// ([`crate::backend::BRIDGE_ENTRIES`] says why this many).
+    /// (`--bridge-entries`; 0: never): there its guard branches to it instead of exiting,
+    /// writing the mirror and entering it through a link (the exit, the epilogue, the
+    /// prologue and the input loads: some 25 instructions), but moving it compiles the
+    /// function again, some millions of instructions on the compiler thread. This many
+    /// entries pay for that many times over, and the bridges of mandel.b that run most
+    /// move in early.
     pub bridge_entries: i64,
     /// Iterations a loop runs in the quick backend's code before Cranelift compiles its
-    /// tree (`--tier-iterations`): Cranelift's better code pays for its compilation only in
-    /// a loop that runs long ([`crate::backend::TIER_ITERATIONS`] says why this many).
+    /// tree (`--tier-iterations`, at least 1). Cranelift takes about a millisecond for a
+    /// root (some six million instructions for a loop of 32 guards), and its code saves a
+    /// nanosecond or two an iteration over the quick backend's (no counter, registers
+    /// allocated across the whole loop): a loop that runs a million iterations pays for it,
+    /// one that runs a few thousand never does. A tenth of that, so that a hot loop loses
+    /// little before it gets the better code.
     pub tier_iterations: i64,
+    /// The most trace instructions a function compiled with Cranelift's optimizations may
+    /// hold; a larger tree is compiled without (as bridges compiled on their own are).
+    /// Cranelift's e-graph computes a pure value where it is used, not where the trace
+    /// defined it, and an exit is such a use: a value only exits read is computed again in
+    /// every exit that reads it, with whatever it depends on. In a long trace that is
+    /// quadratic in code size and compile time (a loop of 1,844 instructions and 408 guards
+    /// whose variables formed such a chain); without the e-graph each value is computed
+    /// where it is defined. Loops this long are rare and run few iterations of their own.
+    pub max_optimized: usize,
+    /// The most machine code alive at once, in bytes (code that nothing reaches any more is
+    /// freed, and does not count); past it, nothing more is compiled. The code heap
+    /// reserves twice as many addresses, for the holes between blocks of different sizes.
+    pub max_code_bytes: usize,
     /// Entries a tree's machine code refuses (its inputs not of the kinds it was compiled
     /// for, such as an integer that left 64 bits) before its loop is left to the
     /// interpreter.
@@ -108,6 +128,16 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// What of it the backend keeps to.
+    pub const fn backend_limits(&self) -> crate::backend::Limits {
+        crate::backend::Limits {
+            tier_iterations: self.tier_iterations,
+            bridge_entries: self.bridge_entries,
+            max_optimized: self.max_optimized,
+            max_code_bytes: self.max_code_bytes,
+        }
+    }
+
     /// The values a run uses unless told otherwise.
     pub const DEFAULT: Policy = Policy {
         threshold: 50,
@@ -125,8 +155,10 @@ impl Policy {
         max_tree_bridges: 2,
         max_tree_ways: 4,
         max_absorbed: 8,
-        bridge_entries: crate::backend::BRIDGE_ENTRIES,
-        tier_iterations: crate::backend::TIER_ITERATIONS,
+        bridge_entries: 50_000,
+        tier_iterations: 100_000,
+        max_optimized: 1000,
+        max_code_bytes: 64 << 20,
         max_refusals: 16,
         interp_ns_per_op: 4,
         compile_ns: 250_000,

@@ -174,7 +174,8 @@ power_done:
             &mut io,
         );
         assert_eq!(interpreted, Ok(Ok(Value::Int(243))));
-        let mut backend = Backend::new(None).expect("the host emits machine code");
+        let mut backend = Backend::new(None, crate::jit::Policy::DEFAULT.backend_limits())
+            .expect("the host emits machine code");
         let mut told = false;
         let runnable = residual(&program, ENTRY, &statics, true)
             .expect("specializes")
