@@ -12,6 +12,7 @@
 //! A trace the backend cannot lower is not an error: `--stats` says why, and the driver
 //! leaves the loop to the interpreter (a bridge to the trace interpreter).
 
+pub mod analysis;
 mod background;
 pub mod cfg;
 mod code_heap;
