@@ -186,7 +186,7 @@ fn optimized(case: &Case) -> Result<(Trace, TextNames), String> {
     let Some(passes) = &case.passes else {
         return Ok((trace, names));
     };
-    let passes: Vec<&str> = if passes == &["all"] {
+    let passes: Vec<opt::Pass> = if passes == &["all"] {
         opt::PIPELINE.to_vec()
     } else {
         opt::check_passes(passes)?

@@ -66,7 +66,7 @@ fn outcome(case: &Case) -> Result<String, String> {
         Some((last, rest)) if last == "repr" => (rest, true),
         _ => (&case.passes[..], false),
     };
-    let passes: Vec<&str> = if passes == ["all"] {
+    let passes: Vec<opt::Pass> = if passes == ["all"] {
         opt::PIPELINE.to_vec()
     } else {
         opt::check_passes(passes)?
@@ -208,9 +208,9 @@ fn the_promotion_loop_body_is_a_subtraction_a_comparison_and_a_guard() {
 }
 
 /// The header state of a peeled trace, from its text, with the names it declares.
-fn loop_state(peeled: &str) -> (TextNames, opt::state::LoopState) {
+fn loop_state(peeled: &str) -> (TextNames, opt::header::LoopState) {
     let (trace, names) = parse_ssa(peeled).unwrap_or_else(|e| panic!("{e}"));
-    let state = opt::state::LoopState::of(&trace).expect("a peeled trace has a header state");
+    let state = opt::header::LoopState::of(&trace).expect("a peeled trace has a header state");
     (names, state)
 }
 
@@ -228,7 +228,7 @@ const MERGED: &str = "[x:int, c:int, i:int]
 
 #[test]
 fn loop_state_names_merged_params_and_assumed_constants() {
-    use flowjit::opt::state::Assumed;
+    use flowjit::opt::header::Assumed;
     use flowjit_runtime::Value;
     let (names, state) = loop_state(MERGED);
     let slot = |name: &str| {
@@ -247,7 +247,7 @@ fn loop_state_names_merged_params_and_assumed_constants() {
 
 #[test]
 fn a_jump_enters_the_header_only_with_the_state_the_loop_assumes() {
-    use flowjit::opt::state::Arrival;
+    use flowjit::opt::header::Arrival;
     use flowjit::trace::Ref;
     use flowjit_runtime::Value;
     let (names, state) = loop_state(MERGED);

@@ -344,7 +344,7 @@ fn after_every_exit_from_machine_code_every_live_variable_holds_what_the_interpr
     exits_match_the_interpreter(flowjit::opt::PIPELINE, true);
 }
 
-fn exits_match_the_interpreter(passes: &[&str], native: bool) {
+fn exits_match_the_interpreter(passes: &[flowjit::opt::Pass], native: bool) {
     let mut native_exits = 0;
     let mut exits_checked = 0;
     for case in common::cases() {

@@ -14,8 +14,8 @@ use super::{ops, Tuning, Unsupported};
 use crate::lang::Slot;
 use crate::opt::bounds::{safe_divisor, MachineBounds};
 use crate::opt::checks::{self, CheckPlan};
+use crate::opt::header::LoopState;
 use crate::opt::repr::{self, Reprs, Source};
-use crate::opt::state::LoopState;
 use crate::trace::tree::{is_virtual, Segment, TreeInst};
 use crate::trace::{Inst, Kind, Opnd, Ref, Trace};
 

@@ -60,9 +60,9 @@ use super::helpers::{self, CallSite};
 use super::ops;
 use crate::lang::Slot;
 use crate::opt::checks;
+use crate::opt::header::Arrival;
 use crate::opt::interval::Range;
 use crate::opt::repr::Source;
-use crate::opt::state::Arrival;
 use crate::trace::tree::is_virtual;
 use crate::trace::{call_pure_parts, Kind, Opnd, Ref};
 

@@ -191,11 +191,15 @@ fn bounded(v: &Value) -> String {
 /// within the limit in the interpreter, so it stops without one. (The quick backend,
 /// `backend::quick`, emits code only where nothing is counted, and the trees and bridges of
 /// threshold 1 are not those of threshold 0.)
-fn configurations(turn: usize) -> Vec<(bool, u64, u64, Vec<&'static str>, bool)> {
+fn configurations(turn: usize) -> Vec<(bool, u64, u64, Vec<opt::Pass>, bool)> {
     let all = opt::PIPELINE.to_vec();
     let without =
-        |off: &str| -> Vec<&'static str> { all.iter().copied().filter(|p| *p != off).collect() };
-    let native: Vec<&str> = all.iter().copied().filter(|p| *p != "peel").collect();
+        |off: opt::Pass| -> Vec<opt::Pass> { all.iter().copied().filter(|p| *p != off).collect() };
+    let native: Vec<opt::Pass> = all
+        .iter()
+        .copied()
+        .filter(|p| *p != opt::Pass::Peel)
+        .collect();
     let mut configs = vec![
         (true, 0, 0, all.clone(), true),
         (true, 1, 1, all.clone(), true),
@@ -205,7 +209,7 @@ fn configurations(turn: usize) -> Vec<(bool, u64, u64, Vec<&'static str>, bool)>
         (false, 1, 1, Vec::new(), true),
     ];
     for off in opt::PIPELINE {
-        configs.push((false, 0, 1, without(off), true));
+        configs.push((false, 0, 1, without(*off), true));
     }
     configs.push((true, 0, 0, all.clone(), false));
     configs.push((true, 1, 1, all.clone(), false));
@@ -305,7 +309,7 @@ fn configured(
     native: bool,
     threshold: u64,
     bridge_threshold: u64,
-    passes: Vec<&'static str>,
+    passes: Vec<opt::Pass>,
     limited: bool,
 ) -> (Config, String) {
     // The defaults are the command line's: a counted loop hot too near its end is left
@@ -367,7 +371,11 @@ fn configured(
         } else {
             format!(" --tier-iterations {tier} --bridge-entries {entries}")
         },
-        passes.join(","),
+        passes
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(","),
         if limited {
             format!(" --max-steps {STEP_LIMIT}")
         } else {

@@ -201,8 +201,8 @@ impl Jit<'_> {
         // bridge starts.
         trace.known =
             crate::opt::bounds::known_at_guard(self.trees[t].segment(from.segment), from.inst);
-        let passes: Vec<&str> = (self.config.passes.iter().copied())
-            .filter(|p| *p != "peel")
+        let passes: Vec<crate::opt::Pass> = (self.config.passes.iter().copied())
+            .filter(|p| *p != crate::opt::Pass::Peel)
             .collect();
         let start = Instant::now();
         let optimized = self.optimize(&trace, &passes);

@@ -87,7 +87,7 @@ pub struct Config {
     /// What to print to standard error.
     pub dumps: Dumps,
     /// The optimizer passes to run, by name, in pipeline order.
-    pub passes: Vec<&'static str>,
+    pub passes: Vec<opt::Pass>,
     /// Whether traces become machine code (`--mode jit`) or run on the trace interpreter.
     pub native: bool,
     /// The ISA of the `ir` and `asm` listings, when not the host's.

@@ -158,7 +158,7 @@ impl Jit<'_> {
     /// (`trace::record`'s `fold`): when the optimizer's `fold` pass runs, which would fold
     /// them anyway; `--no-opt` records everything.
     pub(super) fn folds_while_recording(&self) -> bool {
-        self.config.passes.contains(&"fold")
+        self.config.passes.contains(&opt::Pass::Fold)
     }
 
     /// Optimizes a recorded loop: its root trace, and the rejection that made its body
@@ -182,7 +182,7 @@ impl Jit<'_> {
             rejected,
             opt::Rejected::GuardOnConstant { .. } | opt::Rejected::Contradiction { .. }
         );
-        if !alternates || !passes.contains(&"peel") {
+        if !alternates || !passes.contains(&opt::Pass::Peel) {
             return Err(rejected);
         }
         let counted = self.config.max_steps.is_some();
@@ -194,7 +194,7 @@ impl Jit<'_> {
     pub(super) fn optimize(
         &self,
         trace: &trace::Trace,
-        passes: &[&str],
+        passes: &[opt::Pass],
     ) -> Result<trace::Trace, opt::Rejected> {
         let t = if self.config.max_steps.is_some() {
             opt::optimize_counted(trace, passes)?
@@ -209,12 +209,12 @@ impl Jit<'_> {
     fn finish_optimizing(
         &self,
         t: trace::Trace,
-        passes: &[&str],
+        passes: &[opt::Pass],
     ) -> Result<trace::Trace, opt::Rejected> {
         // What only dead variables of the snapshots used goes too.
         let program = self.program;
         let t = opt::prune_dead_entries(t, &|pos| program.live_at(pos.block, pos.inst));
-        if passes.contains(&"dce") {
+        if passes.contains(&opt::Pass::Dce) {
             opt::dce::run(t)
         } else {
             Ok(t)

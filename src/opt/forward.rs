@@ -34,7 +34,7 @@ use flowjit_runtime::Value;
 
 use super::interval::{Facts, Range};
 use super::rewrite::Rewriter;
-use super::{bounds, cse, fold, guards, heap, Rejected};
+use super::{bounds, cse, fold, guards, heap, Pass, Rejected};
 use crate::trace::{Kind, Opnd, Ref, Trace};
 
 /// What every stage sees and learns into: the trace emitted so far, with what is known of
@@ -95,17 +95,17 @@ pub trait Stage {
 /// Makes a stage, fresh for one walk.
 type MakeStage = fn() -> Box<dyn Stage>;
 
-/// The stages, in the order they see an instruction, with the name that switches each on.
-const STAGES: &[(&str, MakeStage)] = &[
-    ("fold", || Box::new(fold::Fold)),
-    ("cse", || Box::<cse::Cse>::default()),
-    ("heap", || Box::<heap::Heap>::default()),
-    ("guards", || Box::<guards::Guards>::default()),
-    ("bounds", || Box::new(bounds::Bounds)),
+/// The stages, in the order they see an instruction, with the pass that switches each on.
+const STAGES: &[(Pass, MakeStage)] = &[
+    (Pass::Fold, || Box::new(fold::Fold)),
+    (Pass::Cse, || Box::<cse::Cse>::default()),
+    (Pass::Heap, || Box::<heap::Heap>::default()),
+    (Pass::Guards, || Box::<guards::Guards>::default()),
+    (Pass::Bounds, || Box::new(bounds::Bounds)),
 ];
 
 /// Runs the forward optimizer over `trace` with the stages named in `enabled`.
-pub fn run(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
+pub fn run(trace: &Trace, enabled: &[Pass], counted: bool) -> Result<Trace, Rejected> {
     walk(trace, enabled, counted).map(|(t, _)| t)
 }
 
@@ -113,7 +113,7 @@ pub fn run(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Reje
 /// [`heap::Carry`]).
 pub fn run_carrying(
     trace: &Trace,
-    enabled: &[&str],
+    enabled: &[Pass],
     counted: bool,
 ) -> Result<(Trace, Vec<heap::Carry>), Rejected> {
     walk(trace, enabled, counted)
@@ -121,7 +121,7 @@ pub fn run_carrying(
 
 fn walk(
     trace: &Trace,
-    enabled: &[&str],
+    enabled: &[Pass],
     counted: bool,
 ) -> Result<(Trace, Vec<heap::Carry>), Rejected> {
     let mut stages: Vec<Box<dyn Stage>> = STAGES
@@ -135,7 +135,7 @@ fn walk(
     let mut opt = Optimizer {
         out: Rewriter::new(trace),
         intervals: Facts::default(),
-        masked: if enabled.contains(&"fold") {
+        masked: if enabled.contains(&Pass::Fold) {
             fold::masked_only(trace)
         } else {
             HashMap::default()
@@ -196,7 +196,7 @@ mod tests {
              loop  @l:0 #3 []",
         )
         .expect("a valid trace");
-        let r = run(&trace, &["guards"], false).map(|_| ());
+        let r = run(&trace, &[Pass::Guards], false).map(|_| ());
         let guard = Kind::GuardFalse;
         assert_eq!(r, Err(Rejected::Contradiction { guard }));
         assert_eq!(

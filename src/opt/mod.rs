@@ -31,6 +31,7 @@ pub mod dce;
 pub mod fold;
 pub mod forward;
 pub mod guards;
+pub mod header;
 pub mod heap;
 pub mod interval;
 pub mod peel;
@@ -38,7 +39,6 @@ pub mod program;
 pub mod repr;
 pub mod rewrite;
 pub mod sink;
-pub mod state;
 pub mod virtuals;
 
 use std::fmt;
@@ -110,32 +110,89 @@ impl fmt::Display for Rejected {
 
 impl std::error::Error for Rejected {}
 
+/// An optimizer pass, as `--passes` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pass {
+    /// Constant folding and algebraic rules (`fold`), a stage of the forward optimizer.
+    Fold,
+    /// Common subexpressions (`cse`), a stage.
+    Cse,
+    /// Heap forwarding: loads and stores of array elements (`heap`), a stage.
+    Heap,
+    /// Guards implied by earlier ones (`guards`), a stage.
+    Guards,
+    /// Intervals: overflow checks and guards they decide (`bounds`), a stage.
+    Bounds,
+    /// Loop peeling (`peel`).
+    Peel,
+    /// Allocation removal (`virtuals`).
+    Virtuals,
+    /// Stores sunk out of the loop (`sink`).
+    Sink,
+    /// Dead code (`dce`).
+    Dce,
+}
+
+impl Pass {
+    /// Its name on the command line and in the optimizer's file tests.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Pass::Fold => "fold",
+            Pass::Cse => "cse",
+            Pass::Heap => "heap",
+            Pass::Guards => "guards",
+            Pass::Bounds => "bounds",
+            Pass::Peel => "peel",
+            Pass::Virtuals => "virtuals",
+            Pass::Sink => "sink",
+            Pass::Dce => "dce",
+        }
+    }
+}
+
+impl fmt::Display for Pass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The passes, in pipeline order: the stages of the forward optimizer, then `peel`,
 /// `virtuals`, `sink` and `dce`.
-pub const PIPELINE: &[&str] = &[
-    "fold", "cse", "heap", "guards", "bounds", "peel", "virtuals", "sink", "dce",
+pub const PIPELINE: &[Pass] = &[
+    Pass::Fold,
+    Pass::Cse,
+    Pass::Heap,
+    Pass::Guards,
+    Pass::Bounds,
+    Pass::Peel,
+    Pass::Virtuals,
+    Pass::Sink,
+    Pass::Dce,
 ];
 
-/// Checks a list of pass names; the error names the unknown one.
-pub fn check_passes(names: &[String]) -> Result<Vec<&'static str>, String> {
+/// The passes named `names`; the error names the unknown one.
+pub fn check_passes(names: &[String]) -> Result<Vec<Pass>, String> {
     names
         .iter()
         .map(|n| {
             PIPELINE
                 .iter()
-                .find(|p| *p == n)
+                .find(|p| p.name() == n)
                 .copied()
-                .ok_or_else(|| format!("unknown pass `{n}` (passes: {})", PIPELINE.join(", ")))
+                .ok_or_else(|| {
+                    let all: Vec<&str> = PIPELINE.iter().map(|p| p.name()).collect();
+                    format!("unknown pass `{n}` (passes: {})", all.join(", "))
+                })
         })
         .collect()
 }
 
-fn local(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
+fn local(trace: &Trace, enabled: &[Pass], counted: bool) -> Result<Trace, Rejected> {
     local_carrying(trace, enabled, counted).map(|(t, _)| t)
 }
 
 /// [`local`], with the loads of the peeled loop that could carry their element instead.
-fn local_carrying(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Walked, Rejected> {
+fn local_carrying(trace: &Trace, enabled: &[Pass], counted: bool) -> Result<Walked, Rejected> {
     let walked = forward::run_carrying(trace, enabled, counted)?;
     debug_assert_eq!(verify(&walked.0), Ok(()), "after the forward optimizer");
     Ok(walked)
@@ -153,7 +210,7 @@ const CARRY_ROUNDS: usize = 3;
 /// run again.
 fn carry_elements(
     (mut t, mut carries): Walked,
-    enabled: &[&str],
+    enabled: &[Pass],
     counted: bool,
 ) -> Result<Trace, Rejected> {
     for _ in 0..CARRY_ROUNDS {
@@ -192,7 +249,7 @@ pub fn prune_dead_entries<'a>(
 }
 
 /// Runs the enabled passes, in pipeline order, over `trace`.
-pub fn optimize(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
+pub fn optimize(trace: &Trace, enabled: &[Pass]) -> Result<Trace, Rejected> {
     optimize_for(trace, enabled, false, false)
 }
 
@@ -200,7 +257,7 @@ pub fn optimize(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
 /// are neither folded nor merged, because the operations a call takes may differ from one
 /// call to the next with the same arguments (a function that memoizes takes fewer once it
 /// has the answer), and only a call that is made can count them.
-pub fn optimize_counted(trace: &Trace, enabled: &[&str]) -> Result<Trace, Rejected> {
+pub fn optimize_counted(trace: &Trace, enabled: &[Pass]) -> Result<Trace, Rejected> {
     optimize_for(trace, enabled, true, false)
 }
 
@@ -212,13 +269,13 @@ pub fn optimize_counted(trace: &Trace, enabled: &[&str]) -> Result<Trace, Reject
 /// carried, and only a `param` that `loop` gives back unchanged is dropped (see
 /// [`peel::drop_fixed_params`]). Its guards then hold as often as they did in the recording,
 /// and the other way becomes a bridge.
-pub fn optimize_generic(trace: &Trace, enabled: &[&str], counted: bool) -> Result<Trace, Rejected> {
+pub fn optimize_generic(trace: &Trace, enabled: &[Pass], counted: bool) -> Result<Trace, Rejected> {
     optimize_for(trace, enabled, counted, true)
 }
 
 fn optimize_for(
     trace: &Trace,
-    enabled: &[&str],
+    enabled: &[Pass],
     counted: bool,
     generic: bool,
 ) -> Result<Trace, Rejected> {
@@ -228,7 +285,7 @@ fn optimize_for(
         peel::Fixed::UnchangedOrConstant
     };
     let mut t = local(trace, enabled, counted)?;
-    if enabled.contains(&"peel") {
+    if enabled.contains(&Pass::Peel) {
         // What the last walk found to carry is that of the trace peeling returns: it
         // returns the last walk's trace.
         let found = std::cell::RefCell::new(Vec::new());
@@ -238,11 +295,11 @@ fn optimize_for(
             Ok(t)
         })?;
         debug_assert_eq!(verify(&t), Ok(()), "after peel");
-        if enabled.contains(&"heap") && t.loop_start().is_some() && !generic {
+        if enabled.contains(&Pass::Heap) && t.loop_start().is_some() && !generic {
             t = carry_elements((t, found.into_inner()), enabled, counted)?;
         }
     }
-    if enabled.contains(&"virtuals") {
+    if enabled.contains(&Pass::Virtuals) {
         if let Some(v) = virtuals::run(&t) {
             debug_assert_eq!(verify(&v), Ok(()), "after virtuals");
             // What the arrays held is now known where it was read: fold it. An element
@@ -253,7 +310,7 @@ fn optimize_for(
             }
         }
     }
-    if enabled.contains(&"sink") && sink::applies(&t) {
+    if enabled.contains(&Pass::Sink) && sink::applies(&t) {
         t = sink::run(&t);
         debug_assert_eq!(verify(&t), Ok(()), "after sink");
         if t.loop_start().is_some() {
@@ -264,7 +321,7 @@ fn optimize_for(
             }
         }
     }
-    if enabled.contains(&"dce") {
+    if enabled.contains(&Pass::Dce) {
         t = dce::run(t)?;
         debug_assert_eq!(verify(&t), Ok(()), "after dce");
     }

@@ -24,7 +24,7 @@
 //! one `param` per element (none for an element that is the same constant at both ends, as
 //! a box's tag) and a `virtual` whose elements they are. Each iteration's array is then never
 //! allocated either. A loop whose header holds such a variable is entered only through its
-//! preamble (`opt::state::LoopState`).
+//! preamble (`opt::header::LoopState`).
 //!
 //! ```text
 //! v3:array = array 2, 0                      v3:array = virtual 2, 0

@@ -519,7 +519,7 @@ pub struct Trace {
     /// (`opt::heap::carry`, `opt::sink`): its body assumes at its header that each such
     /// element holds a value it has, which may be a `param_item`, another `param` whose
     /// value it always shares, or a constant once the optimizer finds it fixed. Only the
-    /// preamble establishes that, so no other jump enters the header (`opt::state`).
+    /// preamble establishes that, so no other jump enters the header (`opt::header`).
     pub carries_elements: bool,
     /// Whether the peeled loop's body found an array element where the preamble left it
     /// (`opt::heap`: a load of the loop became the preamble's value, or a store of the
