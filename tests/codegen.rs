@@ -68,6 +68,8 @@
 //! listing. `FLOWJIT_CODEGEN_SHOW=1` prints every listing (with `-- --nocapture`), to write
 //! a new case's patterns from: assert what the case is about, not every register.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -237,14 +239,7 @@ fn listing_of(
         (target != host).then_some(target),
         flowjit::jit::Policy::DEFAULT.backend_limits(),
     )?;
-    let segment = Segment {
-        trace,
-        parent: None,
-        value: None,
-        returns: false,
-        cost: 0,
-        separate: false,
-    };
+    let segment = Segment::root(trace);
     let listings = Listings {
         ir: section.ir,
         asm: !section.ir,
@@ -401,12 +396,7 @@ fn matches(patterns: &[String], lines: &[String], bound: &mut Bindings, left: &m
 #[test]
 fn code_generator_cases() {
     let show = std::env::var_os("FLOWJIT_CODEGEN_SHOW").is_some();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(cases_dir())
-        .expect("tests/codegen exists")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "trace"))
-        .collect();
-    paths.sort();
+    let paths = common::trace_files(&cases_dir());
     assert!(!paths.is_empty(), "no cases");
     let (mut failures, mut checked) = (Vec::new(), 0);
     for path in &paths {

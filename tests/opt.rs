@@ -93,19 +93,14 @@ fn outcome(case: &Case) -> Result<String, String> {
 
 /// Runs every case under `tests/opt/`: an input trace, the passes (`passes: fold cse`, or
 /// `passes: all` for the whole pipeline; `repr` after them prints how machine code holds
-/// each value, the variables of a `wide:` line read as integers of any size), `=>`, and the optimized trace expected (or
-/// `trace rejected: why`), in the SSA form `--dump opt` prints, in the manner of Cranelift's
+/// each value, the variables of a `wide:` line read as integers of any size), `=>`, and the
+/// optimized trace expected (or `trace rejected: why`), in the SSA form `--dump opt` prints, in the manner of Cranelift's
 /// filetests and PyPy's optimizeopt tests. With `FLOWJIT_BLESS=1`, each expected result
 /// is rewritten with what the optimizer gives now (review the diff before committing it).
 #[test]
 fn optimizer_cases() {
     let bless = std::env::var_os("FLOWJIT_BLESS").is_some();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(cases_dir())
-        .expect("tests/opt exists")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "trace"))
-        .collect();
-    paths.sort();
+    let paths = common::trace_files(&cases_dir());
     assert!(paths.len() >= 20, "only {} cases", paths.len());
     let mut failures = Vec::new();
     for path in &paths {

@@ -293,13 +293,7 @@ impl Jit<'_> {
             // its guard's values.
             let tree = &self.trees[guard.tree];
             let listing = if separate || self.config.background {
-                let alone = Segment {
-                    parent: None,
-                    value: None,
-                    returns: false,
-                    ..segment
-                };
-                self.optimized_listing(&[alone], &tree.wide, false, 0)
+                self.optimized_listing(&[segment.on_its_own()], &tree.wide, false, 0)
             } else {
                 let mut segments = tree.next_segments();
                 segments.push(segment);

@@ -460,17 +460,7 @@ impl Jit<'_> {
             return;
         };
         let tree = &self.trees[t];
-        // Alone in its function: no parent guard to read from, and its end, even at its
-        // own tree's anchor, is an exit that goes on in the tree's function. Its path to its
-        // start was counted (`--max-steps`) by the exit of its guard.
-        let segment = backend::Segment {
-            parent: None,
-            value: None,
-            returns: false,
-            separate: false,
-            cost: 0,
-            ..tree.segment_alone(seg)
-        };
+        let segment = tree.segment_alone(seg).on_its_own();
         let start = Instant::now();
         let frame_size = self.program.frame_size();
         let counting = self.config.max_steps.is_some();

@@ -58,6 +58,22 @@ impl<'a> Segment<'a> {
     }
 }
 
+impl Segment<'_> {
+    /// The segment as a bridge compiled on its own sees it: no parent guard to read from,
+    /// its end, even at its own tree's anchor, an exit (that goes on in the tree's
+    /// function), and its path to its start counted already, by the exit of its guard.
+    pub fn on_its_own(self) -> Self {
+        Segment {
+            parent: None,
+            value: None,
+            returns: false,
+            cost: 0,
+            separate: false,
+            ..self
+        }
+    }
+}
+
 /// The operand the guard bridge `seg` leaves from gives `slot`, if any: its snapshot is
 /// complete, so this is the variable's value at the bridge's start, unless unchanged since
 /// the tree was entered.

@@ -8,6 +8,17 @@ use std::process::{Command, Output};
 use flowjit::lang::{self, bytecode, BlockId, Program, Slot, Syntax};
 use flowjit_runtime::Value;
 
+/// The `.trace` files of directory `dir` (a file-test suite), sorted.
+pub fn trace_files(dir: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "trace"))
+        .collect();
+    paths.sort();
+    paths
+}
+
 /// One `test: ARGS => OUTPUT` line (see `tests/programs.rs`).
 pub struct Case {
     /// The program file.
