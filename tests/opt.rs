@@ -7,6 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use flowjit::backend::Tuning;
 use flowjit::lang::Slot;
 use flowjit::opt;
 use flowjit::trace::parse::{parse_ssa, TextNames};
@@ -80,8 +81,11 @@ fn outcome(case: &Case) -> Result<String, String> {
                     None => Err(format!("no variable `{w}` for `wide:`")),
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let reprs = opt::repr::infer(&[Segment::root(&out)], &wide, true);
-            print::ssa_held(&names, &out, &reprs.values[0])
+            let segments = [Segment::root(&out)];
+            let reprs = opt::repr::infer(&segments, &wide, true);
+            let checks = Tuning::DEFAULT.checks(&segments, &reprs, true);
+            let notes = |i: usize| checks.notes(0, &out, i);
+            print::ssa_held(&names, &out, &reprs.values[0], &notes)
         }
         Ok(out) => {
             verify(&out).map_err(|e| format!("the optimized trace is broken: {e}"))?;

@@ -13,11 +13,11 @@ use super::helpers::CallSite;
 use super::{ops, Tuning, Unsupported};
 use crate::lang::Slot;
 use crate::opt::bounds::{safe_divisor, MachineBounds};
-use crate::opt::checks::{self, CheckPlan};
+use crate::opt::checks::{CheckPlan, Checks};
 use crate::opt::header::LoopState;
 use crate::opt::repr::{self, Reprs, Source};
 use crate::trace::tree::{is_virtual, Segment, TreeInst};
-use crate::trace::{Inst, Kind, Opnd, Ref, Trace};
+use crate::trace::{Inst, Kind, Opnd, Trace};
 
 /// Where the values of a tree live in the register buffer.
 ///
@@ -125,7 +125,7 @@ pub fn exit_kinds(an: &TreeAnalysis, trace: &Trace, seg: usize, i: usize) -> Vec
 }
 
 /// What lowering needs to know of the unit `segments`, whose values are held as `reprs`
-/// says (`opt::repr::infer`), or why machine code cannot run it: the register layout, the
+/// says (`opt::repr::infer`) and checked as `checks` says (`opt::checks::of_unit`), or why machine code cannot run it: the register layout, the
 /// elidable calls, the arithmetic that cannot overflow. `frame_size` is the program's (the
 /// mirror's size). `unit` is 0 for a tree's function, whose first segment is the peeled
 /// root and which leaves out the `separate` segments; for a bridge unit (`segments` is then
@@ -133,6 +133,7 @@ pub fn exit_kinds(an: &TreeAnalysis, trace: &Trace, seg: usize, i: usize) -> Vec
 pub fn analyze(
     segments: &[Segment],
     reprs: Reprs,
+    checks: Checks,
     frame_size: usize,
     unit: usize,
     tuning: Tuning,
@@ -181,33 +182,14 @@ pub fn analyze(
         size: next,
         carry,
     };
-    let bounds: Vec<MachineBounds> = segments
-        .iter()
-        .enumerate()
-        .map(|(seg, s)| {
-            let is_int = |r: Ref| kinds[seg][r.index()] == Some(Repr::Int);
-            if s.separate {
-                MachineBounds::none(s.trace, is_int)
-            } else {
-                let induction = tuning.induction && seg == 0 && unit == 0;
-                crate::opt::bounds::machine_no_overflow(s.trace, is_int, induction)
-            }
-        })
-        .collect();
-    let checks = (segments.iter().enumerate())
-        .map(|(seg, s)| match s.separate {
-            true => CheckPlan::default(),
-            false => checks::plan(s.trace, &kinds[seg], tuning.ints, &bounds[seg]),
-        })
-        .collect();
     Ok(TreeAnalysis {
         unit,
         layout,
         kinds,
         input_kinds,
         sources,
-        bounds,
-        checks,
+        bounds: checks.overflow,
+        checks: checks.bounds,
         state: LoopState::of(root),
         sites,
         owns,

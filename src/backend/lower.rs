@@ -59,7 +59,7 @@ use super::exit::{Carried, ExitPlan, LinkPlan};
 use super::helpers::{self, CallSite};
 use super::ops;
 use crate::lang::Slot;
-use crate::opt::checks;
+use crate::opt::checks::{self, Bounds};
 use crate::opt::header::Arrival;
 use crate::opt::interval::Range;
 use crate::opt::repr::Source;
@@ -235,9 +235,6 @@ struct Lower<'a> {
     /// written without tags. Forgotten where a segment or the loop body starts, and after
     /// what may store anything else.
     ints: Vec<ClifValue>,
-    /// The (array, base) pairs whose indexes are all checked already, by one check of
-    /// the least and greatest offset at the segment's first access ([`Lower::check_index`]).
-    covered: Vec<(Ref, Ref)>,
     /// What the accesses of arrays of integers computed on the current segment's way so
     /// far, for the later ones to use again ([`Lower::field`], [`Lower::element`]): an
     /// array's length and items (fixed for its life), an index times the element size.
@@ -1225,9 +1222,7 @@ impl Lower<'_> {
     }
 
     /// What lowering segment `seg` needs to know before its first instruction: each value's
-    /// last use, the least and greatest offset each array is accessed at around each base
-    /// (a bounds check covers them all), and the accesses whose bounds checks stand for the
-    /// overflow checks of runs before them.
+    /// last use; and it forgets what the segment before computed.
     fn plan_segment(&mut self, seg: usize) {
         let trace = self.segments[seg].trace;
         self.last_use = (0..trace.insts.len()).collect();
@@ -1236,7 +1231,6 @@ impl Lower<'_> {
                 self.last_use[r.index()] = j;
             }
         }
-        self.covered.clear();
         self.known.clear();
     }
 
@@ -1727,84 +1721,54 @@ impl Lower<'_> {
         checks::index_parts(self.segments[seg].trace, &self.an.kinds[seg], r)
     }
 
-    /// Instruction `i` of segment `seg` as an access of an array of integers whose bounds
-    /// check the plan says (`opt::checks`): (array, base, offset).
-    fn access(&self, seg: usize, i: usize) -> Option<(Ref, Ref, i64)> {
-        self.an.checks[seg].access[i]
-    }
-
     /// Exits at access `i` (of the current segment) unless `index` is within the array
-    /// `a`. The first access of a segment to an array around a base checks every offset
-    /// the segment's accesses use around it, as LuaJIT widens an array bounds check to the
-    /// greatest constant offset (`lj_opt_fold.c`, `fold_abc_k`): the least and the
-    /// greatest, computed wrapping (a sum that leaves 64 bits wraps outside the array), and
-    /// the later accesses check nothing. The cells a Brainfuck loop `[->>>>+<<<<]` reads
-    /// and writes around its pointer cost one check of each end. Exiting before an access
-    /// that would not fail is correct: the interpreter goes on from there (and should a
-    /// guard between take another way, that way's bridge starts there too).
+    /// `a`, making the bounds check the plan says (`opt::checks`). The first access of a
+    /// segment to an array around a base checks every offset the segment's accesses use
+    /// around it, as LuaJIT widens an array bounds check to the greatest constant offset
+    /// (`lj_opt_fold.c`, `fold_abc_k`), and the later accesses check nothing: the cells a
+    /// Brainfuck loop `[->>>>+<<<<]` reads and writes around its pointer cost one check of
+    /// each end.
     fn check_index(&mut self, b: &mut FunctionBuilder, i: usize, a: ClifValue, index: ClifValue) {
         let seg = self.seg;
-        let access = self.access(seg, i);
-        // Where the check exits: before the run of offsets whose overflow check it stands
-        // for, if any (`opt::checks`).
-        let exit_at = self.an.checks[seg].by_access.get(&i).copied().unwrap_or(i);
-        if let Some((array, base, _)) = access {
-            if self.covered.contains(&(array, base)) {
-                return;
-            }
-        }
-        let len = self.field(b, Derived::Len, a);
-        let outside = |b: &mut FunctionBuilder, at: ClifValue| {
-            b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, len)
-        };
-        if let Some((array, base, _)) = access {
-            let (lo, hi) = self.an.checks[seg].spans[&(array, base)];
-            let x = self.vals[seg][base.index()];
-            // A loop parameter the loop's proofs hold at or above 0 and `-lo`: `x + lo`
-            // is not negative, and one comparison of `x` itself with `len - hi` (or 0)
-            // checks the whole run, failing exactly where the others would. The index
-            // `x + lo` is then not needed before the element's address, which is `x`'s
-            // anyway (`Lower::element`): a loop that moves its pointer, `[>>>>>>>>>]`,
-            // computes its new pointer where the iteration ends, in the old one's
-            // register, with no move at the back edge.
-            let floor = self.param_hull(seg, base).and_then(|r| r.lo);
-            if let (Some(floor), Some(x)) = (floor, x) {
-                if floor >= 0 && floor + i128::from(lo) >= 0 && hi >= 0 {
-                    let room = b.ins().iadd_imm_s(len, -hi);
-                    let zero = b.ins().iconst(I64, 0);
-                    let limit = b.ins().smax(room, zero);
-                    let fail = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, x, limit);
-                    self.exit_if(b, fail, exit_at);
-                    self.covered.push((array, base));
-                    return;
-                }
-            }
-            let span = hi.checked_sub(lo).filter(|&s| s > 0);
-            if let (Some(span), Some(x)) = (span, x) {
-                // One unsigned comparison: `x + lo` is below `len - span` (or 0, for an
-                // array shorter than the span) exactly when `x + lo` and `x + hi` are both
-                // within the array. A sum that wraps lands at 2^63 or past, as an unsigned
-                // number, beyond any limit. The limit depends on the array only, and is
-                // hoisted out of a loop with its length.
-                let room = b.ins().iadd_imm_s(len, -span);
-                let zero = b.ins().iconst(I64, 0);
-                let limit = b.ins().smax(room, zero);
-                let at = b.ins().iadd_imm_s(x, lo);
-                let fail = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, limit);
+        let plan = &self.an.checks[seg];
+        let exit_at = plan.exit_at(i);
+        let (base, lo, hi, at, floor) = match plan.bounds(i) {
+            Bounds::Covered => return,
+            Bounds::Index => {
+                let len = self.field(b, Derived::Len, a);
+                let fail = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
                 self.exit_if(b, fail, exit_at);
-                self.covered.push((array, base));
                 return;
             }
-        }
-        let fail = outside(b, index);
+            Bounds::Span {
+                base,
+                lo,
+                hi,
+                at,
+                floor,
+            } => (base, lo, hi, at, floor),
+        };
+        let len = self.field(b, Derived::Len, a);
+        // The base, or the index less its offset.
+        let x = match self.vals[seg][base.index()] {
+            Some(x) => x,
+            None => b.ins().iadd_imm_s(index, at.wrapping_neg()),
+        };
+        // One unsigned comparison with a limit that depends on the array only, and is
+        // hoisted out of a loop with its length. With a floor, `x` itself below `len -
+        // hi` (or 0): the index `x + at` is then not needed before the element's address,
+        // which is `x`'s anyway (`Lower::element`), and a loop that moves its pointer,
+        // `[>>>>>>>>>]`, computes its new pointer where the iteration ends, in the old
+        // one's register, with no move at the back edge. Otherwise `x + lo` below `len -
+        // (hi - lo)` (or 0, for an array shorter than the span), exactly when `x + lo` and
+        // `x + hi` are both within the array: a sum that wraps lands at 2^63 or past, as an
+        // unsigned number, beyond any limit.
+        let room = b.ins().iadd_imm_s(len, if floor { -hi } else { lo - hi });
+        let zero = b.ins().iconst(I64, 0);
+        let limit = b.ins().smax(room, zero);
+        let at = if floor { x } else { b.ins().iadd_imm_s(x, lo) };
+        let fail = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, at, limit);
         self.exit_if(b, fail, exit_at);
-        // A single offset: the later accesses use this very index.
-        if let Some((array, base, _)) = access {
-            let (lo, hi) = self.an.checks[seg].spans[&(array, base)];
-            if lo == hi {
-                self.covered.push((array, base));
-            }
-        }
     }
 
     /// A guard's branch on `fail`: to `out` where it fails (on a non-zero `fail` when
@@ -1830,21 +1794,6 @@ impl Lower<'_> {
             b.ins().icmp_imm_s(IntCC::Equal, fail, 0)
         };
         b.ins().brif(fail, out, &[], holds, &[]);
-    }
-
-    /// The interval the root loop's proofs hold `r` in, when `r` is one of its parameters
-    /// (the loop's body sees each as it came round, `an.bounds[0].hull`).
-    fn param_hull(&self, seg: usize, r: Ref) -> Option<Range> {
-        if seg != 0 {
-            return None;
-        }
-        let insts = &self.segments[0].trace.insts;
-        if !matches!(insts[r.index()].kind, Kind::Param(_)) {
-            return None;
-        }
-        let start = self.segments[0].trace.loop_start()?;
-        let k = r.index().checked_sub(start + 1)?;
-        self.an.bounds[0].hull.get(k).copied()
     }
 
     /// The address of the payload of the element at `index` (the value of operand `o` of
@@ -2018,7 +1967,7 @@ impl Lower<'_> {
         }
         let args: Vec<(ClifValue, Repr)> = inst.args.iter().map(|a| self.opnd(b, seg, a)).collect();
         let widen = self.an.bounds[seg].widen[i];
-        let by_access = self.an.checks[seg].by_access.values().any(|&k| k == i);
+        let by_access = self.an.checks[seg].standing_for(i).is_some();
         if let Some((lo, hi)) = widen.filter(|_| !by_access) {
             // One check for the whole run of offsets of the same value (`MachineBounds`).
             let x = match inst.args.as_slice() {
@@ -2215,7 +2164,6 @@ pub fn lower(
         seg: 0,
         built: HashMap::default(),
         ints: Vec::new(),
-        covered: Vec::new(),
         known: Vec::new(),
         boxes: RefCell::new(helpers::Boxes::default()),
         own_boxes: HashMap::default(),

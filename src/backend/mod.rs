@@ -56,6 +56,7 @@ pub use background::{Done, Gone, Machine};
 use flowjit_runtime::abi;
 
 use crate::lang::Slot;
+use crate::opt::checks::Checks;
 use crate::opt::repr::Reprs;
 use crate::resume;
 use crate::state::{Frame, Position, State, Steps};
@@ -329,6 +330,8 @@ pub struct Unit<'a> {
     pub segments: &'a [Segment<'a>],
     /// How the unit holds its values (`opt::repr::infer` of `segments`).
     pub reprs: Reprs,
+    /// What its code checks (`opt::checks::of_unit` of `segments` and `reprs`).
+    pub checks: Checks,
     /// The tree's number in the run, and 0 for its function or the segment number of the
     /// bridge compiled on its own.
     pub at: (usize, usize),
@@ -351,14 +354,17 @@ impl<'a> Unit<'a> {
     /// variables, holding `wide` as integers of any size where it reads them, everything
     /// tuned on, without counting steps.
     pub fn tree(segments: &'a [Segment<'a>], wide: &[Slot], frame_size: usize) -> Unit<'a> {
+        let reprs = crate::opt::repr::infer(segments, wide, true);
+        let tuning = Tuning::DEFAULT;
         Unit {
-            reprs: crate::opt::repr::infer(segments, wide, true),
+            checks: tuning.checks(segments, &reprs, true),
+            reprs,
             segments,
             at: (0, 0),
             frame_size,
             counting: false,
             assumed: &[],
-            tuning: Tuning::DEFAULT,
+            tuning,
         }
     }
 }
@@ -388,6 +394,14 @@ impl Tuning {
         induction: true,
         quick: true,
     };
+
+    /// What the code of the unit `segments`, its values held as `reprs` says, checks with
+    /// these choices (`opt::checks::of_unit`). `root`: whether the unit is a tree's
+    /// function (not a bridge compiled on its own), whose root loop may assume an induction.
+    pub fn checks(self, segments: &[Segment], reprs: &Reprs, root: bool) -> Checks {
+        let induction = self.induction && root;
+        crate::opt::checks::of_unit(segments, &reprs.values, self.ints, induction)
+    }
 }
 
 /// What to produce besides the machine code.
@@ -518,13 +532,14 @@ impl Backend {
         let Unit {
             segments,
             reprs,
+            checks,
             at: (tree, unit),
             frame_size,
             counting,
             assumed,
             tuning,
         } = unit;
-        let an = lower::analyze(segments, reprs, frame_size, unit, tuning)?;
+        let an = lower::analyze(segments, reprs, checks, frame_size, unit, tuning)?;
         // A tree's function is entered by the runtime, which checks the frame first
         // (`Compiled::accepts`), or by a linked exit, which the driver links only where the
         // kinds the exit leaves are the inputs' (`Compiled::admits`): it checks none.

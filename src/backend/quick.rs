@@ -47,6 +47,7 @@ use super::exit::{exit_code, mirror_tag, ExitPlan, HOT, REFUSED};
 use super::lower::{Origin, Segment, TreeAnalysis};
 use crate::lang::Slot;
 use crate::opt::bounds::safe_divisor;
+use crate::opt::checks::Bounds;
 use crate::trace::{Kind, Opnd, Ref};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -330,8 +331,7 @@ pub(super) fn emit(
     // The accesses whose bounds checks stand for the overflow checks of runs before them
     // (`opt::checks`): what the run's snapshot holds lives to the access, whose check exits
     // with it.
-    let by_access = &an.checks[0].by_access;
-    for (&j, &i) in by_access {
+    for (&j, &i) in &an.checks[0].by_access {
         let snap = trace.snap_of(&trace.insts[i])?;
         for r in snap.exit_values().filter_map(Opnd::as_ref) {
             last_use[r.index()] = last_use[r.index()].max(j);
@@ -339,16 +339,7 @@ pub(super) fn emit(
     }
     // Once to learn which callee-saved registers the code uses, again to save them: the
     // allocation is the same both times.
-    let args = (
-        an,
-        trace,
-        tree,
-        table,
-        sure,
-        counter,
-        &last_use[..],
-        by_access,
-    );
+    let args = (an, trace, tree, table, sure, counter, &last_use[..]);
     let (emitted, used) = assemble(args, &[])?;
     if used.is_empty() {
         return Some(emitted);
@@ -371,8 +362,8 @@ fn may_exit(an: &TreeAnalysis, trace: &crate::trace::Trace, i: usize) -> bool {
 }
 
 /// What [`assemble`] works from: the analysis, the trace, the tree's number, the link
-/// table, the inputs whose kinds are sure, the counter's address, each value's last use,
-/// and the accesses whose bounds checks stand for overflow checks (access, run).
+/// table, the inputs whose kinds are sure, the counter's address, and each value's last
+/// use.
 type Parts<'a> = (
     &'a TreeAnalysis,
     &'a crate::trace::Trace,
@@ -381,18 +372,16 @@ type Parts<'a> = (
     &'a [(Slot, Repr)],
     Option<u64>,
     &'a [usize],
-    &'a HashMap<usize, usize>,
 );
 
 /// The code, saving the callee-saved registers `saved` on entry and restoring them at
 /// every exit; and the callee-saved registers it uses.
 fn assemble(
-    (an, trace, tree, table, sure, counter, last_use, by_access): Parts,
+    (an, trace, tree, table, sure, counter, last_use): Parts,
     saved: &[u8],
 ) -> Option<(Emitted, Vec<u8>)> {
     let n = trace.insts.len();
     let mut q = Quick {
-        by_access: by_access.clone(),
         pending: HashMap::default(),
         saved: saved.to_vec(),
         used: Vec::new(),
@@ -412,7 +401,6 @@ fn assemble(
         flags: None,
         checked: Vec::new(),
         items: HashMap::default(),
-        covered: Vec::new(),
     };
     for &r in saved {
         dynasm!(q.ops ; .arch x64 ; push Rq(r));
@@ -531,11 +519,6 @@ struct Quick {
     /// the register is free again where the array dies (the loop's own arrays live to its
     /// back edge).
     items: HashMap<Ref, u8>,
-    /// The (array, base) whose bounds checks cover every access around that base.
-    covered: Vec<(Ref, Ref)>,
-    /// The accesses whose bounds checks stand for the overflow checks of runs before them:
-    /// (access, run) (`opt::checks`).
-    by_access: HashMap<usize, usize>,
     /// Per such access: the exit of its run, made where the run starts.
     pending: HashMap<usize, DynamicLabel>,
 }
@@ -1036,10 +1019,7 @@ impl Quick {
     ) -> Option<()> {
         let inst = &trace.insts[i];
         let bounds = &an.bounds[0];
-        let access = self
-            .by_access
-            .iter()
-            .find_map(|(&j, &run)| (run == i).then_some(j));
+        let access = an.checks[0].standing_for(i);
         if let (Some(j), Some(_)) = (access, bounds.widen[i]) {
             // The access's bounds check stands for this one, and exits here.
             let fail = self.exit(trace, i)?;
@@ -1222,22 +1202,26 @@ impl Quick {
     ) -> Option<()> {
         let inst = &trace.insts[i];
         let index = self.loc(&inst.args[1])?;
-        let Some((array, base, c)) = an.checks[0].access[i] else {
-            // A constant index (from 0, `supported`).
-            let Loc::Imm(k) = index else { return None };
-            dynasm!(self.ops
-                ; .arch x64
-                ; cmp QWORD [Rq(a) + LEN], k as i32
-                ; jbe =>fail
-            );
-            return Some(());
+        let (lo, hi, c) = match an.checks[0].bounds(i) {
+            Bounds::Covered => return Some(()),
+            Bounds::Span { lo, hi, at, .. } => (lo, hi, at),
+            Bounds::Index => match index {
+                // An index of the plan's ([`Quick::supported`] refuses others).
+                Loc::Reg(_) if an.checks[0].access[i].is_some() => (0, 0, 0),
+                Loc::Reg(_) => return None,
+                // A constant index (from 0, `supported`).
+                Loc::Imm(k) => {
+                    dynasm!(self.ops
+                        ; .arch x64
+                        ; cmp QWORD [Rq(a) + LEN], k as i32
+                        ; jbe =>fail
+                    );
+                    return Some(());
+                }
+            },
         };
-        if self.covered.contains(&(array, base)) {
-            return Some(());
-        }
         let Loc::Reg(x) = index else { return None };
-        let (lo, hi) = an.checks[0].spans[&(array, base)];
-        // Each end of the run, `x + lo` and `x + hi`, as `index + (end - c)`: both within
+        // Each end of the span, `x + lo` and `x + hi`, as `index + (end - c)`: both within
         // the array (unsigned: a negative or wrapped sum is past any length), so is every
         // offset between.
         let ends = if lo == hi { vec![lo] } else { vec![lo, hi] };
@@ -1254,7 +1238,6 @@ impl Quick {
             }
             dynasm!(self.ops ; .arch x64 ; jae =>fail);
         }
-        self.covered.push((array, base));
         Some(())
     }
 

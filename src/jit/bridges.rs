@@ -293,11 +293,11 @@ impl Jit<'_> {
             // its guard's values.
             let tree = &self.trees[guard.tree];
             let listing = if separate || self.config.background {
-                self.optimized_listing(&[segment.on_its_own()], &tree.wide, false, 0)
+                self.optimized_listing(&[segment.on_its_own()], tree.machine(), false, 0)
             } else {
                 let mut segments = tree.next_segments();
                 segments.push(segment);
-                self.optimized_listing(&segments, &tree.wide, true, segments.len() - 1)
+                self.optimized_listing(&segments, tree.machine(), true, segments.len() - 1)
             };
             self.dump.push_str(&listing);
         }

@@ -46,14 +46,14 @@ impl Jit<'_> {
         }
     }
 
-    /// Segment `seg` of the unit `segments` in the SSA form, for `--dump opt`: with how
-    /// machine code holds its values (`opt::repr`, `wide` the variables its tree holds as
-    /// integers of any size, `root` whether the unit is a tree's function) when it is to be
-    /// compiled.
+    /// Segment `seg` of the unit `segments` in the SSA form, for `--dump opt`: when it is
+    /// to be compiled, with how machine code holds its values (`opt::repr`, `wide` the
+    /// variables its tree holds as integers of any size, `root` whether the unit is a
+    /// tree's function) and what it checks (`opt::checks`, with the tree's `tuning`).
     pub(super) fn optimized_listing(
         &self,
         segments: &[backend::Segment],
-        wide: &[Slot],
+        (wide, tuning): (&[Slot], backend::Tuning),
         root: bool,
         seg: usize,
     ) -> String {
@@ -62,7 +62,9 @@ impl Jit<'_> {
             return print::ssa(self.program, trace);
         }
         let reprs = repr::infer(segments, wide, root);
-        print::ssa_held(self.program, trace, &reprs.values[seg])
+        let checks = tuning.checks(segments, &reprs, root);
+        let notes = |i: usize| checks.notes(seg, trace, i);
+        print::ssa_held(self.program, trace, &reprs.values[seg], &notes)
     }
 
     /// The listings the backend makes: those the dumps print or the report keeps.
@@ -96,8 +98,10 @@ impl Jit<'_> {
             .filter(|&k| tree.bridges[k - 1].separate && tree.bridges[k - 1].moving_in)
             .collect();
         let segments = tree.next_segments();
+        let reprs = repr::infer(&segments, &tree.wide, true);
         let unit = backend::Unit {
-            reprs: repr::infer(&segments, &tree.wide, true),
+            checks: tree.tuning.checks(&segments, &reprs, true),
+            reprs,
             segments: &segments,
             at: (t, 0),
             frame_size,
@@ -464,8 +468,10 @@ impl Jit<'_> {
         let start = Instant::now();
         let frame_size = self.program.frame_size();
         let counting = self.config.max_steps.is_some();
+        let reprs = repr::infer(&[segment], &tree.wide, false);
         let unit = backend::Unit {
-            reprs: repr::infer(&[segment], &tree.wide, false),
+            checks: tree.tuning.checks(&[segment], &reprs, false),
+            reprs,
             segments: &[segment],
             at: (t, seg),
             frame_size,

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use crate::backend::Segment;
+use crate::backend::{Segment, Tuning};
 use crate::interp::RuntimeError;
 use crate::lang::{BlockId, Slot};
 use crate::opt;
@@ -134,7 +134,8 @@ impl Jit<'_> {
                     why.reason()
                 );
             }
-            let listing = self.optimized_listing(&[Segment::root(&root)], &wide, true, 0);
+            let listing =
+                self.optimized_listing(&[Segment::root(&root)], (&wide, Tuning::DEFAULT), true, 0);
             self.dump.push_str(&listing);
         }
         if let Some(why) = generic {

@@ -435,7 +435,7 @@ impl Jit<'_> {
         self.trees[t].wide.extend(found);
         if self.config.dumps.opt {
             let tree = &self.trees[t];
-            let listing = self.optimized_listing(&tree.next_segments(), &tree.wide, true, 0);
+            let listing = self.optimized_listing(&tree.next_segments(), tree.machine(), true, 0);
             self.dump.push_str(&listing);
         }
         self.compile(t, None);

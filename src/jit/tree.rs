@@ -116,6 +116,12 @@ impl Tree {
             .collect()
     }
 
+    /// What its code is compiled with besides its segments: the variables it holds as
+    /// integers of any size, and the driver's choices.
+    pub(super) fn machine(&self) -> (&[crate::lang::Slot], Tuning) {
+        (&self.wide, self.tuning)
+    }
+
     /// The segments as the tree's function is next compiled: with the bridges
     /// [`Bridge::moving_in`] in it.
     pub(super) fn next_segments(&self) -> Vec<Segment<'_>> {

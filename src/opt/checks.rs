@@ -23,20 +23,111 @@ use rustc_hash::FxHashMap as HashMap;
 use flowjit_runtime::abi::Repr;
 use flowjit_runtime::Op;
 
-use super::bounds::{offset_of, MachineBounds};
+use super::bounds::{machine_no_overflow, offset_of, MachineBounds};
 use super::interval::near;
+use crate::trace::tree::Segment;
 use crate::trace::{Kind, Opnd, Ref, Trace};
+
+/// What machine code checks in a compilation unit, per segment: the overflow checks of its
+/// arithmetic ([`MachineBounds`]) and the bounds checks of its accesses ([`CheckPlan`]).
+pub struct Checks {
+    /// Per segment: what its arithmetic needs checked.
+    pub overflow: Vec<MachineBounds>,
+    /// Per segment: its bounds checks.
+    pub bounds: Vec<CheckPlan>,
+}
+
+/// The checks of the unit `segments`, whose values are held as `held` says (`opt::repr`,
+/// per segment). `ints`: whether the code reads integer arrays' elements without their
+/// tags (`plan`); `induction`: whether the proofs of the first segment's loop may assume
+/// an induction variable in the interval it moves in (`bounds::machine_no_overflow`). A
+/// segment compiled elsewhere (`separate`) gets no plan.
+pub fn of_unit(
+    segments: &[Segment],
+    held: &[Vec<Option<Repr>>],
+    ints: bool,
+    induction: bool,
+) -> Checks {
+    let overflow: Vec<MachineBounds> = (segments.iter().enumerate())
+        .map(|(seg, s)| {
+            let is_int = |r: Ref| held[seg][r.index()] == Some(Repr::Int);
+            match s.separate {
+                true => MachineBounds::none(s.trace, is_int),
+                false => machine_no_overflow(s.trace, is_int, induction && seg == 0),
+            }
+        })
+        .collect();
+    let bounds = (segments.iter().enumerate())
+        .map(|(seg, s)| match s.separate {
+            true => CheckPlan::default(),
+            false => plan(s.trace, &held[seg], ints, &overflow[seg]),
+        })
+        .collect();
+    Checks { overflow, bounds }
+}
 
 /// A segment's bounds checks, planned ([`plan`]).
 #[derive(Clone, Debug, Default)]
 pub struct CheckPlan {
     /// Per instruction: for an access, (array, base, offset).
     pub access: Vec<Option<(Ref, Ref, i64)>>,
+    /// Per access: the bounds check it makes ([`CheckPlan::bounds`]).
+    pub check: HashMap<usize, Bounds>,
     /// Per (array, base): the least and the greatest offset its accesses use.
     pub spans: HashMap<(Ref, Ref), (i64, i64)>,
     /// The accesses whose bounds check stands for the overflow check of a run of offsets:
     /// per access, the run's widened operation, where the check exits.
     pub by_access: HashMap<usize, usize>,
+}
+
+/// The bounds check an access of an array makes, before it reads or writes: exiting
+/// where it fails, at the access or before the run it stands for ([`CheckPlan::exit_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bounds {
+    /// Its own index, against the array's length (an access of no group, or a group whose
+    /// accesses all use one index).
+    Index,
+    /// None: an earlier access of the segment checked a span holding its index.
+    Covered,
+    /// Every offset `lo..=hi` of `base` (the access's own is `at`): both `base + lo` and
+    /// `base + hi` within the array, computed wrapping (a sum that leaves 64 bits wraps
+    /// outside the array), and so every offset between. `floor`: the loop's proofs hold `base`, one
+    /// of its parameters, at or above 0 and `-lo`, and `hi` is not negative: `base + hi`
+    /// below the length is all there is to check.
+    Span {
+        /// The value the offsets are added to.
+        base: Ref,
+        /// The least offset.
+        lo: i64,
+        /// The greatest offset.
+        hi: i64,
+        /// The access's own offset.
+        at: i64,
+        /// Whether `base + lo` is known not to be negative.
+        floor: bool,
+    },
+}
+
+impl CheckPlan {
+    /// The bounds check instruction `i` makes, when it accesses an array: [`Bounds::Index`]
+    /// for an access the plan holds no group for (a constant index, an array of any values).
+    pub fn bounds(&self, i: usize) -> Bounds {
+        self.check.get(&i).copied().unwrap_or(Bounds::Index)
+    }
+
+    /// Where access `i`'s bounds check exits: before the run of offsets whose overflow
+    /// check it stands for, if any, else at the access.
+    pub fn exit_at(&self, i: usize) -> usize {
+        self.by_access.get(&i).copied().unwrap_or(i)
+    }
+
+    /// The access whose bounds check stands for the overflow check of the run widened at
+    /// operation `run`.
+    pub fn standing_for(&self, run: usize) -> Option<usize> {
+        self.by_access
+            .iter()
+            .find_map(|(&access, &r)| (r == run).then_some(access))
+    }
 }
 
 /// The plan of `trace`'s bounds checks, its values held as `held` says (`opt::repr`),
@@ -55,11 +146,64 @@ pub fn plan(trace: &Trace, held: &[Option<Repr>], ints: bool, bounds: &MachineBo
     let by_access = (0..trace.insts.len())
         .filter_map(|i| Some((checked_by_access(trace, held, bounds, &access, i)?, i)))
         .collect();
+    let check = group_checks(trace, bounds, &access, &spans);
     CheckPlan {
         access,
+        check,
         spans,
         by_access,
     }
+}
+
+/// Each access's bounds check: the first access of a group checks its span (one index
+/// when the span is a single offset, or one too wide to compute), the later ones nothing.
+fn group_checks(
+    trace: &Trace,
+    bounds: &MachineBounds,
+    access: &[Option<(Ref, Ref, i64)>],
+    spans: &HashMap<(Ref, Ref), (i64, i64)>,
+) -> HashMap<usize, Bounds> {
+    let mut check = HashMap::default();
+    let mut covered: Vec<(Ref, Ref)> = Vec::new();
+    for (i, a) in access.iter().enumerate() {
+        let Some((array, base, at)) = *a else {
+            continue;
+        };
+        if covered.contains(&(array, base)) {
+            check.insert(i, Bounds::Covered);
+            continue;
+        }
+        let (lo, hi) = spans[&(array, base)];
+        let floor = param_floor(trace, bounds, base)
+            .is_some_and(|f| f >= 0 && f + i128::from(lo) >= 0 && hi >= 0);
+        let bounds = if floor || hi.checked_sub(lo).is_some_and(|s| s > 0) {
+            Bounds::Span {
+                base,
+                lo,
+                hi,
+                at,
+                floor,
+            }
+        } else {
+            Bounds::Index
+        };
+        // A single offset: the later accesses use this very index.
+        if bounds != Bounds::Index || lo == hi {
+            covered.push((array, base));
+        }
+        check.insert(i, bounds);
+    }
+    check
+}
+
+/// The least value the loop's proofs hold `r` at, when `r` is one of the parameters of
+/// `trace`'s loop (its body sees each as it came round, [`MachineBounds::hull`]).
+fn param_floor(trace: &Trace, bounds: &MachineBounds, r: Ref) -> Option<i128> {
+    if !matches!(trace.insts[r.index()].kind, Kind::Param(_)) {
+        return None;
+    }
+    let k = r.index().checked_sub(trace.loop_start()? + 1)?;
+    bounds.hull.get(k)?.lo
 }
 
 /// An index of `trace` as `base + c`: the operand of an addition or subtraction of a
@@ -125,4 +269,96 @@ fn checked_by_access(
         }
     }
     None
+}
+
+impl Checks {
+    /// What machine code checks at instruction `i` of segment `seg` (`trace`), as `--dump
+    /// opt` prints it above the instruction, a line each: the loop's entry checks of what
+    /// its proofs assume, a widened overflow check, an access's bounds check.
+    pub fn notes(&self, seg: usize, trace: &Trace, i: usize) -> Vec<String> {
+        let (overflow, plan) = (&self.overflow[seg], &self.bounds[seg]);
+        let inst = &trace.insts[i];
+        let mut notes = Vec::new();
+        if inst.kind == Kind::LoopStart {
+            for (k, range) in overflow.entry.iter().enumerate() {
+                if let Some(range) = range {
+                    notes.push(format!("entry: {} in {}", name(&inst.args[k]), span(range)));
+                }
+            }
+            for sum in &overflow.sums {
+                notes.push(format!(
+                    "entry: {} stays within 64 bits for the iterations {} allows",
+                    name(&inst.args[sum.acc]),
+                    name(&inst.args[sum.counter]),
+                ));
+            }
+        }
+        if let Some((lo, hi)) = overflow.widen[i] {
+            let x = inst
+                .args
+                .iter()
+                .find(|a| a.as_ref().is_some())
+                .map_or(String::new(), name);
+            let by = match plan.standing_for(i) {
+                Some(j) => format!(": the bounds check of v{j}'s index"),
+                None => String::new(),
+            };
+            let (lo, hi) = (plus(&x, lo), plus(&x, hi));
+            notes.push(format!("overflow: {lo} .. {hi} within 64 bits{by}"));
+        }
+        if let Some((array, _, _)) = plan.access[i] {
+            let exit = match plan.exit_at(i) {
+                at if at != i => format!(", exiting at v{at}"),
+                _ => String::new(),
+            };
+            let text = match plan.bounds(i) {
+                Bounds::Covered => "within what was checked above".to_string(),
+                Bounds::Index => format!("{} < len v{}", name(&inst.args[1]), array.index()),
+                Bounds::Span {
+                    base,
+                    lo,
+                    hi,
+                    floor,
+                    ..
+                } => {
+                    let x = format!("v{}", base.index());
+                    let (lo, hi) = (plus(&x, lo), plus(&x, hi));
+                    let floor = match floor {
+                        true => format!(" ({lo} >= 0 by the loop's proofs)"),
+                        false => String::new(),
+                    };
+                    let span = if lo == hi {
+                        lo.clone()
+                    } else {
+                        format!("{lo} .. {hi}")
+                    };
+                    format!("{span} < len v{}{floor}", array.index())
+                }
+            };
+            notes.push(format!("bounds: {text}{exit}"));
+        }
+        notes
+    }
+}
+
+/// An operand as the SSA form names it.
+fn name(o: &Opnd) -> String {
+    match o {
+        Opnd::Ref(r) => format!("v{}", r.index()),
+        Opnd::Const(c) => c.to_string(),
+    }
+}
+
+/// `x` plus the offset `c`, as `v1+4`, `v1-1` or `v1`.
+fn plus(x: &str, c: i64) -> String {
+    match c {
+        0 => x.to_string(),
+        _ => format!("{x}{c:+}"),
+    }
+}
+
+/// An interval as `[lo, hi]`, an unbounded end as `..`.
+fn span(r: &super::interval::Range) -> String {
+    let end = |e: Option<i128>| e.map_or("..".to_string(), |n| n.to_string());
+    format!("[{}, {}]", end(r.lo), end(r.hi))
 }

@@ -454,20 +454,35 @@ fn type_held(ty: Ty, held: Option<&[Option<Repr>]>, index: usize) -> String {
 /// each), then one instruction a line. The text is standalone: [`super::parse::parse_ssa`]
 /// reads it back without the program.
 pub fn ssa(names: &dyn Names, trace: &Trace) -> String {
-    ssa_with(names, trace, None)
+    ssa_with(names, trace, None, &|_| Vec::new())
 }
 
 /// [`ssa`], with how machine code holds each value (`opt::repr`): an integer held boxed,
 /// as an integer of any size, has the type `num` (`v4:num = add v2, v3`), which
-/// [`super::parse::parse_ssa`] reads as `int`.
-pub fn ssa_held(names: &dyn Names, trace: &Trace, held: &[Option<Repr>]) -> String {
-    ssa_with(names, trace, Some(held))
+/// [`super::parse::parse_ssa`] reads as `int`; and above each instruction, as comments
+/// (`# bounds: v5-1 .. v5+4 < len v3`), the `notes` of what machine code checks there
+/// (`opt::checks::Checks::notes`).
+pub fn ssa_held(
+    names: &dyn Names,
+    trace: &Trace,
+    held: &[Option<Repr>],
+    notes: &dyn Fn(usize) -> Vec<String>,
+) -> String {
+    ssa_with(names, trace, Some(held), notes)
 }
 
-fn ssa_with(names: &dyn Names, trace: &Trace, held: Option<&[Option<Repr>]>) -> String {
+fn ssa_with(
+    names: &dyn Names,
+    trace: &Trace,
+    held: Option<&[Option<Repr>]>,
+    notes: &dyn Fn(usize) -> Vec<String>,
+) -> String {
     let mut table = Table::default();
     let mut body = String::new();
     for i in 0..trace.insts.len() {
+        for note in notes(i) {
+            let _ = writeln!(body, "# {note}");
+        }
         body.push_str(&inst_line(names, trace, i, &mut Some(&mut table), held));
         body.push('\n');
     }
