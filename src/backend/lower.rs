@@ -1161,27 +1161,12 @@ impl Lower<'_> {
         let sources = state.admits(&written, &arrival)?;
         // The loop's overflow proofs assume each parameter in an interval (`an.hull`): what
         // the bridge brings must be known to lie in it.
-        // An input the code holds as a 64-bit integer lies in 64 bits (and an operation
-        // on it that went on did not overflow).
-        let kinds = &self.an.kinds[seg];
-        let int64 = |k: usize| (kinds[k] == Some(Repr::Int)).then(Range::i64);
-        let facts = crate::opt::bounds::facts_before_seeded(self.segments[seg].trace, i, &int64);
-        let fits = |k: usize, source: Option<Slot>| {
-            let Some(&hull) = self.an.bounds[0].hull.get(k) else {
-                return true;
-            };
-            if Range::i64().within(hull) {
-                return true;
-            }
-            match source.and_then(|slot| end.get(slot)) {
-                None => true,
-                Some(o) => {
-                    facts.of(o).is_some_and(|r| r.within(hull))
-                        || self.known_before(seg, o).is_some_and(|r| r.within(hull))
-                }
-            }
-        };
-        if !sources.iter().enumerate().all(|(k, s)| fits(k, *s)) {
+        let brought: Vec<Option<Opnd>> = (sources.iter())
+            .map(|s| s.and_then(|slot| end.get(slot)).cloned())
+            .collect();
+        let here = (self.segments[seg].trace, i, &self.an.kinds[seg][..]);
+        let before = |o: &Opnd| self.known_before(seg, o);
+        if !crate::opt::bounds::admits_at_header(here, &self.an.bounds[0].hull, &brought, before) {
             return None;
         }
         let mut args = Vec::new();

@@ -22,6 +22,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use flowjit_runtime::abi::Repr;
 use flowjit_runtime::{Op, Value};
 
 use super::forward::{Optimizer, Pending, Stage, Verdict};
@@ -161,6 +162,31 @@ impl Stage for Bounds {
 /// snapshot gives.
 pub fn facts_before(trace: &Trace, at: usize) -> Facts {
     facts_before_seeded(trace, at, &|_| None)
+}
+
+/// Whether a jump to the header of a peeled loop from instruction `at` of `trace` (a
+/// bridge's end), bringing `brought[k]` for parameter `k` (`None`: the value the header
+/// has), keeps what the loop's proofs assume: each parameter whose `hull` is narrower than
+/// 64 bits gets a value known to lie in it, from what `trace` knows before `at` (its
+/// inputs held as 64-bit integers where `held` says so) or from what `before` knows of it
+/// where it was computed (for a value the bridge only passes on).
+pub fn admits_at_header(
+    (trace, at, held): (&Trace, usize, &[Option<Repr>]),
+    hull: &[Range],
+    brought: &[Option<Opnd>],
+    before: impl Fn(&Opnd) -> Option<Range>,
+) -> bool {
+    // An input held as a 64-bit integer lies in 64 bits (and an operation on it that went
+    // on did not overflow).
+    let int64 = |k: usize| (held[k] == Some(Repr::Int)).then(Range::i64);
+    let facts = facts_before_seeded(trace, at, &int64);
+    brought.iter().enumerate().all(|(k, o)| {
+        let (Some(&hull), Some(o)) = (hull.get(k), o) else {
+            return true;
+        };
+        let within = |r: Option<Range>| r.is_some_and(|r| r.within(hull));
+        Range::i64().within(hull) || within(facts.of(o)) || within(before(o))
+    })
 }
 
 /// [`facts_before`], knowing besides that `input` instruction `i` lies in `seed(i)`: the

@@ -40,7 +40,7 @@ use super::helpers::{self, Ctx};
 use super::ops::{self, Exits, Outcome};
 use super::Unsupported;
 use crate::lang::{BlockId, Inst, Operand, Program, Slot, Terminator};
-use crate::opt::program::{self, bounds, operand_kind, Facts, ProgramAnalysis, Slots};
+use crate::opt::program::{self, bounds, operand_kind, Checked, ProgramAnalysis, Slots};
 use crate::resume::Snapshot;
 use crate::state::{Frame, Position};
 use crate::trace::{Opnd, Ref};
@@ -352,12 +352,9 @@ impl<'a> ProgramLower<'_, 'a> {
         // cannot tell `a[p + 9]` from `a[p]`, and loaded `a[p]` again after a store to
         // `a[p + 9]` (`[->>>>>>>>>+<<<<<<<<<]`).
         let mut seen = Elements::default();
-        let mut facts = self.an.facts(bi);
         let program = self.program;
         for (k, inst) in program.blocks[bi].insts.iter().enumerate() {
-            let lowered =
-                self.statement(b, (bi, k), inst, &written, (&mut made, &mut seen, &facts));
-            facts.step(inst, self.an.elements);
+            let lowered = self.statement(b, (bi, k), inst, &written, (&mut made, &mut seen));
             match lowered {
                 Stmt::Dead => return,
                 Stmt::Done => {}
@@ -402,13 +399,13 @@ impl<'a> ProgramLower<'_, 'a> {
         (bi, k): (usize, usize),
         inst: &Inst,
         written: &[Slot],
-        (made, seen, facts): (&mut Made, &mut Elements, &Facts),
+        (made, seen): (&mut Made, &mut Elements),
     ) -> Stmt {
-        let covered = self.an.bounds.covered[bi].contains(&k);
+        let checked = self.an.checked[bi][k];
         match inst {
             Inst::Op1 { dst, op, .. } | Inst::Op2 { dst, op, .. } => {
-                let at = (bi, k, covered);
-                self.operation(b, at, (*dst, *op), inst, written, (made, seen, facts))
+                let at = (bi, k, checked);
+                self.operation(b, at, (*dst, *op), inst, written, (made, seen))
             }
             Inst::SetItem {
                 array,
@@ -425,7 +422,7 @@ impl<'a> ProgramLower<'_, 'a> {
                     exits.exit_now(b);
                     return Stmt::Dead;
                 }
-                if !covered && !facts.in_bounds(&Operand::Var(*array), index) {
+                if checked.bounds {
                     let len = b.ins().load(I64, HEADER, a, abi::LIST_LEN_OFFSET as i32);
                     let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
                     exits.exit_if(b, outside);
@@ -472,17 +469,17 @@ impl<'a> ProgramLower<'_, 'a> {
         }
     }
 
-    /// Lowers operation `op` assigning `dst`, statement `k` of block `bi` (`covered` when a
-    /// check of the block stands for its bounds check).
+    /// Lowers operation `op` assigning `dst`, statement `k` of block `bi`, checking what
+    /// `checked` says (`opt::program::Checked`).
     #[allow(clippy::too_many_arguments)]
     fn operation(
         &mut self,
         b: &mut FunctionBuilder,
-        (bi, k, covered): (usize, usize, bool),
+        (bi, k, checked): (usize, usize, Checked),
         (dst, op): (Slot, Op),
         inst: &Inst,
         written: &[Slot],
-        (made, seen, facts): (&mut Made, &mut Elements, &Facts),
+        (made, seen): (&mut Made, &mut Elements),
     ) -> Stmt {
         let operands = inst.operands();
         if op == Op::Same
@@ -502,7 +499,6 @@ impl<'a> ProgramLower<'_, 'a> {
             Op::Readlist => self.an.kinds[dst.index()],
             _ => None,
         };
-        let elements = self.an.elements;
         let mut exits = self.deopts(bi, k, written);
         if op.allocates() || op == Op::ToList {
             return Stmt::Assigned(dst, alloc(b, isa, ctx, op, &args, &mut exits));
@@ -511,18 +507,15 @@ impl<'a> ProgramLower<'_, 'a> {
             (op, ints, args.as_slice())
         {
             let at = index_parts(b, *i);
-            let v = seen.get(*a, at).unwrap_or_else(|| {
-                let check = !covered && !facts.in_bounds(&operands[0], &operands[1]);
-                int_item(b, made, *a, *i, check, &mut exits)
-            });
+            let v = seen
+                .get(*a, at)
+                .unwrap_or_else(|| int_item(b, made, *a, *i, checked.bounds, &mut exits));
             seen.put(*a, at, v);
             return Stmt::Assigned(dst, v);
         }
         // A sum or difference of integers whose intervals keep it within 64 bits is not
-        // checked.
-        let checked =
-            !matches!(op, Op::Add | Op::Sub) || facts.result(op, &operands, elements).is_none();
-        match ops::lower_op(b, op, &args, checked, result, &mut exits) {
+        // checked (`opt::program::Checked`).
+        match ops::lower_op(b, op, &args, checked.overflow, result, &mut exits) {
             Outcome::Value(v) => Stmt::Assigned(dst, v),
             Outcome::AlwaysExits => Stmt::Dead,
         }

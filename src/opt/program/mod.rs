@@ -12,7 +12,7 @@ use flowjit_runtime::abi::Repr;
 use flowjit_runtime::{Op, Value};
 
 use crate::lang::{BlockId, Inst, Operand, Program, Slot};
-use crate::opt::interval::Range as Interval;
+use crate::opt::interval::Range;
 use crate::resume::Snapshot;
 use crate::state::Frame;
 
@@ -53,6 +53,55 @@ pub struct ProgramAnalysis {
     /// The deoptimization points: where the interpreter resumes, and the variables written
     /// there, each in the register of its slot (entry `Ref(k)` is register `k`).
     pub points: Vec<Snapshot>,
+    /// Per block, per statement: what machine code checks there ([`checks_of`]).
+    pub checked: Vec<Vec<Checked>>,
+}
+
+/// What machine code checks at a statement of the program ([`ProgramAnalysis::checked`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// An access of an array (`setitem`, `readlist`): whether its index is checked against
+    /// the array's length, because neither the block's check of a span of indexes
+    /// ([`bounds::Plan::covered`]) nor what is known of the index holds it within.
+    pub bounds: bool,
+    /// An operation: whether its result is checked for overflow, which a sum or difference
+    /// of integers whose intervals keep it within 64 bits is not.
+    pub overflow: bool,
+}
+
+/// [`ProgramAnalysis::checked`]: per block, what is known of its values at each statement
+/// (`Facts`, from the block's entry), and from it what machine code checks there.
+fn checks_of(program: &Program, an: &ProgramAnalysis) -> Vec<Vec<Checked>> {
+    (program.blocks.iter().enumerate())
+        .map(|(bi, block)| {
+            let mut facts = an.facts(bi);
+            (block.insts.iter().enumerate())
+                .map(|(k, inst)| {
+                    let covered = an.bounds.covered[bi].contains(&k);
+                    let operands = inst.operands();
+                    let bounds = match inst {
+                        Inst::SetItem { array, index, .. } => {
+                            !covered && !facts.in_bounds(&Operand::Var(*array), index)
+                        }
+                        Inst::Op2 {
+                            op: Op::Readlist, ..
+                        } => !covered && !facts.in_bounds(&operands[0], &operands[1]),
+                        _ => false,
+                    };
+                    let overflow = match inst {
+                        Inst::Op1 { op, .. } | Inst::Op2 { op, .. }
+                            if matches!(op, Op::Add | Op::Sub) =>
+                        {
+                            facts.result(*op, &operands, an.elements).is_none()
+                        }
+                        _ => true,
+                    };
+                    facts.step(inst, an.elements);
+                    Checked { bounds, overflow }
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// How operand `o` is held, given how the variables are (`kinds`): `None` for a variable
@@ -140,7 +189,7 @@ pub fn analyze(
     };
     let entry_ranges = entry_ranges(program, entry, &kinds, &lengths, elements);
     let bounds = bounds::plan(program, entry, &kinds, &defined, ints);
-    Ok(ProgramAnalysis {
+    let mut an = ProgramAnalysis {
         kinds,
         defined,
         elements,
@@ -149,7 +198,10 @@ pub fn analyze(
         bounds,
         ints,
         points: Vec::new(),
-    })
+        checked: Vec::new(),
+    };
+    an.checked = checks_of(program, &an);
+    Ok(an)
 }
 
 /// The kind of each variable, to a fixpoint: an assignment gives its variable the kind of
@@ -282,13 +334,11 @@ impl Slots {
     }
 }
 
-/// An interval of integers, both ends included.
-pub type Range = (i64, i64);
-
 /// What a block knows, statement by statement from its start (nothing is known there): the
-/// interval of each variable that holds an integer of a known one, and the indexes already
+/// interval of each variable that holds an integer of a known one (`opt::interval`, both
+/// ends bounded within 64 bits), and the indexes already
 /// used on each array, which are in bounds from then on (arrays do not change length).
-pub struct Facts<'a> {
+struct Facts<'a> {
     /// Per slot: the kind of the variable's values (a list's elements are not bounded by
     /// what arrays hold).
     kinds: &'a [Option<Repr>],
@@ -317,7 +367,7 @@ impl<'a> Facts<'a> {
     pub fn range(&self, o: &Operand) -> Option<Range> {
         match o {
             Operand::Var(s) => self.ranges[s.index()],
-            Operand::Const(Value::Int(c)) => Some((*c, *c)),
+            Operand::Const(Value::Int(c)) => Some(Range::exactly((*c).into())),
             Operand::Const(_) => None,
         }
     }
@@ -339,14 +389,8 @@ impl<'a> Facts<'a> {
     /// array element, when known.
     pub fn result(&self, op: Op, args: &[Operand], elements: Option<Range>) -> Option<Range> {
         // The optimizer's interval arithmetic, on bounds that must fit in 64 bits.
-        let range = |o: &Operand| {
-            self.range(o)
-                .map(|(lo, hi)| Interval::new(lo.into(), hi.into()))
-        };
-        let fits = |r: Interval| {
-            let (lo, hi) = (i64::try_from(r.lo?).ok()?, i64::try_from(r.hi?).ok()?);
-            Some((lo, hi))
-        };
+        let range = |o: &Operand| self.range(o);
+        let fits = |r: Range| Some(r).filter(|r| r.fits_i64());
         match (op, args) {
             (Op::Same, [a]) => self.range(a),
             (Op::Readlist, [Operand::Var(a), _]) if self.kinds[a.index()] == Some(Repr::Array) => {
@@ -354,7 +398,7 @@ impl<'a> Facts<'a> {
             }
             (Op::Add, [a, b]) => fits(range(a)? + range(b)?),
             (Op::Sub, [a, b]) => fits(range(a)? - range(b)?),
-            (Op::And, [a, b]) => fits(Interval::mask(&[range(a), range(b)])?),
+            (Op::And, [a, b]) => fits(Range::mask(&[range(a), range(b)])?),
             _ => None,
         }
     }
@@ -387,9 +431,9 @@ impl<'a> Facts<'a> {
                 Operand::Var(i) => {
                     self.vars.insert((array, i));
                     // An index used is one of an array's: far from the ends of 64 bits.
+                    let index = Range::new(0, flowjit_runtime::value::MAX_INDEX.into());
                     let r = &mut self.ranges[i.index()];
-                    let (lo, hi) = r.unwrap_or((0, flowjit_runtime::value::MAX_INDEX));
-                    *r = Some((lo.max(0), hi.min(flowjit_runtime::value::MAX_INDEX)));
+                    *r = Some(r.unwrap_or(index).meet(index));
                 }
                 Operand::Const(_) => {}
             }
@@ -439,7 +483,7 @@ fn element_range(
     kinds: &[Option<Repr>],
     lengths: &[Option<i64>],
 ) -> Option<Range> {
-    let mut initial: Option<Range> = Some((0, 0));
+    let mut initial: Option<Range> = Some(Range::exactly(0));
     for v in frame.iter().flatten() {
         if let Value::Array(a) = v {
             for k in 0..a.len() {
@@ -447,7 +491,7 @@ fn element_range(
                     Some(Value::Int(x)) => x,
                     _ => return None,
                 };
-                initial = join(initial, Some((x, x)));
+                initial = join(initial, Some(Range::exactly(x.into())));
             }
         }
     }
@@ -479,8 +523,7 @@ fn element_range(
 
 /// The smallest interval holding both, when both are known.
 fn join(a: Option<Range>, b: Option<Range>) -> Option<Range> {
-    let ((a0, a1), (b0, b1)) = (a?, b?);
-    Some((a0.min(b0), a1.max(b1)))
+    Some(a?.hull(b?))
 }
 
 /// How many times a block's entry intervals may widen before the variables still
@@ -553,7 +596,7 @@ fn entry_ranges(
 impl ProgramAnalysis {
     /// What is known where block `bi` starts of the variables' intervals, with what its
     /// checks found: `base + k` is an index, so `base` is no further from the array's ends.
-    pub fn facts(&self, bi: usize) -> Facts<'_> {
+    fn facts(&self, bi: usize) -> Facts<'_> {
         let an = self;
         let mut facts = Facts::new(&an.kinds, &an.lengths);
         facts.ranges.clone_from(&an.entry_ranges[bi]);
@@ -561,14 +604,11 @@ impl ProgramAnalysis {
             let top = an.lengths[array.index()].map_or(flowjit_runtime::value::MAX_INDEX, |len| {
                 len.saturating_sub(1)
             });
-            let (lo, hi) = (lo.saturating_neg(), top.saturating_sub(hi));
+            let base_range = Range::new(lo.saturating_neg().into(), top.saturating_sub(hi).into());
             let r = &mut facts.ranges[base.index()];
-            let (lo, hi) = match *r {
-                Some((a, b)) => (lo.max(a), hi.min(b)),
-                None => (lo, hi),
-            };
-            if lo <= hi {
-                *r = Some((lo, hi));
+            let met = r.map_or(base_range, |r| r.meet(base_range));
+            if met.lo <= met.hi {
+                *r = Some(met);
             }
         }
         facts
