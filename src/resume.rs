@@ -109,6 +109,31 @@ impl Snapshot {
             )
     }
 
+    /// Calls `f` with each instruction whose value an exit reads ([`Snapshot::exit_values`]
+    /// that are not constants), in the same order: one loop per part, which code
+    /// generators walking every snapshot of a trace find cheaper than the chained iterator.
+    pub fn for_each_exit_ref(&self, mut f: impl FnMut(Ref)) {
+        let mut take = |o: &Opnd| {
+            if let Opnd::Ref(r) = o {
+                if self.virtuals.is_empty() || self.virtual_at(*r).is_none() {
+                    f(*r);
+                }
+            }
+        };
+        self.entries.iter().for_each(|(_, o)| take(o));
+        for frame in &self.frames {
+            frame.entries.iter().for_each(|(_, o)| take(o));
+        }
+        for v in &self.virtuals {
+            v.fields.iter().for_each(&mut take);
+        }
+        for s in &self.stores {
+            take(&s.array);
+            take(&s.index);
+            take(&s.value);
+        }
+    }
+
     /// The operands whose values an exit reads: all but the virtual arrays, which it builds.
     pub fn exit_values(&self) -> impl Iterator<Item = &Opnd> {
         self.operands()

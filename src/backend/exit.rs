@@ -188,11 +188,11 @@ impl<'t> ExitPlan<'t> {
                 slot: table as i64 + 8 * global as i64,
             });
         let mut returned: Vec<(Ref, usize)> = Vec::new();
-        for r in snap.exit_values().filter_map(Opnd::as_ref) {
+        snap.for_each_exit_ref(|r| {
             if returned.iter().all(|(x, _)| *x != r) {
                 returned.push((r, layout.offsets[seg] + r.index()));
             }
-        }
+        });
         ExitPlan {
             inst,
             code: exit_code(tree, an.unit, global as u32),

@@ -310,17 +310,19 @@ pub(super) fn emit(
         .loop_start()
         .map(|h| (h, h + trace.insts[h].args.len()));
     for (j, inst) in trace.insts.iter().enumerate() {
-        let snapped = trace
-            .snap_of(inst)
-            .filter(|_| may_exit(an, trace, j))
-            .into_iter()
-            .flat_map(|s| s.exit_values());
-        for r in inst.args.iter().chain(snapped).filter_map(Opnd::as_ref) {
+        let mut used = |r: Ref| {
             let k = r.index();
             last_use[k] = match carried {
                 Some((h, last_param)) if j > h && k <= last_param => n - 1,
                 _ => last_use[k].max(j),
             };
+        };
+        inst.args
+            .iter()
+            .filter_map(Opnd::as_ref)
+            .for_each(&mut used);
+        if let Some(snap) = trace.snap_of(inst).filter(|_| may_exit(an, trace, j)) {
+            snap.for_each_exit_ref(used);
         }
     }
     if let Some((h, last_param)) = carried {
@@ -333,9 +335,7 @@ pub(super) fn emit(
     // with it.
     for (&j, &i) in &an.checks[0].by_access {
         let snap = trace.snap_of(&trace.insts[i])?;
-        for r in snap.exit_values().filter_map(Opnd::as_ref) {
-            last_use[r.index()] = last_use[r.index()].max(j);
-        }
+        snap.for_each_exit_ref(|r| last_use[r.index()] = last_use[r.index()].max(j));
     }
     // Once to learn which callee-saved registers the code uses, again to save them: the
     // allocation is the same both times.
@@ -446,9 +446,7 @@ fn assemble(
             q.release(r, i, last_use);
         }
         if let Some(snap) = trace.snap_of(inst) {
-            for r in snap.exit_values().filter_map(Opnd::as_ref) {
-                q.release(r, i, last_use);
-            }
+            snap.for_each_exit_ref(|r| q.release(r, i, last_use));
         }
         q.release(Ref(i as u32), i, last_use);
     }
@@ -589,8 +587,13 @@ impl Quick {
     fn exit(&mut self, trace: &crate::trace::Trace, i: usize) -> Option<DynamicLabel> {
         let snap = trace.snap_of(&trace.insts[i])?;
         let mut regs = Vec::new();
-        for r in snap.exit_values().filter_map(Opnd::as_ref) {
-            regs.push((r, self.reg_of[r.index()]?));
+        let mut all = true;
+        snap.for_each_exit_ref(|r| match self.reg_of[r.index()] {
+            Some(reg) => regs.push((r, reg)),
+            None => all = false,
+        });
+        if !all {
+            return None;
         }
         let label = self.ops.new_dynamic_label();
         self.exits.push(Exit {
