@@ -46,7 +46,8 @@ pub enum Command {
     Run {
         /// The program (.fg readable syntax, .pl Prolog terms).
         program: PathBuf,
-        /// Inputs, NAME=VALUE with VALUE in Prolog-term form (x=10, op=jump_if_a, l=\[a,1\]).
+        /// Inputs, NAME=VALUE with VALUE in Prolog-term form (x=10, op=jump_if_a, l=\[a,1\]),
+        /// or NAME=@FILE: the file's bytes as a list of integers 0..255.
         inputs: Vec<String>,
         /// The label to start at.
         #[arg(long)]
@@ -60,7 +61,7 @@ pub enum Command {
     Trace {
         /// The program.
         program: PathBuf,
-        /// Inputs, NAME=VALUE.
+        /// Inputs, NAME=VALUE or NAME=@FILE.
         inputs: Vec<String>,
         /// The label to trace from.
         #[arg(long)]
@@ -74,7 +75,7 @@ pub enum Command {
     Pe {
         /// The program.
         program: PathBuf,
-        /// Static inputs, NAME=VALUE.
+        /// Static inputs, NAME=VALUE or NAME=@FILE.
         inputs: Vec<String>,
         /// The label to specialize (default: the first block).
         #[arg(long)]
@@ -126,7 +127,7 @@ pub enum Command {
         /// The program (.fg, .pl; .bc: register-machine bytecode, .b: Brainfuck, each run on
         /// its bundled interpreter).
         program: PathBuf,
-        /// Inputs, NAME=VALUE (registers for a .bc file).
+        /// Inputs, NAME=VALUE or NAME=@FILE (registers for a .bc file).
         inputs: Vec<String>,
         /// The label to start at.
         #[arg(long)]
@@ -169,7 +170,7 @@ pub enum Command {
         /// The program (.fg, .pl, .bc, or .b: a Brainfuck program, run by the bundled
         /// interpreter with `program` static for the partial evaluator).
         program: PathBuf,
-        /// Inputs, NAME=VALUE (registers for a .bc file).
+        /// Inputs, NAME=VALUE or NAME=@FILE (registers for a .bc file).
         inputs: Vec<String>,
         /// The label to start at.
         #[arg(long)]
@@ -744,12 +745,25 @@ fn parse_input(word: &str) -> CliResult<(String, Value)> {
             "input `{word}`: `{name}` is not a variable name"
         )));
     }
+    if let Some(file) = text.strip_prefix('@') {
+        return Ok((name.to_string(), file_bytes(name, file)?));
+    }
     let value = lang::parse_value(text).map_err(|d| {
         let source = Source::new(format!("input {name}"), text);
         eprint!("{}", source.render(&[d], diag::stderr_color()));
         Failure::Usage
     })?;
     Ok((name.to_string(), value))
+}
+
+/// Input `name`'s value for `NAME=@FILE` (SPEC §3): the bytes of `file`, a list of integers
+/// 0..255; a file that cannot be read is bad usage.
+fn file_bytes(name: &str, file: &str) -> CliResult<Value> {
+    let bytes = std::fs::read(file)
+        .map_err(|e| usage_error(format!("input `{name}`: cannot read {file}: {e}")))?;
+    Ok(Value::list(
+        bytes.into_iter().map(|b| Value::Int(b.into())).collect(),
+    ))
 }
 
 /// The inputs `words`, each naming a variable of the program, none given twice.

@@ -1228,3 +1228,62 @@ fn a_division_by_a_safe_constant_needs_no_snapshot_in_machine_code() {
     assert!(!err.contains("not compiled"), "{err}");
     assert!(err.contains("traces compiled to machine code: 1"), "{err}");
 }
+
+/// `NAME=@FILE` (SPEC §3) binds NAME to the file's bytes, a list of integers 0..255, for
+/// every command that takes inputs: a loop summing them prints the same sum under each.
+/// A file that cannot be read is bad usage, with the file's name.
+#[test]
+fn a_file_as_an_input_is_the_list_of_its_bytes() {
+    let sum_bytes = "start:\n    s = 0\n    i = 0\n    n = len(t)\n    goto head\n\
+                     head:\n    c = i < n\n    if c goto body else goto done\n\
+                     body:\n    b = t[i]\n    s = s + b\n    i = i + 1\n    goto head\n\
+                     done:\n    print_and_stop(s)\n";
+    let path = program("sum_bytes.fg", sum_bytes);
+    let path = path.to_str().expect("utf-8 temp path");
+    let bytes: Vec<u8> = (0..3000u32).map(|k| (k * 7 % 256) as u8).collect();
+    let data = program("data.bin", "");
+    std::fs::write(&data, &bytes).expect("write data");
+    let input = format!("t=@{}", data.to_str().expect("utf-8 temp path"));
+    let sum = bytes.iter().map(|&b| u64::from(b)).sum::<u64>();
+    let want = format!("{sum}\n");
+    let page = DIR.with(|dir| dir.path().join("sum_bytes.html"));
+    let page = page.to_str().expect("utf-8 temp path");
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["run", path, &input],
+        vec!["run", path, &input, "--mode", "interp"],
+        vec!["run", path, &input, "--mode", "trace", "--threshold", "1"],
+        vec!["run", path, &input, "--threshold", "1"],
+        // `trace` starts at the loop, with what `start` would have set.
+        vec![
+            "trace", path, "--from", "head", &input, "s=0", "i=0", "n=3000",
+        ],
+        vec!["pe", path, &input, "--run"],
+        vec!["pe", path, "--compile", "--run", &input],
+    ];
+    for args in &runs {
+        assert_eq!(stdout_of(args), want, "{args:?}");
+    }
+    let out = flowjit(&["bench", path, &input, "--runs", "1"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout_of(&["report", path, &input, "-o", page]), want);
+    assert!(std::fs::metadata(page).is_ok(), "the page is written");
+    let missing = DIR.with(|dir| dir.path().join("no_such_file"));
+    let missing = missing.to_str().expect("utf-8 temp path");
+    for command in [&["run", path][..], &["pe", path], &["bench", path]] {
+        let mut args = command.to_vec();
+        let bad = format!("t=@{missing}");
+        args.push(&bad);
+        let out = flowjit(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with(&format!("error: input `t`: cannot read {missing}: ")),
+            "{args:?}: {err}"
+        );
+    }
+}

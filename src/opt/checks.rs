@@ -1,6 +1,9 @@
-//! Bounds checks planned for machine code (LuaJIT's ABC widening, `fold_abc_k` in
-//! `lj_opt_fold.c`): which array accesses of a segment one check covers, and which overflow
-//! checks a bounds check stands for. Both code generators emit what the plan says.
+//! What machine code checks, decided per compilation unit ([`of_unit`]): the overflow
+//! checks of its arithmetic (`opt::bounds::machine_no_overflow`), and its bounds checks
+//! (LuaJIT's ABC widening, `fold_abc_k` in `lj_opt_fold.c`): which array accesses of a
+//! segment one check covers, in which form ([`Bounds`]), and which overflow checks a
+//! bounds check stands for. Both code generators emit what the plan says, and `--dump opt`
+//! prints it ([`Checks::notes`]).
 //!
 //! An access is a `getitem` or `setitem`, with a snapshot, of an array of integers at an
 //! index `base + c` (`opt::bounds::offset_of`, `base` a 64-bit integer). The accesses of a
