@@ -25,6 +25,11 @@
 //!
 //! Without them (`--no-default-features`) the library has the language, the executors, the
 //! JIT, the partial evaluator and [`bench`](mod@bench)'s runs and table.
+//!
+//! ## As a library
+//! [`embed`] is the facade (SPEC §7): a program parsed and checked from text, run with
+//! inputs in a mode, its input and output the caller's, and its value, error and
+//! statistics as data (`examples/embed.rs` shows it end to end).
 #![deny(missing_docs)]
 
 pub mod backend;
@@ -33,6 +38,7 @@ pub mod bench;
 pub mod cli;
 #[cfg(feature = "difftest")]
 pub mod difftest;
+pub mod embed;
 pub mod interp;
 pub mod jit;
 pub mod lang;
