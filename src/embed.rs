@@ -133,11 +133,6 @@ impl Program {
             stdout: None,
         }
     }
-
-    /// The checked program itself, for the crate's other modules.
-    pub fn checked(&self) -> &lang::Program {
-        &self.program
-    }
 }
 
 /// A run being set up ([`Program::run`]).

@@ -276,3 +276,46 @@ impl<'s, F: Fn(Ref) -> Value> Exit<'s, F> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::BlockId;
+
+    /// `for_each_exit_ref` lists its own parts of a snapshot: it must give what
+    /// `exit_values` gives, in the same order, for every part (frames, virtual arrays,
+    /// stores), leaving out constants and the virtual arrays.
+    #[test]
+    fn each_exit_ref_is_an_exit_value_in_the_same_order() {
+        let r = |k: u32| Opnd::Ref(Ref(k));
+        let c = |k: i64| Opnd::Const(Value::Int(k));
+        let pos = Position {
+            block: BlockId(0),
+            inst: 1,
+        };
+        let mut snap = Snapshot::new(
+            pos,
+            0,
+            vec![(Slot(0), r(1)), (Slot(1), c(5)), (Slot(2), r(9))],
+        );
+        snap.frames.push(Inlined {
+            ret: pos,
+            dst: Slot(3),
+            entries: vec![(Slot(0), r(2)), (Slot(1), r(9))],
+        });
+        snap.virtuals.push(Virtual {
+            at: Ref(9),
+            fields: vec![r(3), c(7), r(9)],
+        });
+        snap.stores.push(Store {
+            array: r(4),
+            index: c(0),
+            value: r(5),
+        });
+        let want: Vec<Ref> = snap.exit_values().filter_map(Opnd::as_ref).collect();
+        let mut got = Vec::new();
+        snap.for_each_exit_ref(|x| got.push(x));
+        assert_eq!(got, want);
+        assert_eq!(got, [1, 2, 3, 4, 5].map(Ref));
+    }
+}

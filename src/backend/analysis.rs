@@ -125,11 +125,12 @@ pub fn exit_kinds(an: &TreeAnalysis, trace: &Trace, seg: usize, i: usize) -> Vec
 }
 
 /// What lowering needs to know of the unit `segments`, whose values are held as `reprs`
-/// says (`opt::repr::infer`) and checked as `checks` says (`opt::checks::of_unit`), or why machine code cannot run it: the register layout, the
-/// elidable calls, the arithmetic that cannot overflow. `frame_size` is the program's (the
-/// mirror's size). `unit` is 0 for a tree's function, whose first segment is the peeled
-/// root and which leaves out the `separate` segments; for a bridge unit (`segments` is then
-/// the bridge alone), the bridge's segment number in its tree.
+/// says (`opt::repr::infer`) and checked as `checks` says (`opt::checks::of_unit`), or why
+/// machine code cannot run it: the register layout, the elidable calls, the checks.
+/// `frame_size` is the program's (the mirror's size). `unit` is 0 for a tree's function,
+/// whose first segment is the peeled root and which leaves out the `separate` segments; for
+/// a bridge unit (`segments` is then the bridge alone), the bridge's segment number in its
+/// tree.
 pub fn analyze(
     segments: &[Segment],
     reprs: Reprs,

@@ -1951,9 +1951,10 @@ impl Lower<'_> {
             return true;
         }
         let args: Vec<(ClifValue, Repr)> = inst.args.iter().map(|a| self.opnd(b, seg, a)).collect();
+        // A widened run's one overflow check, unless an access's bounds check stands for it.
         let widen = self.an.bounds[seg].widen[i];
-        let by_access = self.an.checks[seg].standing_for(i).is_some();
-        if let Some((lo, hi)) = widen.filter(|_| !by_access) {
+        let plan = &self.an.checks[seg];
+        if let Some((lo, hi)) = widen.filter(|_| plan.standing_for(i).is_none()) {
             // One check for the whole run of offsets of the same value (`MachineBounds`).
             let x = match inst.args.as_slice() {
                 [Opnd::Ref(_), _] => args[0].0,

@@ -1209,7 +1209,8 @@ impl Quick {
             Bounds::Covered => return Some(()),
             Bounds::Span { lo, hi, at, .. } => (lo, hi, at),
             Bounds::Index => match index {
-                // An index of the plan's ([`Quick::supported`] refuses others).
+                // An index of the plan's ([`Quick::supported`] refuses others): the span
+                // of its one offset.
                 Loc::Reg(_) if an.checks[0].access[i].is_some() => (0, 0, 0),
                 Loc::Reg(_) => return None,
                 // A constant index (from 0, `supported`).
@@ -1229,7 +1230,7 @@ impl Quick {
         // offset between.
         let ends = if lo == hi { vec![lo] } else { vec![lo, hi] };
         for end in ends {
-            let d = i32::try_from(end - c).ok()?;
+            let d = i32::try_from(end.checked_sub(c)?).ok()?;
             if d == 0 {
                 dynasm!(self.ops ; .arch x64 ; cmp Rq(x), QWORD [Rq(a) + LEN]);
             } else {

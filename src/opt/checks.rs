@@ -28,6 +28,7 @@ use flowjit_runtime::Op;
 
 use super::bounds::{machine_no_overflow, offset_of, MachineBounds};
 use super::interval::near;
+use crate::trace::print::opnd;
 use crate::trace::tree::Segment;
 use crate::trace::{Kind, Opnd, Ref, Trace};
 
@@ -285,14 +286,14 @@ impl Checks {
         if inst.kind == Kind::LoopStart {
             for (k, range) in overflow.entry.iter().enumerate() {
                 if let Some(range) = range {
-                    notes.push(format!("entry: {} in {}", name(&inst.args[k]), span(range)));
+                    notes.push(format!("entry: {} in {}", opnd(&inst.args[k]), span(range)));
                 }
             }
             for sum in &overflow.sums {
                 notes.push(format!(
                     "entry: {} stays within 64 bits for the iterations {} allows",
-                    name(&inst.args[sum.acc]),
-                    name(&inst.args[sum.counter]),
+                    opnd(&inst.args[sum.acc]),
+                    opnd(&inst.args[sum.counter]),
                 ));
             }
         }
@@ -301,9 +302,9 @@ impl Checks {
                 .args
                 .iter()
                 .find(|a| a.as_ref().is_some())
-                .map_or(String::new(), name);
+                .map_or(String::new(), opnd);
             let by = match plan.standing_for(i) {
-                Some(j) => format!(": the bounds check of v{j}'s index"),
+                Some(j) => format!(": the bounds check of {}'s index", Ref(j as u32)),
                 None => String::new(),
             };
             let (lo, hi) = (plus(&x, lo), plus(&x, hi));
@@ -311,12 +312,12 @@ impl Checks {
         }
         if let Some((array, _, _)) = plan.access[i] {
             let exit = match plan.exit_at(i) {
-                at if at != i => format!(", exiting at v{at}"),
+                at if at != i => format!(", exiting at {}", Ref(at as u32)),
                 _ => String::new(),
             };
             let text = match plan.bounds(i) {
                 Bounds::Covered => "within what was checked above".to_string(),
-                Bounds::Index => format!("{} < len v{}", name(&inst.args[1]), array.index()),
+                Bounds::Index => format!("{} < len {array}", opnd(&inst.args[1])),
                 Bounds::Span {
                     base,
                     lo,
@@ -324,7 +325,7 @@ impl Checks {
                     floor,
                     ..
                 } => {
-                    let x = format!("v{}", base.index());
+                    let x = base.to_string();
                     let (lo, hi) = (plus(&x, lo), plus(&x, hi));
                     let floor = match floor {
                         true => format!(" ({lo} >= 0 by the loop's proofs)"),
@@ -335,20 +336,12 @@ impl Checks {
                     } else {
                         format!("{lo} .. {hi}")
                     };
-                    format!("{span} < len v{}{floor}", array.index())
+                    format!("{span} < len {array}{floor}")
                 }
             };
             notes.push(format!("bounds: {text}{exit}"));
         }
         notes
-    }
-}
-
-/// An operand as the SSA form names it.
-fn name(o: &Opnd) -> String {
-    match o {
-        Opnd::Ref(r) => format!("v{}", r.index()),
-        Opnd::Const(c) => c.to_string(),
     }
 }
 
