@@ -439,11 +439,7 @@ fn exits_match_the_interpreter(passes: &[flowjit::opt::Pass], native: bool) {
             let exit_pos = match by_machine_code {
                 Some(exit) => exit.pos,
                 None => {
-                    let mut env = trace::Env {
-                        program: &program,
-                        state: &mut state,
-                        steps: &mut steps,
-                    };
+                    let mut env = trace::Env::new(&program, &mut state, &mut steps);
                     trace::run_trace(&traces[index], &mut env).pos
                 }
             };

@@ -249,6 +249,7 @@ impl Check<'_, '_> {
                 self.held(seg, &trace.insts[start].args[i - start - 1])?;
             }
             Kind::GetItem | Kind::CallPure(_) => self.load_or_call(seg, i)?,
+            Kind::Call(_) => return Err(Unsupported::Call),
             Kind::Getchar | Kind::Virtual => {}
             // What allocates gives the code a reference that the context keeps alive
             // (`helpers::alloc`).

@@ -1258,6 +1258,7 @@ impl Lower<'_> {
                 self.ints.clear();
                 self.call_pure(b, i);
             }
+            Kind::Call(_) => unreachable!("the analysis refuses calls"),
             Kind::GuardValue => return self.guard_value(b, i),
             Kind::Op(op) => return self.op(b, i, op, inst.snap.is_some()),
         }

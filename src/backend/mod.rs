@@ -74,6 +74,9 @@ pub enum Unsupported {
     /// A statement of a residual program that machine code does not run yet.
     #[error("{0} in a residual program is not compiled yet")]
     NotCompiled(&'static str),
+    /// A call the trace does not inline, which machine code does not make yet.
+    #[error("a call not inlined")]
+    Call,
     /// An input of a residual program machine code cannot hold.
     #[error("a big integer input")]
     BigInput,

@@ -565,6 +565,40 @@ pub fn call_function(
     call_monitored(program, func, args, depth, steps, &mut NoMonitor)
 }
 
+/// Makes a call of `func` on `args` for an executor that did not inline it (a trace's
+/// `call`), on `state` itself: in a frame of its own, with the state's input, output and
+/// memo, `depth` calls waiting for it (the current frame's and those inlined into the trace
+/// that makes it), until it returns ([`Exit::Return`]) or stops the program
+/// ([`Exit::Stop`]). The state's frames are as they were when it ends, in an error too.
+/// The caller has counted the call's own operation; `steps` counts the rest, its `return`
+/// among them.
+pub fn call_in<M: Monitor>(
+    program: &Program,
+    state: &mut State,
+    func: crate::lang::FuncId,
+    args: Vec<Value>,
+    depth: usize,
+    steps: &mut Steps,
+    monitor: &mut M,
+) -> Result<Exit, RuntimeError> {
+    let f = program.func(func);
+    let mut frame = vec![None; program.frame_size()];
+    for (p, v) in f.params.iter().zip(args) {
+        frame[p.index()] = Some(v);
+    }
+    let frame = std::mem::replace(&mut state.frame, frame);
+    let calls = std::mem::take(&mut state.calls);
+    let (outer, returns_out) = (state.depth, state.returns_out);
+    state.depth = depth + 1;
+    state.returns_out = true;
+    let exit = run(program, state, Position::start(f.entry), steps, monitor);
+    state.frame = frame;
+    state.calls = calls;
+    state.depth = outer;
+    state.returns_out = returns_out;
+    exit
+}
+
 /// Makes an elidable call on the interpreter's behalf, as one transaction: its result, when
 /// the call returns one that `accept`s; otherwise (it failed, ran out of `steps`, stopped the
 /// program or returned what the caller cannot use) `None`, and every store into an array

@@ -145,6 +145,9 @@ pub struct Jit<'p> {
     jobs: Vec<Job>,
     /// The number of the next job.
     next_job: u64,
+    /// How the program ended inside a call that a trace or its machine code made
+    /// (`print_and_stop`, or an error), if it did: the run of trees ends with it.
+    ended: Option<Result<Value, RuntimeError>>,
 }
 
 /// What a run keeps for `flowjit report` ([`Config::keep`]).
@@ -220,6 +223,7 @@ impl<'p> Jit<'p> {
             kept: Kept::default(),
             jobs: Vec::new(),
             next_job: 0,
+            ended: None,
         })
     }
 

@@ -53,6 +53,10 @@ impl Jit<'_> {
             let Some((exited, pos, at)) = self.run_segment(t, seg, state) else {
                 return Ok(Next::Resume(here));
             };
+            // The program ended inside a call the trace made.
+            if let Some(end) = self.ended.take() {
+                return end.map(Next::Stopped);
+            }
             // Machine code may have gone on from tree to tree (`backend::lower::linkable`):
             // `exited` is the tree whose instruction `at` exited.
             let Some(at) = at else {
@@ -365,12 +369,9 @@ impl Jit<'_> {
         let tree = &self.trees[t];
         if seg == 0 {
             let start = Instant::now();
-            let mut env = trace::Env {
-                program: self.program,
-                state,
-                steps: &mut self.steps,
-            };
+            let mut env = trace::Env::new(self.program, state, &mut self.steps);
             let exit = trace::run_trace(&tree.root, &mut env);
+            self.ended = env.ended;
             self.stats.trace_time += start.elapsed();
             return Some((t, exit.pos, exit.inst.map(|i| TreeInst::new(0, i))));
         }
@@ -379,12 +380,9 @@ impl Jit<'_> {
             return None;
         }
         let start = Instant::now();
-        let mut env = trace::Env {
-            program: self.program,
-            state,
-            steps: &mut self.steps,
-        };
+        let mut env = trace::Env::new(self.program, state, &mut self.steps);
         let exit = trace::run_bridge(bridge, &mut env);
+        self.ended = env.ended;
         self.stats.trace_time += start.elapsed();
         Some((t, exit.pos, exit.inst.map(|i| TreeInst::new(seg, i))))
     }

@@ -184,6 +184,7 @@ impl Stage for Fold {
             | Kind::Print
             | Kind::Putchar
             | Kind::Getchar
+            | Kind::Call(_)
             | Kind::Virtual => Verdict::Pass,
         })
     }

@@ -12,7 +12,8 @@
 //! `trace::record::MAX_APART`) at an index that may be the same
 //! (two different constants are known apart, and so are `x + c1` and `x + c2` with `c1` and
 //! `c2` different, as a stack pointer and the one above it). Elidable calls change nothing the stage knows
-//! (their promise); output and input touch no array.
+//! (their promise); output and input touch no array. A `call` not inlined may store into
+//! any array: the stage forgets every element (but which indices are in bounds).
 //!
 //! Across a peeled loop's `loop_start` the stage keeps what no store of the loop can change:
 //! a load in the loop then finds the preamble's value, and leaves the loop. Where a store
@@ -58,6 +59,9 @@ pub struct Heap {
     /// Whether the loop's body found an element as the preamble left it
     /// (`Trace::heap_from_preamble`), told to the optimizer at the loop's end.
     from_preamble: bool,
+    /// Whether the trace has made a `call` so far: the loop's body, which makes it again,
+    /// keeps nothing of the preamble's elements.
+    called: bool,
 }
 
 /// Whether two array operands are surely different arrays: two different constants, or
@@ -269,7 +273,9 @@ impl Stage for Heap {
             },
             Kind::LoopStart => {
                 self.at_start = self.known.clone();
-                if self.stored {
+                if self.called {
+                    self.known.clear();
+                } else if self.stored {
                     self.keep_invariant(opt);
                 }
                 Verdict::Pass
@@ -345,6 +351,12 @@ impl Stage for Heap {
                     .push(((a.clone(), i.clone()), inst.args[2].clone()));
                 let (a, i) = (a.clone(), i.clone());
                 self.check(&a, &i);
+            }
+            // The function may store anything into any array.
+            Kind::Call(_) => {
+                self.called = true;
+                self.stored = true;
+                self.known.clear();
             }
             _ => {}
         }

@@ -166,7 +166,7 @@ impl Inference<'_, '_> {
                     Some(of_type(inst.ty))
                 }
             }
-            Kind::GetItem | Kind::CallPure(_) => Some(of_type(inst.ty)),
+            Kind::GetItem | Kind::CallPure(_) | Kind::Call(_) => Some(of_type(inst.ty)),
             Kind::Getchar => Some(Repr::Int),
             Kind::Op(op) if op.allocates() || op == Op::ToList => Some(of_type(inst.ty)),
             Kind::Op(Op::Same) => of_opnd(k, &inst.args[0]),

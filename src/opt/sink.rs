@@ -11,7 +11,7 @@
 //!   arrays or indices not known apart, as in `heap`);
 //! - a store that may write its element by other operands (so that the later one wins);
 //! - anything that may read array contents: an operation on an array other than `len`
-//!   and `==`, output or an elidable call of a list or an array;
+//!   and `==`, output or an elidable call of a list or an array, any `call`;
 //! - the end of the trace.
 //!
 //! A store that can fail (an index not checked before) is made where it is: its exit must
@@ -173,6 +173,12 @@ fn attempt(trace: &Trace, excluded: &[(Opnd, Opnd)]) -> Result<Trace, Vec<(Opnd,
             Kind::Loop => {
                 at_loop(&mut rw, i, inst, args, &carried, &mut pending)?;
                 continue;
+            }
+            // The function may read and write any array: every pending store is made
+            // before it, and none made is known to hold its value after it.
+            Kind::Call(_) => {
+                flush(&mut rw, &mut pending, |_, _| true);
+                made.clear();
             }
             _ if reads_arrays(inst, &args, rw.insts()) => {
                 let now = flush(&mut rw, &mut pending, |_, _| true);

@@ -171,6 +171,16 @@ pub enum Kind {
     /// Exits before itself when the call fails (the interpreter then makes it, and raises
     /// the error) or when `--max-steps` cannot hold it.
     CallPure(FuncId),
+    /// A call the trace does not inline (a recursive call, or one nested deeper than the
+    /// recorder inlines): its operands are the arguments and, last, the operations the call
+    /// took when recorded (a constant, see [`call_parts`]). The callee runs in a frame of
+    /// its own, as the interpreter runs it, and may read and write arrays and do input and
+    /// output; the trace goes on with its result. Its snapshot is the state *after* the
+    /// call, but for the caller's variable receiving the result: the trace exits there,
+    /// that variable set to the result, when the result is not of the type recorded or the
+    /// call took more operations than the budget holds for the rest of the iteration. An
+    /// error inside the call, or `print_and_stop`, ends the run as it ends the interpreter's.
+    Call(FuncId),
     /// `virtual(n, init)`: an array of `n` elements, each `init`, that the trace makes and
     /// never lets escape, so that no executor allocates it (allocation removal,
     /// `opt::virtuals`). Nothing reads it: its elements became the operands that were
@@ -349,6 +359,9 @@ impl Kind {
             // Pure by the function's promise (SPEC.md §2.3): folded by its recorded result,
             // merged with an equal call, and it changes nothing the optimizer knows.
             Kind::CallPure(_) => row("call_pure", None, Res::Checked, Pure, Snap::CanFail),
+            // It may read and write any array and do input and output: the optimizer
+            // forgets what it knows of memory, and never moves, merges or removes it.
+            Kind::Call(_) => row("call", None, Res::Checked, Call, Snap::Always),
             Kind::Virtual => row(
                 "virtual",
                 Some(2),
@@ -470,6 +483,15 @@ pub fn call_pure_parts(args: &[Opnd]) -> (&[Opnd], &Opnd, u64) {
         _ => unreachable!("the verifier checks call_pure's operands"),
     };
     (args, result, cost)
+}
+
+/// A `call`'s operands in their parts: the arguments, and how many operations the call
+/// took when recorded (the verifier checks the form).
+pub fn call_parts(args: &[Opnd]) -> (&[Opnd], u64) {
+    match args {
+        [args @ .., Opnd::Const(Value::Int(n))] => (args, *n as u64),
+        _ => unreachable!("the verifier checks call's operands"),
+    }
 }
 
 /// Whether an operation can fail (or, in machine code, leave 64 bits) on some arguments.

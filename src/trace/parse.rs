@@ -383,9 +383,15 @@ impl Parser {
         if mnemonic == "param" {
             return Ok((Kind::Param(self.slot(args)?), Vec::new()));
         }
-        let (kind, args) = if mnemonic == "call_pure" {
+        let (kind, args) = if mnemonic == "call_pure" || mnemonic == "call" {
             let (func, args) = args.trim().split_once(' ').unwrap_or((args.trim(), ""));
-            (Kind::CallPure(self.text.function(func)), args)
+            let func = self.text.function(func);
+            let kind = if mnemonic == "call" {
+                Kind::Call(func)
+            } else {
+                Kind::CallPure(func)
+            };
+            (kind, args)
         } else {
             let kind = Kind::from_name(mnemonic)
                 .ok_or_else(|| format!("unknown instruction `{mnemonic}`"))?;

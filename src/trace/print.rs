@@ -194,7 +194,7 @@ fn article_line(
         (Kind::Getchar, Some(Stmt::Getchar(dst)), _) => {
             format!("op0({},getchar)", var(dst))
         }
-        (Kind::CallPure(func), Some(Stmt::Call { dst, args, .. }), _) => {
+        (Kind::CallPure(func) | Kind::Call(func), Some(Stmt::Call { dst, args, .. }), _) => {
             let args: Vec<String> = args.iter().map(operand).collect();
             format!(
                 "call({},{},[{}])",
@@ -405,7 +405,7 @@ fn inst_line(
         Kind::Input(slot) | Kind::Param(slot) => {
             let _ = write!(line, " {}", names.var(slot));
         }
-        Kind::CallPure(func) => {
+        Kind::CallPure(func) | Kind::Call(func) => {
             let _ = write!(line, " {}", names.func(func));
         }
         _ => {}

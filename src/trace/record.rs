@@ -18,9 +18,10 @@
 //! - A call of an `@elidable` function is made by the interpreter, at once, and becomes
 //!   `call_pure` holding the result it gave. A call of any other function is inlined: the
 //!   callee's statements are recorded where the call is, and its `return` becomes nothing
-//!   but the caller's variable taking the result. A recursive call, a call nested more than
-//!   [`MAX_INLINE_DEPTH`] deep and a `return` from the function the trace runs in end the
-//!   recording.
+//!   but the caller's variable taking the result. A recursive call, or a call nested more
+//!   than [`MAX_INLINE_DEPTH`] deep, is made by the interpreter at once and becomes `call`,
+//!   after which the trace goes on with its result. A `return` from the function the trace
+//!   runs in ends the recording.
 //! - A jump to the trace anchor closes the loop.
 
 use std::ops::ControlFlow;
@@ -41,10 +42,6 @@ pub enum AbortReason {
     /// The recording met what traces do not hold yet: a `return` from the frame the trace
     /// runs in, a branch on an array.
     NotTraced(&'static str),
-    /// A call of a function that an inlined call is already in: recursion is not inlined.
-    Recursion,
-    /// Calls nested deeper than this many in one trace.
-    TooDeep(usize),
     /// The recording of a loop reached the anchor of another loop's trace: the trace of
     /// the outer loop is left to the bridges of the inner one (LuaJIT's and PyPy's nested
     /// loops), instead of copying the inner loop's iterations.
@@ -56,14 +53,12 @@ impl std::fmt::Display for AbortReason {
         match self {
             AbortReason::TooLong(n) => write!(f, "trace too long (more than {n} instructions)"),
             AbortReason::NotTraced(what) => write!(f, "{what} is not traced yet"),
-            AbortReason::Recursion => write!(f, "a recursive call is not inlined"),
-            AbortReason::TooDeep(n) => write!(f, "calls nested more than {n} deep are not inlined"),
             AbortReason::InnerLoop => write!(f, "reached the anchor of another trace"),
         }
     }
 }
 
-/// How deep a trace inlines calls: a call nested deeper ends the recording.
+/// How deep a trace inlines calls: a call nested deeper stays a `call`.
 pub const MAX_INLINE_DEPTH: usize = 8;
 
 /// Whether a value a trace would read or hold is an array.
@@ -414,9 +409,8 @@ enum Then {
     NextUnchecked,
     /// On at the start of this block: the entry of an inlined call.
     Enter(BlockId),
-    /// The recording ends here, abandoned (a call not inlined). Small, unlike a
-    /// [`Recorded`]: it is returned for every statement recorded.
-    Refused(AbortReason),
+    /// The program stopped inside a call not inlined, printing this value.
+    Stopped(Value),
 }
 
 /// The error `kind` raised by the statement or terminator at `at`, as the interpreter
@@ -477,7 +471,7 @@ fn record_from(
                     from = Position::start(entry);
                     continue 'blocks;
                 }
-                Then::Refused(reason) => return Ok(Recorded::Aborted { reason, at }),
+                Then::Stopped(v) => return Ok(Recorded::Stopped(v)),
             }
         }
         match r.record_terminator(state, steps, from.block, ends, traced)? {
@@ -555,7 +549,7 @@ impl<'p> Recorder<'p> {
     /// A call of a function that is not `@elidable`, inlined: the callee's statements are
     /// recorded where the call is, in a frame of their own, and its `return` goes back to
     /// the caller's ([`Caller`]). A recursive call, or one nested deeper than
-    /// [`MAX_INLINE_DEPTH`], ends the recording instead.
+    /// [`MAX_INLINE_DEPTH`], is recorded as a `call` instead ([`Recorder::record_call`]).
     fn record_inlined_call(
         &mut self,
         state: &mut State,
@@ -566,15 +560,9 @@ impl<'p> Recorder<'p> {
         let Stmt::Call { dst, func, args } = stmt else {
             unreachable!("an inlined call is a call")
         };
-        let refused = if self.callers.iter().any(|c| c.func == *func) {
-            Some(AbortReason::Recursion)
-        } else if self.callers.len() >= MAX_INLINE_DEPTH {
-            Some(AbortReason::TooDeep(MAX_INLINE_DEPTH))
-        } else {
-            None
-        };
-        if let Some(reason) = refused {
-            return Ok(Then::Refused(reason));
+        // A recursive call, or one nested too deep, stays a call.
+        if self.callers.iter().any(|c| c.func == *func) || self.callers.len() >= MAX_INLINE_DEPTH {
+            return self.record_call(state, steps, *dst, *func, args, at);
         }
         self.charge(steps, at)?;
         let operands: Vec<Opnd> = args
@@ -599,6 +587,52 @@ impl<'p> Recorder<'p> {
         });
         self.deepest = self.deepest.max(self.callers.len());
         Ok(Then::Enter(entry))
+    }
+
+    /// A call not inlined: made here, by the interpreter, on the state's frames, input and
+    /// output, and recorded as one instruction, `call`, with the operations it took. Its
+    /// snapshot is the state after the call, its variable aside (`Kind::Call`). A
+    /// `print_and_stop` inside it ends the recording with the program.
+    fn record_call(
+        &mut self,
+        state: &mut State,
+        steps: &mut Steps,
+        dst: Slot,
+        func: FuncId,
+        args: &[Operand],
+        at: Position,
+    ) -> Result<Then, RuntimeError> {
+        self.charge(steps, at)?;
+        let values = args
+            .iter()
+            .map(|a| interp::operand(self.program, &state.frame, a).cloned())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(fail(self.program, at))?;
+        let mut opnds: Vec<Opnd> = args
+            .iter()
+            .map(|a| self.operand(&state.frame, a, at))
+            .collect();
+        let depth = state.depth + state.calls.len();
+        if depth >= MAX_CALL_DEPTH {
+            return Err(fail(self.program, at)(ErrorKind::CallDepth));
+        }
+        let before = steps.left;
+        let monitor = &mut interp::NoMonitor;
+        let result =
+            match interp::call_in(self.program, state, func, values, depth, steps, monitor)? {
+                interp::Exit::Return(v) => v,
+                interp::Exit::Stop(v) => return Ok(Then::Stopped(v)),
+                interp::Exit::Hot(_) => unreachable!("a call's monitor never takes over"),
+            };
+        let took = before - steps.left;
+        self.cost += 1 + took;
+        let snap = self.snapshot(after(at));
+        opnds.push(Opnd::Const(Value::Int(took as i64)));
+        let ty = Ty::of(&result);
+        state.frame[dst.index()] = Some(result);
+        let v = self.emit(Kind::Call(func), opnds, Some(snap), at, ty);
+        self.written[dst.index()] = Some(Opnd::Ref(v));
+        Ok(Then::Next)
     }
 
     /// A call of an `@elidable` function: made here, by the interpreter (or found in the

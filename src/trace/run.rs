@@ -9,7 +9,7 @@
 use flowjit_runtime::{ops, Op, Value};
 
 use super::ir::{Kind, Opnd, Ref, SnapId, Trace};
-use crate::interp;
+use crate::interp::{self, RuntimeError};
 use crate::lang::Program;
 use crate::resume;
 use crate::state::{Position, State, Steps};
@@ -24,6 +24,95 @@ pub struct Env<'a> {
     pub state: &'a mut State,
     /// The budget.
     pub steps: &'a mut Steps,
+    /// How the program ended inside a `call` the trace made (`print_and_stop` of a value,
+    /// or an error), if it did: the trace exited there, and the run ends.
+    pub ended: Option<Result<Value, RuntimeError>>,
+}
+
+impl<'a> Env<'a> {
+    /// The environment of a trace running on `state` within `steps`.
+    pub fn new(program: &'a Program, state: &'a mut State, steps: &'a mut Steps) -> Env<'a> {
+        Env {
+            program,
+            state,
+            steps,
+            ended: None,
+        }
+    }
+}
+
+/// How a trace's `call` ended.
+#[derive(Debug)]
+pub enum Called {
+    /// It returned this value, and the trace goes on with it.
+    Returned(Value),
+    /// It returned this value, and the trace exits after the call with it (the value is not
+    /// of the type recorded, or the budget no longer holds the rest of the iteration).
+    Exits(Value),
+    /// The program ended inside the call: `print_and_stop` of a value, or an error.
+    Ended(Result<Value, RuntimeError>),
+}
+
+/// Makes a trace's `call` of `func` on `args`, recorded at `origin` (the call statement),
+/// `inlined` calls deep in the trace's own frames, as the interpreter makes it: in a frame
+/// of its own on the state's input and output, each of its operations counted. `done` is
+/// what the iteration has taken of `steps` up to and with the call statement, beyond what
+/// `steps` counts already; the call may take all the rest. `steps` is then charged what the
+/// call used beyond the `recorded` operations it took when recorded (which the iteration's
+/// cost counts), or given back what it did not use; the trace goes on if the budget still
+/// holds `reserve` (the iteration's cost) and `accept` takes the result.
+#[allow(clippy::too_many_arguments)]
+pub fn call(
+    program: &Program,
+    state: &mut State,
+    func: crate::lang::FuncId,
+    args: Vec<Value>,
+    origin: Position,
+    inlined: usize,
+    steps: &mut Steps,
+    done: u64,
+    reserve: u64,
+    recorded: u64,
+    accept: impl FnOnce(&Value) -> bool,
+) -> Called {
+    let depth = state.depth + state.calls.len() + inlined;
+    if depth >= crate::state::MAX_CALL_DEPTH {
+        return Called::Ended(Err(RuntimeError {
+            kind: interp::ErrorKind::CallDepth,
+            block: program
+                .block(origin.block)
+                .label_at(origin.inst)
+                .to_string(),
+        }));
+    }
+    let budget = steps.left.saturating_sub(done);
+    let mut inner = Steps {
+        limit: steps.limit,
+        left: budget,
+    };
+    let monitor = &mut interp::NoMonitor;
+    match interp::call_in(program, state, func, args, depth, &mut inner, monitor) {
+        Err(e) => Called::Ended(Err(e)),
+        Ok(interp::Exit::Stop(v)) => Called::Ended(Ok(v)),
+        Ok(interp::Exit::Return(v)) => {
+            let used = budget - inner.left;
+            steps.left = steps.left.saturating_add(recorded).saturating_sub(used);
+            if steps.left >= reserve && accept(&v) {
+                Called::Returned(v)
+            } else {
+                Called::Exits(v)
+            }
+        }
+        Ok(interp::Exit::Hot(_)) => unreachable!("a call's monitor never takes over"),
+    }
+}
+
+/// The variable that receives the result of the call statement at `at`.
+pub fn call_dst(program: &Program, at: Position) -> crate::lang::Slot {
+    match &program.block(at.block).insts[at.inst] {
+        crate::lang::Inst::Call { dst, .. } => *dst,
+        _ => unreachable!("a `call` is recorded from a call statement"),
+    }
 }
 
 /// Makes an elidable call for a compiled trace: its result, or `None` when it fails, when
@@ -93,10 +182,24 @@ fn exit_at(
     env: &mut Env,
     iterations: u64,
 ) -> TraceExit {
-    let snap = trace.insts[i]
+    let inst = &trace.insts[i];
+    let snap = inst
         .snap
         .expect("an instruction that can exit has a snapshot");
+    if env.ended.is_some() {
+        // The program ended inside a call: nothing goes on.
+        return TraceExit {
+            pos: trace.snaps[snap.index()].pos,
+            inst: Some(i),
+            iterations,
+        };
+    }
     env.steps.left -= write_back(trace, snap, regs, env.state);
+    if let (Kind::Call(_), Some(origin)) = (inst.kind, inst.origin) {
+        // After the call: its result goes to its variable.
+        let dst = call_dst(env.program, origin);
+        env.state.frame[dst.index()] = regs[i].clone();
+    }
     TraceExit {
         pos: trace.snaps[snap.index()].pos,
         inst: Some(i),
@@ -156,6 +259,43 @@ fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], env: &mut Env, rese
                 program, env.state, func, args, steps, reserve, recorded, accept,
             );
             regs[i].is_some()
+        }
+        Kind::Call(func) => {
+            let (args, recorded) = super::ir::call_parts(&inst.args);
+            let args = args.iter().map(|a| value(regs, a)).collect();
+            let snap = trace.snap_of(inst).expect("a call has a snapshot");
+            let origin = inst.origin.expect("a call is recorded from a statement");
+            let done = snap.cost - recorded;
+            let inlined = snap.frames.len();
+            let ty = inst.ty;
+            let (program, state, steps) = (env.program, &mut *env.state, &mut *env.steps);
+            let called = call(
+                program,
+                state,
+                func,
+                args,
+                origin,
+                inlined,
+                steps,
+                done,
+                reserve,
+                recorded,
+                |v| ty.admits(v),
+            );
+            match called {
+                Called::Returned(v) => {
+                    regs[i] = Some(v);
+                    true
+                }
+                Called::Exits(v) => {
+                    regs[i] = Some(v);
+                    false
+                }
+                Called::Ended(end) => {
+                    env.ended = Some(end);
+                    false
+                }
+            }
         }
         Kind::Op(op) => {
             let result = match inst.args.as_slice() {

@@ -4,7 +4,8 @@
 //! - at most one `loop_start`; the `param`s follow it directly, and it and `loop` have one
 //!   operand per `param`;
 //! - every instruction has as many operands as its kind takes; a `call_pure` ends with the
-//!   result it gave when recorded, a constant of its type, and the operations it took;
+//!   result it gave when recorded, a constant of its type, and the operations it took, a
+//!   `call` with the operations it took;
 //! - every ref names an earlier instruction that defines a value;
 //! - guards, `input`, `loop` and `loop_start` have a snapshot (an operation has one unless
 //!   the optimizer proved it cannot fail), and every ref in a snapshot names an instruction
@@ -106,8 +107,19 @@ fn check_shape(trace: &Trace, i: usize, params: usize) -> Result<(), String> {
             }
         }
     }
+    if let Kind::Call(_) = inst.kind {
+        // The arguments, then the operations the call took when recorded.
+        if !matches!(
+            inst.args.as_slice(),
+            [.., Opnd::Const(flowjit_runtime::Value::Int(n))] if *n >= 0
+        ) {
+            return Err(format!(
+                "v{i}: call ends with the operations the call took when recorded"
+            ));
+        }
+    }
     let arity = match inst.kind {
-        Kind::CallPure(_) => inst.args.len(),
+        Kind::CallPure(_) | Kind::Call(_) => inst.args.len(),
         kind => kind.arity().unwrap_or(params),
     };
     if inst.args.len() != arity {
