@@ -249,7 +249,7 @@ impl Check<'_, '_> {
                 self.held(seg, &trace.insts[start].args[i - start - 1])?;
             }
             Kind::GetItem | Kind::CallPure(_) => self.load_or_call(seg, i)?,
-            Kind::Call(_) => return Err(Unsupported::Call),
+            Kind::Call(_) => self.load_or_call(seg, i)?,
             Kind::Getchar | Kind::Virtual => {}
             // What allocates gives the code a reference that the context keeps alive
             // (`helpers::alloc`).
@@ -296,7 +296,7 @@ impl Check<'_, '_> {
         }
     }
 
-    /// Checks `getitem` or elidable call `i` of segment `seg`; a call's site is kept.
+    /// Checks `getitem` or call `i` of segment `seg`; a call's site is kept.
     fn load_or_call(&mut self, seg: usize, i: usize) -> Result<(), Unsupported> {
         let inst = &self.segments[seg].trace.insts[i];
         let args = self.operands(seg, inst)?;
@@ -307,15 +307,28 @@ impl Check<'_, '_> {
         // context (`helpers::keep`).
         let result = self.reprs.values[seg][i].expect("a load has a result");
         self.owns |= matches!(result, Repr::List | Repr::Array);
-        if let Kind::CallPure(func) = inst.kind {
-            let site = CallSite {
+        let site = match inst.kind {
+            Kind::CallPure(func) => CallSite {
                 func,
                 args: args[..args.len() - 2].to_vec(),
                 result,
                 ty: inst.ty,
-            };
-            self.sites.insert(TreeInst::new(seg, i), Box::new(site));
-        }
+                call: None,
+            },
+            Kind::Call(func) => {
+                let snap = self.segments[seg].trace.snap_of(inst);
+                let inlined = snap.expect("a call has a snapshot").frames.len();
+                CallSite {
+                    func,
+                    args: args[..args.len() - 1].to_vec(),
+                    result,
+                    ty: inst.ty,
+                    call: Some((inst.origin.expect("a call has its statement"), inlined)),
+                }
+            }
+            _ => return Ok(()),
+        };
+        self.sites.insert(TreeInst::new(seg, i), Box::new(site));
         Ok(())
     }
 

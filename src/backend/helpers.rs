@@ -39,6 +39,14 @@ pub struct Ctx<'a> {
     /// mirror holds such an integer as the address of a frame's slot or of its box here,
     /// which only exits write ([`mirror_num`]).
     pub nums: Vec<Value>,
+    /// The result of the `call` the code exits after, which it could not go on with
+    /// ([`call`]): the exit writes it into the call's variable.
+    pub called: Option<Value>,
+    /// How the program ended inside a `call` the code made: `print_and_stop` of a value,
+    /// or an error. The code exited there, and the run ends.
+    pub ended: Option<Result<Value, crate::interp::RuntimeError>>,
+    /// How many `call`s the code made (`--stats`).
+    pub calls: u64,
 }
 
 /// How large (in elements, see [`Ctx::made`]) what the code makes or copies out of arrays
@@ -133,6 +141,9 @@ pub struct CallSite {
     pub result: Repr,
     /// The type of the result the trace expects.
     pub ty: crate::trace::Ty,
+    /// For a `call` (not an elidable one): the call statement it was recorded from, and how
+    /// many calls the trace inlined around it there.
+    pub call: Option<(crate::state::Position, usize)>,
 }
 
 /// A kind as a helper's argument.
@@ -246,6 +257,52 @@ pub unsafe extern "C" fn call_pure(
     // SAFETY: the caller's guarantee of room.
     unsafe { *args.add(site.args.len()) = bits };
     budget - steps.left as i64
+}
+
+/// A call not inlined (`call`): runs the function of `site` on the `args` (one word per
+/// argument) as the interpreter runs it, on the running state, and writes the result's bits
+/// after the arguments: 0. When the result is not of the kind the code holds, the call's
+/// exit writes it into the call's variable ([`Ctx::called`]); when the program ended inside
+/// the call, the run ends ([`Ctx::ended`]): 1, and the code exits after the call. Only code
+/// that counts no steps makes calls (`Unsupported::CountedCall`).
+///
+/// # Safety
+/// `ctx` is the code's context, `site` a `call`'s site of the code, `args` holds a live value
+/// of each argument's kind and has room for one word more.
+pub unsafe extern "C" fn call(ctx: *mut Ctx, site: *const CallSite, args: *mut i64) -> i64 {
+    // SAFETY: the caller's guarantee.
+    let (ctx, site) = unsafe { (&mut *ctx, &*site) };
+    let (at, inlined) = site.call.expect("a call's site");
+    let values: Vec<Value> = site
+        .args
+        .iter()
+        .enumerate()
+        // SAFETY: the caller's guarantee.
+        .map(|(k, kind)| unsafe { abi::rebox(*args.add(k), *kind) })
+        .collect();
+    let mut steps = Steps::new(None);
+    ctx.calls += 1;
+    let accept = |v: &Value| site.ty.admits(v) && abi::Repr::of(v) == Some(site.result);
+    let (program, state) = (ctx.program, &mut *ctx.state);
+    let called = crate::trace::run::call(
+        program, state, site.func, values, at, inlined, &mut steps, 0, 0, 0, accept,
+    );
+    match called {
+        crate::trace::run::Called::Returned(v) => {
+            let bits = ctx.keep(v, site.result);
+            // SAFETY: the caller's guarantee of room.
+            unsafe { *args.add(site.args.len()) = bits };
+            0
+        }
+        crate::trace::run::Called::Exits(v) => {
+            ctx.called = Some(v);
+            1
+        }
+        crate::trace::run::Called::Ended(end) => {
+            ctx.ended = Some(end);
+            1
+        }
+    }
 }
 
 /// The signature of a helper taking `params` words and returning `ret` words (0 or 1).
@@ -515,6 +572,9 @@ mod tests {
             owned: Vec::new(),
             allocated: 0,
             nums: vec![Value::Int(0), Value::Int(7)],
+            called: None,
+            ended: None,
+            calls: 0,
         };
         let x = big("100000000000000000000000");
         let mut code_box = x.clone();

@@ -888,7 +888,7 @@ impl Lower<'_> {
     /// an array, or call a function (which may).
     fn may_mix(&self, seg: usize, insts: &[crate::trace::Inst]) -> bool {
         insts.iter().any(|inst| match inst.kind {
-            Kind::CallPure(_) => true,
+            Kind::CallPure(_) | Kind::Call(_) => true,
             Kind::SetItem => match &inst.args[2] {
                 Opnd::Ref(r) => self.an.kinds[seg][r.index()] != Some(Repr::Int),
                 Opnd::Const(v) => Repr::of(v) != Some(Repr::Int),
@@ -1258,7 +1258,11 @@ impl Lower<'_> {
                 self.ints.clear();
                 self.call_pure(b, i);
             }
-            Kind::Call(_) => unreachable!("the analysis refuses calls"),
+            Kind::Call(_) => {
+                // The function may store anything into any array.
+                self.ints.clear();
+                self.call_not_inlined(b, i);
+            }
             Kind::GuardValue => return self.guard_value(b, i),
             Kind::Op(op) => return self.op(b, i, op, inst.snap.is_some()),
         }
@@ -1936,6 +1940,34 @@ impl Lower<'_> {
             let left = b.ins().iadd_imm_s(left, recorded as i64);
             b.def_var(counter, left);
         }
+        self.vals[seg][i] = Some(b.ins().stack_load(I64, I64, slot, (8 * n) as i32));
+    }
+
+    /// Lowers `call` `i`: the arguments go to a stack slot, the helper makes the call
+    /// ([`helpers::call`]), and the code exits after it when it cannot go on with its
+    /// result.
+    fn call_not_inlined(&mut self, b: &mut FunctionBuilder, i: usize) {
+        let (seg, segments, an) = (self.seg, self.segments, self.an);
+        let inst = &segments[seg].trace.insts[i];
+        let site: &CallSite = &an.sites[&TreeInst::new(seg, i)];
+        let n = site.args.len();
+        let slot = b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (8 * (n + 1)) as u32,
+            3,
+        ));
+        for (k, a) in inst.args[..n].iter().enumerate() {
+            let (v, _) = self.opnd(b, seg, a);
+            b.ins().stack_store(I64, v, slot, (8 * k) as i32);
+        }
+        let args = b.ins().stack_addr(I64, slot, 0);
+        let site = b.ins().iconst(I64, site as *const CallSite as i64);
+        let f = helpers::call as *const u8;
+        let ctx = self.ctx(b);
+        let failed = self
+            .call(b, f, &[ctx, site, args], true)
+            .expect("a helper with a result");
+        self.exit_if(b, failed, i);
         self.vals[seg][i] = Some(b.ins().stack_load(I64, I64, slot, (8 * n) as i32));
     }
 

@@ -74,9 +74,10 @@ pub enum Unsupported {
     /// A statement of a residual program that machine code does not run yet.
     #[error("{0} in a residual program is not compiled yet")]
     NotCompiled(&'static str),
-    /// A call the trace does not inline, which machine code does not make yet.
-    #[error("a call not inlined")]
-    Call,
+    /// A call not inlined in code that counts `--max-steps`: the trace interpreter counts
+    /// the operations inside the call exactly.
+    #[error("a call not inlined, under --max-steps")]
+    CountedCall,
     /// An input of a residual program machine code cannot hold.
     #[error("a big integer input")]
     BigInput,
@@ -543,6 +544,9 @@ impl Backend {
             tuning,
         } = unit;
         let an = lower::analyze(segments, reprs, checks, frame_size, unit, tuning)?;
+        if counting && an.sites.values().any(|s| s.call.is_some()) {
+            return Err(Unsupported::CountedCall);
+        }
         // A tree's function is entered by the runtime, which checks the frame first
         // (`Compiled::accepts`), or by a linked exit, which the driver links only where the
         // kinds the exit leaves are the inputs' (`Compiled::admits`): it checks none.
@@ -1045,6 +1049,9 @@ pub fn run_program(
         owned: Vec::new(),
         allocated: 0,
         nums: Vec::new(),
+        called: None,
+        ended: None,
+        calls: 0,
     };
     // SAFETY: `regs` has a slot per variable and one for the printed value; every variable
     // written in the frame is of the kind the code was compiled for; `ctx` is the context
@@ -1098,6 +1105,10 @@ pub struct TreeExit {
     /// How many lists and arrays the code made (the virtual arrays bridges built
     /// included).
     pub allocated: u64,
+    /// How the program ended inside a `call` the code made, if it did (`helpers::Ctx::ended`).
+    pub ended: Option<Result<flowjit_runtime::Value, crate::interp::RuntimeError>>,
+    /// How many `call`s the code made.
+    pub calls: u64,
 }
 
 /// A compiled function, as [`Backend::run`] finds it by its tree and unit.
@@ -1291,6 +1302,9 @@ impl Backend {
             owned: Vec::new(),
             allocated: 0,
             nums: vec![flowjit_runtime::Value::Int(0); layout.mirror],
+            called: None,
+            ended: None,
+            calls: 0,
         };
         regs[layout.context] = &mut ctx as *mut helpers::Ctx as i64;
         let enter = self.trampoline.as_ref().expect("made with the backend").0;
@@ -1306,6 +1320,7 @@ impl Backend {
         // frame's old value of another variable owns (`ali = arr` then `arr = array(...)` in
         // the loop).
         let allocated = ctx.allocated;
+        let (called, ended, calls) = (ctx.called.take(), ctx.ended.take(), ctx.calls);
         let _owned = std::mem::take(&mut ctx.owned);
         let _held = state.frame.clone();
         // SAFETY: what the code stored in the mirror is as the safety of `read_mirror` asks:
@@ -1338,6 +1353,8 @@ impl Backend {
                 at: None,
                 hot: (at == lower::HOT).then_some(unit),
                 allocated,
+                ended,
+                calls,
             });
         }
         let written = at & lower::WRITTEN != 0;
@@ -1367,6 +1384,8 @@ impl Backend {
                 at: Some(lower::TreeInst::new(unit_seg, inst)),
                 hot: None,
                 allocated,
+                ended,
+                calls,
             });
         }
         let kinds = &an.kinds[seg];
@@ -1377,7 +1396,25 @@ impl Backend {
                 kinds[r.index()].expect("a ref has a kind"),
             )
         };
+        if ended.is_some() {
+            // The program ended inside a call: nothing goes on.
+            return Some(TreeExit {
+                tree,
+                pos: own.pos,
+                at: Some(lower::TreeInst::new(unit_seg, inst)),
+                hot: None,
+                allocated,
+                ended,
+                calls,
+            });
+        }
         let cost = segments[seg].cost + resume::restore(own, read, state);
+        if let Some(v) = called {
+            // After a call whose result the code could not hold: its variable gets it.
+            let origin = trace.insts[inst].origin.expect("a call has its statement");
+            let dst = crate::trace::run::call_dst(program, origin);
+            state.frame[dst.index()] = Some(v);
+        }
         let total = (cost as i64).saturating_add(consumed).max(0) as u64;
         steps.left = steps.left.saturating_sub(total);
         Some(TreeExit {
@@ -1386,6 +1423,8 @@ impl Backend {
             at: Some(lower::TreeInst::new(unit_seg, inst)),
             hot: None,
             allocated,
+            ended,
+            calls,
         })
     }
 }

@@ -15,8 +15,10 @@
 //! errors, and each executor must have written all of it.
 //!
 //! The program's functions ([`GenFunc`]) are straight-line code on their own `x0..x4`,
-//! a recursion as deep as an argument says, or an `@elidable` function that memoizes a
-//! computation in a table the caller gives it and nobody else writes:
+//! a recursion as deep as an argument says (once or twice per level, taking its value past
+//! 64 bits, returning an atom, dividing by zero or printing where it reaches a depth only
+//! some calls reach), or an `@elidable` function that memoizes a computation in a table the
+//! caller gives it and nobody else writes:
 //!
 //! ```text
 //! @elidable
@@ -261,13 +263,19 @@ pub enum GenFunc {
         /// The variable returned.
         result: usize,
     },
-    /// `func fN(n, acc)`: `acc op n` down to `n = 0`, by recursion; called with
-    /// `n = arg % depth`.
+    /// `func fN(n, acc)`: `acc op n` down to `n = 0`, by recursion (a trace makes the
+    /// recursive call as a `call`); called with `n = arg % depth`.
     Recursive {
         /// The bound on the depth.
         depth: i64,
         /// How `acc` changes.
         op: Op,
+        /// Whether each level calls itself a second time, on `n // 2`, with the first
+        /// call's result (a tree of calls).
+        twice: bool,
+        /// What happens where `n` reaches `depth - 2` on its way down: only in calls
+        /// started deep enough.
+        rare: Rare,
     },
     /// `@elidable func fN(k, t)`: a computation on `k` memoized in `t` (`size` entries, all
     /// `'none'` at the start), called with `k = arg % size` and its own table.
@@ -285,6 +293,21 @@ pub enum GenFunc {
         /// it boxed and makes the call through its helper).
         wide: bool,
     },
+}
+
+/// What a recursive function does now and then ([`GenFunc::Recursive`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Rare {
+    /// Nothing.
+    Nothing,
+    /// `acc` leaves 64 bits (and the result with it).
+    Big,
+    /// The call returns an atom, which its callers return and compute with.
+    Atom,
+    /// A division by zero.
+    Error,
+    /// `print(acc)`.
+    Print,
 }
 
 fn index() -> impl Strategy<Value = Index> {
@@ -390,11 +413,25 @@ pub(super) fn walk() -> impl Strategy<Value = HeapOp> {
 pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
     let plain =
         (super::flow::hot_ops(), 0..VARS).prop_map(|(ops, result)| GenFunc::Plain { ops, result });
+    let rare = prop_oneof![
+        4 => Just(Rare::Nothing),
+        1 => Just(Rare::Big),
+        1 => Just(Rare::Atom),
+        1 => Just(Rare::Error),
+        1 => Just(Rare::Print),
+    ];
     let recursive = (
         2..=MAX_DEPTH,
         prop::sample::select(vec![Op::Add, Op::Sub, Op::Xor]),
+        any::<bool>(),
+        rare,
     )
-        .prop_map(|(depth, op)| GenFunc::Recursive { depth, op });
+        .prop_map(|(depth, op, twice, rare)| GenFunc::Recursive {
+            depth,
+            op,
+            twice,
+            rare,
+        });
     // Small tables fill while the loop is interpreted and recorded; larger ones go on
     // filling in its trace and machine code, which then make the calls that compute.
     let size = prop_oneof![3 => 1i64..8, 1 => 8i64..48];
@@ -765,14 +802,42 @@ impl Emitter {
                     }
                     let _ = writeln!(self.out, "    return x{result}");
                 }
-                GenFunc::Recursive { op, .. } => {
+                GenFunc::Recursive {
+                    op,
+                    twice,
+                    rare,
+                    depth,
+                } => {
                     let _ = writeln!(
                         self.out,
                         "func {f_}(n, acc):\n    c = n > 0\n    if c goto {f_}_rec else goto {f_}_base\n\
-                         {f_}_rec:\n    n = n - 1\n    acc = acc {} n\n    r = call {f_}(n, acc)\n    return r\n\
-                         {f_}_base:\n    return acc",
+                         {f_}_rec:\n    n = n - 1\n    acc = acc {} n",
                         op.infix().unwrap_or("+")
                     );
+                    let rare = match rare {
+                        Rare::Nothing => None,
+                        Rare::Big => {
+                            Some(format!("    acc = acc * {}\n    goto {f_}_go", 1i128 << 70))
+                        }
+                        Rare::Atom => Some("    return 'odd'".to_string()),
+                        Rare::Error => Some(format!(
+                            "    z = n - {}\n    z = acc // z\n    goto {f_}_go",
+                            depth - 2
+                        )),
+                        Rare::Print => Some(format!("    print(acc)\n    goto {f_}_go")),
+                    };
+                    if let Some(rare) = rare {
+                        let _ = writeln!(
+                            self.out,
+                            "    c = n == {}\n    if c goto {f_}_rare else goto {f_}_go\n{f_}_rare:\n{rare}\n{f_}_go:",
+                            depth - 2
+                        );
+                    }
+                    let _ = writeln!(self.out, "    r = call {f_}(n, acc)");
+                    if *twice {
+                        let _ = writeln!(self.out, "    m = n // 2\n    r = call {f_}(m, r)");
+                    }
+                    let _ = writeln!(self.out, "    return r\n{f_}_base:\n    return acc");
                 }
                 GenFunc::Memo {
                     ops,

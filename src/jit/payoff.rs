@@ -14,8 +14,9 @@
 //! taken to run the operations of the shortest way around the loop, so that the estimate
 //! of what interpreting costs is low: a loop in doubt is compiled later rather than
 //! sooner. A loop whose shape is not this one (an interpreted program's loop, found by its
-//! greens, or a loop whose exit test is not a counter's) is compiled at its threshold as
-//! before: the iterations left are not known.
+//! greens, a loop whose exit test is not a counter's, or one that calls a function, whose
+//! operations its blocks do not tell) is compiled at its threshold as before: the
+//! iterations left, or what they cost, are not known.
 
 use std::collections::VecDeque;
 
@@ -119,6 +120,17 @@ fn counted(
     let inside = |b: BlockId| body.contains(&b);
     let mut region: Vec<BlockId> = body.iter().copied().collect();
     region.sort_unstable();
+    // A call takes operations the loop's blocks do not tell: what an iteration costs is
+    // not known.
+    let calls = |b: &BlockId| {
+        block(*b)
+            .insts
+            .iter()
+            .any(|i| matches!(i, Inst::Call { .. }))
+    };
+    if region.iter().any(calls) {
+        return None;
+    }
     // The one test that leaves the loop.
     let mut exits = region.iter().filter_map(|b| match &block(*b).term {
         Terminator::If { cond, then, els } if inside(then.target) != inside(els.target) => {

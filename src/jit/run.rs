@@ -309,9 +309,11 @@ impl Jit<'_> {
         let find = |at: (usize, usize)| tree_code(trees, at);
         let exit = backend.run((t, unit), &find, self.program, state, &mut self.steps);
         self.stats.native_time += start.elapsed();
-        let exit = exit?;
+        let mut exit = exit?;
+        self.ended = exit.ended.take();
         self.stats.native_entries += 1;
         self.stats.native_allocations += exit.allocated;
+        self.stats.calls_made += exit.calls;
         if self.stats.first_native.is_none() {
             self.stats.first_native = Some(start.duration_since(self.started));
         }
@@ -372,6 +374,7 @@ impl Jit<'_> {
             let mut env = trace::Env::new(self.program, state, &mut self.steps);
             let exit = trace::run_trace(&tree.root, &mut env);
             self.ended = env.ended;
+            self.stats.calls_made += env.calls;
             self.stats.trace_time += start.elapsed();
             return Some((t, exit.pos, exit.inst.map(|i| TreeInst::new(0, i))));
         }
@@ -383,6 +386,7 @@ impl Jit<'_> {
         let mut env = trace::Env::new(self.program, state, &mut self.steps);
         let exit = trace::run_bridge(bridge, &mut env);
         self.ended = env.ended;
+        self.stats.calls_made += env.calls;
         self.stats.trace_time += start.elapsed();
         Some((t, exit.pos, exit.inst.map(|i| TreeInst::new(seg, i))))
     }

@@ -53,6 +53,11 @@ pub struct Stats {
     /// recorded, and what the optimizer left of them, summed over the traces and bridges
     /// kept.
     pub heap: [Kept; 4],
+    /// The calls not inlined (`call`) of the traces and bridges kept, as recorded and as
+    /// the optimizer left them (each is kept).
+    pub calls: Kept,
+    /// How many times traces and their machine code made such a call.
+    pub calls_made: u64,
     /// Trees whose loop ran long in the quick backend's code, compiled again by Cranelift.
     pub tiered: u64,
     /// Bridges compiled on their own that moved into their tree's function once entered
@@ -91,6 +96,9 @@ impl Stats {
             kept.recorded += recorded.insts.iter().filter(|i| is(i.kind)).count() as u64;
             kept.left += body.iter().filter(|i| is(i.kind)).count() as u64;
         }
+        let call = |i: &&crate::trace::Inst| matches!(i.kind, Kind::Call(_));
+        self.calls.recorded += recorded.insts.iter().filter(call).count() as u64;
+        self.calls.left += body.iter().filter(call).count() as u64;
     }
 }
 
@@ -258,6 +266,13 @@ impl Jit<'_> {
                 out,
                 "arrays and lists made by machine code: {}",
                 s.native_allocations
+            );
+        }
+        if s.calls.recorded > 0 {
+            let _ = writeln!(
+                out,
+                "calls not inlined, per iteration: {} recorded, {} left; made {} times, each by the interpreter",
+                s.calls.recorded, s.calls.left, s.calls_made
             );
         }
     }

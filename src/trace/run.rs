@@ -27,6 +27,8 @@ pub struct Env<'a> {
     /// How the program ended inside a `call` the trace made (`print_and_stop` of a value,
     /// or an error), if it did: the trace exited there, and the run ends.
     pub ended: Option<Result<Value, RuntimeError>>,
+    /// How many `call`s the trace made.
+    pub calls: u64,
 }
 
 impl<'a> Env<'a> {
@@ -37,6 +39,7 @@ impl<'a> Env<'a> {
             state,
             steps,
             ended: None,
+            calls: 0,
         }
     }
 }
@@ -269,6 +272,7 @@ fn exec(trace: &Trace, i: usize, regs: &mut [Option<Value>], env: &mut Env, rese
             let inlined = snap.frames.len();
             let ty = inst.ty;
             let (program, state, steps) = (env.program, &mut *env.state, &mut *env.steps);
+            env.calls += 1;
             let called = call(
                 program,
                 state,
