@@ -240,6 +240,46 @@ impl State {
         Some(())
     }
 
+    /// Enters a call of `func` on `args`, operands read in the current frame: as
+    /// [`State::enter`], each argument's value copied straight into the new frame. The
+    /// error of an argument never written (`key_not_found`), or `call depth limit
+    /// reached`, in that order, as the interpreter checks them.
+    pub fn enter_call(
+        &mut self,
+        program: &Program,
+        func: FuncId,
+        args: &[crate::lang::Operand],
+        ret: Position,
+        dst: Slot,
+    ) -> Result<(), crate::interp::ErrorKind> {
+        let f = program.func(func);
+        let mut frame = self.spare.pop().unwrap_or_default();
+        frame.clear();
+        frame.resize(program.frame_size(), None);
+        for (p, a) in f.params.iter().zip(args) {
+            match crate::interp::operand(program, &self.frame, a) {
+                Ok(v) => frame[p.index()] = Some(v.clone()),
+                Err(e) => {
+                    frame.clear();
+                    self.spare.push(frame);
+                    return Err(e);
+                }
+            }
+        }
+        if self.depth + self.calls.len() >= MAX_CALL_DEPTH {
+            frame.clear();
+            self.spare.push(frame);
+            return Err(crate::interp::ErrorKind::CallDepth);
+        }
+        let caller = std::mem::replace(&mut self.frame, frame);
+        self.calls.push(Call {
+            frame: caller,
+            ret,
+            dst,
+        });
+        Ok(())
+    }
+
     /// Leaves the current call with `result`: the caller's frame runs again, its variable
     /// holding the result. Returns where the caller goes on; `None` outside any call.
     pub fn leave(&mut self, result: Value) -> Option<Position> {

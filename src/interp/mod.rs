@@ -259,19 +259,12 @@ pub fn effect(
             frame[dst.index()] = Some(Value::Int(b));
         }
         Inst::Call { dst, func, args } => {
-            let args = args
-                .iter()
-                .map(|a| operand(program, frame, a).cloned())
-                .collect::<Result<Vec<_>, _>>()?;
-            let f = program.func(*func);
             let ret = Position {
                 block: at.block,
                 inst: at.inst + 1,
             };
-            state
-                .enter(program.frame_size(), &f.params, args, ret, *dst)
-                .ok_or(ErrorKind::CallDepth)?;
-            return Ok(Effected::Enter(f.entry));
+            state.enter_call(program, *func, args, ret, *dst)?;
+            return Ok(Effected::Enter(program.func(*func).entry));
         }
         _ => unreachable!("step runs every other statement"),
     }

@@ -270,6 +270,8 @@ pub struct Program {
     slots: HashMap<String, Slot>,
     merge_point: Option<(BlockId, Vec<Slot>)>,
     liveness: Liveness,
+    /// Per function, whether a call of it may run a loop ([`Program::runs_loops`]).
+    loops: Vec<bool>,
 }
 
 impl Program {
@@ -292,6 +294,7 @@ impl Program {
                 _ => None,
             });
         let liveness = Liveness::new(&blocks, vars.len());
+        let loops = loops(&blocks, &funcs);
         Program {
             blocks,
             funcs,
@@ -300,7 +303,14 @@ impl Program {
             slots,
             merge_point,
             liveness,
+            loops,
         }
+    }
+
+    /// Whether a call of `func` may run a loop: the blocks it reaches from its entry, or
+    /// those of a function it calls, hold a backward jump or a `jit_merge_point`.
+    pub fn runs_loops(&self, func: FuncId) -> bool {
+        self.loops[func.index()]
     }
 
     /// The variables live before statement `inst` of `block` (or before its terminator,
@@ -379,4 +389,48 @@ impl fmt::Display for Slot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "s{}", self.0)
     }
+}
+
+/// Per function of `funcs`, whether a call of it may run a loop ([`Program::runs_loops`]).
+fn loops(blocks: &[Block], funcs: &[Func]) -> Vec<bool> {
+    // Each function's own blocks: whether they loop, and the functions they call.
+    let own: Vec<(bool, Vec<FuncId>)> = funcs
+        .iter()
+        .map(|f| {
+            let (mut looped, mut calls) = (false, Vec::new());
+            let mut seen = vec![false; blocks.len()];
+            let mut work = vec![f.entry];
+            while let Some(b) = work.pop() {
+                if std::mem::replace(&mut seen[b.index()], true) {
+                    continue;
+                }
+                let block = &blocks[b.index()];
+                for inst in &block.insts {
+                    match inst {
+                        Inst::Call { func, .. } => calls.push(*func),
+                        Inst::MergePoint(_) => looped = true,
+                        _ => {}
+                    }
+                }
+                for j in block.term.jumps() {
+                    looped |= j.back_edge;
+                    work.push(j.target);
+                }
+            }
+            (looped, calls)
+        })
+        .collect();
+    let mut loops: Vec<bool> = own.iter().map(|(l, _)| *l).collect();
+    // Through the calls, until nothing changes.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (f, (_, calls)) in own.iter().enumerate() {
+            if !loops[f] && calls.iter().any(|c| loops[c.index()]) {
+                loops[f] = true;
+                changed = true;
+            }
+        }
+    }
+    loops
 }

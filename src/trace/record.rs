@@ -20,8 +20,10 @@
 //!   callee's statements are recorded where the call is, and its `return` becomes nothing
 //!   but the caller's variable taking the result. A recursive call, or a call nested more
 //!   than [`MAX_INLINE_DEPTH`] deep, is made by the interpreter at once and becomes `call`,
-//!   after which the trace goes on with its result. A `return` from the function the trace
-//!   runs in ends the recording.
+//!   after which the trace goes on with its result; unless the function may run a loop
+//!   (`Program::runs_loops`): the recording then ends, and the interpreter makes the call,
+//!   whose loops run in their own traces. A `return` from the function the trace runs in
+//!   ends the recording.
 //! - A jump to the trace anchor closes the loop.
 
 use std::ops::ControlFlow;
@@ -46,6 +48,9 @@ pub enum AbortReason {
     /// the outer loop is left to the bridges of the inner one (LuaJIT's and PyPy's nested
     /// loops), instead of copying the inner loop's iterations.
     InnerLoop,
+    /// A call not inlined (recursive, or nested too deep) of a function that may run a
+    /// loop: the interpreter makes it, and its loops run in their traces.
+    CallsLoops,
 }
 
 impl std::fmt::Display for AbortReason {
@@ -54,6 +59,9 @@ impl std::fmt::Display for AbortReason {
             AbortReason::TooLong(n) => write!(f, "trace too long (more than {n} instructions)"),
             AbortReason::NotTraced(what) => write!(f, "{what} is not traced yet"),
             AbortReason::InnerLoop => write!(f, "reached the anchor of another trace"),
+            AbortReason::CallsLoops => {
+                write!(f, "a call not inlined of a function that may run a loop")
+            }
         }
     }
 }
@@ -411,6 +419,8 @@ enum Then {
     Enter(BlockId),
     /// The program stopped inside a call not inlined, printing this value.
     Stopped(Value),
+    /// The recording ends here, abandoned.
+    Refused(AbortReason),
 }
 
 /// The error `kind` raised by the statement or terminator at `at`, as the interpreter
@@ -472,6 +482,7 @@ fn record_from(
                     continue 'blocks;
                 }
                 Then::Stopped(v) => return Ok(Recorded::Stopped(v)),
+                Then::Refused(reason) => return Ok(Recorded::Aborted { reason, at }),
             }
         }
         match r.record_terminator(state, steps, from.block, ends, traced)? {
@@ -560,8 +571,14 @@ impl<'p> Recorder<'p> {
         let Stmt::Call { dst, func, args } = stmt else {
             unreachable!("an inlined call is a call")
         };
-        // A recursive call, or one nested too deep, stays a call.
-        if self.callers.iter().any(|c| c.func == *func) || self.callers.len() >= MAX_INLINE_DEPTH {
+        // A recursive call, or one nested too deep, stays a call; but not one that may run
+        // a loop, which the interpreter's traces run (the recording ends there).
+        let kept =
+            self.callers.iter().any(|c| c.func == *func) || self.callers.len() >= MAX_INLINE_DEPTH;
+        if kept && self.program.runs_loops(*func) {
+            return Ok(Then::Refused(AbortReason::CallsLoops));
+        }
+        if kept {
             return self.record_call(state, steps, *dst, *func, args, at);
         }
         self.charge(steps, at)?;
