@@ -225,19 +225,31 @@ impl State {
         if self.depth + self.calls.len() >= MAX_CALL_DEPTH {
             return None;
         }
-        let mut frame = self.spare.pop().unwrap_or_default();
-        frame.clear();
-        frame.resize(size, None);
+        let mut frame = self.fresh_frame(size);
         for (p, v) in params.iter().zip(args) {
             frame[p.index()] = Some(v);
         }
+        self.push_call(frame, ret, dst);
+        Some(())
+    }
+
+    /// A frame of `size` empty slots, one kept from a call that returned if there is one.
+    fn fresh_frame(&mut self, size: usize) -> Frame {
+        let mut frame = self.spare.pop().unwrap_or_default();
+        frame.clear();
+        frame.resize(size, None);
+        frame
+    }
+
+    /// The current frame waits (to go on at `ret`, its `dst` receiving the result), and
+    /// `frame` runs.
+    fn push_call(&mut self, frame: Frame, ret: Position, dst: Slot) {
         let caller = std::mem::replace(&mut self.frame, frame);
         self.calls.push(Call {
             frame: caller,
             ret,
             dst,
         });
-        Some(())
     }
 
     /// Enters a call of `func` on `args`, operands read in the current frame: as
@@ -253,9 +265,7 @@ impl State {
         dst: Slot,
     ) -> Result<(), crate::interp::ErrorKind> {
         let f = program.func(func);
-        let mut frame = self.spare.pop().unwrap_or_default();
-        frame.clear();
-        frame.resize(program.frame_size(), None);
+        let mut frame = self.fresh_frame(program.frame_size());
         for (p, a) in f.params.iter().zip(args) {
             match crate::interp::operand(program, &self.frame, a) {
                 Ok(v) => frame[p.index()] = Some(v.clone()),
@@ -271,12 +281,7 @@ impl State {
             self.spare.push(frame);
             return Err(crate::interp::ErrorKind::CallDepth);
         }
-        let caller = std::mem::replace(&mut self.frame, frame);
-        self.calls.push(Call {
-            frame: caller,
-            ret,
-            dst,
-        });
+        self.push_call(frame, ret, dst);
         Ok(())
     }
 

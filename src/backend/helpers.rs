@@ -146,6 +146,25 @@ pub struct CallSite {
     pub call: Option<(crate::state::Position, usize)>,
 }
 
+impl CallSite {
+    /// The values of the call's arguments, one word each at `args`.
+    ///
+    /// # Safety
+    /// `args` holds a live value of each argument's kind.
+    unsafe fn arguments(&self, args: *const i64) -> Vec<Value> {
+        (self.args.iter().enumerate())
+            // SAFETY: the caller's guarantee.
+            .map(|(k, kind)| unsafe { abi::rebox(*args.add(k), *kind) })
+            .collect()
+    }
+
+    /// Whether the call's result is one the code can go on with: of the type recorded, and
+    /// of the kind the code holds.
+    fn accepts(&self, v: &Value) -> bool {
+        self.ty.admits(v) && abi::Repr::of(v) == Some(self.result)
+    }
+}
+
 /// A kind as a helper's argument.
 pub fn kind_code(kind: Repr) -> i64 {
     match kind {
@@ -232,13 +251,8 @@ pub unsafe extern "C" fn call_pure(
 ) -> i64 {
     // SAFETY: the caller's guarantee.
     let (ctx, site) = unsafe { (&mut *ctx, &*site) };
-    let values: Vec<Value> = site
-        .args
-        .iter()
-        .enumerate()
-        // SAFETY: the caller's guarantee.
-        .map(|(k, kind)| unsafe { abi::rebox(*args.add(k), *kind) })
-        .collect();
+    // SAFETY: the caller's guarantee.
+    let values = unsafe { site.arguments(args) };
     let mut steps = Steps {
         limit: ctx.limit,
         left: budget.max(0) as u64,
@@ -246,7 +260,7 @@ pub unsafe extern "C" fn call_pure(
     let (program, state) = (ctx.program, &*ctx.state);
     // A result of another kind than the code holds is a call given up too, whose stores are
     // undone (`trace::call_elidable`).
-    let accept = |v: &Value| site.ty.admits(v) && abi::Repr::of(v) == Some(site.result);
+    let accept = |v: &Value| site.accepts(v);
     let made =
         crate::trace::call_elidable(program, state, site.func, values, &mut steps, 0, 0, accept);
     let Some(v) = made else {
@@ -273,16 +287,11 @@ pub unsafe extern "C" fn call(ctx: *mut Ctx, site: *const CallSite, args: *mut i
     // SAFETY: the caller's guarantee.
     let (ctx, site) = unsafe { (&mut *ctx, &*site) };
     let (at, inlined) = site.call.expect("a call's site");
-    let values: Vec<Value> = site
-        .args
-        .iter()
-        .enumerate()
-        // SAFETY: the caller's guarantee.
-        .map(|(k, kind)| unsafe { abi::rebox(*args.add(k), *kind) })
-        .collect();
+    // SAFETY: the caller's guarantee.
+    let values = unsafe { site.arguments(args) };
     let mut steps = Steps::new(None);
     ctx.calls += 1;
-    let accept = |v: &Value| site.ty.admits(v) && abi::Repr::of(v) == Some(site.result);
+    let accept = |v: &Value| site.accepts(v);
     let (program, state) = (ctx.program, &mut *ctx.state);
     let called = crate::trace::run::call(
         program, state, site.func, values, at, inlined, &mut steps, 0, 0, 0, accept,

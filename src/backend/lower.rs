@@ -47,7 +47,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I32, I64};
 use cranelift_codegen::ir::{
     AbiParam, Block, BlockArg, Function, InstBuilder, MemFlagsData, Signature, SourceLoc,
-    StackSlotData, StackSlotKind, UserFuncName, Value as ClifValue,
+    StackSlot, StackSlotData, StackSlotKind, UserFuncName, Value as ClifValue,
 };
 use cranelift_codegen::isa::{CallConv, TargetIsa};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variable};
@@ -1901,21 +1901,8 @@ impl Lower<'_> {
     /// within what the budget can spare beyond the costliest iteration, and the code exits
     /// before the call when it could not.
     fn call_pure(&mut self, b: &mut FunctionBuilder, i: usize) {
-        let (seg, segments, an) = (self.seg, self.segments, self.an);
-        let inst = &segments[seg].trace.insts[i];
-        let site: &CallSite = &an.sites[&TreeInst::new(seg, i)];
-        let n = site.args.len();
-        let slot = b.create_sized_stack_slot(StackSlotData::new(
-            StackSlotKind::ExplicitSlot,
-            (8 * (n + 1)) as u32,
-            3,
-        ));
-        for (k, a) in inst.args[..n].iter().enumerate() {
-            let (v, _) = self.opnd(b, seg, a);
-            b.ins().stack_store(I64, v, slot, (8 * k) as i32);
-        }
-        let args = b.ins().stack_addr(I64, slot, 0);
-        let site = b.ins().iconst(I64, site as *const CallSite as i64);
+        let (slot, n, site, args) = self.call_site_args(b, i);
+        let inst = &self.segments[self.seg].trace.insts[i];
         // The budget: what the counter holds beyond the costliest iteration, which counts
         // the operations the call took when recorded.
         let (_, _, recorded) = call_pure_parts(&inst.args);
@@ -1940,13 +1927,17 @@ impl Lower<'_> {
             let left = b.ins().iadd_imm_s(left, recorded as i64);
             b.def_var(counter, left);
         }
-        self.vals[seg][i] = Some(b.ins().stack_load(I64, I64, slot, (8 * n) as i32));
+        self.vals[self.seg][i] = Some(b.ins().stack_load(I64, I64, slot, (8 * n) as i32));
     }
 
-    /// Lowers `call` `i`: the arguments go to a stack slot, the helper makes the call
-    /// ([`helpers::call`]), and the code exits after it when it cannot go on with its
-    /// result.
-    fn call_not_inlined(&mut self, b: &mut FunctionBuilder, i: usize) {
+    /// For call `i` (`call_pure` or `call`): a stack slot holding its arguments, with a word
+    /// more for the result the helper writes; their number, and the site's and the
+    /// arguments' addresses, the helper's operands.
+    fn call_site_args(
+        &mut self,
+        b: &mut FunctionBuilder,
+        i: usize,
+    ) -> (StackSlot, usize, ClifValue, ClifValue) {
         let (seg, segments, an) = (self.seg, self.segments, self.an);
         let inst = &segments[seg].trace.insts[i];
         let site: &CallSite = &an.sites[&TreeInst::new(seg, i)];
@@ -1962,13 +1953,21 @@ impl Lower<'_> {
         }
         let args = b.ins().stack_addr(I64, slot, 0);
         let site = b.ins().iconst(I64, site as *const CallSite as i64);
+        (slot, n, site, args)
+    }
+
+    /// Lowers `call` `i`: the arguments go to a stack slot, the helper makes the call
+    /// ([`helpers::call`]), and the code exits after it when it cannot go on with its
+    /// result.
+    fn call_not_inlined(&mut self, b: &mut FunctionBuilder, i: usize) {
+        let (slot, n, site, args) = self.call_site_args(b, i);
         let f = helpers::call as *const u8;
         let ctx = self.ctx(b);
         let failed = self
             .call(b, f, &[ctx, site, args], true)
             .expect("a helper with a result");
         self.exit_if(b, failed, i);
-        self.vals[seg][i] = Some(b.ins().stack_load(I64, I64, slot, (8 * n) as i32));
+        self.vals[self.seg][i] = Some(b.ins().stack_load(I64, I64, slot, (8 * n) as i32));
     }
 
     /// Lowers operation `i`; false when it always exits (the rest of the segment is dead).

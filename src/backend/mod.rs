@@ -1396,27 +1396,15 @@ impl Backend {
                 kinds[r.index()].expect("a ref has a kind"),
             )
         };
-        if ended.is_some() {
-            // The program ended inside a call: nothing goes on.
-            return Some(TreeExit {
-                tree,
-                pos: own.pos,
-                at: Some(lower::TreeInst::new(unit_seg, inst)),
-                hot: None,
-                allocated,
-                ended,
-                calls,
-            });
+        // Where the program ended inside a call, nothing goes on.
+        if ended.is_none() {
+            let cost = segments[seg].cost + resume::restore(own, read, state);
+            if let Some(v) = called {
+                crate::trace::run::give_result(program, &trace.insts[inst], state, v);
+            }
+            let total = (cost as i64).saturating_add(consumed).max(0) as u64;
+            steps.left = steps.left.saturating_sub(total);
         }
-        let cost = segments[seg].cost + resume::restore(own, read, state);
-        if let Some(v) = called {
-            // After a call whose result the code could not hold: its variable gets it.
-            let origin = trace.insts[inst].origin.expect("a call has its statement");
-            let dst = crate::trace::run::call_dst(program, origin);
-            state.frame[dst.index()] = Some(v);
-        }
-        let total = (cost as i64).saturating_add(consumed).max(0) as u64;
-        steps.left = steps.left.saturating_sub(total);
         Some(TreeExit {
             tree,
             pos: own.pos,

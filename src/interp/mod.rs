@@ -625,21 +625,8 @@ fn call_monitored<M: Monitor>(
     steps: &mut Steps,
     monitor: &mut M,
 ) -> Result<Option<Value>, RuntimeError> {
-    let f = program.func(func);
-    let mut frame = vec![None; program.frame_size()];
-    for (p, v) in f.params.iter().zip(args) {
-        frame[p.index()] = Some(v);
-    }
-    let mut state = State::with_frame(frame);
-    state.returns_out = true;
-    state.depth = depth + 1;
-    match run(
-        program,
-        &mut state,
-        Position::start(f.entry),
-        steps,
-        monitor,
-    )? {
+    let mut state = State::with_frame(Vec::new());
+    match call_in(program, &mut state, func, args, depth, steps, monitor)? {
         Exit::Return(v) => Ok(Some(v)),
         Exit::Stop(_) => Ok(None),
         Exit::Hot(_) => unreachable!("the monitor of a function run by itself never takes over"),

@@ -619,20 +619,7 @@ impl<'p> Recorder<'p> {
         args: &[Operand],
         at: Position,
     ) -> Result<Then, RuntimeError> {
-        self.charge(steps, at)?;
-        let values = args
-            .iter()
-            .map(|a| interp::operand(self.program, &state.frame, a).cloned())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(fail(self.program, at))?;
-        let mut opnds: Vec<Opnd> = args
-            .iter()
-            .map(|a| self.operand(&state.frame, a, at))
-            .collect();
-        let depth = state.depth + state.calls.len();
-        if depth >= MAX_CALL_DEPTH {
-            return Err(fail(self.program, at)(ErrorKind::CallDepth));
-        }
+        let (values, mut opnds, depth) = self.call_arguments(state, steps, args, at)?;
         let before = steps.left;
         let monitor = &mut interp::NoMonitor;
         let result =
@@ -652,6 +639,33 @@ impl<'p> Recorder<'p> {
         Ok(Then::Next)
     }
 
+    /// The call statement at `at`, of `args`, counted as one step: the arguments' values
+    /// and operands, and how many calls wait for the one it makes; the interpreter's error
+    /// where an argument was never written or no call more fits under the depth limit.
+    fn call_arguments(
+        &mut self,
+        state: &State,
+        steps: &mut Steps,
+        args: &[Operand],
+        at: Position,
+    ) -> Result<(Vec<Value>, Vec<Opnd>, usize), RuntimeError> {
+        self.charge(steps, at)?;
+        let values = args
+            .iter()
+            .map(|a| interp::operand(self.program, &state.frame, a).cloned())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(fail(self.program, at))?;
+        let opnds: Vec<Opnd> = args
+            .iter()
+            .map(|a| self.operand(&state.frame, a, at))
+            .collect();
+        let depth = state.depth + state.calls.len();
+        if depth >= MAX_CALL_DEPTH {
+            return Err(fail(self.program, at)(ErrorKind::CallDepth));
+        }
+        Ok((values, opnds, depth))
+    }
+
     /// A call of an `@elidable` function: made here, by the interpreter (or found in the
     /// memo), and recorded as one operation, `call_pure`, holding the result it gave and the
     /// steps it took (SPEC §4). Its result is a constant where its arguments are (the
@@ -665,22 +679,9 @@ impl<'p> Recorder<'p> {
         args: &[Operand],
         at: Position,
     ) -> Result<(), RuntimeError> {
-        self.charge(steps, at)?;
-        let values = args
-            .iter()
-            .map(|a| interp::operand(self.program, &state.frame, a).cloned())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(fail(self.program, at))?;
-        let mut opnds: Vec<Opnd> = args
-            .iter()
-            .map(|a| self.operand(&state.frame, a, at))
-            .collect();
+        let (values, mut opnds, depth) = self.call_arguments(state, steps, args, at)?;
         let folds = self.folds(Kind::CallPure(func), &opnds);
         let snap = self.snapshot(at);
-        let depth = state.depth + state.calls.len();
-        if depth >= MAX_CALL_DEPTH {
-            return Err(fail(self.program, at)(ErrorKind::CallDepth));
-        }
         let (result, took) = self.call_elidable(state, steps, func, values, depth)?;
         let ty = Ty::of(&result);
         opnds.push(Opnd::Const(result.clone()));

@@ -110,10 +110,13 @@ pub fn call(
     }
 }
 
-/// The variable that receives the result of the call statement at `at`.
-pub fn call_dst(program: &Program, at: Position) -> crate::lang::Slot {
+/// After an exit at `call` `inst` that could not go on with the call's result `v`, the
+/// frame written back: the caller's variable receives `v` ([`Kind::Call`]'s snapshot leaves
+/// it out).
+pub fn give_result(program: &Program, inst: &super::ir::Inst, state: &mut State, v: Value) {
+    let at = inst.origin.expect("a call is recorded from a statement");
     match &program.block(at.block).insts[at.inst] {
-        crate::lang::Inst::Call { dst, .. } => *dst,
+        crate::lang::Inst::Call { dst, .. } => state.frame[dst.index()] = Some(v),
         _ => unreachable!("a `call` is recorded from a call statement"),
     }
 }
@@ -198,10 +201,8 @@ fn exit_at(
         };
     }
     env.steps.left -= write_back(trace, snap, regs, env.state);
-    if let (Kind::Call(_), Some(origin)) = (inst.kind, inst.origin) {
-        // After the call: its result goes to its variable.
-        let dst = call_dst(env.program, origin);
-        env.state.frame[dst.index()] = regs[i].clone();
+    if let (Kind::Call(_), Some(v)) = (inst.kind, &regs[i]) {
+        give_result(env.program, inst, env.state, v.clone());
     }
     TraceExit {
         pos: trace.snaps[snap.index()].pos,
