@@ -68,6 +68,23 @@ impl Ctx<'_> {
         self.made += 1 + size as u64;
         bits
     }
+
+    /// Gives the code a call's result `v`, of kind `kind`, at `out`: its bits, kept alive;
+    /// or, for an integer the code holds at any size, the value itself, in the box whose
+    /// address the code left at `out` (the call's own, [`Lower::new_box`]).
+    ///
+    /// # Safety
+    /// `out` is writable, and for [`Repr::Num`] holds the address of a box of the code's.
+    unsafe fn give(&mut self, v: Value, kind: Repr, out: *mut i64) {
+        if kind == Repr::Num {
+            // SAFETY: the caller's guarantee.
+            unsafe { *(*out as *mut Value) = v };
+            return;
+        }
+        let bits = self.keep(v, kind);
+        // SAFETY: the caller's guarantee.
+        unsafe { *out = bits };
+    }
 }
 
 /// An operation that allocates (`array`, `toarray`, `tolist`), on one or two operands (`b`
@@ -129,6 +146,30 @@ pub unsafe extern "C" fn keep(ctx: *mut Ctx, bits: i64, kind: i64) {
     ctx.keep(v, kind);
 }
 
+/// Element `index` of `list` (a list or an array, of kind `kind`) for code that holds it
+/// as an integer of any size: into `out`, the read's own box, and 1; 0 when the index is
+/// outside or the element is not an integer (the code then exits before the read, and the
+/// interpreter makes it).
+///
+/// # Safety
+/// `out` is a box of the code's; `list` holds a live value of kind `kind`.
+pub unsafe extern "C" fn num_item(out: *mut Value, list: i64, kind: i64, index: i64) -> i64 {
+    // SAFETY: the caller's guarantee.
+    let item = unsafe {
+        abi::with_boxed(list, kind_from(kind), |l| {
+            ops::apply2(flowjit_runtime::Op::Readlist, l, &Value::Int(index))
+        })
+    };
+    match item {
+        Ok(v @ (Value::Int(_) | Value::Big(_))) => {
+            // SAFETY: the caller's guarantee.
+            unsafe { *out = v };
+            1
+        }
+        _ => 0,
+    }
+}
+
 /// An elidable call in compiled code: the function, and the kinds of its arguments and of
 /// its result. Compiled code holds its address.
 #[derive(Clone, Debug)]
@@ -161,7 +202,11 @@ impl CallSite {
     /// Whether the call's result is one the code can go on with: of the type recorded, and
     /// of the kind the code holds.
     fn accepts(&self, v: &Value) -> bool {
-        self.ty.admits(v) && abi::Repr::of(v) == Some(self.result)
+        let held = match v {
+            Value::Int(_) | Value::Big(_) if self.result == Repr::Num => Some(Repr::Num),
+            v => abi::Repr::of(v),
+        };
+        self.ty.admits(v) && held == Some(self.result)
     }
 }
 
@@ -242,7 +287,8 @@ pub unsafe extern "C" fn setitem(array: i64, index: i64, bits: i64, kind: i64) {
 ///
 /// # Safety
 /// `ctx` is the code's context, `site` a call site of the code, `args` holds a live value of
-/// each argument's kind and has room for one word more.
+/// each argument's kind and has room for one word more (holding the address of the
+/// call's box when its result is an integer of any size).
 pub unsafe extern "C" fn call_pure(
     ctx: *mut Ctx,
     site: *const CallSite,
@@ -267,9 +313,8 @@ pub unsafe extern "C" fn call_pure(
         return -1;
     };
     // A list or an array the call returns is kept alive in the context.
-    let bits = ctx.keep(v, site.result);
-    // SAFETY: the caller's guarantee of room.
-    unsafe { *args.add(site.args.len()) = bits };
+    // SAFETY: the caller's guarantee of room, and of a box there for an integer of any size.
+    unsafe { ctx.give(v, site.result, args.add(site.args.len())) };
     budget - steps.left as i64
 }
 
@@ -282,7 +327,8 @@ pub unsafe extern "C" fn call_pure(
 ///
 /// # Safety
 /// `ctx` is the code's context, `site` a `call`'s site of the code, `args` holds a live value
-/// of each argument's kind and has room for one word more.
+/// of each argument's kind and has room for one word more (holding the address of the
+/// call's box when its result is an integer of any size).
 pub unsafe extern "C" fn call(ctx: *mut Ctx, site: *const CallSite, args: *mut i64) -> i64 {
     // SAFETY: the caller's guarantee.
     let (ctx, site) = unsafe { (&mut *ctx, &*site) };
@@ -298,9 +344,9 @@ pub unsafe extern "C" fn call(ctx: *mut Ctx, site: *const CallSite, args: *mut i
     );
     match called {
         crate::trace::run::Called::Returned(v) => {
-            let bits = ctx.keep(v, site.result);
-            // SAFETY: the caller's guarantee of room.
-            unsafe { *args.add(site.args.len()) = bits };
+            // SAFETY: the caller's guarantee of room, and of a box there for an integer of
+            // any size.
+            unsafe { ctx.give(v, site.result, args.add(site.args.len())) };
             0
         }
         crate::trace::run::Called::Exits(v) => {

@@ -1492,6 +1492,9 @@ impl Lower<'_> {
             self.vals[seg][i] = Some(v);
             return true;
         }
+        if self.kind(seg, i) == Repr::Num {
+            return self.getitem_num(b, i);
+        }
         // Its own exits would see the run of offsets an access that checks its
         // bounds in `getitem_int` stands for.
         debug_assert!(!self.an.checks[self.seg].by_access.contains_key(&i));
@@ -1505,6 +1508,33 @@ impl Lower<'_> {
             let ctx = self.ctx(b);
             self.call(b, helpers::keep as *const u8, &[ctx, v, code], false);
         }
+        true
+    }
+
+    /// Lowers `getitem` or `readlist` `i` of an integer the code holds at any size
+    /// (`Segment::wide`):
+    /// the helper copies the element into the read's own box, or the code exits before the
+    /// read; false when it always exits (not a list or an array, or an index past 64 bits).
+    fn getitem_num(&mut self, b: &mut FunctionBuilder, i: usize) -> bool {
+        let seg = self.seg;
+        let inst = &self.segments[seg].trace.insts[i];
+        let (list, kl) = self.opnd(b, seg, &inst.args[0]);
+        let (index, ki) = self.opnd(b, seg, &inst.args[1]);
+        if !matches!(kl, Repr::List | Repr::Array) || ki != Repr::Int {
+            let exit = self.exit_block(b, i);
+            b.ins().jump(exit, &[]);
+            return false;
+        }
+        let (own, at) = self.new_box(b, Value::Int(0));
+        self.own_boxes.insert(TreeInst::new(seg, i), at);
+        let kind = b.ins().iconst(I64, helpers::kind_code(kl));
+        let f = helpers::num_item as *const u8;
+        let read = self
+            .call(b, f, &[own, list, kind, index], true)
+            .expect("a result");
+        let failed = b.ins().icmp_imm_s(IntCC::Equal, read, 0);
+        self.exit_if(b, failed, i);
+        self.vals[seg][i] = Some(own);
         true
     }
 
@@ -1951,6 +1981,12 @@ impl Lower<'_> {
             let (v, _) = self.opnd(b, seg, a);
             b.ins().stack_store(I64, v, slot, (8 * k) as i32);
         }
+        // A result held at any size goes into the call's own box (`helpers::Ctx::give`).
+        if site.result == Repr::Num {
+            let (own, at) = self.new_box(b, Value::Int(0));
+            self.own_boxes.insert(TreeInst::new(seg, i), at);
+            b.ins().stack_store(I64, own, slot, (8 * n) as i32);
+        }
         let args = b.ins().stack_addr(I64, slot, 0);
         let site = b.ins().iconst(I64, site as *const CallSite as i64);
         (slot, n, site, args)
@@ -1978,7 +2014,11 @@ impl Lower<'_> {
             Opnd::Ref(r) => self.kind(seg, r.index()) == Repr::Num,
             Opnd::Const(v) => matches!(v, Value::Big(_)),
         };
-        if op != Op::Same && inst.args.iter().any(num) {
+        if op == Op::Readlist && self.kind(seg, i) == Repr::Num {
+            return self.getitem_num(b, i);
+        }
+        // Arithmetic on integers of any size, or whose result the code holds so.
+        if op != Op::Same && (inst.args.iter().any(num) || self.kind(seg, i) == Repr::Num) {
             self.num_op(b, i, op);
             return true;
         }

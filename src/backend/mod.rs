@@ -1165,6 +1165,12 @@ impl Compiled {
         Some(kinds)
     }
 
+    /// Whether this code is entered without checking that variable `slot` holds a value
+    /// of kind `kind`.
+    pub fn assumes(&self, slot: Slot, kind: abi::Repr) -> bool {
+        self.assumed.contains(&(slot, kind))
+    }
+
     /// Whether this code may be entered from an exit that leaves `kinds` in the mirror
     /// without checking what it assumes.
     pub fn admits(&self, kinds: &[(Slot, abi::Repr)]) -> bool {

@@ -107,6 +107,16 @@ pub enum HeapOp {
         /// By how much.
         delta: i64,
     },
+    /// `t = arr[k]`, `t = (t + 6148914691236517205) % (2^64 + 13)`, `arr[k] = t`,
+    /// `x{dst} = t % 1000003`: an element that goes past 64 bits and back, up and down,
+    /// every few passes, which machine code reads, computes and stores boxed once it is
+    /// compiled again for it (`Segment::wide`), and a variable that stays small.
+    Wrap {
+        /// The variable assigned.
+        dst: usize,
+        /// Where.
+        index: Index,
+    },
     /// `k = counter % m`, `x{dst} = arr[k]`, `e = k + c`, `t = arr[e]`, `arr[e] = x{dst}`,
     /// `x{dst} = x{dst} + t`: elements around one index (a Brainfuck tape's cells around
     /// its pointer), whose bounds machine code checks once for both, at the first access
@@ -342,6 +352,7 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         1 => (0..VARS).prop_map(HeapOp::SameElements),
         3 => (index(), prop_oneof![-3i64..4, Just(255), Just(-256)])
             .prop_map(|(index, delta)| HeapOp::Step { index, delta }),
+        1 => (0..VARS, index()).prop_map(|(dst, index)| HeapOp::Wrap { dst, index }),
         5 => (0..VARS, 2..=ARRAY_LEN, prop_oneof![3 => 1i64..3, 1 => Just(-1)])
             .prop_map(|(dst, m, c)| HeapOp::Neighbors { dst, m, c }),
         1 => (0..VARS, prop_oneof![Just(60i64), Just(150), Just(400)], 0i64..3)
@@ -497,6 +508,7 @@ impl Emitter {
                 HeapOp::Store { .. }
                 | HeapOp::Load { .. }
                 | HeapOp::Step { .. }
+                | HeapOp::Wrap { .. }
                 | HeapOp::Neighbors { .. }
                 | HeapOp::Shrink { .. }
                 | HeapOp::RareStore { .. }
@@ -548,6 +560,15 @@ impl Emitter {
                 let _ = writeln!(
                     self.out,
                     "    {t} = arr[{k}]\n    {t} = {t} + {delta}\n    {t} = {t} & 255\n    arr[{k}] = {t}"
+                );
+            }
+            HeapOp::Wrap { dst, index } => {
+                let k = self.index(index, counter);
+                let t = self.label("t");
+                let _ = writeln!(
+                    self.out,
+                    "    {t} = arr[{k}]\n    {t} = {t} + 6148914691236517205\n    \
+                     {t} = {t} % 18446744073709551629\n    arr[{k}] = {t}\n    x{dst} = {t} % 1000003"
                 );
             }
             HeapOp::Neighbors { dst, m, c } => {

@@ -243,6 +243,7 @@ impl Jit<'_> {
             returns,
             cost: 0,
             separate: false,
+            wide: &[],
         };
         self.dump_bridge(number, guard, segment, separate);
         if !separate && self.function_full(t, from, trace.insts.len()) {
@@ -256,6 +257,7 @@ impl Jit<'_> {
             separate,
             code: None,
             moving_in: false,
+            wide: Vec::new(),
         };
         self.attach_bridge(t, bridge);
         Next::Resume(end)

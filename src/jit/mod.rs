@@ -444,6 +444,36 @@ mod tests {
         next:\n    i = i + 1\n    goto outer\n\
         done:\n    print_and_stop(s)\n";
 
+    /// A loop whose variable leaves 64 bits after 1,000 iterations, its function compiled
+    /// on the compiler thread: the entry its code refuses then has the tree compiled again
+    /// holding the variable boxed, and the entries refused while that code is on its way do
+    /// not count towards leaving the loop to the interpreter for good (they reached
+    /// `Policy::max_refusals` before it came back, and the loop ran interpreted).
+    #[test]
+    fn entries_refused_while_the_wider_code_is_compiled_do_not_count() {
+        let text = "start:\n    s = 9223372036854774807\n    i = 0\n    goto loop\n\
+            loop:\n    s = s + 1\n    i = i + 1\n    c = i < 200000\n    if c goto loop else goto done\n\
+            done:\n    print_and_stop(s)\n";
+        let (_, program) = lang::load(text, Syntax::Fg).expect("a valid program");
+        let entry = program.block_id("start").expect("a start block");
+        let config = Config {
+            native: true,
+            background: true,
+            ..Config::default()
+        };
+        let mut jit = Jit::new(&program, config).expect("a driver");
+        let mut state = State::new(&program, &[], Io::captured(b""));
+        let got = jit.run(&mut state, entry);
+        assert_eq!(format!("{got:?}"), "Ok(9223372036854974807)");
+        let tree = &jit.trees[0];
+        assert!(!tree.wide.is_empty(), "compiled again holding s boxed");
+        assert!(
+            tree.refusals < Policy::DEFAULT.max_refusals,
+            "{} entries refused",
+            tree.refusals
+        );
+    }
+
     /// The compiler thread stops (as when Cranelift panics on a function) with a function
     /// it took: the driver finds it gone, compiles the functions it held again on its own
     /// thread, as everything after, and the program's answer is the interpreter's, in that

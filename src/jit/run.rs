@@ -10,6 +10,7 @@ use crate::interp::RuntimeError;
 use crate::lang::{BlockId, Slot};
 use crate::state::{Frame, Position, State, MAX_CALL_DEPTH};
 use crate::trace::{self, Kind};
+use flowjit_runtime::abi::Repr;
 
 use super::bridges::guard_ref;
 use super::{describe, EventKind, Jit, Next, SegmentExit, Tree};
@@ -81,7 +82,7 @@ impl Jit<'_> {
     ) -> Result<Then, RuntimeError> {
         let exits = self.count_exit(t, at);
         let kind = self.trees[t].segment(at.segment).insts[at.inst].kind;
-        if self.stop_assuming_ints(t, kind, exits) {
+        if self.stop_assuming_ints(t, kind, exits) || self.hold_wide(t, at, exits) {
             return Ok(leave(pos));
         }
         match kind {
@@ -138,6 +139,45 @@ impl Jit<'_> {
             if b.separate && !b.moving_in {
                 self.compile_bridge(t, seg);
             }
+        }
+        true
+    }
+
+    /// A read of an element, a call or arithmetic, of a 64-bit integer in tree `t`'s code,
+    /// that exits again and again (`exits` times, instruction `at`): the integer it finds
+    /// or makes has left 64 bits (or it is not one, or the index is outside, or a division
+    /// by zero, which holding it boxed does not change). As for a variable (`Jit::widen`), the code is compiled again holding that
+    /// result as an integer of any size (`Segment::wide`), once per instruction; whether it
+    /// was. Reads first stop assuming that arrays hold only integers
+    /// (`Jit::stop_assuming_ints`), and no exit counts for this while that code is compiled.
+    fn hold_wide(&mut self, t: usize, at: TreeInst, exits: u64) -> bool {
+        let tree = &self.trees[t];
+        let inst = &tree.segment(at.segment).insts[at.inst];
+        let result = crate::opt::repr::may_hold_wide(inst.kind);
+        let wide = match at.segment {
+            0 => &tree.root_wide,
+            s => &tree.bridges[s - 1].wide,
+        };
+        // Not while the tree's new code is on its way from the compiler thread: its exits
+        // are the old code's, whose assumptions (`Tuning::ints`) the new one may have dropped.
+        if !(result
+            && !tree.compiling
+            && inst.ty == trace::Ty::Int
+            && exits > self.config.policy.bridge_threshold
+            && self.config.native
+            && !(inst.kind == Kind::GetItem && tree.tuning.ints)
+            && !wide.contains(&at.inst))
+        {
+            return false;
+        }
+        match at.segment {
+            0 => self.trees[t].root_wide.push(at.inst),
+            s => self.trees[t].bridges[s - 1].wide.push(at.inst),
+        }
+        if at.segment > 0 && self.trees[t].bridges[at.segment - 1].separate {
+            self.compile_bridge(t, at.segment);
+        } else {
+            self.compile(t, None);
         }
         true
     }
@@ -241,10 +281,20 @@ impl Jit<'_> {
             return;
         };
         // `next` does not check its inputs' kinds: the exit must leave them so.
-        if !code
-            .exit_kinds(trace, at.segment, at.inst)
-            .is_some_and(|kinds| target.admits(&kinds))
-        {
+        let Some(kinds) = code.exit_kinds(trace, at.segment, at.inst) else {
+            return;
+        };
+        if !target.admits(&kinds) {
+            // An integer the exit holds at any size where `next` holds a 64-bit one: `next`
+            // holds it so too from now on, and the exit links to that code next time.
+            let grown: Vec<Slot> = (kinds.iter())
+                .filter(|&&(slot, kind)| kind == Repr::Num && target.assumes(slot, Repr::Int))
+                .map(|&(slot, _)| slot)
+                .filter(|slot| !to.wide.contains(slot))
+                .collect();
+            if !grown.is_empty() {
+                self.hold_boxed(next, grown);
+            }
             return;
         }
         code.link(g, target);
@@ -286,7 +336,9 @@ impl Jit<'_> {
             // for good.
             if let (Some(code), true) = (tree.code_of(seg), self.config.native) {
                 if !code.accepts(&state.frame) {
-                    if !self.widen(t, seg, &state.frame) {
+                    // Code on its way from the compiler thread may be the code that accepts
+                    // it (compiled holding boxed what grew): no refusal counts meanwhile.
+                    if !self.widen(t, seg, &state.frame) && !self.trees[t].compiling {
                         self.refused(t);
                     }
                     return None;
@@ -421,6 +473,13 @@ impl Jit<'_> {
         if found.is_empty() {
             return false;
         }
+        self.hold_boxed(t, found);
+        true
+    }
+
+    /// Holds the variables `found` boxed in tree `t` from now on (`Tree::wide`), and
+    /// compiles the tree and its bridges on their own again.
+    fn hold_boxed(&mut self, t: usize, found: Vec<Slot>) {
         if self.config.dumps.opt {
             let names: Vec<&str> = found.iter().map(|s| self.program.var(*s)).collect();
             let _ = writeln!(
@@ -447,7 +506,6 @@ impl Jit<'_> {
         for k in separate {
             self.compile_bridge(t, k + 1);
         }
-        true
     }
 
     /// Counts an entry into tree `t` that its machine code refused; at

@@ -30,6 +30,9 @@ pub struct Bridge {
     /// bridge attached for the function): until that is done, it stays on its own
     /// (`separate`), with its code if it has any.
     pub(super) moving_in: bool,
+    /// Its instructions whose results its code holds as integers of any size
+    /// ([`Segment::wide`]).
+    pub(super) wide: Vec<usize>,
 }
 
 impl Bridge {
@@ -67,6 +70,9 @@ pub struct Tree {
     /// 64 bits where it was recorded, and those its code was later entered with past 64
     /// bits (`Jit::widen`), each of which compiled it again.
     pub(super) wide: Vec<crate::lang::Slot>,
+    /// The root's instructions whose results its code holds as integers of any size
+    /// ([`Segment::wide`]).
+    pub(super) root_wide: Vec<usize>,
     /// How many of its guards have exited (`Jit::few_ways`).
     pub(super) ways: usize,
     /// How many bridges compiled on their own moved into its function once entered often
@@ -94,6 +100,7 @@ impl Tree {
             entry_failures: 0,
             refusals: 0,
             wide,
+            root_wide: Vec::new(),
             ways: 0,
             absorbed: 0,
             compiling: false,
@@ -155,6 +162,7 @@ impl Tree {
             returns: false,
             cost: 0,
             separate: false,
+            wide: &self.root_wide,
         }
     }
 
@@ -168,6 +176,7 @@ impl Tree {
             returns: b.returns,
             cost,
             separate: b.separate,
+            wide: &b.wide,
         }
     }
 

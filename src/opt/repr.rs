@@ -68,6 +68,20 @@ pub fn of_type(ty: Ty) -> Repr {
     }
 }
 
+/// Whether an instruction of `kind` of type `int` may give an integer past 64 bits where
+/// its operands are 64-bit ones, or none: a read of an element, a call, arithmetic that can
+/// overflow. Its code may then hold its result as an integer of any size
+/// ([`Segment::wide`]).
+pub fn may_hold_wide(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::GetItem
+            | Kind::Call(_)
+            | Kind::CallPure(_)
+            | Kind::Op(Op::Readlist | Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Shl | Op::Neg)
+    )
+}
+
 /// How machine code holds constant `v`; `None` for none it can hold.
 pub fn of_const(v: &Value) -> Option<Repr> {
     match v {
@@ -165,6 +179,14 @@ impl Inference<'_, '_> {
                 } else {
                     Some(of_type(inst.ty))
                 }
+            }
+            // An integer read from an array or a list, given by a call or computed, that was
+            // found past 64 bits where the code ran is held boxed (`Segment::wide`).
+            kind if may_hold_wide(kind)
+                && inst.ty == Ty::Int
+                && self.segments[seg].wide.contains(&i) =>
+            {
+                Some(Repr::Num)
             }
             Kind::GetItem | Kind::CallPure(_) | Kind::Call(_) => Some(of_type(inst.ty)),
             Kind::Getchar => Some(Repr::Int),

@@ -42,6 +42,10 @@ pub struct Segment<'a> {
     /// rather than in the tree's: its guard's exit then goes on in that function through
     /// its link (`backend::lower::linkable`).
     pub separate: bool,
+    /// The instructions whose results machine code holds as integers of any size (boxed,
+    /// `Repr::Num`) though their type is a 64-bit one's: reads of elements and calls found
+    /// to give integers past 64 bits where the code ran (`Jit::hold_wide`).
+    pub wide: &'a [usize],
 }
 
 impl<'a> Segment<'a> {
@@ -54,6 +58,7 @@ impl<'a> Segment<'a> {
             returns: false,
             cost: 0,
             separate: false,
+            wide: &[],
         }
     }
 }
