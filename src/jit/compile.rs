@@ -201,7 +201,7 @@ impl Jit<'_> {
             micros: events::micros(took),
         });
         self.relink_incoming(t, &code);
-        let again = self.link_bridges_alone(t, &code);
+        let again = self.link_bridges_alone(t, 0, &code);
         self.trees[t].code = Some(code);
         drop(retired);
         for seg in again {
@@ -254,16 +254,19 @@ impl Jit<'_> {
             .collect();
     }
 
-    /// Links the guards of `code`, tree `t`'s new function, whose bridges are compiled on
-    /// their own, to those bridges; returns the bridges to compile again for it.
+    /// Links the guards of `code`, the new code of unit `unit` of tree `t` (its function,
+    /// or a bridge on its own), whose bridges are compiled on their own, to those bridges;
+    /// returns the bridges to compile again for it.
     ///
     /// A bridge is compiled again when the new code's exit leaves other kinds than the
     /// bridge assumes: the tree now holds a variable as an integer of any size, or the
     /// guard was in a bridge on its own that has moved in, whose exit said more (the kinds
     /// its own entry assumed: in the tree's function that bridge reads nothing from the
     /// mirror). Left unlinked, each time its guard failed the code would return to the
-    /// runtime, which entered the bridge (`benches/cliffs/dispatch64.fg`).
-    fn link_bridges_alone(&self, t: usize, code: &backend::Compiled) -> Vec<usize> {
+    /// runtime, which entered the bridge (`benches/cliffs/dispatch64.fg`), and the bridge
+    /// would refuse the entry where it assumed a 64-bit integer that has grown
+    /// (`benches/cliffs/wide8.fg`, compiling in the background).
+    fn link_bridges_alone(&self, t: usize, unit: usize, code: &backend::Compiled) -> Vec<usize> {
         let tree = &self.trees[t];
         let mut again = Vec::new();
         for (k, b) in tree.bridges.iter().enumerate() {
@@ -271,7 +274,7 @@ impl Jit<'_> {
                 segment: ps,
                 inst: pi,
             } = b.from;
-            if let (Some(bc), 0, None) = (&b.code, tree.unit_of(ps), &b.value) {
+            if let (Some(bc), true, None) = (&b.code, tree.unit_of(ps) == unit, &b.value) {
                 let kinds = code.exit_kinds(tree.segment(ps), ps, pi);
                 if let (Some(g), Some(kinds)) = (code.global(ps, pi), kinds) {
                     if bc.admits(&kinds) {
@@ -548,6 +551,7 @@ impl Jit<'_> {
                 }
             }
         }
+        let again = self.link_bridges_alone(t, seg, &code);
         self.trees[t].bridges[seg - 1].code = Some(code);
         self.event(EventKind::Compiled {
             tree: t,
@@ -556,6 +560,9 @@ impl Jit<'_> {
             bytes: size,
             micros: events::micros(took),
         });
+        for seg in again {
+            self.compile_bridge(t, seg);
+        }
     }
 
     /// Prints the listings of `code`, unit `unit` of tree `t` (0 for the tree's function,

@@ -474,6 +474,31 @@ mod tests {
         );
     }
 
+    /// A loop of eight ways, each a bridge on its own (two hang from another bridge's
+    /// guards), whose sum leaves 64 bits, compiled on the compiler thread: each bridge
+    /// compiled again is linked to, or compiles again, the bridges that hang from its own
+    /// guards, whose entries assumed a 64-bit sum; before, they refused every entry until
+    /// the loop was left to the interpreter for good.
+    #[test]
+    fn bridges_of_bridges_are_compiled_again_when_the_sum_grows() {
+        let text = include_str!("../../benches/cliffs/wide8.fg");
+        let (_, program) = lang::load(text, Syntax::Fg).expect("a valid program");
+        let entry = program.block_id("start").expect("a start block");
+        let n = program.slot("n").expect("an input n");
+        let config = Config {
+            native: true,
+            background: true,
+            ..Config::default()
+        };
+        let mut jit = Jit::new(&program, config).expect("a driver");
+        let inputs = [(n, Value::Int(300_000))];
+        let mut state = State::new(&program, &inputs, Io::captured(b""));
+        let got = jit.run(&mut state, entry);
+        assert_eq!(format!("{got:?}"), "Ok(9223372036855775807)");
+        assert!(jit.stats.limits.is_empty(), "{:?}", jit.stats.limits);
+        assert!(jit.trees[0].refusals < Policy::DEFAULT.max_refusals);
+    }
+
     /// The compiler thread stops (as when Cranelift panics on a function) with a function
     /// it took: the driver finds it gone, compiles the functions it held again on its own
     /// thread, as everything after, and the program's answer is the interpreter's, in that
