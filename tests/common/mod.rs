@@ -105,11 +105,12 @@ fn unescape(text: &str) -> Vec<u8> {
     out
 }
 
-/// Every case of `examples/` and `tests/programs/`, in file order.
+/// Every case of `examples/`, `tests/programs/` and the benchmarks written in the flowgraph
+/// language (`benches/cliffs/`, `benches/recursion/`), in file order.
 pub fn cases() -> Vec<Case> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["examples", "tests/programs"] {
+    for dir in ["examples", "tests/programs", "benches/cliffs", "benches/recursion"] {
         for entry in std::fs::read_dir(root.join(dir)).expect("test directories exist") {
             let path = entry.expect("readable directory").path();
             if matches!(
