@@ -107,15 +107,18 @@ pub enum HeapOp {
         /// By how much.
         delta: i64,
     },
-    /// `t = arr[k]`, `t = (t + 6148914691236517205) % (2^64 + 13)`, `arr[k] = t`,
-    /// `x{dst} = t % 1000003`: an element that goes past 64 bits and back, up and down,
-    /// every few passes, which machine code reads, computes and stores boxed once it is
-    /// compiled again for it (`Segment::wide`), and a variable that stays small.
+    /// `t = arr[k]` (or, with `list`, `l = tolist(arr)`, `t = l[k]`), `t = (t +
+    /// 6148914691236517205) % (2^64 + 13)`, `arr[k] = t`, `x{dst} = t % 1000003`: an
+    /// element that goes past 64 bits and back, up and down, every few passes, which
+    /// machine code reads, computes and stores boxed once it is compiled again for it
+    /// (`Segment::wide`), and a variable that stays small.
     Wrap {
         /// The variable assigned.
         dst: usize,
         /// Where.
         index: Index,
+        /// Whether the element is read from a list of the array's elements.
+        list: bool,
     },
     /// `k = counter % m`, `x{dst} = arr[k]`, `e = k + c`, `t = arr[e]`, `arr[e] = x{dst}`,
     /// `x{dst} = x{dst} + t`: elements around one index (a Brainfuck tape's cells around
@@ -352,7 +355,8 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         1 => (0..VARS).prop_map(HeapOp::SameElements),
         3 => (index(), prop_oneof![-3i64..4, Just(255), Just(-256)])
             .prop_map(|(index, delta)| HeapOp::Step { index, delta }),
-        1 => (0..VARS, index()).prop_map(|(dst, index)| HeapOp::Wrap { dst, index }),
+        1 => (0..VARS, index(), any::<bool>())
+            .prop_map(|(dst, index, list)| HeapOp::Wrap { dst, index, list }),
         5 => (0..VARS, 2..=ARRAY_LEN, prop_oneof![3 => 1i64..3, 1 => Just(-1)])
             .prop_map(|(dst, m, c)| HeapOp::Neighbors { dst, m, c }),
         1 => (0..VARS, prop_oneof![Just(60i64), Just(150), Just(400)], 0i64..3)
@@ -562,13 +566,19 @@ impl Emitter {
                     "    {t} = arr[{k}]\n    {t} = {t} + {delta}\n    {t} = {t} & 255\n    arr[{k}] = {t}"
                 );
             }
-            HeapOp::Wrap { dst, index } => {
+            HeapOp::Wrap { dst, index, list } => {
                 let k = self.index(index, counter);
                 let t = self.label("t");
+                if *list {
+                    let l = self.label("l");
+                    let _ = writeln!(self.out, "    {l} = tolist(arr)\n    {t} = {l}[{k}]");
+                } else {
+                    let _ = writeln!(self.out, "    {t} = arr[{k}]");
+                }
                 let _ = writeln!(
                     self.out,
-                    "    {t} = arr[{k}]\n    {t} = {t} + 6148914691236517205\n    \
-                     {t} = {t} % 18446744073709551629\n    arr[{k}] = {t}\n    x{dst} = {t} % 1000003"
+                    "    {t} = {t} + 6148914691236517205\n    {t} = {t} % 18446744073709551629\n    \
+                     arr[{k}] = {t}\n    x{dst} = {t} % 1000003"
                 );
             }
             HeapOp::Neighbors { dst, m, c } => {

@@ -110,7 +110,12 @@ fn unescape(text: &str) -> Vec<u8> {
 pub fn cases() -> Vec<Case> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["examples", "tests/programs", "benches/cliffs", "benches/recursion"] {
+    for dir in [
+        "examples",
+        "tests/programs",
+        "benches/cliffs",
+        "benches/recursion",
+    ] {
         for entry in std::fs::read_dir(root.join(dir)).expect("test directories exist") {
             let path = entry.expect("readable directory").path();
             if matches!(
