@@ -250,7 +250,7 @@ bf_c = bf_by["C switch interpreter (gcc -O2)"]
 cliff_ratios = [(r[0], r[1], float(r[4].rstrip("x"))) for r in cliffs]
 long_rows = {}
 for name, inputs, ratio in cliff_ratios:
-    long_rows[name] = (inputs, ratio)  # the second row of each program is its long run
+    long_rows[name] = (inputs, ratio)  # the last row of each program is its long run
 worst = max(cliff_ratios, key=lambda c: c[2])
 long_worst = max((ratio, name) for name, (_, ratio) in long_rows.items())
 wide_ratio = wide["stackbig"] / wide["sumsq"]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The cliff programs: where a JIT can lose to its own interpreter. Each program runs as a
 # whole process under --mode interp and --mode jit, interleaved (hyperfine, medians), at
-# the issue's short length and at a length 10-20x longer; the table gives jit / interp.
+# a short length and at lengths 10-20x longer (the last, the long run); the table gives
+# jit / interp.
 #
 #   benches/cliffs/run.sh                # every program, 5 runs each
 #   RUNS=3 ONLY=dispatch64 benches/cliffs/run.sh
@@ -15,7 +16,7 @@ command -v hyperfine >/dev/null || { echo "hyperfine is needed (apt-get install 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-# name, program, short inputs, long inputs
+# name, program, then each run's inputs, the long run's last
 cases=(
   "big_acc|big_acc.fg|n=1000000|n=10000000"
   "cross64|cross64.fg|n=2000000|n=20000000"
@@ -24,14 +25,15 @@ cases=(
   "promote100|promote100.fg|n=500000|n=5000000"
   "dispatch64|dispatch64.fg|n=200000|n=2000000"
   "alternate|alternate.fg|n=1000000|n=10000000"
-  "loops300|loops300.fg|m=60|m=1200"
+  "loops300|loops300.fg|m=60|m=1200|m=20000"
   "branchy400|branchy400.fg|m=1000|m=20000"
 )
 printf '| program | inputs | interp | jit | jit / interp |\n| --- | --- | ---: | ---: | ---: |\n'
 for c in "${cases[@]}"; do
-  IFS='|' read -r name file short long <<<"$c"
+  IFS='|' read -r name file runs <<<"$c"
   [ -n "${ONLY:-}" ] && [ "$ONLY" != "$name" ] && continue
-  for inputs in "$short" "$long"; do
+  IFS='|' read -r -a runs <<<"$runs"
+  for inputs in "${runs[@]}"; do
     json="$work/$name.json"
     hyperfine -N -w 1 -r "$RUNS" --export-json "$json" \
       -n interp "$bin run $here/$file $inputs --mode interp" \
