@@ -340,9 +340,11 @@ impl<'p> Jit<'p> {
             };
             let tree = match self.profile.trace(&key) {
                 Some(index) => index,
-                None if !self.worth_compiling(&key, &state.frame) => {
+                None if let payoff::Verdict::Later(n) =
+                    self.worth_compiling(&key, &state.frame) =>
+                {
                     self.stats.not_worth += 1;
-                    self.profile.postpone(&key);
+                    self.profile.postpone(&key, n);
                     pos = Position::start(anchor);
                     continue;
                 }
@@ -365,15 +367,13 @@ impl<'p> Jit<'p> {
     /// Whether the loop at `key`, hot with `frame`, is worth recording and compiling now
     /// (`payoff`): a loop of the program itself (an interpreted program's loops, found by
     /// their greens, have no counter to read) that is not a counted loop near its end.
-    fn worth_compiling(&mut self, key: &Key, frame: &Frame) -> bool {
+    fn worth_compiling(&mut self, key: &Key, frame: &Frame) -> payoff::Verdict {
         match &mut self.payoff {
-            Some(p) if key.greens.is_empty() => p.worth_compiling(
-                self.program,
-                key.anchor,
-                frame,
-                self.config.policy.threshold + 1,
-            ),
-            _ => true,
+            Some(p) if key.greens.is_empty() => {
+                let since = self.profile.arrivals(key);
+                p.worth_compiling(self.program, key.anchor, frame, since)
+            }
+            _ => payoff::Verdict::Now,
         }
     }
 

@@ -44,26 +44,35 @@ pub struct Key {
     pub greens: Vec<Value>,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+/// A key's count of arrivals. The interpreter counts every back edge into one: an
+/// arrival is an increment and a comparison with `limit`, which holds what the state says:
+/// 0 once the key has a trace (every arrival enters it), `u64::MAX` once it is never to be
+/// traced, otherwise the arrivals before the key is hot (the threshold, doubled by each
+/// abort, or more when the driver postponed it).
+#[derive(Clone, Copy, Debug)]
 struct Counter {
     count: u64,
+    limit: u64,
     aborts: u32,
     trace: Option<usize>,
 }
 
 impl Counter {
-    /// Counts one more arrival; whether the key should now be traced or entered (never
-    /// after `max_aborts` failed recordings).
-    fn arrive(&mut self, threshold: u64, max_aborts: u32) -> bool {
-        if self.trace.is_some() {
-            return true;
+    /// A key not yet arrived at, hot past `threshold` arrivals.
+    fn new(threshold: u64) -> Counter {
+        Counter {
+            count: 0,
+            limit: threshold,
+            aborts: 0,
+            trace: None,
         }
-        if self.aborts >= max_aborts {
-            return false;
-        }
+    }
+
+    /// Counts one more arrival; whether the key should now be traced or entered.
+    #[inline(always)]
+    fn arrive(&mut self) -> bool {
         self.count += 1;
-        // Each abort doubles the count needed before the next attempt.
-        self.count > threshold.saturating_mul(1 << self.aborts)
+        self.count > self.limit
     }
 }
 
@@ -138,7 +147,7 @@ impl Profile {
         Profile {
             threshold,
             max_aborts: policy.max_aborts,
-            labels: vec![Counter::default(); program.blocks.len()],
+            labels: vec![Counter::new(threshold); program.blocks.len()],
             merge,
         }
     }
@@ -206,10 +215,19 @@ impl Profile {
     }
 
     fn counter(&mut self, key: &Key) -> &mut Counter {
+        let threshold = self.threshold;
         match &mut self.merge {
-            Some(m) if key.anchor == m.block => m.keys.entry(key.greens.clone()).or_default(),
+            Some(m) if key.anchor == m.block => m
+                .keys
+                .entry(key.greens.clone())
+                .or_insert(Counter::new(threshold)),
             _ => &mut self.labels[key.anchor.index()],
         }
+    }
+
+    /// How many times `key` has been arrived at since it was last counted from zero.
+    pub fn arrivals(&mut self, key: &Key) -> u64 {
+        self.counter(key).count
     }
 
     /// The trace anchored at `key`, if there is one.
@@ -219,7 +237,9 @@ impl Profile {
 
     /// Records that trace `index` is anchored at `key`.
     pub fn set_trace(&mut self, key: &Key, index: usize) {
-        self.counter(key).trace = Some(index);
+        let c = self.counter(key);
+        c.trace = Some(index);
+        c.limit = 0;
         if let Some(m) = &mut self.merge {
             m.traced |= key.anchor == m.block;
         }
@@ -232,21 +252,31 @@ impl Profile {
         c.trace = None;
         c.count = 0;
         c.aborts = max_aborts;
+        c.limit = u64::MAX;
     }
 
-    /// Counts `key` from zero again, as if it had not been hot: it was found not worth
-    /// compiling yet.
-    pub fn postpone(&mut self, key: &Key) {
-        self.counter(key).count = 0;
+    /// Counts `key` from zero again, hot after `arrivals` more arrivals (at least the
+    /// threshold's): it was found not worth compiling before then.
+    pub fn postpone(&mut self, key: &Key, arrivals: u64) {
+        let threshold = self.threshold;
+        let c = self.counter(key);
+        c.count = 0;
+        c.limit = arrivals.max(threshold.saturating_mul(1 << c.aborts));
     }
 
     /// Records that a recording at `key` was abandoned or rejected; whether the key is now
     /// never traced again (it failed [`Policy::max_aborts`] times).
     pub fn failed(&mut self, key: &Key) -> bool {
         let max_aborts = self.max_aborts;
+        let threshold = self.threshold;
         let c = self.counter(key);
         c.count = 0;
         c.aborts += 1;
+        // Each abort doubles the count needed before the next attempt.
+        c.limit = match c.aborts >= max_aborts {
+            true => u64::MAX,
+            false => threshold.saturating_mul(1 << c.aborts),
+        };
         c.aborts == max_aborts
     }
 }
@@ -256,7 +286,7 @@ impl Monitor for Profile {
     fn back_edge(&mut self, _from: BlockId, target: BlockId) -> bool {
         match &self.merge {
             Some(m) => m.armed.is_some() && target == m.block,
-            None => self.labels[target.index()].arrive(self.threshold, self.max_aborts),
+            None => self.labels[target.index()].arrive(),
         }
     }
 
@@ -269,18 +299,18 @@ impl Monitor for Profile {
     }
 
     fn can_enter_jit(&mut self, frame: &Frame) {
-        let (threshold, max_aborts) = (self.threshold, self.max_aborts);
+        let threshold = self.threshold;
         let Some(m) = &mut self.merge else { return };
         if !m.read_greens(frame) {
             return;
         }
         let hot = match m.keys.get_mut(m.scratch.as_slice()) {
-            Some(c) => c.arrive(threshold, max_aborts),
+            Some(c) => c.arrive(),
             None => m
                 .keys
                 .entry(m.scratch.clone())
-                .or_default()
-                .arrive(threshold, max_aborts),
+                .or_insert(Counter::new(threshold))
+                .arrive(),
         };
         m.armed = hot.then(|| m.scratch.clone());
     }
