@@ -444,6 +444,24 @@ mod tests {
         next:\n    i = i + 1\n    goto outer\n\
         done:\n    print_and_stop(s)\n";
 
+    /// Runs `program` from `start` on `inputs` in machine code compiled on the compiler
+    /// thread; the driver, and what the run gave.
+    fn in_the_background<'p>(
+        program: &'p Program,
+        inputs: &[(Slot, Value)],
+    ) -> (Jit<'p>, Result<Value, RuntimeError>) {
+        let entry = program.block_id("start").expect("a start block");
+        let config = Config {
+            native: true,
+            background: true,
+            ..Config::default()
+        };
+        let mut jit = Jit::new(program, config).expect("a driver");
+        let mut state = State::new(program, inputs, Io::captured(b""));
+        let got = jit.run(&mut state, entry);
+        (jit, got)
+    }
+
     /// A loop whose variable leaves 64 bits after 1,000 iterations, its function compiled
     /// on the compiler thread: the entry its code refuses then has the tree compiled again
     /// holding the variable boxed, and the entries refused while that code is on its way do
@@ -455,15 +473,7 @@ mod tests {
             loop:\n    s = s + 1\n    i = i + 1\n    c = i < 200000\n    if c goto loop else goto done\n\
             done:\n    print_and_stop(s)\n";
         let (_, program) = lang::load(text, Syntax::Fg).expect("a valid program");
-        let entry = program.block_id("start").expect("a start block");
-        let config = Config {
-            native: true,
-            background: true,
-            ..Config::default()
-        };
-        let mut jit = Jit::new(&program, config).expect("a driver");
-        let mut state = State::new(&program, &[], Io::captured(b""));
-        let got = jit.run(&mut state, entry);
+        let (jit, got) = in_the_background(&program, &[]);
         assert_eq!(format!("{got:?}"), "Ok(9223372036854974807)");
         let tree = &jit.trees[0];
         assert!(!tree.wide.is_empty(), "compiled again holding s boxed");
@@ -483,17 +493,8 @@ mod tests {
     fn bridges_of_bridges_are_compiled_again_when_the_sum_grows() {
         let text = include_str!("../../benches/cliffs/wide8.fg");
         let (_, program) = lang::load(text, Syntax::Fg).expect("a valid program");
-        let entry = program.block_id("start").expect("a start block");
         let n = program.slot("n").expect("an input n");
-        let config = Config {
-            native: true,
-            background: true,
-            ..Config::default()
-        };
-        let mut jit = Jit::new(&program, config).expect("a driver");
-        let inputs = [(n, Value::Int(300_000))];
-        let mut state = State::new(&program, &inputs, Io::captured(b""));
-        let got = jit.run(&mut state, entry);
+        let (jit, got) = in_the_background(&program, &[(n, Value::Int(300_000))]);
         assert_eq!(format!("{got:?}"), "Ok(9223372036855775807)");
         assert!(jit.stats.limits.is_empty(), "{:?}", jit.stats.limits);
         assert!(jit.trees[0].refusals < Policy::DEFAULT.max_refusals);

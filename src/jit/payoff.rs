@@ -325,39 +325,47 @@ mod tests {
         assert!(judge(COUNTED, "loop", &[("i", 50), ("n", 10_000_000)]));
     }
 
-    /// A loop left to the interpreter is asked again only once it has run its iterations
-    /// left (here 10), or, when more, those that bring what it has cost to what compiling
-    /// costs: 262,000 ns at 12 ns an iteration, less the 50 iterations counted.
-    #[test]
-    fn a_loop_not_worth_compiling_is_asked_again_when_it_might_be() {
+    /// `COUNTED` at its loop, `i` and `n` as given, with no loop judged yet.
+    fn counted_at(i: i64, n: i64) -> (Program, BlockId, Frame, Payoff) {
         let (_, program) = lang::load(COUNTED, Syntax::Fg).expect("a valid program");
         let mut frame: Frame = vec![None; program.frame_size()];
-        frame[program.slot("i").unwrap().index()] = Some(Value::Int(50));
-        frame[program.slot("n").unwrap().index()] = Some(Value::Int(60));
+        frame[program.slot("i").unwrap().index()] = Some(Value::Int(i));
+        frame[program.slot("n").unwrap().index()] = Some(Value::Int(n));
         let anchor = program.block_id("loop").unwrap();
-        let mut payoff = Payoff::new(&program, &Policy::DEFAULT);
+        let payoff = Payoff::new(&program, &Policy::DEFAULT);
+        (program, anchor, frame, payoff)
+    }
+
+    /// A loop left to the interpreter is asked again only once it has run its iterations
+    /// left (here 10), or, when fewer, those that bring what it has cost to what compiling
+    /// costs.
+    #[test]
+    fn a_loop_not_worth_compiling_is_asked_again_when_it_might_be() {
+        let (program, anchor, frame, mut payoff) = counted_at(50, 60);
         let first = payoff.worth_compiling(&program, anchor, &frame, 50);
         assert_eq!(first, Verdict::Later(10));
-        frame[program.slot("n").unwrap().index()] = Some(Value::Int(1_000_050));
-        frame[program.slot("i").unwrap().index()] = Some(Value::Int(1_000_000));
-        let Verdict::Later(n) = payoff.worth_compiling(&program, anchor, &frame, 11) else {
-            panic!("50 iterations left do not pay");
-        };
-        let per = 3 * Policy::DEFAULT.interp_ns_per_op;
-        let compiling = Policy::DEFAULT.compile_ns + 3 * Policy::DEFAULT.compile_ns_per_op;
-        assert_eq!(n, 50.min((compiling - 61 * per).div_ceil(per)));
+        let ops = payoff.shapes[anchor.index()]
+            .as_ref()
+            .and_then(|s| s.as_ref())
+            .unwrap()
+            .ops;
+        let per = ops * Policy::DEFAULT.interp_ns_per_op;
+        let compiling = Policy::DEFAULT.compile_ns + ops * Policy::DEFAULT.compile_ns_per_op;
+        // Asked again 4 iterations short of what compiling costs, with 10 left.
+        let since = (compiling / per) - 50 - 4;
+        let again = payoff.worth_compiling(&program, anchor, &frame, since);
+        assert_eq!(
+            again,
+            Verdict::Later((compiling - (50 + since) * per).div_ceil(per))
+        );
+        assert!(matches!(again, Verdict::Later(n) if n < 10));
     }
 
     #[test]
     fn a_loop_hot_again_and_again_near_its_end_is_compiled_once_it_has_cost_enough() {
         // An inner loop: each entry runs 60 iterations, hot (with its count carried from
         // entry to entry) every 50.
-        let (_, program) = lang::load(COUNTED, Syntax::Fg).expect("a valid program");
-        let mut frame: Frame = vec![None; program.frame_size()];
-        frame[program.slot("i").unwrap().index()] = Some(Value::Int(50));
-        frame[program.slot("n").unwrap().index()] = Some(Value::Int(60));
-        let anchor = program.block_id("loop").unwrap();
-        let mut payoff = Payoff::new(&program, &Policy::DEFAULT);
+        let (program, anchor, frame, mut payoff) = counted_at(50, 60);
         let asked = (1..10_000)
             .find(|_| payoff.worth_compiling(&program, anchor, &frame, 50) == Verdict::Now)
             .expect("compiled in the end");
