@@ -151,29 +151,26 @@ impl Jit<'_> {
     /// was. Reads first stop assuming that arrays hold only integers
     /// (`Jit::stop_assuming_ints`), and no exit counts for this while that code is compiled.
     fn hold_wide(&mut self, t: usize, at: TreeInst, exits: u64) -> bool {
-        let tree = &self.trees[t];
-        let inst = &tree.segment(at.segment).insts[at.inst];
-        let result = crate::opt::repr::may_hold_wide(inst.kind);
-        let wide = match at.segment {
-            0 => &tree.root_wide,
-            s => &tree.bridges[s - 1].wide,
+        let tree = &mut self.trees[t];
+        let (kind, ty) = {
+            let inst = &tree.segment(at.segment).insts[at.inst];
+            (inst.kind, inst.ty)
         };
+        let (compiling, ints) = (tree.compiling, tree.tuning.ints);
+        let wide = tree.wide_results(at.segment);
         // Not while the tree's new code is on its way from the compiler thread: its exits
         // are the old code's, whose assumptions (`Tuning::ints`) the new one may have dropped.
-        if !(result
-            && !tree.compiling
-            && inst.ty == trace::Ty::Int
+        if !(crate::opt::repr::may_hold_wide(kind)
+            && !compiling
+            && ty == trace::Ty::Int
             && exits > self.config.policy.bridge_threshold
             && self.config.native
-            && !(inst.kind == Kind::GetItem && tree.tuning.ints)
+            && !(kind == Kind::GetItem && ints)
             && !wide.contains(&at.inst))
         {
             return false;
         }
-        match at.segment {
-            0 => self.trees[t].root_wide.push(at.inst),
-            s => self.trees[t].bridges[s - 1].wide.push(at.inst),
-        }
+        wide.push(at.inst);
         if at.segment > 0 && self.trees[t].bridges[at.segment - 1].separate {
             self.compile_bridge(t, at.segment);
         } else {

@@ -108,6 +108,15 @@ impl Tree {
         }
     }
 
+    /// The instructions of segment `seg` whose results its code holds as integers of any
+    /// size ([`Segment::wide`]).
+    pub(super) fn wide_results(&mut self, seg: usize) -> &mut Vec<usize> {
+        match seg {
+            0 => &mut self.root_wide,
+            s => &mut self.bridges[s - 1].wide,
+        }
+    }
+
     /// Segment `seg`: the root (0) or bridge `seg - 1`.
     pub fn segment(&self, seg: usize) -> &Trace {
         if seg == 0 {
