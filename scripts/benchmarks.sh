@@ -86,7 +86,7 @@ for i in "${!benches[@]}"; do
     mv "$work/tmp" "$work/bench$i.json"
 done
 
-say "phases (--stats, $RUNS runs each)"
+say "phases (--stats --compile-on-driver, $RUNS runs each)"
 stats=(
   "square.bc a=10^7|bytecode examples/square.bc a=10000000"
   "boxed.fg n=10^6|run examples/boxed.fg n=1000000"
@@ -100,7 +100,7 @@ for i in "${!stats[@]}"; do
     for r in $(seq "$RUNS"); do
         todo "stats$i.$r" || continue
         # shellcheck disable=SC2086
-        (cd "$root" && "$flowjit" $args --stats < /dev/null 2> "$work/tmp" > /dev/null)
+        (cd "$root" && "$flowjit" $args --stats --compile-on-driver < /dev/null 2> "$work/tmp" > /dev/null)
         mv "$work/tmp" "$work/stats$i.$r"
     done
 done
@@ -376,7 +376,7 @@ w("")
 
 w("## Phases: where a run's time goes")
 w("")
-w(f"`flowjit ... --stats`, the median of {runs} run{'s' if runs > 1 else ''} (with `--stats` Cranelift compiles on the")
+w(f"`flowjit ... --stats --compile-on-driver`, the median of {runs} run{'s' if runs > 1 else ''} (Cranelift compiles on the")
 w("driver's thread, so compiling is on the run's clock here).")
 w("")
 w("| program | traces | bridges | interpreting | recording | optimizing | compiling | machine code |")

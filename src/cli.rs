@@ -255,6 +255,11 @@ pub struct RunOpts {
     /// Stop with an error after N interpreted operations.
     #[arg(long)]
     pub max_steps: Option<u64>,
+    /// Compile on the driver's thread, the program waiting for each function, instead of
+    /// on the compiler thread while the program runs on: what --stats, --log and --dump
+    /// report no longer depends on the compiler thread's speed (reproducible statistics).
+    #[arg(long)]
+    pub compile_on_driver: bool,
     /// The program's syntax, instead of the one its extension implies.
     #[arg(long, value_enum)]
     pub syntax: Option<Syntax>,
@@ -866,12 +871,10 @@ fn jit_config(opts: &RunOpts) -> CliResult<jit::Config> {
         // Thresholds given are obeyed as given; the default ones compile only what can
         // pay for itself.
         pay_off: opts.threshold.is_none() && opts.bridge_threshold.is_none(),
-        // What a run prints about itself must not depend on how fast the compiler
-        // thread is; the program's output does not.
-        background: opts.dump.is_empty()
-            && !opts.stats
-            && opts.log.is_none()
-            && opts.max_steps.is_none(),
+        // --stats, --log and --dump report on the run the default flags make (SPEC §4).
+        // Steps are counted where the driver compiles: a run stopped at its budget stops
+        // at the same operation whatever the compiler thread's speed.
+        background: !opts.compile_on_driver && opts.max_steps.is_none(),
         ..jit::Config::default()
     })
 }
@@ -1019,6 +1022,7 @@ fn execute_with(
         Start::TraceFrom(from) => driver.do_trace(&mut state, from),
     };
     state.io.flush();
+    driver.await_listings();
     eprint!("{}", driver.take_dump());
     if opts.stats {
         eprint!("{}", driver.stats_report());

@@ -35,10 +35,9 @@ fn programs() -> Vec<PathBuf> {
 /// Runs `flowjit bf FILE MODE...` with `stdin`: its standard output, standard error and
 /// exit status.
 fn bf(file: &Path, mode: &[&str], stdin: &[u8]) -> (Vec<u8>, String, Option<i32>) {
+    let file = file.to_str().expect("a UTF-8 path");
     let mut child = common::flowjit_command()
-        .arg("bf")
-        .arg(file)
-        .args(mode)
+        .args(common::reproducible(&[&["bf", file][..], mode].concat()))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

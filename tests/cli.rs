@@ -422,6 +422,42 @@ fn stats_show_traces_and_guard_exits() {
     );
 }
 
+/// `--stats` and `--log` report on the run the default flags make (SPEC §4): its functions
+/// compiled on the compiler thread while the program ran on, which `--compile-on-driver`
+/// (what the other tests ask for, `common::reproducible`) moves to the driver's thread.
+#[test]
+fn statistics_describe_the_default_run() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let log = dir.path().join("events.jsonl");
+    let log = log.to_str().expect("a UTF-8 path");
+    let run = [
+        "run",
+        "examples/sum.fg",
+        "n=1000000",
+        "--stats",
+        "--log",
+        log,
+    ];
+    let out = common::flowjit_command()
+        .args(run)
+        .output()
+        .expect("flowjit runs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "500000500000\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let given = number_after(&err, "compiler thread: ");
+    let pending: usize = (err.lines())
+        .find_map(|l| l.strip_prefix("compiler thread: "))
+        .and_then(|l| l.split("; ").nth(1))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("functions still compiling:\n{err}"));
+    assert!(given + pending >= 1, "{err}");
+    let events = std::fs::read_to_string(log).expect("the log is written");
+    assert!(events.contains("\"event\":\"run_ended\""), "{events}");
+    let (_, err) = common::flowjit_ok(&run);
+    assert!(!err.contains("compiler thread: "), "{err}");
+}
+
 #[test]
 fn the_jit_runs_hot_loops_as_machine_code() {
     let out = flowjit(&["run", "examples/sum.fg", "n=100000", "--stats"]);

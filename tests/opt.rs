@@ -142,8 +142,7 @@ fn optimizer_cases() {
 /// `--dump opt` prints for a run, without their snapshots.
 fn loop_body(args: &[&str]) -> Vec<String> {
     let out = common::flowjit_command()
-        .args(args)
-        .args(["--dump", "opt"])
+        .args(common::reproducible(&[args, &["--dump", "opt"]].concat()))
         .output()
         .expect("flowjit runs");
     assert_eq!(out.status.code(), Some(0));

@@ -15,7 +15,7 @@ mod common;
 
 fn flowjit(args: &[&str]) -> Output {
     common::flowjit_command()
-        .args(args)
+        .args(common::reproducible(args))
         .stdin(std::process::Stdio::null())
         .output()
         .expect("flowjit runs")

@@ -10,6 +10,7 @@
 //! background*.
 
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::time::{Duration, Instant};
 
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir::Function;
@@ -56,8 +57,9 @@ pub(crate) fn emit(
     })
 }
 
-/// A function the compiler thread has finished: its number, and its code or why not.
-pub type Done = (u64, Result<Machine, Unsupported>);
+/// A function the compiler thread has finished: its number, its code or why not, and the
+/// time the thread took.
+pub type Done = (u64, Result<Machine, Unsupported>, Duration);
 
 /// The compiler thread has stopped (Cranelift panicked on a function).
 #[derive(Clone, Copy, Debug)]
@@ -86,7 +88,9 @@ impl Worker {
                 let mut ctx = Context::new();
                 for (id, func, optimize) in queue {
                     let isa = if optimize { &*isa } else { &*plain };
-                    if give.send((id, emit(isa, &mut ctx, func))).is_err() {
+                    let start = Instant::now();
+                    let machine = emit(isa, &mut ctx, func);
+                    if give.send((id, machine, start.elapsed())).is_err() {
                         break;
                     }
                 }
@@ -115,9 +119,13 @@ impl Worker {
         Worker { jobs, done }
     }
 
-    /// A function the thread has finished, if any, without waiting; `Err` when the thread
-    /// has gone (Cranelift panicked on a function): the functions queued are lost.
-    pub fn finished(&self) -> Result<Option<Done>, Gone> {
+    /// A function the thread has finished, if any: without waiting, or (`wait`) the next
+    /// one it finishes; `Err` when the thread has gone (Cranelift panicked on a function):
+    /// the functions queued are lost.
+    pub fn finished(&self, wait: bool) -> Result<Option<Done>, Gone> {
+        if wait {
+            return self.done.recv().map(Some).map_err(|_| Gone);
+        }
         match self.done.try_recv() {
             Ok(done) => Ok(Some(done)),
             Err(TryRecvError::Empty) => Ok(None),

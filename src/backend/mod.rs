@@ -757,14 +757,15 @@ impl Backend {
         self.worker_gone
     }
 
-    /// A function the compiler thread has finished, if any: its number and its code.
-    /// `Err` once the thread has gone (Cranelift panicked): the functions queued are lost,
-    /// and the next ones are compiled here.
-    pub fn finished(&mut self) -> Result<Option<Done>, Gone> {
+    /// A function the compiler thread has finished, if any (`wait`: the next it finishes,
+    /// one being queued): its number and its code. `Err` once the thread has gone
+    /// (Cranelift panicked): the functions queued are lost, and the next ones are compiled
+    /// here.
+    pub fn finished(&mut self, wait: bool) -> Result<Option<Done>, Gone> {
         let Some(worker) = &self.worker else {
             return Ok(None);
         };
-        let done = worker.finished();
+        let done = worker.finished(wait);
         if done.is_err() {
             self.worker = None;
             self.worker_gone = true;

@@ -329,6 +329,24 @@ impl Jit<'_> {
     /// Puts to use the trees' functions the compiler thread has finished, and compiles
     /// again those asked for meanwhile ([`Tree::compile_again`](super::Tree)).
     pub(super) fn collect(&mut self) {
+        self.collect_finished(false);
+    }
+
+    /// After the run: waits for the functions still on the compiler thread, for the
+    /// listings `--dump ir` and `--dump asm` print (what the run decided is done; the
+    /// statistics still say how many were compiling when it ended).
+    pub fn await_listings(&mut self) {
+        let s = &mut self.stats;
+        s.thread_at_end = Some((s.thread_functions, s.thread_time, self.jobs.len()));
+        if self.config.dumps.ir || self.config.dumps.asm {
+            while !self.jobs.is_empty() {
+                self.collect_finished(true);
+            }
+        }
+    }
+
+    /// As [`Jit::collect`], waiting for one function at least when `wait`.
+    fn collect_finished(&mut self, mut wait: bool) {
         if self.jobs.is_empty() {
             return;
         }
@@ -340,9 +358,11 @@ impl Jit<'_> {
         // here (as everything after), below.
         let mut lost = Vec::new();
         loop {
-            match backend.finished() {
+            match backend.finished(std::mem::take(&mut wait)) {
                 Ok(None) => break,
-                Ok(Some((id, machine))) => {
+                Ok(Some((id, machine, took))) => {
+                    self.stats.thread_time += took;
+                    self.stats.thread_functions += 1;
                     if let Some(at) = self.jobs.iter().position(|j| j.id == id) {
                         done.push((self.jobs.swap_remove(at), machine));
                     }

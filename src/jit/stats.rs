@@ -39,8 +39,15 @@ pub struct Stats {
     pub record_time: Duration,
     /// Time optimizing.
     pub opt_time: Duration,
-    /// Time compiling to machine code.
+    /// Time compiling to machine code on the driver's thread.
     pub compile_time: Duration,
+    /// Time the compiler thread took over the functions it gave back.
+    pub thread_time: Duration,
+    /// Functions the compiler thread gave back.
+    pub thread_functions: usize,
+    /// The compiler thread's functions given back, its time, and the functions still on
+    /// it, when the run ended (`Jit::await_listings`).
+    pub thread_at_end: Option<(usize, Duration, usize)>,
     /// Time on the trace interpreter.
     pub trace_time: Duration,
     /// Time in machine code.
@@ -132,6 +139,17 @@ impl Jit<'_> {
             ms(s.trace_time),
             ms(s.native_time)
         );
+        let (given, took, still) =
+            (s.thread_at_end).unwrap_or((s.thread_functions, s.thread_time, self.jobs.len()));
+        if given > 0 || still > 0 {
+            let _ = writeln!(
+                out,
+                "compiler thread: {} function(s) in {:.3} ms; {} still compiling when the run ended",
+                given,
+                ms(took),
+                still
+            );
+        }
         out
     }
 

@@ -257,8 +257,29 @@ pub fn flowjit_command() -> Command {
 }
 
 /// Runs the binary with `args` and returns what it did.
+///
+/// A run that reports on itself (`--stats`, `--dump`, `--log`) compiles on the driver's
+/// thread (`--compile-on-driver`): the tests read its decisions (traces, bridges, exits,
+/// code), which with the compiler thread depend on how fast it is.
+/// `cli::statistics_describe_the_default_run` checks a report made the default way.
 pub fn flowjit(args: &[&str]) -> Output {
-    flowjit_command().args(args).output().expect("flowjit runs")
+    flowjit_command()
+        .args(reproducible(args))
+        .output()
+        .expect("flowjit runs")
+}
+
+/// `args`, with `--compile-on-driver` when they run a program that reports on itself.
+pub fn reproducible<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let runs = matches!(args.first(), Some(&("run" | "bytecode" | "bf" | "trace")));
+    let reports = args
+        .iter()
+        .any(|a| matches!(*a, "--stats" | "--dump" | "--log"));
+    let mut all = args.to_vec();
+    if runs && reports && !args.contains(&"--compile-on-driver") {
+        all.push("--compile-on-driver");
+    }
+    all
 }
 
 /// Runs the binary with `args`, checks that it succeeded, and returns its standard output
