@@ -549,11 +549,9 @@ impl<'a> Page<'a> {
     /// as a marker (`pc=3: decr_a`): `None` before the first, or without hints.
     fn merge_points(&self, rec: &Trace) -> Vec<Option<String>> {
         let mut out = vec![None; rec.insts.len()];
-        let Some((_, greens)) = self.program.merge_point() else {
-            return out;
-        };
         for (k, m) in rec.merges.iter().enumerate() {
             let end = rec.merges.get(k + 1).map_or(rec.insts.len(), |n| n.at);
+            let greens = self.program.merge_at(m.block).unwrap_or_default();
             let label = green_label(self.program, greens, &m.greens);
             for slot in out.iter_mut().take(end).skip(m.at) {
                 *slot = Some(label.clone());

@@ -333,3 +333,41 @@ fn an_elidable_call_given_up_after_it_filled_its_table() {
         );
     }
 }
+
+/// Two interpreters with merge points of their own (SPEC §4), as the generator makes them:
+/// the second after the first, and inside a function the first one's handler calls. Every
+/// executor prints what the interpreter prints.
+#[test]
+fn two_interpreters_with_merge_points_of_their_own() {
+    use flowjit::difftest::{GenDispatch, Handler, NextPc, Second};
+    for nested in [false, true] {
+        let handler = |next, enter| Handler {
+            ops: Vec::new(),
+            next,
+            enter,
+        };
+        let program = GenDispatch {
+            inits: [1, 2, 3, 4, 5],
+            code: vec![0, 1, 1],
+            fuel: 600,
+            list_green: nested,
+            handlers: vec![
+                handler(NextPc::Step(1), true),
+                handler(NextPc::Fuel(7), true),
+            ],
+            result: None,
+            second: Some(Second {
+                code: vec![1, 0],
+                fuel: 200,
+                handlers: vec![
+                    handler(NextPc::Jump(1), true),
+                    handler(NextPc::Red(2), true),
+                ],
+                nested,
+            }),
+        };
+        let text = program.text();
+        assert_eq!(text.matches("jit_merge_point").count(), 2, "{text}");
+        assert_eq!(check(&text), Ok(true), "{text}");
+    }
+}

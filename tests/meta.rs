@@ -311,3 +311,31 @@ fn asm_listings_show_jump_tables_as_data_and_go_on_to_the_end() {
         }
     }
 }
+
+/// Three interpreters, each with a merge point of its own (SPEC §4), one calling the next
+/// (`tests/programs/merge_points.fg`): each dispatch loop gets a trace keyed by its own
+/// greens, compiled to machine code, and the run prints what the interpreter prints.
+#[test]
+fn each_merge_point_keys_the_traces_of_its_own_loop() {
+    let run = [
+        "run",
+        "tests/programs/merge_points.fg",
+        "which=three",
+        "n=40",
+        "m=30",
+    ];
+    let (want, _) = flowjit(&[&run[..], &["--mode", "interp"]].concat());
+    let (out, err) = flowjit(&[&run[..], &["--stats"]].concat());
+    assert_eq!(out, want);
+    for anchor in [
+        "loop at inner_loop with greens ([dbl,inc,inc,loop], 0)",
+        "loop at middle_loop with greens ([call,step,again], 0)",
+        "loop at outer with greens ([add,1,deep,dec,jnz,0..., 0)",
+    ] {
+        assert!(
+            err.lines()
+                .any(|l| l.contains(anchor) && l.ends_with("machine code")),
+            "{anchor}:\n{err}"
+        );
+    }
+}

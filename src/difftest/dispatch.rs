@@ -10,6 +10,10 @@
 //! inside the loop, in ways the trace must check, and a trace that closes its loop at the
 //! merge point with the same greens meets other greens later.
 //!
+//! A third of them run a second interpreter ([`Second`]), with a merge point of its own:
+//! after the first, or inside a function the first one's first handler calls (a trace of
+//! the first then inlines the second's loop, and the second's own loop gets a trace).
+//!
 //! ```text
 //! dl:      jit_merge_point(pc)
 //!          c = fuel > 0                if c goto fetch else goto end
@@ -67,6 +71,52 @@ pub struct GenDispatch {
     pub handlers: Vec<Handler>,
     /// What is printed at the end (as [`super::GenProgram::result`]).
     pub result: Option<usize>,
+    /// A second dispatch loop with a merge point of its own (SPEC §4: several), if any.
+    pub second: Option<Second>,
+}
+
+/// A second interpreter: its dispatch loop (labels `i...`, greens `pc2` and sometimes
+/// `lst2`, counter `fuel2`) runs after the first one ends, or (`nested`) inside a function
+/// `inner(x0, .., x4)` that the first handler calls, whose result it adds to `x0`.
+#[derive(Clone, Debug)]
+pub struct Second {
+    /// Its interpreted program `lst2`.
+    pub code: Vec<i64>,
+    /// Iterations of its dispatch loop.
+    pub fuel: i64,
+    /// Its handlers.
+    pub handlers: Vec<Handler>,
+    /// Whether it runs in a function the first loop calls.
+    pub nested: bool,
+}
+
+fn second() -> impl Strategy<Value = Second> {
+    (
+        prop::collection::vec(-1i64..5, 1..6),
+        prop_oneof![1 => 0i64..10, 2 => 10i64..300],
+        prop::collection::vec(handler(), 1..4),
+        any::<bool>(),
+    )
+        .prop_map(|(code, fuel, handlers, nested)| Second {
+            code,
+            fuel,
+            handlers,
+            nested,
+        })
+}
+
+/// The names one dispatch loop's text uses.
+struct Names<'a> {
+    /// The prefix of its labels.
+    at: &'a str,
+    /// Its interpreted program, position and counter.
+    lst: &'a str,
+    pc: &'a str,
+    fuel: &'a str,
+    /// Its merge point's greens.
+    greens: String,
+    /// Where it goes when its counter runs out.
+    end: &'a str,
 }
 
 fn next_pc() -> impl Strategy<Value = NextPc> {
@@ -97,15 +147,17 @@ pub fn dispatchers() -> impl Strategy<Value = GenDispatch> {
         any::<bool>(),
         prop::collection::vec(handler(), 1..5),
         prop_oneof![1 => (0..VARS).prop_map(Some), 1 => Just(None)],
+        prop_oneof![2 => Just(None), 1 => second().prop_map(Some)],
     )
         .prop_map(
-            |(inits, code, fuel, list_green, handlers, result)| GenDispatch {
+            |(inits, code, fuel, list_green, handlers, result, second)| GenDispatch {
                 inits,
                 code,
                 fuel,
                 list_green,
                 handlers,
                 result,
+                second,
             },
         )
 }
@@ -113,64 +165,126 @@ pub fn dispatchers() -> impl Strategy<Value = GenDispatch> {
 impl GenDispatch {
     /// The program in the readable syntax; its first block is the entry.
     pub fn text(&self) -> String {
-        let len = self.code.len();
         let mut e = Emitter::new();
-        let greens = if self.list_green { "lst, pc" } else { "pc" };
         let _ = writeln!(
             e.out,
             "start:\n{}    pc = 0\n    fuel = {}\n    goto dl",
             flow::prologue(&self.inits, &self.code),
             self.fuel
         );
-        let _ = writeln!(
-            e.out,
-            "dl:\n    jit_merge_point({greens})\n    c = fuel > 0\n    if c goto fetch else goto end"
-        );
-        let last = self.handlers.len() - 1;
-        let _ = writeln!(
-            e.out,
-            "fetch:\n    fuel = fuel - 1\n    op = lst[pc]\n    goto {}",
-            if last == 0 { "h0" } else { "d0" }
-        );
-        for k in 0..last {
-            let no = if k + 1 == last {
-                format!("h{last}")
+        let nested = self.second.as_ref().is_some_and(|s| s.nested);
+        let then = if self.second.is_some() && !nested {
+            "i_start"
+        } else {
+            "end"
+        };
+        let names = Names {
+            at: "",
+            lst: "lst",
+            pc: "pc",
+            fuel: "fuel",
+            greens: if self.list_green { "lst, pc" } else { "pc" }.to_string(),
+            end: then,
+        };
+        let call = nested.then_some("    r = call inner(x0, x1, x2, x3, x4)\n    x0 = x0 + r\n");
+        dispatch_loop(&mut e, &names, self.code.len(), &self.handlers, call);
+        if let Some(second) = &self.second {
+            let items: Vec<String> = second.code.iter().map(i64::to_string).collect();
+            let head = if second.nested {
+                "func inner(x0, x1, x2, x3, x4):"
             } else {
-                format!("d{}", k + 1)
+                "i_start:"
             };
             let _ = writeln!(
                 e.out,
-                "d{k}:\n    c = op == {k}\n    if c goto h{k} else goto {no}"
-            );
-        }
-        for (k, h) in self.handlers.iter().enumerate() {
-            let _ = writeln!(e.out, "h{k}:");
-            for o in &h.ops {
-                e.stmt(o, "fuel");
-            }
-            let enter = if h.enter { "    can_enter_jit\n" } else { "" };
-            let jump_back = |e: &mut Emitter, pc: String| {
-                let _ = write!(
-                    e.out,
-                    "    pc = {pc}\n    pc = pc % {len}\n{enter}    goto dl\n"
-                );
-            };
-            match h.next {
-                NextPc::Step(n) => jump_back(&mut e, format!("pc + {n}")),
-                NextPc::Jump(t) => jump_back(&mut e, t.to_string()),
-                NextPc::Red(n) => jump_back(&mut e, format!("pc + x{n}")),
-                NextPc::Fuel(n) => jump_back(&mut e, format!("fuel // {n}")),
-                NextPc::Branch(n, t) => {
-                    let yes = e.label("taken");
-                    let no = e.label("next");
-                    let _ = writeln!(e.out, "    if x{n} goto {yes} else goto {no}\n{yes}:");
-                    jump_back(&mut e, t.to_string());
-                    let _ = writeln!(e.out, "{no}:");
-                    jump_back(&mut e, "pc + 1".to_string());
+                "{head}\n    lst2 = [{}]\n{}    pc2 = 0\n    fuel2 = {}\n    goto idl",
+                items.join(", "),
+                // The handlers' reads of `lst`, in the function's own frame.
+                if second.nested {
+                    "    lst = lst2\n"
+                } else {
+                    ""
+                },
+                // Called up to once per iteration of the first: at most 20,000 iterations
+                // of it in all, within the step limit.
+                match second.nested {
+                    true => second.fuel.min(20_000 / self.fuel.max(1)),
+                    false => second.fuel,
                 }
+            );
+            let names = Names {
+                at: "i",
+                lst: "lst2",
+                pc: "pc2",
+                fuel: "fuel2",
+                // The other choice of greens than the first loop's.
+                greens: if self.list_green { "pc2" } else { "lst2, pc2" }.to_string(),
+                end: if second.nested { "i_return" } else { "end" },
+            };
+            dispatch_loop(&mut e, &names, second.code.len(), &second.handlers, None);
+            if second.nested {
+                let _ = writeln!(e.out, "i_return:\n    return x1");
             }
         }
         let _ = writeln!(e.out, "end:\n{}", flow::epilogue(self.result));
         e.out
+    }
+}
+
+/// One dispatch loop over `handlers`, named by `n`, for a program of `len` elements; the
+/// first handler starts with `call`, when given.
+fn dispatch_loop(e: &mut Emitter, n: &Names, len: usize, handlers: &[Handler], call: Option<&str>) {
+    let (at, lst, pc, fuel) = (n.at, n.lst, n.pc, n.fuel);
+    let _ = writeln!(
+        e.out,
+        "{at}dl:\n    jit_merge_point({})\n    c = {fuel} > 0\n    if c goto {at}fetch else goto {}",
+        n.greens, n.end
+    );
+    let last = handlers.len() - 1;
+    let _ = writeln!(
+        e.out,
+        "{at}fetch:\n    {fuel} = {fuel} - 1\n    op = {lst}[{pc}]\n    goto {at}{}",
+        if last == 0 { "h0" } else { "d0" }
+    );
+    for k in 0..last {
+        let no = if k + 1 == last {
+            format!("h{last}")
+        } else {
+            format!("d{}", k + 1)
+        };
+        let _ = writeln!(
+            e.out,
+            "{at}d{k}:\n    c = op == {k}\n    if c goto {at}h{k} else goto {at}{no}"
+        );
+    }
+    for (k, h) in handlers.iter().enumerate() {
+        let _ = writeln!(e.out, "{at}h{k}:");
+        if k == 0 {
+            e.out.push_str(call.unwrap_or_default());
+        }
+        for o in &h.ops {
+            e.stmt(o, fuel);
+        }
+        let enter = if h.enter { "    can_enter_jit\n" } else { "" };
+        let jump_back = |e: &mut Emitter, to: String| {
+            let _ = write!(
+                e.out,
+                "    {pc} = {to}\n    {pc} = {pc} % {len}\n{enter}    goto {at}dl\n"
+            );
+        };
+        match h.next {
+            NextPc::Step(k) => jump_back(e, format!("{pc} + {k}")),
+            NextPc::Jump(t) => jump_back(e, t.to_string()),
+            NextPc::Red(v) => jump_back(e, format!("{pc} + x{v}")),
+            NextPc::Fuel(k) => jump_back(e, format!("{fuel} // {k}")),
+            NextPc::Branch(v, t) => {
+                let yes = e.label("taken");
+                let no = e.label("next");
+                let _ = writeln!(e.out, "    if x{v} goto {yes} else goto {no}\n{yes}:");
+                jump_back(e, t.to_string());
+                let _ = writeln!(e.out, "{no}:");
+                jump_back(e, format!("{pc} + 1"));
+            }
+        }
     }
 }

@@ -43,7 +43,7 @@
 //! What it does not reach: lists other than the one constant list and the constant lists
 //! of the variables that change type, arrays other than one (and the memo tables), calls
 //! from functions other than a recursion to itself, loops inside functions, atoms other
-//! than `'a'`, loops nested more than two deep (but for a heap piece's own loop), loops whose counter is not a plain countdown, more than one dispatch loop in a
+//! than `'a'`, loops nested more than two deep (but for a heap piece's own loop), loops whose counter is not a plain countdown, more than two dispatch loops in a
 //! program, and bytecode with more than two loops (its inner loop always starts from the
 //! outer counter).
 //!
@@ -68,7 +68,7 @@ mod flow;
 mod heap;
 mod regs;
 
-pub use dispatch::{dispatchers, GenDispatch, Handler, NextPc};
+pub use dispatch::{dispatchers, GenDispatch, Handler, NextPc, Second};
 pub use flow::{
     programs, Branch, Cond, GenArg, GenOp, GenProgram, Mixed, Odd, Promoted, Seg, Source,
 };

@@ -72,7 +72,7 @@ pub trait Monitor {
 
     /// A block holding `can_enter_jit` has run its statements (the hint takes effect at the
     /// end of its block, where the green variables are read).
-    fn can_enter_jit(&mut self, _frame: &Frame) {}
+    fn can_enter_jit(&mut self, _block: BlockId, _frame: &Frame) {}
 
     /// A jump to `target` that [`Monitor::back_edge`] did not take over is about to be
     /// taken, with `frame`'s values. Returning `true` ends [`run`] with [`Exit::Hot`].
@@ -429,7 +429,7 @@ fn interpret<M: Monitor>(
         }
         first = 0;
         if block.enters_jit {
-            monitor.can_enter_jit(frame);
+            monitor.can_enter_jit(id, frame);
         }
         match branch(program, frame, &block.term).map_err(fail(term))? {
             Flow::Jump(j) => {

@@ -106,11 +106,7 @@ impl Jit<'_> {
         let ends = |target: BlockId, frame: &Frame| {
             let key = profile.key_at(target, frame)?;
             profile.lookup(&key)?;
-            Some(if key.greens.is_empty() {
-                Vec::new()
-            } else {
-                profile.greens().to_vec()
-            })
+            Some(profile.greens_at(target).to_vec())
         };
         let policy = &self.config.policy;
         let recorded = trace::record_bridge(
@@ -168,7 +164,8 @@ impl Jit<'_> {
         // entered with, its key's: a constant in the bridge too (the bytecode of an
         // interpreter written in the flowgraph language, so that the bridge's dispatch
         // folds away as the root's does).
-        let greens = (self.profile.greens().iter().zip(&tree.key.greens))
+        let greens = (self.profile.greens_at(tree.key.anchor).iter())
+            .zip(&tree.key.greens)
             .filter(|(g, _)| snap.get(**g).is_none())
             .map(|(g, v)| (*g, v));
         for (slot, v) in given.chain(greens) {

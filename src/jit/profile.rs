@@ -76,12 +76,11 @@ impl Counter {
     }
 }
 
+/// A merge point: its greens, and its keys' counters by their values.
 struct Merge {
-    block: BlockId,
     greens: Vec<Slot>,
     keys: HashMap<Vec<Value>, Counter>,
-    armed: Option<Vec<Value>>,
-    /// Whether any key has a trace (until then no jump is looked up).
+    /// Whether any key has a trace (until then no jump here is looked up).
     traced: bool,
     /// The greens read last, by a jump or `can_enter_jit` (kept to reuse its memory).
     scratch: Vec<Value>,
@@ -100,19 +99,16 @@ impl Merge {
         true
     }
 
-    /// Whether the frame's greens have a trace: if so, the profile is armed with them.
-    fn arm_if_traced(&mut self, frame: &Frame) -> bool {
+    /// Whether the frame's greens have a trace: if so, the greens to arm the profile with.
+    fn traced_greens(&mut self, frame: &Frame) -> Option<Vec<Value>> {
         if !self.read_greens(frame) {
-            return false;
+            return None;
         }
         let traced = self
             .keys
             .get(self.scratch.as_slice())
             .is_some_and(|c| c.trace.is_some());
-        if traced {
-            self.armed = Some(self.scratch.clone());
-        }
-        traced
+        traced.then(|| self.scratch.clone())
     }
 }
 
@@ -122,106 +118,124 @@ pub struct Profile {
     /// [`Policy::max_aborts`].
     max_aborts: u32,
     labels: Vec<Counter>,
-    merge: Option<Merge>,
+    /// The merge points, by green values (empty without the hints).
+    merges: Vec<Merge>,
+    /// Per block, the index in `merges` of the merge point at its start, if any.
+    merge_of: Vec<Option<usize>>,
+    /// The merge point armed with its greens, whose next back edge hands control over.
+    armed: Option<(usize, Vec<Value>)>,
+    /// Per block, the merge point its `can_enter_jit` counts for
+    /// ([`Program::merge_of_can_enter`]).
+    enters: Vec<usize>,
+    /// Whether any merge point's key has a trace (until then no jump is looked up).
+    traced: bool,
 }
 
 impl Profile {
     /// A profile for `program`: by green values if it has the meta-tracing hints (hot past
     /// the policy's `merge_threshold` arrivals), by back edge otherwise (past `threshold`).
     pub fn new(program: &Program, policy: &Policy) -> Profile {
-        let merge = program
-            .merge_point()
-            .filter(|_| program.has_jit_hints())
-            .map(|(block, greens)| Merge {
-                block,
+        let hints = program.has_jit_hints();
+        let merges: Vec<Merge> = (program.merge_points())
+            .filter(|_| hints)
+            .map(|(_, greens)| Merge {
                 greens: greens.to_vec(),
                 keys: HashMap::default(),
-                armed: None,
                 traced: false,
                 scratch: Vec::new(),
-            });
-        let threshold = match merge {
-            Some(_) => policy.merge_threshold,
-            None => policy.threshold,
+            })
+            .collect();
+        let mut merge_of = vec![None; program.blocks.len()];
+        for (k, (block, _)) in program.merge_points().enumerate().filter(|_| hints) {
+            merge_of[block.index()] = Some(k);
+        }
+        let enters = (0..program.blocks.len())
+            .map(|b| program.merge_of_can_enter(BlockId(b as u32)))
+            .collect();
+        let threshold = match hints {
+            true => policy.merge_threshold,
+            false => policy.threshold,
         };
         Profile {
             threshold,
             max_aborts: policy.max_aborts,
             labels: vec![Counter::new(threshold); program.blocks.len()],
-            merge,
+            merges,
+            merge_of,
+            armed: None,
+            enters,
+            traced: false,
         }
     }
 
     /// Whether the profile is by green values (the program has the meta-tracing hints).
     pub fn by_greens(&self) -> bool {
-        self.merge.is_some()
+        !self.merges.is_empty()
     }
 
-    /// The merge point's greens, when the profile is by green values.
-    pub fn greens(&self) -> &[Slot] {
-        self.merge.as_ref().map_or(&[], |m| m.greens.as_slice())
+    /// The merge point at the start of `block`, when the profile is by green values.
+    fn merge_at(&self, block: BlockId) -> Option<&Merge> {
+        self.merge_of[block.index()].map(|k| &self.merges[k])
+    }
+
+    /// The greens of the merge point at the start of `anchor`, when the profile is by green
+    /// values (none for any other anchor).
+    pub fn greens_at(&self, anchor: BlockId) -> &[Slot] {
+        self.merge_at(anchor).map_or(&[], |m| m.greens.as_slice())
     }
 
     /// The key the interpreter stopped for at a back edge to `anchor`, and whether the
     /// frame's greens (if any) still have its values.
     pub fn take_key(&mut self, anchor: BlockId, frame: &Frame) -> Option<Key> {
-        match &mut self.merge {
-            None => Some(Key {
+        if !self.by_greens() {
+            return Some(Key {
                 anchor,
                 greens: Vec::new(),
-            }),
-            Some(m) => {
-                let greens = m.armed.take()?;
-                let same = m
-                    .greens
-                    .iter()
-                    .zip(&greens)
-                    .all(|(g, v)| frame[g.index()].as_ref() == Some(v));
-                same.then_some(Key { anchor, greens })
-            }
+            });
         }
+        let (k, greens) = self.armed.take()?;
+        let same = self.merge_of[anchor.index()] == Some(k)
+            && (self.merges[k].greens.iter())
+                .zip(&greens)
+                .all(|(g, v)| frame[g.index()].as_ref() == Some(v));
+        same.then_some(Key { anchor, greens })
     }
 
     /// The key of a trace anchored at the start of `block`, with the frame's greens: for a
-    /// profile by green values only the merge point anchors traces.
+    /// profile by green values only merge points anchor traces.
     pub fn key_at(&self, block: BlockId, frame: &Frame) -> Option<Key> {
-        match &self.merge {
-            None => Some(Key {
+        if !self.by_greens() {
+            return Some(Key {
                 anchor: block,
                 greens: Vec::new(),
-            }),
-            Some(m) if block == m.block => {
-                // An array is not a green (SPEC §2.1): where one is, nothing is traced.
-                let greens: Option<Vec<Value>> = m
-                    .greens
-                    .iter()
-                    .map(|g| frame[g.index()].clone().filter(|v| !v.holds_array()))
-                    .collect();
-                Some(Key {
-                    anchor: block,
-                    greens: greens?,
-                })
-            }
-            Some(_) => None,
+            });
         }
+        let m = self.merge_at(block)?;
+        // An array is not a green (SPEC §2.1): where one is, nothing is traced.
+        let greens: Option<Vec<Value>> = (m.greens.iter())
+            .map(|g| frame[g.index()].clone().filter(|v| !v.holds_array()))
+            .collect();
+        Some(Key {
+            anchor: block,
+            greens: greens?,
+        })
     }
 
     /// The trace anchored at `key`, if there is one (without counting anything).
     pub fn lookup(&self, key: &Key) -> Option<usize> {
-        match &self.merge {
-            Some(m) if key.anchor == m.block => m.keys.get(&key.greens).and_then(|c| c.trace),
-            _ => self.labels[key.anchor.index()].trace,
+        match self.merge_at(key.anchor) {
+            Some(m) => m.keys.get(&key.greens).and_then(|c| c.trace),
+            None => self.labels[key.anchor.index()].trace,
         }
     }
 
     fn counter(&mut self, key: &Key) -> &mut Counter {
         let threshold = self.threshold;
-        match &mut self.merge {
-            Some(m) if key.anchor == m.block => m
-                .keys
-                .entry(key.greens.clone())
-                .or_insert(Counter::new(threshold)),
-            _ => &mut self.labels[key.anchor.index()],
+        match self.merge_of[key.anchor.index()] {
+            Some(k) => {
+                (self.merges[k].keys.entry(key.greens.clone())).or_insert(Counter::new(threshold))
+            }
+            None => &mut self.labels[key.anchor.index()],
         }
     }
 
@@ -240,8 +254,9 @@ impl Profile {
         let c = self.counter(key);
         c.trace = Some(index);
         c.limit = 0;
-        if let Some(m) = &mut self.merge {
-            m.traced |= key.anchor == m.block;
+        if let Some(k) = self.merge_of[key.anchor.index()] {
+            self.merges[k].traced = true;
+            self.traced = true;
         }
     }
 
@@ -284,23 +299,35 @@ impl Profile {
 impl Monitor for Profile {
     #[inline]
     fn back_edge(&mut self, _from: BlockId, target: BlockId) -> bool {
-        match &self.merge {
-            Some(m) => m.armed.is_some() && target == m.block,
-            None => self.labels[target.index()].arrive(),
+        match &self.armed {
+            Some((k, _)) => self.merge_of[target.index()] == Some(*k),
+            None => !self.by_greens() && self.labels[target.index()].arrive(),
         }
     }
 
     #[inline]
     fn jump(&mut self, target: BlockId, frame: &Frame) -> bool {
-        match &mut self.merge {
-            Some(m) if m.traced && target == m.block && m.armed.is_none() => m.arm_if_traced(frame),
-            _ => false,
+        if !self.traced || self.armed.is_some() {
+            return false;
         }
+        let Some(k) = self.merge_of[target.index()] else {
+            return false;
+        };
+        let m = &mut self.merges[k];
+        if !m.traced {
+            return false;
+        }
+        let greens = m.traced_greens(frame);
+        let found = greens.is_some();
+        self.armed = greens.map(|g| (k, g));
+        found
     }
 
-    fn can_enter_jit(&mut self, frame: &Frame) {
+    fn can_enter_jit(&mut self, block: BlockId, frame: &Frame) {
         let threshold = self.threshold;
-        let Some(m) = &mut self.merge else { return };
+        let Some(m) = self.merges.get_mut(self.enters[block.index()]) else {
+            return;
+        };
         if !m.read_greens(frame) {
             return;
         }
@@ -312,7 +339,8 @@ impl Monitor for Profile {
                 .or_insert(Counter::new(threshold))
                 .arrive(),
         };
-        m.armed = hot.then(|| m.scratch.clone());
+        let k = self.enters[block.index()];
+        self.armed = hot.then(|| (k, m.scratch.clone()));
     }
 }
 
@@ -340,7 +368,7 @@ done:
     /// A frame whose green `pc` is `pc`.
     fn frame_with(program: &Program, pc: i64) -> Frame {
         let mut frame = vec![None; program.frame_size()];
-        let slot = program.merge_point().expect("a merge point").1[0];
+        let slot = program.merge_points().next().expect("a merge point").1[0];
         frame[slot.index()] = Some(Value::Int(pc));
         frame
     }
@@ -348,7 +376,7 @@ done:
     #[test]
     fn a_jump_to_the_merge_point_enters_a_trace_of_its_greens() {
         let (_, program) = load(INTERPRETER, Syntax::Fg).expect("a valid program");
-        let merge = program.merge_point().expect("a merge point").0;
+        let merge = program.merge_points().next().expect("a merge point").0;
         let other = program.block_id("step").expect("a label");
         let mut profile = Profile::new(&program, &Policy::DEFAULT);
         let at_one = frame_with(&program, 1);

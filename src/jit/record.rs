@@ -36,11 +36,7 @@ impl Jit<'_> {
         let start = Instant::now();
         // The variables past 64 bits where the loop is entered: its code holds them boxed.
         let wide = wide_slots(&state.frame);
-        let greens: Vec<Slot> = if key.greens.is_empty() {
-            Vec::new()
-        } else {
-            self.profile.greens().to_vec()
-        };
+        let greens: Vec<Slot> = self.profile.greens_at(key.anchor).to_vec();
         let profile = &self.profile;
         let traced = |block: BlockId, frame: &Frame| {
             profile

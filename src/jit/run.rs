@@ -266,10 +266,14 @@ impl Jit<'_> {
         let snap = trace
             .snap_of(&trace.insts[at.inst])
             .expect("an exit has a snapshot");
-        let greens = self.profile.greens();
+        let greens = self.profile.greens_at(to.key.anchor);
         let same = |k: usize| match snap.get(greens[k]) {
             Some(o) => o.as_const() == Some(&to.key.greens[k]),
-            None => from.key.greens.get(k) == Some(&to.key.greens[k]),
+            // Of the same merge point, they are the same variables.
+            None => {
+                from.key.anchor == to.key.anchor
+                    && from.key.greens.get(k) == Some(&to.key.greens[k])
+            }
         };
         if !(0..to.key.greens.len()).all(same) {
             return;

@@ -268,7 +268,10 @@ pub struct Program {
     pub vars: Vec<String>,
     labels: HashMap<String, BlockId>,
     slots: HashMap<String, Slot>,
-    merge_point: Option<(BlockId, Vec<Slot>)>,
+    merge_points: Vec<(BlockId, Vec<Slot>)>,
+    /// Per block, the merge point (an index into `merge_points`) its `can_enter_jit`
+    /// belongs to ([`Program::merge_of_can_enter`]).
+    enters: Vec<usize>,
     liveness: Liveness,
     /// Per function, whether a call of it may run a loop ([`Program::runs_loops`]).
     loops: Vec<bool>,
@@ -286,13 +289,17 @@ impl Program {
             .enumerate()
             .map(|(i, v)| (v.clone(), Slot(i as u32)))
             .collect();
-        let merge_point = blocks
+        let merge_points: Vec<(BlockId, Vec<Slot>)> = blocks
             .iter()
             .enumerate()
-            .find_map(|(i, b)| match b.insts.first() {
+            .filter_map(|(i, b)| match b.insts.first() {
                 Some(Inst::MergePoint(greens)) => Some((BlockId(i as u32), greens.clone())),
                 _ => None,
-            });
+            })
+            .collect();
+        let enters = (0..blocks.len())
+            .map(|b| merge_reached(&blocks, &merge_points, BlockId(b as u32)))
+            .collect();
         let liveness = Liveness::new(&blocks, vars.len());
         let loops = loops(&blocks, &funcs);
         Program {
@@ -301,7 +308,8 @@ impl Program {
             vars,
             labels,
             slots,
-            merge_point,
+            merge_points,
+            enters,
             liveness,
             loops,
         }
@@ -319,15 +327,31 @@ impl Program {
         self.liveness.live_at(block, inst)
     }
 
-    /// The block holding `jit_merge_point`, and its green variables.
-    pub fn merge_point(&self) -> Option<(BlockId, &[Slot])> {
-        self.merge_point.as_ref().map(|(b, g)| (*b, g.as_slice()))
+    /// The blocks holding a `jit_merge_point`, in source order, with their green
+    /// variables (SPEC §4: each merge point names its own).
+    pub fn merge_points(&self) -> impl Iterator<Item = (BlockId, &[Slot])> {
+        self.merge_points.iter().map(|(b, g)| (*b, g.as_slice()))
+    }
+
+    /// The green variables of the merge point at the start of `block`, if one is there.
+    pub fn merge_at(&self, block: BlockId) -> Option<&[Slot]> {
+        (self.merge_points.iter())
+            .find(|(b, _)| *b == block)
+            .map(|(_, g)| g.as_slice())
+    }
+
+    /// The merge point (its index in [`Program::merge_points`]) that a `can_enter_jit`
+    /// at the end of `block` counts for: the first one control reaches from the block's
+    /// jumps, not entering calls (the dispatch loop whose backward jump the hint marks);
+    /// where the jumps reach none, the program's first.
+    pub fn merge_of_can_enter(&self, block: BlockId) -> usize {
+        self.enters[block.index()]
     }
 
     /// Whether the program carries the meta-tracing hints: a merge point and at least one
     /// `can_enter_jit`. Such a program is profiled per green values, not per back edge.
     pub fn has_jit_hints(&self) -> bool {
-        self.merge_point.is_some() && self.blocks.iter().any(|b| b.enters_jit)
+        !self.merge_points.is_empty() && self.blocks.iter().any(|b| b.enters_jit)
     }
 
     /// The block labelled `label`.
@@ -392,6 +416,27 @@ impl fmt::Display for Slot {
 }
 
 /// Per function of `funcs`, whether a call of it may run a loop ([`Program::runs_loops`]).
+/// The merge point (an index into `merges`) first reached from the jumps that end `from`,
+/// breadth first; 0 if none is.
+fn merge_reached(blocks: &[Block], merges: &[(BlockId, Vec<Slot>)], from: BlockId) -> usize {
+    let mut seen = vec![false; blocks.len()];
+    let mut work: std::collections::VecDeque<BlockId> = blocks[from.index()]
+        .term
+        .jumps()
+        .map(|j| j.target)
+        .collect();
+    while let Some(b) = work.pop_front() {
+        if std::mem::replace(&mut seen[b.index()], true) {
+            continue;
+        }
+        if let Some(m) = merges.iter().position(|(at, _)| *at == b) {
+            return m;
+        }
+        work.extend(blocks[b.index()].term.jumps().map(|j| j.target));
+    }
+    0
+}
+
 fn loops(blocks: &[Block], funcs: &[Func]) -> Vec<bool> {
     // Each function's own blocks: whether they loop, and the functions they call.
     let own: Vec<(bool, Vec<FuncId>)> = funcs

@@ -199,16 +199,16 @@ struct Pe<'p> {
     green: Vec<bool>,
     /// Per label: whether it is a function's entry.
     entries: Vec<bool>,
-    /// In a program with the meta-tracing hints, the merge point's label: a static jump to
-    /// any other label (but a function's entry) is followed in place, its statements
+    /// In a program with the meta-tracing hints, whether a label holds a merge point: a
+    /// static jump to any other label (but a function's entry) is followed in place, its statements
     /// specialized into the block being made, rather than to a block of its own for the
     /// label and environment. Blocks are then made only where the interpreted program's
-    /// position is (the merge point), where a branch is dynamic, and at calls: a Brainfuck
+    /// position is (a merge point), where a branch is dynamic, and at calls: a Brainfuck
     /// command's dispatch is a dozen static jumps, each of which made a block (mandel.b's
     /// 11,451 commands made 156,084 blocks, which the clean-up merged into 4,657). At most
     /// [`MAX_IN_PLACE`] jumps in a row are followed, so that a static loop that never
     /// reaches the merge point still ends in blocks of its own, generalized as any.
-    in_place: Option<BlockId>,
+    in_place: Option<Vec<bool>>,
     /// Per label: the residual block of each partial environment it was specialized for.
     cache: Vec<FxHashMap<Known, usize>>,
     /// The partial environments each label was specialized for, by the label and the
@@ -411,7 +411,9 @@ impl Pe<'_> {
     /// Whether a static jump to `to` is followed in place, in the residual block being
     /// made (see [`Pe::in_place`]), after `steps` jumps followed so far.
     fn follow(&self, to: BlockId, steps: usize) -> bool {
-        self.in_place.is_some_and(|merge| to != merge)
+        self.in_place
+            .as_ref()
+            .is_some_and(|merges| !merges[to.index()])
             && !self.entries[to.index()]
             && steps < MAX_IN_PLACE
     }
@@ -546,7 +548,7 @@ pub fn specialize(
         penv[slot.index()] = Some(v.clone());
     }
     let mut green = vec![false; program.frame_size()];
-    if let Some((_, greens)) = program.merge_point().filter(|_| program.has_jit_hints()) {
+    for (_, greens) in program.merge_points().filter(|_| program.has_jit_hints()) {
         for g in greens {
             green[g.index()] = true;
         }
@@ -554,10 +556,13 @@ pub fn specialize(
     let mut pe = Pe {
         program,
         green,
-        in_place: program
-            .merge_point()
-            .filter(|_| program.has_jit_hints())
-            .map(|(label, _)| label),
+        in_place: program.has_jit_hints().then(|| {
+            let mut merges = vec![false; program.blocks.len()];
+            for (label, _) in program.merge_points() {
+                merges[label.index()] = true;
+            }
+            merges
+        }),
         entries: {
             let mut entries = vec![false; program.blocks.len()];
             for f in &program.funcs {

@@ -555,6 +555,8 @@ pub struct Trace {
 /// A merge point a recording passed ([`Trace::merges`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Merge {
+    /// The block it starts.
+    pub block: crate::lang::BlockId,
     /// The index of the first instruction recorded after it.
     pub at: usize,
     /// The green variables' values there, in the order `jit_merge_point` names them.

@@ -551,7 +551,7 @@ impl<'p> Recorder<'p> {
             Stmt::Putchar(a) => self.record_output(state, steps, stmt, Kind::Putchar, a, at)?,
             Stmt::Getchar(dst) => self.record_getchar(state, steps, stmt, *dst, at)?,
             Stmt::Promote(slot) => return Ok(self.record_promote(state, *slot, at)),
-            Stmt::MergePoint(greens) => self.record_merge_point(state, greens),
+            Stmt::MergePoint(greens) => self.record_merge_point(state, greens, at.block),
             Stmt::CanEnterJit => {}
         }
         Ok(Then::Next)
@@ -858,7 +858,7 @@ impl<'p> Recorder<'p> {
 
     /// `jit_merge_point` in the trace's own frame: the green variables' values now, where
     /// the trace has come ([`Trace::merges`]).
-    fn record_merge_point(&mut self, state: &State, greens: &[Slot]) {
+    fn record_merge_point(&mut self, state: &State, greens: &[Slot], block: BlockId) {
         if !self.callers.is_empty() {
             return;
         }
@@ -867,7 +867,7 @@ impl<'p> Recorder<'p> {
             .map(|g| state.frame[g.index()].clone().unwrap_or(Value::Int(0)))
             .collect();
         let at = self.insts.len();
-        self.merges.push(Merge { at, greens });
+        self.merges.push(Merge { block, at, greens });
     }
 
     /// `guard_value(v, value)` at `at`, resuming at `resume`.
