@@ -299,10 +299,10 @@ impl Profile {
 impl Monitor for Profile {
     #[inline]
     fn back_edge(&mut self, _from: BlockId, target: BlockId) -> bool {
-        match &self.armed {
-            Some((k, _)) => self.merge_of[target.index()] == Some(*k),
-            None => !self.by_greens() && self.labels[target.index()].arrive(),
+        if self.merges.is_empty() {
+            return self.labels[target.index()].arrive();
         }
+        matches!(&self.armed, Some((k, _)) if self.merge_of[target.index()] == Some(*k))
     }
 
     #[inline]

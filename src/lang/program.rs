@@ -297,8 +297,12 @@ impl Program {
                 _ => None,
             })
             .collect();
+        // Only a block holding `can_enter_jit` asks, and only where there is a choice.
         let enters = (0..blocks.len())
-            .map(|b| merge_reached(&blocks, &merge_points, BlockId(b as u32)))
+            .map(|b| match blocks[b].enters_jit && merge_points.len() > 1 {
+                true => merge_reached(&blocks, &merge_points, BlockId(b as u32)),
+                false => 0,
+            })
             .collect();
         let liveness = Liveness::new(&blocks, vars.len());
         let loops = loops(&blocks, &funcs);
