@@ -105,18 +105,23 @@ fn second() -> impl Strategy<Value = Second> {
         })
 }
 
-/// The names one dispatch loop's text uses.
+/// The names one dispatch loop's text uses: the first's (`""`) or the second's (`"i"`).
 struct Names<'a> {
     /// The prefix of its labels.
     at: &'a str,
-    /// Its interpreted program, position and counter.
-    lst: &'a str,
-    pc: &'a str,
-    fuel: &'a str,
     /// Its merge point's greens.
-    greens: String,
+    greens: &'a str,
     /// Where it goes when its counter runs out.
     end: &'a str,
+}
+
+impl Names<'_> {
+    /// Its interpreted program, position and counter: `lst`, `pc`, `fuel`, numbered 2 in
+    /// the second loop.
+    fn vars(&self) -> (String, String, String) {
+        let n = if self.at.is_empty() { "" } else { "2" };
+        (format!("lst{n}"), format!("pc{n}"), format!("fuel{n}"))
+    }
 }
 
 fn next_pc() -> impl Strategy<Value = NextPc> {
@@ -180,10 +185,7 @@ impl GenDispatch {
         };
         let names = Names {
             at: "",
-            lst: "lst",
-            pc: "pc",
-            fuel: "fuel",
-            greens: if self.list_green { "lst, pc" } else { "pc" }.to_string(),
+            greens: if self.list_green { "lst, pc" } else { "pc" },
             end: then,
         };
         let call = nested.then_some("    r = call inner(x0, x1, x2, x3, x4)\n    x0 = x0 + r\n");
@@ -214,11 +216,8 @@ impl GenDispatch {
             );
             let names = Names {
                 at: "i",
-                lst: "lst2",
-                pc: "pc2",
-                fuel: "fuel2",
                 // The other choice of greens than the first loop's.
-                greens: if self.list_green { "pc2" } else { "lst2, pc2" }.to_string(),
+                greens: if self.list_green { "pc2" } else { "lst2, pc2" },
                 end: if second.nested { "i_return" } else { "end" },
             };
             dispatch_loop(&mut e, &names, second.code.len(), &second.handlers, None);
@@ -234,7 +233,8 @@ impl GenDispatch {
 /// One dispatch loop over `handlers`, named by `n`, for a program of `len` elements; the
 /// first handler starts with `call`, when given.
 fn dispatch_loop(e: &mut Emitter, n: &Names, len: usize, handlers: &[Handler], call: Option<&str>) {
-    let (at, lst, pc, fuel) = (n.at, n.lst, n.pc, n.fuel);
+    let at = n.at;
+    let (lst, pc, fuel) = n.vars();
     let _ = writeln!(
         e.out,
         "{at}dl:\n    jit_merge_point({})\n    c = {fuel} > 0\n    if c goto {at}fetch else goto {}",
@@ -263,7 +263,7 @@ fn dispatch_loop(e: &mut Emitter, n: &Names, len: usize, handlers: &[Handler], c
             e.out.push_str(call.unwrap_or_default());
         }
         for o in &h.ops {
-            e.stmt(o, fuel);
+            e.stmt(o, &fuel);
         }
         let enter = if h.enter { "    can_enter_jit\n" } else { "" };
         let jump_back = |e: &mut Emitter, to: String| {

@@ -71,8 +71,9 @@ pub trait Monitor {
     fn back_edge(&mut self, from: BlockId, target: BlockId) -> bool;
 
     /// A block holding `can_enter_jit` has run its statements (the hint takes effect at the
-    /// end of its block, where the green variables are read).
-    fn can_enter_jit(&mut self, _block: BlockId, _frame: &Frame) {}
+    /// end of its block, where the green variables are read); it counts for merge point
+    /// `merge` ([`Program::merge_of_can_enter`]).
+    fn can_enter_jit(&mut self, _merge: usize, _frame: &Frame) {}
 
     /// A jump to `target` that [`Monitor::back_edge`] did not take over is about to be
     /// taken, with `frame`'s values. Returning `true` ends [`run`] with [`Exit::Hot`].
@@ -429,7 +430,7 @@ fn interpret<M: Monitor>(
         }
         first = 0;
         if block.enters_jit {
-            monitor.can_enter_jit(id, frame);
+            monitor.can_enter_jit(program.merge_of_can_enter(id), frame);
         }
         match branch(program, frame, &block.term).map_err(fail(term))? {
             Flow::Jump(j) => {

@@ -124,9 +124,6 @@ pub struct Profile {
     merge_of: Vec<Option<usize>>,
     /// The merge point armed with its greens, whose next back edge hands control over.
     armed: Option<(usize, Vec<Value>)>,
-    /// Per block, the merge point its `can_enter_jit` counts for
-    /// ([`Program::merge_of_can_enter`]).
-    enters: Vec<usize>,
     /// Whether any merge point's key has a trace (until then no jump is looked up).
     traced: bool,
 }
@@ -149,9 +146,6 @@ impl Profile {
         for (k, (block, _)) in program.merge_points().enumerate().filter(|_| hints) {
             merge_of[block.index()] = Some(k);
         }
-        let enters = (0..program.blocks.len())
-            .map(|b| program.merge_of_can_enter(BlockId(b as u32)))
-            .collect();
         let threshold = match hints {
             true => policy.merge_threshold,
             false => policy.threshold,
@@ -163,7 +157,6 @@ impl Profile {
             merges,
             merge_of,
             armed: None,
-            enters,
             traced: false,
         }
     }
@@ -323,9 +316,9 @@ impl Monitor for Profile {
         found
     }
 
-    fn can_enter_jit(&mut self, block: BlockId, frame: &Frame) {
+    fn can_enter_jit(&mut self, k: usize, frame: &Frame) {
         let threshold = self.threshold;
-        let Some(m) = self.merges.get_mut(self.enters[block.index()]) else {
+        let Some(m) = self.merges.get_mut(k) else {
             return;
         };
         if !m.read_greens(frame) {
@@ -339,7 +332,6 @@ impl Monitor for Profile {
                 .or_insert(Counter::new(threshold))
                 .arrive(),
         };
-        let k = self.enters[block.index()];
         self.armed = hot.then(|| (k, m.scratch.clone()));
     }
 }
