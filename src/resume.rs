@@ -23,7 +23,7 @@
 //! interpreter (values in its registers), machine code (unboxed values in its register
 //! buffer) and compiled residual programs (each variable in the register of its slot).
 
-use flowjit_runtime::{ops, Array, Value};
+use flowjit_runtime::{ops, Value};
 
 use crate::lang::Slot;
 use crate::state::{Frame, Position, State};
@@ -247,7 +247,7 @@ impl<'s, F: Fn(Ref) -> Value> Exit<'s, F> {
         // included.
         for (k, v) in snap.virtuals.iter().enumerate() {
             let init = vec![Value::Int(0); v.fields.len()];
-            exit.built[k] = Some(Value::Array(std::rc::Rc::new(Array::new(init))));
+            exit.built[k] = Some(Value::array(init));
         }
         for (k, v) in snap.virtuals.iter().enumerate() {
             let Some(Value::Array(array)) = exit.built[k].clone() else {

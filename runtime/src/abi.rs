@@ -183,7 +183,7 @@ mod tests {
 
     #[test]
     fn an_element_that_is_an_array_holds_its_address_rc_value_offset_before() {
-        let inner = Rc::new(Array::new(vec![Value::Int(1)]));
+        let inner = Array::new(vec![Value::Int(1)]);
         let v = Value::Array(inner.clone());
         // SAFETY: a Value is 16 bytes; the payload word is initialized for an array.
         let payload = unsafe {

@@ -1,7 +1,9 @@
 //! Mutable arrays.
 
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
+use std::rc::Rc;
 
 use crate::Value;
 
@@ -28,22 +30,36 @@ pub struct Array {
     /// 1 while every element is a 64-bit integer ([`Value::Int`]), 0 from the first store of
     /// anything else on (it never comes back): machine code that checked it once reads and
     /// writes elements without their tags (`abi::ARRAY_INTS_OFFSET`).
-    pub(crate) ints: std::cell::Cell<u64>,
+    pub(crate) ints: Cell<u64>,
+    /// Its index in the cycle collector's registry of marked arrays, plus one; 0 while
+    /// it is not marked (`crate::cycles`).
+    pub(crate) slot: Cell<usize>,
+    /// Its sequence number, in the order its thread made arrays (`crate::cycles`).
+    pub(crate) seq: u64,
     /// Interior mutability: not `Sync`, not `Send`.
-    _cell: PhantomData<std::cell::Cell<Value>>,
+    _cell: PhantomData<Cell<Value>>,
 }
 
 impl Array {
-    /// An array holding `items`.
-    pub fn new(items: Vec<Value>) -> Array {
+    /// A new array holding `items`. Arrays live only inside an `Rc`, where the cycle
+    /// collector (`crate::cycles`) finds a marked one at its address.
+    #[inline]
+    pub fn new(items: Vec<Value>) -> Rc<Array> {
         let ints = items.iter().all(|v| matches!(v, Value::Int(_)));
         let (items, len) = crate::list::into_raw(items);
-        Array {
+        let (seq, collect) = crate::cycles::made(len);
+        let array = Rc::new(Array {
             items,
             len,
-            ints: std::cell::Cell::new(ints as u64),
+            ints: Cell::new(ints as u64),
+            slot: Cell::new(0),
+            seq,
             _cell: PhantomData,
+        });
+        if collect {
+            crate::cycles::collect();
         }
+        array
     }
 
     /// The number of elements.
@@ -66,19 +82,28 @@ impl Array {
     }
 
     /// Stores `value` at `index`; `false` (and nothing stored) if the index is out of range.
+    #[inline]
     pub fn set(&self, index: usize, value: Value) -> bool {
         if index >= self.len {
             return false;
         }
-        if !matches!(value, Value::Int(_)) {
-            self.ints.set(0);
-        }
+        let mark = !matches!(value, Value::Int(_)) && self.other_stored(&value);
         // SAFETY: in bounds, and no reference to an element is ever handed out, so nothing
         // aliases the slot written. The old value is dropped after the store, so whatever
         // its drop does sees the array in a consistent state.
         let old = unsafe { std::ptr::replace(self.items.as_ptr().add(index), value) };
         drop(old);
+        if mark {
+            crate::cycles::mark(self);
+        }
         true
+    }
+
+    /// Notes that `value`, not a 64-bit integer, is being stored: the array no longer holds
+    /// only integers. Whether the store marks the array for the cycle collector.
+    fn other_stored(&self, value: &Value) -> bool {
+        self.ints.set(0);
+        self.slot.get() == 0 && crate::cycles::marks(value, self.seq)
     }
 
     /// Whether every element is a 64-bit integer, as far as the array knows: once anything
@@ -105,6 +130,22 @@ impl Array {
 }
 
 impl Array {
+    /// Takes the elements out through a shared reference, leaving no elements: what the
+    /// cycle collector does to an array nothing can reach any more.
+    pub(crate) fn clear(&self) -> Box<[Value]> {
+        let (items, len) = (self.items, self.len);
+        let empty: NonNull<Value> = NonNull::dangling();
+        // SAFETY: as in `set`, nothing borrows the elements while this runs; the array is
+        // `!Sync`, and its fields change as a `Cell`'s contents do (the raw pointer writes
+        // go through `&self` the way `set`'s do, into memory the array owns).
+        unsafe {
+            let me = self as *const Array as *mut Array;
+            std::ptr::addr_of_mut!((*me).items).write(empty);
+            std::ptr::addr_of_mut!((*me).len).write(0);
+            crate::list::from_raw(items, len)
+        }
+    }
+
     /// Takes the elements out, leaving no elements.
     pub(crate) fn take_items(&mut self) -> Box<[Value]> {
         let (items, len) = (self.items, self.len);
@@ -118,7 +159,11 @@ impl Array {
 }
 
 impl Drop for Array {
+    #[inline]
     fn drop(&mut self) {
+        if self.slot.get() != 0 {
+            crate::cycles::unmark(self.slot.get());
+        }
         // SAFETY: `items` and `len` are the raw parts of the boxed slice made in `new`.
         let items = unsafe { crate::list::from_raw(self.items, self.len) };
         crate::value::drop_items(items);
@@ -139,7 +184,7 @@ mod tests {
 
     #[test]
     fn a_store_through_one_reference_is_seen_through_another() {
-        let a = Rc::new(Array::new(vec![Value::Int(0); 3]));
+        let a = Array::new(vec![Value::Int(0); 3]);
         let b = Rc::clone(&a);
         assert!(b.set(1, Value::Int(7)));
         assert_eq!(a.get(1), Some(Value::Int(7)));

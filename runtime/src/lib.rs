@@ -12,6 +12,7 @@
 pub mod abi;
 pub mod array;
 pub mod atom;
+pub mod cycles;
 pub mod list;
 pub mod ops;
 pub mod value;

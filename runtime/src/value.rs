@@ -69,7 +69,7 @@ impl Value {
 
     /// A new array holding `items`.
     pub fn array(items: Vec<Value>) -> Value {
-        Value::Array(Rc::new(Array::new(items)))
+        Value::Array(Array::new(items))
     }
 
     /// Whether the value is an integer (of either representation).

@@ -246,6 +246,9 @@ pub enum HeapOp {
     Unbox(usize, i64),
     /// `box[k] = arr`: the box holds the array (an array in an array; out of range at 2).
     BoxHolds(i64),
+    /// `arr[k] = box`: the array holds the box, which may hold it (a cycle, which a new
+    /// box or a new array then drops: the cycle collector must reclaim it, and only it).
+    Knot(Index),
     /// `print(box)`, or `ali = box` (then `ali` is the box: loads, stores and comparisons
     /// through it let the box escape, or not).
     BoxEscapes(bool),
@@ -380,6 +383,7 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         2 => (0..VARS, prop_oneof![6 => 0i64..2, 1 => Just(2)]).prop_map(|(d, k)| HeapOp::Unbox(d, k)),
         1 => prop_oneof![6 => 0i64..2, 1 => Just(2)].prop_map(HeapOp::BoxHolds),
         1 => any::<bool>().prop_map(HeapOp::BoxEscapes),
+        3 => index().prop_map(HeapOp::Knot),
         3 => (0..VARS, value(), any::<bool>())
             .prop_map(|(dst, value, under)| HeapOp::Push { dst, value, under }),
         2 => (0..ARRAY_LEN, value(), 3i64..40)
@@ -529,6 +533,7 @@ impl Emitter {
                 HeapOp::Box { .. }
                 | HeapOp::Unbox(..)
                 | HeapOp::BoxHolds(_)
+                | HeapOp::Knot(_)
                 | HeapOp::BoxEscapes(_) => self.box_op(op, counter),
                 HeapOp::Print(_) | HeapOp::Putchar(..) | HeapOp::Getchar(_) => self.io_op(op),
                 HeapOp::Call {
@@ -738,6 +743,10 @@ impl Emitter {
             }
             HeapOp::BoxHolds(k) => {
                 let _ = writeln!(self.out, "    box[{k}] = arr");
+            }
+            HeapOp::Knot(index) => {
+                let k = self.index(index, counter);
+                let _ = writeln!(self.out, "    arr[{k}] = box");
             }
             HeapOp::BoxEscapes(print) => {
                 let _ = if *print {

@@ -388,6 +388,9 @@ fn configured(
 /// Runs `s` under every executor and compares each with the interpreter; `pe` names the
 /// partial evaluation in a difference's description, `turn` is as for [`configurations`].
 fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
+    // The oracle runs without the cycle collector, and every other executor with it
+    // running every few arrays made: a live array it took for garbage is a difference.
+    flowjit_runtime::cycles::set_min_budget(usize::MAX);
     let mut state = s.state();
     let mut steps = Steps::new(Some(STEP_LIMIT));
     let mut deadline = Deadline(Instant::now() + TIME_LIMIT);
@@ -404,6 +407,7 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
         Err(e) if matches!(e.kind, ErrorKind::MaxSteps(_)) => return Ok(false),
         Err(e) => Err(e),
     };
+    flowjit_runtime::cycles::set_min_budget(COLLECTOR_BUDGET);
     let used = steps.used();
     let want = describe(oracle, &state.io);
     if state.io.overflowed() || want.ends_with("...") {
@@ -445,6 +449,13 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
 fn cut_short(s: &Subject, limit: u64) -> Result<bool, String> {
     let run = |jit: Option<Config>| -> String {
         let mut state = s.state();
+        // As in `check_subject`: the oracle without the cycle collector.
+        let budget = if jit.is_none() {
+            usize::MAX
+        } else {
+            COLLECTOR_BUDGET
+        };
+        flowjit_runtime::cycles::set_min_budget(budget);
         match jit {
             None => {
                 let mut steps = Steps::new(Some(limit));
@@ -492,6 +503,10 @@ fn cut_short(s: &Subject, limit: u64) -> Result<bool, String> {
     }
     Ok(true)
 }
+
+/// The work between two collections of the cycle collector while executors other than
+/// the oracle run (`flowjit_runtime::cycles::set_min_budget`): a few arrays.
+const COLLECTOR_BUDGET: usize = 24;
 
 /// Runs `text` under every executor and compares each with the interpreter. `Ok(false)`:
 /// the program was discarded (it needs more than [`STEP_LIMIT`] operations, more than

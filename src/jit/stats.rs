@@ -150,6 +150,14 @@ impl Jit<'_> {
                 still
             );
         }
+        let cycles = flowjit_runtime::cycles::counts();
+        if cycles.collections > 0 || cycles.marked > 0 {
+            let _ = writeln!(
+                out,
+                "cycle collector: {} collection(s), {} array(s) in cycles reclaimed, {} marked at the end",
+                cycles.collections, cycles.reclaimed, cycles.marked
+            );
+        }
         out
     }
 
