@@ -296,31 +296,46 @@ fn oracle(
     (state.frame, block)
 }
 
-/// Whether two values are equal, arrays compared by their contents (to a bounded depth, for
-/// arrays that hold themselves).
+/// Whether two values are equal, arrays compared by their contents (to a bounded depth),
+/// each pair of arrays once: arrays that hold themselves, or each other twice, are compared
+/// in time linear in their elements.
 fn same_contents(a: &flowjit_runtime::Value, b: &flowjit_runtime::Value) -> bool {
-    fn go(a: &flowjit_runtime::Value, b: &flowjit_runtime::Value, depth: u32) -> bool {
+    use std::collections::HashSet;
+    fn go(
+        a: &flowjit_runtime::Value,
+        b: &flowjit_runtime::Value,
+        depth: u32,
+        seen: &mut HashSet<(usize, usize)>,
+    ) -> bool {
         use flowjit_runtime::Value;
         match (a, b) {
             _ if depth == 0 => true,
             (Value::Array(x), Value::Array(y)) => {
+                let pair = (
+                    std::rc::Rc::as_ptr(x) as usize,
+                    std::rc::Rc::as_ptr(y) as usize,
+                );
+                if !seen.insert(pair) {
+                    // Being compared, or compared already: what differs is found there.
+                    return true;
+                }
                 x.len() == y.len()
                     && x.to_vec()
                         .iter()
                         .zip(&y.to_vec())
-                        .all(|(p, q)| go(p, q, depth - 1))
+                        .all(|(p, q)| go(p, q, depth - 1, seen))
             }
             (Value::List(x), Value::List(y)) => {
                 x.items().len() == y.items().len()
                     && x.items()
                         .iter()
                         .zip(y.items())
-                        .all(|(p, q)| go(p, q, depth - 1))
+                        .all(|(p, q)| go(p, q, depth - 1, seen))
             }
             _ => a == b,
         }
     }
-    go(a, b, 64)
+    go(a, b, 64, &mut HashSet::new())
 }
 
 /// Drives interpreter and traces by hand (tracing every loop at its first back edge) and,
