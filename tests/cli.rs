@@ -445,12 +445,7 @@ fn statistics_describe_the_default_run() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "500000500000\n");
     let err = String::from_utf8_lossy(&out.stderr);
     let given = number_after(&err, "compiler thread: ");
-    let pending: usize = (err.lines())
-        .find_map(|l| l.strip_prefix("compiler thread: "))
-        .and_then(|l| l.split("; ").nth(1))
-        .and_then(|l| l.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("functions still compiling:\n{err}"));
+    let pending = nth_number(&err, "compiler thread: ", "; ", 1);
     assert!(given + pending >= 1, "{err}");
     let events = std::fs::read_to_string(log).expect("the log is written");
     assert!(events.contains("\"event\":\"run_ended\""), "{events}");
@@ -1068,6 +1063,17 @@ fn an_exit_leaves_one_big_integer_in_two_variables() {
     }
 }
 
+/// The number that starts part `k` of the line of `text` starting with `prefix` (the rest
+/// of the line cut at `sep`).
+fn nth_number(text: &str, prefix: &str, sep: &str, k: usize) -> usize {
+    (text.lines())
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|l| l.split(sep).nth(k))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number {k} in `{prefix}` in\n{text}"))
+}
+
 /// The number after `prefix` on the line of `text` that starts with it.
 fn number_after(text: &str, prefix: &str) -> usize {
     let line = text
@@ -1369,19 +1375,8 @@ fn arrays_in_cycles_are_reclaimed_in_every_executor() {
             ];
             let (out, err) = common::flowjit_ok(&args);
             assert!(out.ends_with('\n'), "{out}");
-            let reclaimed = err
-                .lines()
-                .find_map(|l| l.strip_prefix("cycle collector: "))
-                .and_then(|l| l.split(", ").nth(1))
-                .and_then(|l| l.split(' ').next())
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or_else(|| panic!("no collector line:\n{err}"));
-            let marked: usize = (err.lines())
-                .find_map(|l| l.strip_prefix("cycle collector: "))
-                .and_then(|l| l.split(", ").nth(2))
-                .and_then(|l| l.split(' ').next())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_else(|| panic!("no collector line:\n{err}"));
+            let reclaimed = nth_number(&err, "cycle collector: ", ", ", 1);
+            let marked = nth_number(&err, "cycle collector: ", ", ", 2);
             (reclaimed, marked)
         };
         let (small_reclaimed, small) = marked_at(20_000);
@@ -1390,7 +1385,7 @@ fn arrays_in_cycles_are_reclaimed_in_every_executor() {
             large_reclaimed > 9 * small_reclaimed,
             "{mode}: {small_reclaimed} {large_reclaimed}"
         );
-        // Each iteration marks two arrays; the collector runs every 65,536 elements' worth.
+        // Each iteration marks three arrays; the collector runs every 65,536 elements' worth.
         assert!(
             small < 20_000 && large < 20_000,
             "{mode}: {small} and {large} marked"

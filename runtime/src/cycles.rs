@@ -27,8 +27,9 @@
 //!    everything it made or copied out of an array, the backend's `Ctx::owned`), from
 //!    constants in traces, from values no marked array reaches.
 //! 2. Whatever has references from outside is alive, and so is everything it reaches.
-//! 3. The marked arrays left are garbage: the collector empties them, which drops their
-//!    elements and breaks every cycle among the garbage; reference counting frees the rest.
+//! 3. The marked arrays left are garbage: the collector stores 0 over their elements, which
+//!    drops them and breaks every cycle among the garbage; reference counting frees the
+//!    rest.
 //!
 //! The collector runs only where an array is made or stored into ([`Array::new`],
 //! [`Array::set`]), after the operation, never inside a drop: every value anyone can still
@@ -50,7 +51,7 @@ pub const MIN_BUDGET: usize = 1 << 16;
 pub struct Counts {
     /// How many collections ran.
     pub collections: u64,
-    /// How many marked arrays they found to be garbage and emptied.
+    /// How many marked arrays they found to be garbage and cleared.
     pub reclaimed: u64,
     /// How many arrays are marked now.
     pub marked: usize,
@@ -166,7 +167,7 @@ pub fn counts() -> Counts {
     })
 }
 
-/// Finds the marked arrays that nothing outside what they reach refers to, and empties
+/// Finds the marked arrays that nothing outside what they reach refers to, and clears
 /// them.
 pub fn collect() {
     let (garbage, live) = REGISTRY.with_borrow_mut(|r| {
@@ -186,9 +187,9 @@ pub fn collect() {
     });
     // Empty every garbage array before any is freed (the references in `garbage` keep
     // them alive): dropping one's elements frees others, and they leave the registry.
-    let items: Vec<Box<[Value]>> = garbage.iter().map(|a| a.clear()).collect();
+    let items: Vec<Vec<Value>> = garbage.iter().map(|a| a.clear()).collect();
     for items in items {
-        crate::value::drop_items(items);
+        crate::value::drop_items(items.into_boxed_slice());
     }
     drop(garbage);
 }

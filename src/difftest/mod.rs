@@ -388,9 +388,7 @@ fn configured(
 /// Runs `s` under every executor and compares each with the interpreter; `pe` names the
 /// partial evaluation in a difference's description, `turn` is as for [`configurations`].
 fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
-    // The oracle runs without the cycle collector, and every other executor with it
-    // running every few arrays made: a live array it took for garbage is a difference.
-    flowjit_runtime::cycles::set_min_budget(usize::MAX);
+    collector_for(true);
     let mut state = s.state();
     let mut steps = Steps::new(Some(STEP_LIMIT));
     let mut deadline = Deadline(Instant::now() + TIME_LIMIT);
@@ -407,7 +405,7 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
         Err(e) if matches!(e.kind, ErrorKind::MaxSteps(_)) => return Ok(false),
         Err(e) => Err(e),
     };
-    flowjit_runtime::cycles::set_min_budget(COLLECTOR_BUDGET);
+    collector_for(false);
     let used = steps.used();
     let want = describe(oracle, &state.io);
     if state.io.overflowed() || want.ends_with("...") {
@@ -449,13 +447,7 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
 fn cut_short(s: &Subject, limit: u64) -> Result<bool, String> {
     let run = |jit: Option<Config>| -> String {
         let mut state = s.state();
-        // As in `check_subject`: the oracle without the cycle collector.
-        let budget = if jit.is_none() {
-            usize::MAX
-        } else {
-            COLLECTOR_BUDGET
-        };
-        flowjit_runtime::cycles::set_min_budget(budget);
+        collector_for(jit.is_none());
         match jit {
             None => {
                 let mut steps = Steps::new(Some(limit));
@@ -504,9 +496,14 @@ fn cut_short(s: &Subject, limit: u64) -> Result<bool, String> {
     Ok(true)
 }
 
-/// The work between two collections of the cycle collector while executors other than
-/// the oracle run (`flowjit_runtime::cycles::set_min_budget`): a few arrays.
-const COLLECTOR_BUDGET: usize = 24;
+/// Sets the cycle collector up for the next run: none for the oracle, and one every few
+/// arrays made for every other executor, so that a live array it took for garbage is a
+/// difference.
+fn collector_for(oracle: bool) {
+    /// The work between two collections (`flowjit_runtime::cycles::set_min_budget`).
+    const EVERY: usize = 24;
+    flowjit_runtime::cycles::set_min_budget(if oracle { usize::MAX } else { EVERY });
+}
 
 /// Runs `text` under every executor and compares each with the interpreter. `Ok(false)`:
 /// the program was discarded (it needs more than [`STEP_LIMIT`] operations, more than
