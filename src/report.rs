@@ -359,10 +359,11 @@ impl<'a> Page<'a> {
         out.push_str(
             "<section id=\"traces\" class=\"pane\">\n<h2>Traces</h2>\n<nav id=\"tree\">\n<ul>\n",
         );
-        for t in 0..trees.len() {
+        for (t, tree) in trees.iter().enumerate() {
             let _ = write!(
                 out,
-                "<li><a href=\"#t{t}\" data-show=\"t{t}\">trace {t}: loop at {}</a>",
+                "<li><a href=\"#t{t}\" data-show=\"t{t}\">trace {t}: {} at {}</a>",
+                tree.root.what(),
                 esc(&self.jit.label(t))
             );
             self.bridge_list(out, t, 0);
@@ -370,7 +371,7 @@ impl<'a> Page<'a> {
         }
         out.push_str("</ul>\n</nav>\n");
         if trees.is_empty() {
-            out.push_str("<p>No trace was recorded: no loop got hot.</p>\n");
+            out.push_str("<p>No trace was recorded: no loop or function got hot.</p>\n");
         }
         out.push_str("<p class=\"hint\">Select a line of a trace, of its IR or of its machine code: what it comes from and what it became light up, the source statement too. A guard's line ends in its snapshot (where the interpreter resumes, the operations counted, the variables written back), its exit count and its bridges.</p>\n");
         out.push_str("</section>\n</div>\n<section id=\"listings\">\n");
@@ -420,7 +421,7 @@ impl<'a> Page<'a> {
     fn trace_title(&self, t: usize, bridge: Option<usize>, trace: &Trace) -> String {
         let tree = &self.jit.trees()[t];
         match bridge {
-            None => format!("trace {t}: loop at {}", self.jit.label(t)),
+            None => format!("trace {t}: {} at {}", tree.root.what(), self.jit.label(t)),
             Some(b) => {
                 let br = &tree.bridges[b];
                 let from = GuardRef {

@@ -393,6 +393,7 @@ fn exits_match_the_interpreter(passes: &[flowjit::opt::Pass], native: bool) {
             let anchor = match interp::run(&program, &mut state, pos, &mut steps, &mut monitor) {
                 Ok(Exit::Hot(anchor)) => anchor,
                 Ok(Exit::Stop(_) | Exit::Return(_)) | Err(_) => break,
+                Ok(Exit::Called(_)) => unreachable!("this monitor takes over at back edges"),
             };
             let index = match traced[anchor.index()] {
                 Some(i) => i,

@@ -140,7 +140,7 @@ pub fn analyze(
     tuning: Tuning,
 ) -> Result<TreeAnalysis, Unsupported> {
     let root = segments[0].trace;
-    if unit == 0 && root.loop_start().is_none() {
+    if unit == 0 && root.loop_start().is_none() && root.function.is_none() {
         return Err(Unsupported::NotPeeled);
     }
     let mut check = Check {

@@ -1234,6 +1234,12 @@ impl Lower<'_> {
             // Never allocated: an exit whose snapshot holds it builds it.
             Kind::Param(_) | Kind::ParamItem | Kind::Virtual => {}
             Kind::LoopStart => return self.loop_start(b, i, header),
+            // A function trace's end, at its `return`: the interpreter makes the `return`.
+            Kind::Loop if self.segments[seg].trace.function.is_some() => {
+                let exit = self.exit_block(b, i);
+                b.ins().jump(exit, &[]);
+                return true;
+            }
             Kind::Loop if seg == 0 && self.an.unit == 0 => return self.root_loop(b, i, header),
             Kind::Loop => return self.bridge_end(b, i),
             Kind::GuardTrue | Kind::GuardFalse => return self.guard_bool(b, i, header),

@@ -202,7 +202,7 @@ fn constant(v: &Value) -> Option<(i64, Repr)> {
 /// of the variables of one frame with no array in it.
 fn supported(segment: &Segment, an: &TreeAnalysis) -> bool {
     let trace = segment.trace;
-    if an.layout.carry || an.owns || !an.sites.is_empty() {
+    if an.layout.carry || an.owns || !an.sites.is_empty() || trace.function.is_some() {
         return false;
     }
     // A root: its loop's accumulators are checked as it is entered (`bounds::Sum`), which

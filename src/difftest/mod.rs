@@ -400,7 +400,7 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
         &mut deadline,
     ) {
         Ok(interp::Exit::Stop(v)) => Ok(v),
-        Ok(interp::Exit::Hot(_)) => return Ok(false),
+        Ok(interp::Exit::Hot(_) | interp::Exit::Called(_)) => return Ok(false),
         Ok(interp::Exit::Return(_)) => unreachable!("a run's state does not return out"),
         Err(e) if matches!(e.kind, ErrorKind::MaxSteps(_)) => return Ok(false),
         Err(e) => Err(e),

@@ -62,6 +62,9 @@ pub enum Exit {
     Hot(BlockId),
     /// A function run by [`call_function`] returned this value.
     Return(Value),
+    /// The monitor took over at the entry of a call ([`Monitor::call`]): the frame is the
+    /// callee's, at the start of this block (the function's entry), its caller waiting.
+    Called(BlockId),
 }
 
 /// Watches the interpreter's back edges and may take control there.
@@ -78,6 +81,13 @@ pub trait Monitor {
     /// A jump to `target` that [`Monitor::back_edge`] did not take over is about to be
     /// taken, with `frame`'s values. Returning `true` ends [`run`] with [`Exit::Hot`].
     fn jump(&mut self, _target: BlockId, _frame: &Frame) -> bool {
+        false
+    }
+
+    /// A call of the function whose entry is `entry` was entered: the frame is the
+    /// callee's, holding its arguments. Returning `true` ends [`run`] with [`Exit::Called`].
+    #[inline(always)]
+    fn call(&mut self, _entry: BlockId) -> bool {
         false
     }
 
@@ -389,8 +399,10 @@ fn interpret<M: Monitor>(
                     if let Interrupted::Enter(entry, key) = entered.map_err(fail(at.inst))? {
                         // What is left of the block runs (and is counted) on return.
                         steps.left += cost_from(&block.insts, at.inst + 1);
-                        if let Some(key) = key {
-                            pending.push((state.calls.len(), key, steps.left));
+                        match key {
+                            Some(key) => pending.push((state.calls.len(), key, steps.left)),
+                            None if monitor.call(entry) => return Ok(Exit::Called(entry)),
+                            None => {}
                         }
                         id = entry;
                         first = 0;
@@ -414,8 +426,10 @@ fn interpret<M: Monitor>(
                     let at = Position { block: id, inst: k };
                     let entered = interrupted(program, frame, state, stop, inst, at, steps);
                     if let Interrupted::Enter(entry, key) = entered.map_err(fail(k))? {
-                        if let Some(key) = key {
-                            pending.push((state.calls.len(), key, steps.left));
+                        match key {
+                            Some(key) => pending.push((state.calls.len(), key, steps.left)),
+                            None if monitor.call(entry) => return Ok(Exit::Called(entry)),
+                            None => {}
                         }
                         id = entry;
                         first = 0;
@@ -537,7 +551,7 @@ pub fn run_program(
         &mut NoMonitor,
     )? {
         Exit::Stop(v) => Ok(v),
-        Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+        Exit::Hot(_) | Exit::Called(_) => unreachable!("NoMonitor never takes over"),
         Exit::Return(_) => unreachable!("only a state made by call_function returns out"),
     }
 }
@@ -630,6 +644,8 @@ fn call_monitored<M: Monitor>(
     match call_in(program, &mut state, func, args, depth, steps, monitor)? {
         Exit::Return(v) => Ok(Some(v)),
         Exit::Stop(_) => Ok(None),
-        Exit::Hot(_) => unreachable!("the monitor of a function run by itself never takes over"),
+        Exit::Hot(_) | Exit::Called(_) => {
+            unreachable!("the monitor of a function run by itself never takes over")
+        }
     }
 }

@@ -119,6 +119,7 @@ impl Jit<'_> {
             &mut self.steps,
             policy.max_trace_len * policy.bridge_length_factor,
             fold,
+            self.trees[t].root.function,
         );
         self.stats.record_time += start.elapsed();
         match recorded? {
@@ -191,7 +192,8 @@ impl Jit<'_> {
         mut trace: trace::Trace,
         state: &State,
     ) -> Next {
-        let end = Position::start(trace.anchor);
+        // Where the bridge ends: the start of an anchor, or a function trace's `return`.
+        let end = trace.end();
         let guard = guard_ref(t, from);
         let label = format!("a bridge from {guard}");
         // What the tree knew at the guard of the values its snapshot gives holds where the

@@ -171,8 +171,11 @@ impl Jit<'_> {
             .filter(|k| !tree.bridges[k - 1].separate || moved.contains(k))
             .count();
         let what = match new {
-            None if inside == 0 => format!("{t}: loop at {label}"),
-            None => format!("{t}: loop at {label}, with {inside} bridge(s), compiled again"),
+            None if inside == 0 => format!("{t}: {} at {label}", tree.root.what()),
+            None => format!(
+                "{t}: {} at {label}, with {inside} bridge(s), compiled again",
+                tree.root.what()
+            ),
             Some(seg) => format!("{t}: bridge {} at {label}, in the tree's function", seg - 1),
         };
         (what, inside)

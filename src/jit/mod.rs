@@ -329,12 +329,13 @@ impl<'p> Jit<'p> {
             let start = Instant::now();
             let exit = interp::run(self.program, state, pos, &mut self.steps, &mut self.profile);
             self.stats.interp_time += start.elapsed();
-            let anchor = match exit? {
+            let (anchor, key) = match exit? {
                 Exit::Stop(v) => return Ok(v),
-                Exit::Hot(anchor) => anchor,
+                Exit::Hot(anchor) => (anchor, self.profile.take_key(anchor, &state.frame)),
+                Exit::Called(entry) => (entry, Some(Key::function(entry))),
                 Exit::Return(_) => unreachable!("a run's state does not return out"),
             };
-            let Some(key) = self.profile.take_key(anchor, &state.frame) else {
+            let Some(key) = key else {
                 pos = Position::start(anchor);
                 continue;
             };
@@ -349,6 +350,11 @@ impl<'p> Jit<'p> {
                     continue;
                 }
                 None => match self.record(state, key)? {
+                    // Recording ran the call to its `return`, where the interpreter goes on.
+                    Recording::Tree(index) if self.trees[index].root.function.is_some() => {
+                        pos = self.trees[index].root.end();
+                        continue;
+                    }
                     Recording::Tree(index) => index,
                     Recording::Stopped(v) => return Ok(v),
                     Recording::Resume(at) => {
@@ -383,6 +389,7 @@ impl<'p> Jit<'p> {
         let key = Key {
             anchor: from,
             greens: Vec::new(),
+            function: false,
         };
         let pos = match self.record(state, key)? {
             Recording::Tree(index) => match self.run_tree(index, state, true)? {
@@ -397,7 +404,7 @@ impl<'p> Jit<'p> {
         self.stats.interp_time += start.elapsed();
         match exit? {
             Exit::Stop(v) => Ok(v),
-            Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+            Exit::Hot(_) | Exit::Called(_) => unreachable!("NoMonitor never takes over"),
             Exit::Return(_) => unreachable!("a run's state does not return out"),
         }
     }

@@ -20,6 +20,12 @@ pub struct Policy {
     /// several times longer before a key reaches the same count, so it is traced sooner.
     /// Brainfuck's mandelbrot (`mandel.b`, docs/BENCHMARKS.md) shows it.
     pub merge_threshold: u64,
+    /// Calls of a function before its *function trace* is recorded, as a multiple of
+    /// [`Policy::threshold`] (the count exceeds `threshold × this`). A function called
+    /// from a loop is best compiled inlined into the loop's trace, which needs the loop to
+    /// get hot first; an iteration often makes several calls. PyPy likewise waits longer
+    /// for a function (1,619 calls) than for a loop (1,039 iterations).
+    pub function_threshold_factor: u64,
     /// After this many aborted or rejected recordings at a key, it is never traced again;
     /// each one doubles the count needed before the next attempt (`profile`).
     pub max_aborts: u32,
@@ -142,6 +148,7 @@ impl Policy {
     pub const DEFAULT: Policy = Policy {
         threshold: 50,
         merge_threshold: 10,
+        function_threshold_factor: 20,
         max_aborts: 4,
         max_trace_len: 4000,
         bridge_length_factor: 4,

@@ -42,6 +42,20 @@ pub struct Key {
     pub anchor: BlockId,
     /// The green variables' values (empty without hints).
     pub greens: Vec<Value>,
+    /// Whether the trace is a function trace: from the entry of the function whose entry
+    /// block is `anchor` to its `return`, entered at each call of it.
+    pub function: bool,
+}
+
+impl Key {
+    /// The key of the function trace of the function whose entry is `entry`.
+    pub fn function(entry: BlockId) -> Key {
+        Key {
+            anchor: entry,
+            greens: Vec::new(),
+            function: true,
+        }
+    }
 }
 
 /// A key's count of arrivals. The interpreter counts every back edge into one: an
@@ -126,6 +140,11 @@ pub struct Profile {
     armed: Option<(usize, Vec<Value>)>,
     /// Whether any merge point's key has a trace (until then no jump is looked up).
     traced: bool,
+    /// Per block: the calls of the function whose entry it is, counted as arrivals at its
+    /// function trace's key. A function the interpreter makes function traces of is one that
+    /// is not `@elidable` (its calls are one operation of a trace already) and runs no loop,
+    /// through its calls neither (its loops have traces of their own); no other block counts.
+    entries: Vec<Counter>,
 }
 
 impl Profile {
@@ -150,6 +169,17 @@ impl Profile {
             true => policy.merge_threshold,
             false => policy.threshold,
         };
+        let never = Counter {
+            limit: u64::MAX,
+            ..Counter::new(threshold)
+        };
+        let mut entries = vec![never; program.blocks.len()];
+        for (k, f) in program.funcs.iter().enumerate() {
+            if !f.elidable && !program.runs_loops(crate::lang::FuncId(k as u32)) {
+                entries[f.entry.index()] =
+                    Counter::new(policy.threshold * policy.function_threshold_factor);
+            }
+        }
         Profile {
             threshold,
             max_aborts: policy.max_aborts,
@@ -158,6 +188,7 @@ impl Profile {
             merge_of,
             armed: None,
             traced: false,
+            entries,
         }
     }
 
@@ -184,6 +215,7 @@ impl Profile {
             return Some(Key {
                 anchor,
                 greens: Vec::new(),
+                function: false,
             });
         }
         let (k, greens) = self.armed.take()?;
@@ -191,7 +223,11 @@ impl Profile {
             && (self.merges[k].greens.iter())
                 .zip(&greens)
                 .all(|(g, v)| frame[g.index()].as_ref() == Some(v));
-        same.then_some(Key { anchor, greens })
+        same.then_some(Key {
+            anchor,
+            greens,
+            function: false,
+        })
     }
 
     /// The key of a trace anchored at the start of `block`, with the frame's greens: for a
@@ -201,6 +237,7 @@ impl Profile {
             return Some(Key {
                 anchor: block,
                 greens: Vec::new(),
+                function: false,
             });
         }
         let m = self.merge_at(block)?;
@@ -211,11 +248,15 @@ impl Profile {
         Some(Key {
             anchor: block,
             greens: greens?,
+            function: false,
         })
     }
 
     /// The trace anchored at `key`, if there is one (without counting anything).
     pub fn lookup(&self, key: &Key) -> Option<usize> {
+        if key.function {
+            return self.entries[key.anchor.index()].trace;
+        }
         match self.merge_at(key.anchor) {
             Some(m) => m.keys.get(&key.greens).and_then(|c| c.trace),
             None => self.labels[key.anchor.index()].trace,
@@ -223,6 +264,9 @@ impl Profile {
     }
 
     fn counter(&mut self, key: &Key) -> &mut Counter {
+        if key.function {
+            return &mut self.entries[key.anchor.index()];
+        }
         let threshold = self.threshold;
         match self.merge_of[key.anchor.index()] {
             Some(k) => {
@@ -247,6 +291,9 @@ impl Profile {
         let c = self.counter(key);
         c.trace = Some(index);
         c.limit = 0;
+        if key.function {
+            return;
+        }
         if let Some(k) = self.merge_of[key.anchor.index()] {
             self.merges[k].traced = true;
             self.traced = true;
@@ -316,6 +363,11 @@ impl Monitor for Profile {
         found
     }
 
+    #[inline]
+    fn call(&mut self, entry: BlockId) -> bool {
+        self.entries[entry.index()].arrive()
+    }
+
     fn can_enter_jit(&mut self, k: usize, frame: &Frame) {
         let threshold = self.threshold;
         let Some(m) = self.merges.get_mut(k) else {
@@ -376,6 +428,7 @@ done:
         let key = Key {
             anchor: merge,
             greens: vec![Value::Int(1)],
+            function: false,
         };
         profile.set_trace(&key, 0);
         assert!(

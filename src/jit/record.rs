@@ -44,16 +44,28 @@ impl Jit<'_> {
                 .is_some_and(|k| k != key && profile.lookup(&k).is_some())
         };
         let fold = self.folds_while_recording();
-        let recorded = trace::record(
-            self.program,
-            state,
-            key.anchor,
-            &greens,
-            &traced,
-            &mut self.steps,
-            self.config.policy.max_trace_len,
-            fold,
-        );
+        let max_len = self.config.policy.max_trace_len;
+        let recorded = match self.program.func_entered_at(key.anchor) {
+            Some(func) if key.function => trace::record_function(
+                self.program,
+                state,
+                func,
+                &traced,
+                &mut self.steps,
+                max_len,
+                fold,
+            ),
+            _ => trace::record(
+                self.program,
+                state,
+                key.anchor,
+                &greens,
+                &traced,
+                &mut self.steps,
+                max_len,
+                fold,
+            ),
+        };
         self.stats.record_time += start.elapsed();
         match recorded? {
             Recorded::Stopped(v) => Ok(Recording::Stopped(v)),
@@ -97,7 +109,8 @@ impl Jit<'_> {
             self.kept.recorded.insert((index, None), trace.clone());
         }
         if self.config.dumps.trace {
-            let _ = writeln!(self.dump, "# trace {index}: loop at {label}");
+            let what = trace.what();
+            let _ = writeln!(self.dump, "# trace {index}: {what} at {label}");
             self.dump.push_str(&print::articles(self.program, &trace));
         }
         let start = Instant::now();
@@ -122,7 +135,8 @@ impl Jit<'_> {
             }
         };
         if self.config.dumps.opt {
-            let _ = writeln!(self.dump, "# opt {index}: loop at {label}");
+            let what = trace.what();
+            let _ = writeln!(self.dump, "# opt {index}: {what} at {label}");
             if let Some(why) = &generic {
                 let _ = writeln!(
                     self.dump,
@@ -171,6 +185,13 @@ impl Jit<'_> {
         trace: &trace::Trace,
     ) -> Result<(trace::Trace, Option<opt::Rejected>), opt::Rejected> {
         let passes = &self.config.passes;
+        if trace.function.is_some() {
+            // No loop to peel: a function trace is optimized as a bridge is.
+            let passes: Vec<opt::Pass> = (passes.iter().copied())
+                .filter(|p| *p != opt::Pass::Peel)
+                .collect();
+            return Ok((self.optimize(trace, &passes)?, None));
+        }
         let rejected = match self.optimize(trace, passes) {
             Ok(t) => return Ok((t, None)),
             Err(rejected) => rejected,

@@ -422,7 +422,8 @@ impl Jit<'_> {
         state: &mut State,
     ) -> Option<SegmentExit> {
         let tree = &self.trees[t];
-        if seg == 0 {
+        // A function trace runs once, to its `return`, as a bridge does.
+        if seg == 0 && tree.root.function.is_none() {
             let start = Instant::now();
             let mut env = trace::Env::new(self.program, state, &mut self.steps);
             let exit = trace::run_trace(&tree.root, &mut env);
@@ -431,7 +432,10 @@ impl Jit<'_> {
             self.stats.trace_time += start.elapsed();
             return Some((t, exit.pos, exit.inst.map(|i| TreeInst::new(0, i))));
         }
-        let bridge = &tree.bridges[seg - 1].trace;
+        let bridge = match seg {
+            0 => &tree.root,
+            _ => &tree.bridges[seg - 1].trace,
+        };
         if self.steps.left < bridge.iteration_cost() {
             return None;
         }

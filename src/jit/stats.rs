@@ -168,7 +168,8 @@ impl Jit<'_> {
         for (i, t) in self.trees.iter().enumerate() {
             let _ = writeln!(
                 out,
-                "  trace {i}: loop at {}, {} instructions, {} bridge(s){}",
+                "  trace {i}: {} at {}, {} instructions, {} bridge(s){}",
+                t.root.what(),
                 describe(self.program, &t.key),
                 t.root.insts.len(),
                 t.bridges.len(),

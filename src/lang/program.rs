@@ -368,6 +368,13 @@ impl Program {
         &self.funcs[id.index()]
     }
 
+    /// The function whose entry is `block`, if it is one's.
+    pub fn func_entered_at(&self, block: BlockId) -> Option<FuncId> {
+        (self.funcs.iter())
+            .position(|f| f.entry == block)
+            .map(|k| FuncId(k as u32))
+    }
+
     /// The block with this id.
     pub fn block(&self, id: BlockId) -> &Block {
         &self.blocks[id.index()]

@@ -376,5 +376,6 @@ fn build(trace: &Trace, params: &BTreeSet<Slot>) -> Trace {
         merges: Vec::new(),
         carries_elements: trace.carries_elements,
         heap_from_preamble: trace.heap_from_preamble,
+        function: trace.function,
     }
 }

@@ -185,6 +185,7 @@ impl<'t> Rewriter<'t> {
             merges: Vec::new(),
             carries_elements: self.old.carries_elements,
             heap_from_preamble: self.old.heap_from_preamble,
+            function: self.old.function,
         }
     }
 }

@@ -115,7 +115,7 @@ impl Runnable {
         let mut steps = Steps::new(how.max_steps);
         match interp::run(&self.program, state, pos, &mut steps, &mut NoMonitor)? {
             Exit::Stop(v) => Ok(v),
-            Exit::Hot(_) => unreachable!("NoMonitor never takes over"),
+            Exit::Hot(_) | Exit::Called(_) => unreachable!("NoMonitor never takes over"),
             Exit::Return(_) => unreachable!("a run's state does not return out"),
         }
     }

@@ -550,6 +550,11 @@ pub struct Trace {
     /// afterwards (a guard on it may have gone as the preamble's repeated): a way into the
     /// header that stores into an array must go through the preamble, which loads again.
     pub heap_from_preamble: bool,
+    /// For a *function trace* (and each bridge of one): the function whose call it runs,
+    /// from the function's entry (the trace's anchor) to its `return`. Its `loop` is that
+    /// `return`, in the trace's own frame: the trace does not go round, and exits there, its
+    /// snapshot at the `return`, whose value is the call's result.
+    pub function: Option<FuncId>,
 }
 
 /// A merge point a recording passed ([`Trace::merges`]).
@@ -574,6 +579,22 @@ pub struct KnownRange {
 }
 
 impl Trace {
+    /// Where the trace ends: the position of its `loop`'s snapshot (the start of the anchor
+    /// it goes to, or a function trace's `return`).
+    pub fn end(&self) -> crate::state::Position {
+        let last = self.insts.last().expect("a trace ends in loop");
+        self.snap_of(last).expect("a loop has a snapshot").pos
+    }
+
+    /// What the trace is, as dumps, statistics and the report name it: a `loop`, or a
+    /// `function` trace.
+    pub fn what(&self) -> &'static str {
+        match self.function {
+            Some(_) => "function",
+            None => "loop",
+        }
+    }
+
     /// The snapshot of instruction `inst`.
     pub fn snap_of(&self, inst: &Inst) -> Option<&Snapshot> {
         inst.snap.map(|s| &self.snaps[s.index()])

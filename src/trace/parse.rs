@@ -515,6 +515,7 @@ pub fn parse_ssa(text: &str) -> Result<(Trace, TextNames), String> {
         merges: Vec::new(),
         carries_elements: false,
         heap_from_preamble: false,
+        function: None,
     };
     super::verify::verify(&trace)?;
     Ok((trace, p.text))

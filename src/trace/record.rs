@@ -134,6 +134,10 @@ struct Recorder<'p> {
     /// limit as if recorded, so that folding changes what a trace costs to record and
     /// optimize, not which paths are traced.
     folded: usize,
+    /// For a function trace or a bridge of one ([`Trace::function`]): the function whose
+    /// call the trace's own frame runs. A call of it is recursive (a `call`), and its
+    /// `return` in that frame ends the trace.
+    function: Option<FuncId>,
 }
 
 /// How many arrays a trace tells apart by guards: a store into one then leaves what the
@@ -362,13 +366,39 @@ pub fn record(
         program,
         state,
         Position::start(anchor),
-        &fixed,
-        &[],
+        (&fixed, &[]),
         &closes,
         traced,
         steps,
-        max_len,
-        fold,
+        (max_len, fold),
+        None,
+    )
+}
+
+/// Records a *function trace*: from the entry of `func` (the frame is the callee's, at the
+/// start of its entry block, holding the arguments) to its `return` in that frame, which
+/// ends the trace in `loop`, its snapshot the state at the `return` (the interpreter makes
+/// the `return` when the trace exits there). A call of `func` inside is recursive: it stays
+/// a `call`. `traced`, `max_len` and `fold` are as for [`record`].
+pub fn record_function(
+    program: &Program,
+    state: &mut State,
+    func: FuncId,
+    traced: &dyn Fn(BlockId, &Frame) -> bool,
+    steps: &mut Steps,
+    max_len: usize,
+    fold: bool,
+) -> Result<Recorded, RuntimeError> {
+    record_from(
+        program,
+        state,
+        Position::start(program.func(func).entry),
+        (&[], &[]),
+        &|_, _| None,
+        traced,
+        steps,
+        (max_len, fold),
+        Some(func),
     )
 }
 
@@ -393,18 +423,18 @@ pub fn record_bridge(
     steps: &mut Steps,
     max_len: usize,
     fold: bool,
+    function: Option<FuncId>,
 ) -> Result<Recorded, RuntimeError> {
     record_from(
         program,
         state,
         start,
-        fixed,
-        inherited,
+        (fixed, inherited),
         ends,
         &|_, _| false,
         steps,
-        max_len,
-        fold,
+        (max_len, fold),
+        function,
     )
 }
 
@@ -440,23 +470,23 @@ fn after(at: Position) -> Position {
     }
 }
 
-/// Records from `start` until a jump that `ends` accepts ([`record`], [`record_bridge`]):
-/// each statement by [`Recorder::record_stmt`], each terminator by
-/// [`Recorder::record_terminator`].
+/// Records from `start` until a jump that `ends` accepts, or (for a trace of `function`) its
+/// `return` ([`record`], [`record_bridge`], [`record_function`]): each statement by
+/// [`Recorder::record_stmt`], each terminator by [`Recorder::record_terminator`].
 #[allow(clippy::too_many_arguments)]
 fn record_from(
     program: &Program,
     state: &mut State,
     start: Position,
-    fixed: &[(Slot, Value)],
-    inherited: &[Slot],
+    (fixed, inherited): (&[(Slot, Value)], &[Slot]),
     ends: &dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>,
     traced: &dyn Fn(BlockId, &Frame) -> bool,
     steps: &mut Steps,
-    max_len: usize,
-    fold: bool,
+    (max_len, fold): (usize, bool),
+    function: Option<FuncId>,
 ) -> Result<Recorded, RuntimeError> {
     let mut r = Recorder::new(program, fixed, fold);
+    r.function = function;
     for slot in inherited {
         let v = r.var(&state.frame, *slot, start);
         r.written[slot.index()] = Some(v);
@@ -515,6 +545,7 @@ impl<'p> Recorder<'p> {
             merges: Vec::new(),
             fold: fold && program.has_jit_hints(),
             folded: 0,
+            function: None,
         }
     }
 
@@ -573,8 +604,9 @@ impl<'p> Recorder<'p> {
         };
         // A recursive call, or one nested too deep, stays a call; but not one that may run
         // a loop, which the interpreter's traces run (the recording ends there).
-        let kept =
-            self.callers.iter().any(|c| c.func == *func) || self.callers.len() >= MAX_INLINE_DEPTH;
+        let kept = self.function == Some(*func)
+            || self.callers.iter().any(|c| c.func == *func)
+            || self.callers.len() >= MAX_INLINE_DEPTH;
         if kept && self.program.runs_loops(*func) {
             return Ok(Then::Refused(AbortReason::CallsLoops));
         }
@@ -626,7 +658,9 @@ impl<'p> Recorder<'p> {
             match interp::call_in(self.program, state, func, values, depth, steps, monitor)? {
                 interp::Exit::Return(v) => v,
                 interp::Exit::Stop(v) => return Ok(Then::Stopped(v)),
-                interp::Exit::Hot(_) => unreachable!("a call's monitor never takes over"),
+                interp::Exit::Hot(_) | interp::Exit::Called(_) => {
+                    unreachable!("a call's monitor never takes over")
+                }
             };
         let took = before - steps.left;
         self.cost += 1 + took;
@@ -901,6 +935,11 @@ impl<'p> Recorder<'p> {
             block: id,
             inst: block.insts.len(),
         };
+        if let (Terminator::Return(_), true, Some(_)) =
+            (&block.term, self.callers.is_empty(), self.function)
+        {
+            return Ok(ControlFlow::Break(self.finish(at)));
+        }
         let untraced = match &block.term {
             Terminator::Return(_) if self.callers.is_empty() => {
                 Some("a `return` from the function the trace runs in")
@@ -1010,6 +1049,15 @@ impl<'p> Recorder<'p> {
         }
     }
 
+    /// A function trace (or a bridge of one) at the `return` at `at` of its own frame: it
+    /// ends in `loop`, its snapshot the state there, where the interpreter makes the
+    /// `return` (not counted here). Its anchor is the function's entry.
+    fn finish(&mut self, at: Position) -> Recorded {
+        let snap = self.snapshot(at);
+        let func = self.function.expect("only a function trace finishes");
+        self.end(snap, self.program.func(func).entry)
+    }
+
     /// The trace, closed by a jump to `next`, whose trace takes the variables `greens` as
     /// the constants they are now: the loop (or the bridge) goes there only while they
     /// still have these values (the articles' `jit_merge_point` promotes its greens). The
@@ -1026,6 +1074,11 @@ impl<'p> Recorder<'p> {
             }
         }
         let snap = self.snapshot(at);
+        self.end(snap, next)
+    }
+
+    /// The trace, ending in `loop` with snapshot `snap`, anchored at `anchor`.
+    fn end(&mut self, snap: SnapId, anchor: BlockId) -> Recorded {
         self.insts.push(Inst {
             kind: Kind::Loop,
             args: vec![],
@@ -1034,7 +1087,7 @@ impl<'p> Recorder<'p> {
             ty: Ty::None,
         });
         Recorded::Loop(Trace {
-            anchor: next,
+            anchor,
             insts: std::mem::take(&mut self.insts),
             snaps: std::mem::take(&mut self.snaps),
             calls: self.deepest,
@@ -1042,6 +1095,7 @@ impl<'p> Recorder<'p> {
             merges: std::mem::take(&mut self.merges),
             carries_elements: false,
             heap_from_preamble: false,
+            function: self.function,
         })
     }
 }

@@ -106,7 +106,9 @@ pub fn call(
                 Called::Exits(v)
             }
         }
-        Ok(interp::Exit::Hot(_)) => unreachable!("a call's monitor never takes over"),
+        Ok(interp::Exit::Hot(_) | interp::Exit::Called(_)) => {
+            unreachable!("a call's monitor never takes over")
+        }
     }
 }
 
