@@ -447,7 +447,7 @@ fn exits_match_the_interpreter(passes: &[flowjit::opt::Pass], native: bool) {
                     segments: vec![flowjit::backend::Segment::root(&traces[k])],
                     start: Position::start(traces[k].anchor),
                 };
-                backend.run((index, 0), &find, &program, &mut state, &mut steps)
+                backend.run((index, 0), &find, &program, &mut state, &mut steps, None)
             });
             if by_machine_code.is_some() {
                 native_exits += 1;

@@ -47,6 +47,12 @@ pub struct Ctx<'a> {
     pub ended: Option<Result<Value, crate::interp::RuntimeError>>,
     /// How many `call`s the code made (`--stats`).
     pub calls: u64,
+    /// How many of those entered a function trace's machine code ([`super::nested`]).
+    pub entered: u64,
+    /// Whether the code runs inside such a call (not entered by the driver).
+    pub nested: bool,
+    /// The function traces' code a `call` enters ([`super::nested`]), if any.
+    pub functions: Option<&'a dyn super::nested::Functions>,
 }
 
 /// How large (in elements, see [`Ctx::made`]) what the code makes or copies out of arrays
@@ -75,7 +81,7 @@ impl Ctx<'_> {
     ///
     /// # Safety
     /// `out` is writable, and for [`Repr::Num`] holds the address of a box of the code's.
-    unsafe fn give(&mut self, v: Value, kind: Repr, out: *mut i64) {
+    pub(crate) unsafe fn give(&mut self, v: Value, kind: Repr, out: *mut i64) {
         if kind == Repr::Num {
             // SAFETY: the caller's guarantee.
             unsafe { *(*out as *mut Value) = v };
@@ -201,7 +207,7 @@ impl CallSite {
 
     /// Whether the call's result is one the code can go on with: of the type recorded, and
     /// of the kind the code holds.
-    fn accepts(&self, v: &Value) -> bool {
+    pub(crate) fn accepts(&self, v: &Value) -> bool {
         let held = match v {
             Value::Int(_) | Value::Big(_) if self.result == Repr::Num => Some(Repr::Num),
             v => abi::Repr::of(v),
@@ -332,6 +338,10 @@ pub unsafe extern "C" fn call_pure(
 pub unsafe extern "C" fn call(ctx: *mut Ctx, site: *const CallSite, args: *mut i64) -> i64 {
     // SAFETY: the caller's guarantee.
     let (ctx, site) = unsafe { (&mut *ctx, &*site) };
+    // The callee's function trace, if it has machine code to enter.
+    if let Some(made) = ctx.functions.and_then(|f| f.call(ctx, site, args)) {
+        return made;
+    }
     let (at, inlined) = site.call.expect("a call's site");
     // SAFETY: the caller's guarantee.
     let values = unsafe { site.arguments(args) };
@@ -630,6 +640,9 @@ mod tests {
             called: None,
             ended: None,
             calls: 0,
+            entered: 0,
+            nested: false,
+            functions: None,
         };
         let x = big("100000000000000000000000");
         let mut code_box = x.clone();

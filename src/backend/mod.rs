@@ -20,6 +20,7 @@ pub mod exit;
 pub mod helpers;
 pub mod listing;
 pub mod lower;
+pub mod nested;
 pub mod ops;
 mod quick;
 
@@ -219,6 +220,13 @@ fn isa_for(target: Target, quick: bool) -> Result<OwnedTargetIsa, String> {
 
 type TraceFn = unsafe extern "C" fn(*mut i64, *mut helpers::Ctx) -> u32;
 
+/// Whether code analyzed as `an` may be entered again while it runs: it holds no integer of
+/// any size (in a box of the code's, one per instruction).
+fn reentrant(an: &lower::TreeAnalysis) -> bool {
+    let num = |k: &Option<abi::Repr>| *k == Some(abi::Repr::Num);
+    !an.input_kinds.contains(&abi::Repr::Num) && !an.kinds.iter().flatten().any(num)
+}
+
 /// The trampoline that enters a tree (`lower::trampoline`): the tree, the register buffer,
 /// the context.
 type Trampoline = unsafe extern "C" fn(*const u8, *mut i64, *mut helpers::Ctx) -> i64;
@@ -256,6 +264,9 @@ pub struct Compiled {
     assumed: Vec<(Slot, abi::Repr)>,
     counting: bool,
     max_cost: u64,
+    /// Whether a call may enter it while it runs ([`nested`]): it holds no integer of any
+    /// size, whose boxes (one per instruction) its activations would share.
+    reentrant: bool,
     analysis: lower::TreeAnalysis,
     /// The boxes of the integers of any size the code holds, at addresses it holds.
     _boxes: helpers::Boxes,
@@ -616,6 +627,7 @@ impl Backend {
                 assumed: assumed.to_vec(),
                 counting,
                 max_cost: lower::max_cost(segments),
+                reentrant: reentrant(&an),
                 analysis: an,
                 _boxes: helpers::Boxes::default(),
                 ir: None,
@@ -800,6 +812,7 @@ impl Backend {
             assumed: p.assumed,
             counting: p.counting,
             max_cost: p.max_cost,
+            reentrant: reentrant(&p.an),
             analysis: p.an,
             _boxes: p.boxes,
             ir: p.ir,
@@ -1053,6 +1066,9 @@ pub fn run_program(
         called: None,
         ended: None,
         calls: 0,
+        entered: 0,
+        nested: false,
+        functions: None,
     };
     // SAFETY: `regs` has a slot per variable and one for the printed value; every variable
     // written in the frame is of the kind the code was compiled for; `ctx` is the context
@@ -1110,6 +1126,8 @@ pub struct TreeExit {
     pub ended: Option<Result<flowjit_runtime::Value, crate::interp::RuntimeError>>,
     /// How many `call`s the code made.
     pub calls: u64,
+    /// How many of those entered a function trace's machine code (`nested`).
+    pub entered: u64,
 }
 
 /// A compiled function, as [`Backend::run`] finds it by its tree and unit.
@@ -1272,9 +1290,17 @@ impl Compiled {
 }
 
 impl Backend {
+    /// What enters the trees' code from a `call` made in machine code
+    /// ([`nested::Entry`]): the trampoline, and buffers of the register buffer's size.
+    pub fn entry(&self) -> nested::Entry {
+        let enter = self.trampoline.as_ref().expect("made with the backend").0;
+        nested::Entry::new(enter, self.regs.len())
+    }
+
     /// Runs compiled tree `t` (found with the others through `trees`) on `state` (its frame
     /// at the tree's anchor) until an exit returns, with the same accounting of `steps` as
-    /// the trace interpreter. Returns `None`, having done nothing, when an input is not of
+    /// the trace interpreter; a `call` its code makes enters the code `functions` finds.
+    /// Returns `None`, having done nothing, when an input is not of
     /// the kind the code was compiled for, or the budget cannot hold the tree's costliest
     /// iteration: the trace interpreter runs then.
     pub fn run<'t>(
@@ -1284,6 +1310,7 @@ impl Backend {
         program: &crate::lang::Program,
         state: &mut State,
         steps: &mut Steps,
+        functions: Option<&dyn nested::Functions>,
     ) -> Option<TreeExit> {
         let entered = trees(t);
         let code = entered.code;
@@ -1312,6 +1339,9 @@ impl Backend {
             called: None,
             ended: None,
             calls: 0,
+            entered: 0,
+            nested: false,
+            functions,
         };
         regs[layout.context] = &mut ctx as *mut helpers::Ctx as i64;
         let enter = self.trampoline.as_ref().expect("made with the backend").0;
@@ -1328,6 +1358,7 @@ impl Backend {
         // the loop).
         let allocated = ctx.allocated;
         let (called, ended, calls) = (ctx.called.take(), ctx.ended.take(), ctx.calls);
+        let nested = ctx.entered;
         let _owned = std::mem::take(&mut ctx.owned);
         let _held = state.frame.clone();
         // SAFETY: what the code stored in the mirror is as the safety of `read_mirror` asks:
@@ -1362,6 +1393,7 @@ impl Backend {
                 allocated,
                 ended,
                 calls,
+                entered: nested,
             });
         }
         let written = at & lower::WRITTEN != 0;
@@ -1393,6 +1425,7 @@ impl Backend {
                 allocated,
                 ended,
                 calls,
+                entered: nested,
             });
         }
         let kinds = &an.kinds[seg];
@@ -1420,6 +1453,7 @@ impl Backend {
             allocated,
             ended,
             calls,
+            entered: nested,
         })
     }
 }

@@ -134,7 +134,12 @@ impl Jit<'_> {
                 self.stats.aborts.push((label, reason));
                 Ok(Next::Resume(at))
             }
-            Recorded::Loop(trace) => Ok(self.bridge_recorded(t, from, value, trace, state)),
+            Recorded::Loop(trace) => {
+                // Whether it comes back to its own tree's anchor.
+                let key = self.profile.key_at(trace.anchor, &state.frame);
+                let returns = key.as_ref() == Some(&self.trees[t].key);
+                Ok(self.bridge_recorded(t, from, value, trace, returns))
+            }
         }
     }
 
@@ -178,19 +183,20 @@ impl Jit<'_> {
     }
 
     /// Counts a failed recording of a bridge from guard `from` of tree `t`.
-    fn bridge_failed(&mut self, t: usize, from: TreeInst) {
+    pub(super) fn bridge_failed(&mut self, t: usize, from: TreeInst) {
         *self.trees[t].failures.entry(from).or_default() += 1;
     }
 
-    /// A bridge from guard `from` of tree `t` reached an anchor with `trace`: optimized, it
-    /// is attached to the tree and compiled. The interpreter goes on at its end.
-    fn bridge_recorded(
+    /// A bridge from guard `from` of tree `t` reached an anchor with `trace` (its tree's
+    /// own, if it `returns`): optimized, it is attached to the tree and compiled. The
+    /// interpreter goes on at its end.
+    pub(super) fn bridge_recorded(
         &mut self,
         t: usize,
         from: TreeInst,
         value: Option<Value>,
         mut trace: trace::Trace,
-        state: &State,
+        returns: bool,
     ) -> Next {
         // Where the bridge ends: the start of an anchor, or a function trace's `return`.
         let end = trace.end();
@@ -221,8 +227,6 @@ impl Jit<'_> {
             }
         };
         self.stats.count_heap(&recorded, &trace);
-        let returns =
-            self.profile.key_at(trace.anchor, &state.frame).as_ref() == Some(&self.trees[t].key);
         let number = self.trees[t].bridges.len();
         if self.config.keep {
             (self.kept.recorded).insert((t, Some(number)), recorded.clone());
@@ -316,7 +320,10 @@ impl Jit<'_> {
         let in_function = tree.bridges.iter().filter(|b| b.in_function()).count();
         let leaves_function =
             !returns || in_function >= self.config.policy.max_tree_bridges || !self.few_ways(t);
+        // A function trace's bridges are in its function: a call enters that alone
+        // (`backend::nested`).
         self.config.native
+            && tree.root.function.is_none()
             && (tree.unit_of(from.segment) != 0
                 || (generic
                     && leaves_function

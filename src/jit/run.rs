@@ -360,13 +360,38 @@ impl Jit<'_> {
         let start = Instant::now();
         let trees = &self.trees;
         let find = |at: (usize, usize)| tree_code(trees, at);
-        let exit = backend.run((t, unit), &find, self.program, state, &mut self.steps);
+        let policy = &self.config.policy;
+        let calls = Calls {
+            program: self.program,
+            profile: &self.profile,
+            trees,
+            entry: backend.entry(),
+            bridge_threshold: policy.bridge_threshold,
+            max_bridges: policy.max_bridges,
+            max_bridge_failures: policy.max_bridge_failures,
+            max_len: policy.max_trace_len * policy.bridge_length_factor,
+            fold: self.config.passes.contains(&crate::opt::Pass::Fold),
+            exits: Default::default(),
+            bridges: Default::default(),
+            attention: Default::default(),
+        };
+        let exit = backend.run(
+            (t, unit),
+            &find,
+            self.program,
+            state,
+            &mut self.steps,
+            Some(&calls),
+        );
         self.stats.native_time += start.elapsed();
+        let (exits, bridges) = (calls.exits.into_inner(), calls.bridges.into_inner());
+        self.after_calls(exits, bridges);
         let mut exit = exit?;
         self.ended = exit.ended.take();
         self.stats.native_entries += 1;
         self.stats.native_allocations += exit.allocated;
         self.stats.calls_made += exit.calls;
+        self.stats.calls_entered += exit.entered;
         if self.stats.first_native.is_none() {
             self.stats.first_native = Some(start.duration_since(self.started));
         }
@@ -382,6 +407,37 @@ impl Jit<'_> {
         );
         self.after_native_exit(&exit);
         Some((exit.tree, exit.pos, at))
+    }
+
+    /// What the calls machine code made into function traces leave the driver: their
+    /// exits, counted, and the bridges recorded from their guards, attached.
+    fn after_calls(
+        &mut self,
+        exits: CallExits,
+        bridges: Vec<(usize, TreeInst, Option<trace::Trace>)>,
+    ) {
+        for ((t, at), n) in exits {
+            let counted = self
+                .stats
+                .exits
+                .entry((t, at.segment, at.inst))
+                .or_default();
+            *counted += n;
+            let exits = *counted;
+            // As for an exit the driver sees (`Jit::after_exit`).
+            let kind = self.trees[t].segment(at.segment).insts[at.inst].kind;
+            if !self.stop_assuming_ints(t, kind, exits) {
+                self.hold_wide(t, at, exits);
+            }
+        }
+        for (t, from, recorded) in bridges {
+            match recorded {
+                Some(trace) => {
+                    self.bridge_recorded(t, from, None, trace, false);
+                }
+                None => self.bridge_failed(t, from),
+            }
+        }
     }
 
     /// What an exit of machine code asks of the driver: a loop whose entry check failed
@@ -552,5 +608,137 @@ fn tree_code(trees: &[Tree], (k, unit): (usize, usize)) -> TreeCode<'_> {
             ..tree.segment_alone(unit)
         }],
         start: tree.guard_snapshot(tree.bridges[unit - 1].from).pos,
+    }
+}
+
+/// Per function trace and instruction, the exits calls from machine code took.
+type CallExits = rustc_hash::FxHashMap<(usize, TreeInst), u64>;
+
+/// The function traces' code, as the `call`s machine code makes enter it
+/// ([`backend::nested`]), and what those calls leave the driver.
+struct Calls<'j> {
+    program: &'j crate::lang::Program,
+    profile: &'j super::profile::Profile,
+    trees: &'j [Tree],
+    entry: backend::nested::Entry,
+    /// The policy's, for bridges from the guards of function traces entered so.
+    bridge_threshold: u64,
+    max_bridges: usize,
+    max_bridge_failures: u32,
+    max_len: usize,
+    fold: bool,
+    /// The exits taken.
+    exits: std::cell::RefCell<CallExits>,
+    /// The bridges recorded (`None`: a recording abandoned), for the driver to attach.
+    bridges: std::cell::RefCell<Vec<(usize, TreeInst, Option<trace::Trace>)>>,
+    /// Whether an exit has been taken more than the bridge threshold: the driver may compile
+    /// its code again (`Jit::hold_wide`).
+    attention: std::cell::Cell<bool>,
+}
+
+impl Calls<'_> {
+    /// Guard or operation `at` of tree `t` exited inside a call, the state there (at
+    /// `pos`): counted, and past the bridge threshold a bridge is recorded from a guard, as
+    /// the driver records one ([`Jit::record_bridge`]), running the call to its `return`,
+    /// where the interpreter goes on.
+    fn exited(
+        &self,
+        t: usize,
+        state: &mut State,
+        at: TreeInst,
+        pos: Position,
+    ) -> Result<Position, backend::nested::End> {
+        let exits = {
+            let mut counts = self.exits.borrow_mut();
+            let n = counts.entry((t, at)).or_default();
+            *n += 1;
+            *n
+        };
+        if exits == self.bridge_threshold + 1 {
+            self.attention.set(true);
+        }
+        let tree = &self.trees[t];
+        let inst = &tree.segment(at.segment).insts[at.inst];
+        let snap = tree.guard_snapshot(at);
+        let asked = self.bridges.borrow().iter().any(|b| (b.0, b.1) == (t, at));
+        let wanted = matches!(inst.kind, Kind::GuardTrue | Kind::GuardFalse)
+            && exits > self.bridge_threshold
+            && snap.frames.is_empty()
+            && tree.bridges.len() < self.max_bridges
+            && tree.failures.get(&at).copied().unwrap_or(0) < self.max_bridge_failures
+            && tree.bridge(at, None).is_none()
+            && !asked;
+        if !wanted {
+            return Ok(pos);
+        }
+        // As `Jit::bridge_constants` gives them for an unspecialized bridge of a tree
+        // without greens: the snapshot's constants.
+        let fixed: Vec<(Slot, flowjit_runtime::Value)> = (snap.entries.iter())
+            .filter_map(|(slot, o)| o.as_const().map(|v| (*slot, v.clone())))
+            .collect();
+        let inherited: Vec<Slot> = snap.entries.iter().map(|(slot, _)| *slot).collect();
+        let profile = self.profile;
+        let ends = |target: BlockId, frame: &Frame| {
+            let key = profile.key_at(target, frame)?;
+            profile.lookup(&key)?;
+            Some(profile.greens_at(target).to_vec())
+        };
+        let recorded = trace::record_bridge(
+            self.program,
+            state,
+            pos,
+            &fixed,
+            &inherited,
+            &ends,
+            &mut crate::state::Steps::new(None),
+            self.max_len,
+            self.fold,
+            tree.root.function,
+        );
+        let (trace, go_on) = match recorded {
+            Ok(trace::Recorded::Loop(trace)) => {
+                let end = trace.end();
+                (Some(trace), end)
+            }
+            Ok(trace::Recorded::Aborted { at, .. }) => (None, at),
+            Ok(trace::Recorded::Stopped(v)) => return Err(Ok(v)),
+            Err(e) => return Err(Err(e)),
+        };
+        self.bridges.borrow_mut().push((t, at, trace));
+        Ok(go_on)
+    }
+}
+
+impl backend::nested::Functions for Calls<'_> {
+    fn call(
+        &self,
+        ctx: &mut backend::helpers::Ctx,
+        site: &backend::helpers::CallSite,
+        args: *mut i64,
+    ) -> Option<i64> {
+        let entry = self.program.func(site.func).entry;
+        let tree = &self.trees[self.profile.lookup(&super::Key::function(entry))?];
+        let code = tree.code_of(0)?;
+        // Each exit of its code must be its function's: no bridge on its own has code.
+        if (1..=tree.bridges.len()).any(|s| tree.unit_of(s) != 0 && tree.code_of(s).is_some()) {
+            return None;
+        }
+        let segments = |seg: usize| tree.segment(seg);
+        let t = self.profile.lookup(&super::Key::function(entry))?;
+        let exited =
+            |state: &mut State, at: TreeInst, pos: Position| self.exited(t, state, at, pos);
+        let callee = backend::nested::Callee {
+            func: site.func,
+            code,
+            segments: &segments,
+            calls: tree.calls(),
+            exited: &exited,
+        };
+        // SAFETY: `helpers::call`'s caller's guarantee, which `Entry::call` asks.
+        unsafe { self.entry.call(ctx, site, args, &callee) }
+    }
+
+    fn pending(&self) -> bool {
+        self.attention.get() || !self.bridges.borrow().is_empty()
     }
 }

@@ -1,0 +1,331 @@
+//! Calls between machine code: a `call` whose function has a function trace with machine
+//! code runs that code, on a register buffer of its own, instead of the interpreter (PyPy's
+//! `call_assembler`).
+//!
+//! The caller's code calls [`helpers::call`](super::helpers::call) as for any call; the
+//! helper asks the driver's [`Functions`] for the callee's code, and [`Entry::call`] enters
+//! it with the arguments in a fresh mirror (the callee's frame: its parameters, nothing
+//! else), on the same state and a context of its own, then goes on by the exit it took:
+//!
+//! ```text
+//!   exit at the function trace's end       the `return`'s operand, read from the snapshot
+//!   (its `loop`, at the `return`)          or the mirror: the call's result
+//!   any other exit (a guard, a call        the callee's frame rebuilt from the mirror and the
+//!   it could not go on after, ...)         snapshot; the interpreter finishes the call
+//! ```
+//!
+//! and gives the result to the caller's code as `helpers::call` does (a result of another
+//! type makes the caller exit after the call, a program ended inside ends the run). The
+//! interpreter's frame is not touched on the way in or at the end: the callee's frame
+//! exists only when an exit needs it. The call depth counts the calls nested in machine
+//! code (`State::depth`), so the depth limit is the interpreter's; a call that would reach
+//! it, or that finds less than [`STACK_RESERVE`] of native stack left, is made by the
+//! interpreter instead, which raises the error where it raises it. Only code that counts no
+//! steps makes calls (`--max-steps` runs calls in the interpreter).
+
+use std::cell::RefCell;
+
+use flowjit_runtime::abi::{self, Repr};
+use flowjit_runtime::Value;
+
+use super::exit::{self, decode_exit, HOT, REFUSED, WRITTEN};
+use super::helpers::{CallSite, Ctx};
+use super::{Compiled, Trampoline};
+use crate::interp::{self, Exit, NoMonitor};
+use crate::lang::{Operand, Program, Terminator};
+use crate::state::{Frame, Position, State, Steps, MAX_CALL_DEPTH};
+use crate::trace::{Opnd, Trace};
+
+/// The native stack a call into machine code leaves for what runs below it: a call that
+/// finds less is made by the interpreter, whose calls are data.
+pub const STACK_RESERVE: usize = 1 << 20;
+
+/// What finds the code a `call` enters: the driver's function traces.
+pub trait Functions {
+    /// Makes the `call` of `site` on `args` (one word per argument, room for the result
+    /// after them, as [`helpers::call`](super::helpers::call) takes them) in the machine
+    /// code of its function's trace, if it has code that the call may enter: what
+    /// `helpers::call` returns. `None` when it has none (the interpreter makes the call).
+    fn call(&self, ctx: &mut Ctx, site: &CallSite, args: *mut i64) -> Option<i64>;
+
+    /// Whether the driver has something to do for what calls found (a bridge recorded, an
+    /// exit taken often): the outermost code then exits after the call that finds it.
+    fn pending(&self) -> bool;
+}
+
+/// A function trace's machine code, as a call enters it: the function of its tree, with
+/// no bridge compiled on its own (each exit is the function's).
+pub struct Callee<'a> {
+    /// The function it runs.
+    pub func: crate::lang::FuncId,
+    /// The tree's function.
+    pub code: &'a Compiled,
+    /// The trace of each of its segments.
+    pub segments: &'a dyn Fn(usize) -> &'a Trace,
+    /// How deep the calls it inlined nest.
+    pub calls: usize,
+    /// Told of each exit of a guard or an operation the interpreter finishes the call
+    /// from, the state there (the callee's frame): where the interpreter goes on (a bridge
+    /// recorded from there ends at the `return`), or how the program ended meanwhile.
+    pub exited: &'a dyn Fn(&mut State, super::TreeInst, Position) -> Result<Position, End>,
+}
+
+/// How a program ended inside a call: `print_and_stop` of a value, or an error.
+pub type End = Result<Value, interp::RuntimeError>;
+
+/// What enters machine code from a call: the trampoline, and a register buffer per call
+/// nested in machine code, kept for the next call at that depth.
+pub struct Entry {
+    trampoline: Trampoline,
+    regs_len: usize,
+    pool: RefCell<Vec<Vec<i64>>>,
+}
+
+impl Entry {
+    /// Enters code through `trampoline` on buffers of `regs_len` slots (the backend's).
+    pub(super) fn new(trampoline: Trampoline, regs_len: usize) -> Entry {
+        Entry {
+            trampoline,
+            regs_len,
+            pool: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Makes the call of `site` on `args` in `callee`'s code (see the module's
+    /// documentation): 0 with the result after the arguments, or 1 when the caller's code
+    /// exits after the call; `None`, having done nothing, when the call cannot enter it
+    /// here (an argument of a kind it was not compiled for, or held at any size, the depth
+    /// limit or the native stack near).
+    ///
+    /// # Safety
+    /// As [`helpers::call`](super::helpers::call)'s.
+    pub unsafe fn call(
+        &self,
+        ctx: &mut Ctx,
+        site: &CallSite,
+        args: *mut i64,
+        callee: &Callee,
+    ) -> Option<i64> {
+        let program = ctx.program;
+        let (_, inlined) = site.call?;
+        let an = &callee.code.analysis;
+        let layout = &an.layout;
+        let f = program.func(site.func);
+        let code = callee.code;
+        if site.args.contains(&Repr::Num) || code.counting || !code.reentrant || ctx.limit.is_some()
+        {
+            return None;
+        }
+        // As `trace::run::call` counts it: the caller's depth, then the callee's frame and
+        // the calls its trace inlined.
+        let depth = ctx.state.depth + ctx.state.calls.len() + inlined;
+        if depth + 1 + callee.calls >= MAX_CALL_DEPTH
+            || stacker::remaining_stack().is_some_and(|left| left < STACK_RESERVE)
+        {
+            return None;
+        }
+        // The inputs are parameters, of the kinds the code was compiled for.
+        for ((slot, _), kind) in layout.inputs.iter().zip(&an.input_kinds) {
+            let k = f.params.iter().position(|p| p == slot)?;
+            if site.args[k] != *kind {
+                return None;
+            }
+        }
+        // The mirror's other slots hold what an earlier call left: only the parameters and
+        // what an exit writes are read back (`frame_at`).
+        let mut regs = self.pool.borrow_mut().pop().unwrap_or_default();
+        regs.resize(self.regs_len.max(layout.size), 0);
+        for (k, p) in f.params.iter().enumerate() {
+            // SAFETY: the caller's guarantee: a word per argument.
+            regs[2 * p.index()] = unsafe { *args.add(k) };
+            regs[2 * p.index() + 1] = exit::mirror_tag(site.args[k]);
+        }
+        regs[layout.counter] = i64::MAX;
+        let mut inner = Ctx {
+            program,
+            state: &mut *ctx.state,
+            limit: None,
+            made: 0,
+            owned: Vec::new(),
+            allocated: 0,
+            nums: Vec::new(),
+            called: None,
+            ended: None,
+            calls: 0,
+            entered: 0,
+            nested: true,
+            functions: ctx.functions,
+        };
+        regs[layout.context] = &mut inner as *mut Ctx as i64;
+        inner.state.depth += inlined + 1;
+        // SAFETY: `regs` has the slots of every tree's code, its mirror holds the callee's
+        // frame (its parameters, of the kinds the code takes) and `inner` outlives the call.
+        let returned = unsafe { (self.trampoline)(callee.code.f, regs.as_mut_ptr(), &mut inner) };
+        inner.state.depth -= inlined + 1;
+        ctx.calls += inner.calls + 1;
+        ctx.entered += inner.entered + 1;
+        ctx.allocated += inner.allocated;
+        let result = match inner.ended.take() {
+            Some(end) => Err(end),
+            // SAFETY: `regs` as the code left it, `inner` holding what it borrows.
+            None => unsafe { finish(program, &regs, &mut inner, returned, callee, depth) },
+        };
+        // What the code made lives until the result is taken out of it.
+        drop(inner);
+        self.pool.borrow_mut().push(regs);
+        // The driver has bridges to attach or code to compile again for what the call's
+        // exits found: the outermost code exits after the call, its result in hand.
+        let attend = !ctx.nested && ctx.functions.is_some_and(|f| f.pending());
+        Some(match result {
+            Ok(v) if site.accepts(&v) && !attend => {
+                // SAFETY: the caller's guarantee of room after the arguments.
+                unsafe { ctx.give(v, site.result, args.add(site.args.len())) };
+                0
+            }
+            Ok(v) => {
+                ctx.called = Some(v);
+                1
+            }
+            Err(end) => {
+                ctx.ended = Some(end);
+                1
+            }
+        })
+    }
+}
+
+/// The result of a call whose code returned `returned`: the `return`'s operand where the
+/// function trace ended, otherwise what the interpreter finds finishing the call from the
+/// exit. `Err` for a program that ended inside.
+///
+/// # Safety
+/// `regs` and `inner` are as the callee's code left them.
+unsafe fn finish(
+    program: &Program,
+    regs: &[i64],
+    inner: &mut Ctx,
+    returned: i64,
+    callee: &Callee,
+    depth: usize,
+) -> Result<Value, End> {
+    let an = &callee.code.analysis;
+    let layout = &an.layout;
+    let (_, unit, at) = decode_exit(returned);
+    debug_assert_eq!(unit, 0, "a callee has no bridge compiled on its own");
+    if at == REFUSED || at == HOT {
+        // Nothing ran: the interpreter makes the call from the function's entry.
+        let entry = (callee.segments)(0).anchor;
+        let start = |_: &mut State| Ok(Position::start(entry));
+        let params = program.func(callee.func).params.iter().map(|p| p.index());
+        return unsafe { interpret(program, regs, params, inner, depth, start) };
+    }
+    let written = at & WRITTEN != 0;
+    let super::TreeInst { segment: seg, inst } = layout.locate((at & !WRITTEN) as usize);
+    let trace = (callee.segments)(seg);
+    let exiting = &trace.insts[inst];
+    let own = trace.snap_of(exiting).expect("an exit has a snapshot");
+    let (base, kinds) = (layout.offsets[seg], &an.kinds[seg]);
+    // SAFETY (for each `rebox`): the code stored each slot from a value of its kind,
+    // borrowed from the arguments, the trees' constants or `inner.owned`.
+    let read = |r: crate::trace::Ref| unsafe {
+        abi::rebox(
+            regs[base + r.index()],
+            kinds[r.index()].expect("a ref has a kind"),
+        )
+    };
+    let mirrored = |slot: usize| {
+        let tag = regs[2 * slot + 1];
+        // SAFETY: as above.
+        (tag != 0)
+            .then(|| unsafe { abi::rebox(regs[2 * slot], super::helpers::kind_from(tag - 1)) })
+    };
+    // The function trace's end: the value the `return` gives, unless the exit has more to
+    // do than write variables.
+    let f = program.func(callee.func);
+    let block = program.block(own.pos.block);
+    let plain = own.frames.is_empty() && own.stores.is_empty() && own.virtuals.is_empty();
+    if let (Terminator::Return(operand), true, true) = (
+        &block.term,
+        own.pos.inst == block.insts.len() && trace.function.is_some(),
+        plain && exiting.kind == crate::trace::Kind::Loop,
+    ) {
+        let v = match operand {
+            Operand::Const(v) => Some(v.clone()),
+            Operand::Var(slot) if written => mirrored(slot.index()),
+            Operand::Var(slot) => match own.get(*slot) {
+                Some(Opnd::Ref(r)) => Some(read(*r)),
+                Some(Opnd::Const(v)) => Some(v.clone()),
+                None if f.params.contains(slot) => mirrored(slot.index()),
+                None => None,
+            },
+        };
+        if let Some(v) = v {
+            return Ok(v);
+        }
+    }
+    let called = inner.called.take();
+    // The frame the exit leaves: the parameters as the call gave them, then the snapshot,
+    // in the mirror (`written`) or from the exit's values.
+    let params = f.params.iter().map(|p| p.index());
+    let wrote = own
+        .entries
+        .iter()
+        .filter(|_| written)
+        .map(|(slot, _)| slot.index());
+    unsafe {
+        interpret(program, regs, params.chain(wrote), inner, depth, |state| {
+            if !written {
+                crate::resume::restore(own, read, state);
+                if let Some(v) = called {
+                    crate::trace::run::give_result(program, exiting, state, v);
+                }
+            }
+            (callee.exited)(state, super::TreeInst::new(seg, inst), own.pos)
+        })
+    }
+}
+
+/// Finishes a call in the interpreter: the callee's frame is the mirror's variables in
+/// `slots` (its parameters, and what a written exit left there), then what `resume`
+/// writes, installed in place of the caller's, the state's calls those `resume` rebuilds;
+/// the interpreter runs from the position `resume` gives until the call returns.
+///
+/// # Safety
+/// The mirror's `slots` hold values of their tags' kinds, borrowed as `finish` says.
+unsafe fn interpret(
+    program: &Program,
+    regs: &[i64],
+    slots: impl Iterator<Item = usize>,
+    inner: &mut Ctx,
+    depth: usize,
+    resume: impl FnOnce(&mut State) -> Result<Position, End>,
+) -> Result<Value, End> {
+    let mut frame: Frame = vec![None; program.frame_size()];
+    for slot in slots {
+        let tag = regs[2 * slot + 1];
+        if tag != 0 {
+            // SAFETY: the caller's guarantee.
+            let v = unsafe { abi::rebox(regs[2 * slot], super::helpers::kind_from(tag - 1)) };
+            frame[slot] = Some(v);
+        }
+    }
+    let state = &mut *inner.state;
+    let caller = std::mem::replace(&mut state.frame, frame);
+    let calls = std::mem::take(&mut state.calls);
+    let (outer, returns_out) = (state.depth, state.returns_out);
+    state.depth = depth + 1;
+    state.returns_out = true;
+    let exit = resume(state)
+        .map(|pos| interp::run(program, state, pos, &mut Steps::new(None), &mut NoMonitor));
+    state.frame = caller;
+    state.calls = calls;
+    state.depth = outer;
+    state.returns_out = returns_out;
+    match exit {
+        Ok(Ok(Exit::Return(v))) => Ok(v),
+        Ok(Ok(Exit::Stop(v))) => Err(Ok(v)),
+        Ok(Err(e)) => Err(Err(e)),
+        Err(end) => Err(end),
+        Ok(Ok(Exit::Hot(_) | Exit::Called(_))) => unreachable!("NoMonitor never takes over"),
+    }
+}
