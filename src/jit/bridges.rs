@@ -364,7 +364,8 @@ impl Jit<'_> {
         self.event(EventKind::BridgeAttached {
             bridge: self.trees[t].bridges.len(),
             from: guard_ref(t, bridge.from),
-            value: bridge.value.as_ref().map(|v| v.to_string()),
+            // Shortened: a promoted array may print as gigabytes.
+            value: bridge.value.as_ref().map(flowjit_runtime::ops::shown),
             to: self.program.label(bridge.trace.anchor).to_string(),
             separate,
         });
