@@ -349,7 +349,7 @@ impl<'p> Jit<'p> {
                     pos = Position::start(anchor);
                     continue;
                 }
-                None => match self.record(state, key)? {
+                None => match self.record(state, key.clone())? {
                     // Recording ran the call to its `return`, where the interpreter goes on.
                     Recording::Tree(index) if self.trees[index].root.function.is_some() => {
                         pos = self.trees[index].root.end();
@@ -363,6 +363,20 @@ impl<'p> Jit<'p> {
                     }
                 },
             };
+            if key.function {
+                let waiting = self.trees[tree].compiling && self.trees[tree].code.is_none();
+                if self.config.native && waiting {
+                    // Its code is on its way from the compiler thread: the interpreter makes
+                    // the next calls without stopping at each.
+                    let calls =
+                        self.config.policy.threshold * self.config.policy.function_threshold_factor;
+                    self.profile.postpone(&key, calls);
+                    pos = Position::start(anchor);
+                    continue;
+                }
+                // Every call enters it again.
+                self.profile.set_trace(&key, tree);
+            }
             match self.run_tree(tree, state, false)? {
                 Next::Resume(at) => pos = at,
                 Next::Stopped(v) => return Ok(v),

@@ -26,6 +26,11 @@ pub struct Policy {
     /// get hot first; an iteration often makes several calls. PyPy likewise waits longer
     /// for a function (1,619 calls) than for a loop (1,039 iterations).
     pub function_threshold_factor: u64,
+    /// Exits of one instruction of a function trace that is not a guard (no bridge takes
+    /// them: a read finding another type, say) after which the function is left to the
+    /// interpreter: each such exit finishes its call there, which costs more than
+    /// interpreting the call.
+    pub max_function_exits: u64,
     /// After this many aborted or rejected recordings at a key, it is never traced again;
     /// each one doubles the count needed before the next attempt (`profile`).
     pub max_aborts: u32,
@@ -149,6 +154,7 @@ impl Policy {
         threshold: 50,
         merge_threshold: 10,
         function_threshold_factor: 20,
+        max_function_exits: 1000,
         max_aborts: 4,
         max_trace_len: 4000,
         bridge_length_factor: 4,

@@ -82,6 +82,7 @@ impl Jit<'_> {
     ) -> Result<Then, RuntimeError> {
         let exits = self.count_exit(t, at);
         let kind = self.trees[t].segment(at.segment).insts[at.inst].kind;
+        self.exits_without_bridge(t, kind, exits);
         if self.stop_assuming_ints(t, kind, exits) || self.hold_wide(t, at, exits) {
             return Ok(leave(pos));
         }
@@ -96,6 +97,26 @@ impl Jit<'_> {
             }
             _ => Ok(leave(pos)),
         }
+    }
+
+    /// An instruction of kind `kind` of tree `t` has exited `exits` times: past
+    /// [`super::Policy::max_function_exits`], a function trace's instruction that no bridge
+    /// takes (not a guard) leaves the function to the interpreter.
+    fn exits_without_bridge(&mut self, t: usize, kind: Kind, exits: u64) {
+        let tree = &mut self.trees[t];
+        let guard = matches!(kind, Kind::GuardTrue | Kind::GuardFalse | Kind::GuardValue);
+        let limit = self.config.policy.max_function_exits;
+        if tree.root.function.is_none() || guard || tree.left || exits <= limit {
+            return;
+        }
+        tree.left = true;
+        let key = tree.key.clone();
+        self.profile.forget(&key);
+        let anchor = describe(self.program, &key);
+        self.event(EventKind::Blacklisted { anchor });
+        self.limit_reached(format!(
+            "a function trace's instruction exited {limit} times where no bridge can go on: its function left to the interpreter"
+        ));
     }
 
     /// Counts an exit of instruction `at` of tree `t`, and a way out of the tree at its
@@ -429,6 +450,7 @@ impl Jit<'_> {
             if !self.stop_assuming_ints(t, kind, exits) {
                 self.hold_wide(t, at, exits);
             }
+            self.exits_without_bridge(t, kind, exits);
         }
         for (t, from, recorded) in bridges {
             match recorded {
@@ -718,7 +740,7 @@ impl backend::nested::Functions for Calls<'_> {
     ) -> Option<i64> {
         let entry = self.program.func(site.func).entry;
         let tree = &self.trees[self.profile.lookup(&super::Key::function(entry))?];
-        let code = tree.code_of(0)?;
+        let code = tree.code_of(0).filter(|_| !tree.left)?;
         // Each exit of its code must be its function's: no bridge on its own has code.
         if (1..=tree.bridges.len()).any(|s| tree.unit_of(s) != 0 && tree.code_of(s).is_some()) {
             return None;

@@ -66,6 +66,9 @@ pub struct Tree {
     pub(super) entry_failures: u64,
     /// Entries its machine code refused (`Jit::refused`).
     pub(super) refusals: u32,
+    /// For a function trace: whether it is left to the interpreter, an exit no bridge can
+    /// take taken too often (`Jit::exits_without_bridge`).
+    pub(super) left: bool,
     /// The variables its code holds as integers of any size (`opt::repr`): those past
     /// 64 bits where it was recorded, and those its code was later entered with past 64
     /// bits (`Jit::widen`), each of which compiled it again.
@@ -99,6 +102,7 @@ impl Tree {
             tuning: Tuning::DEFAULT,
             entry_failures: 0,
             refusals: 0,
+            left: false,
             wide,
             root_wide: Vec::new(),
             ways: 0,
