@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Instruction counts under callgrind, two builds side by side: a fixed set of programs (the
 # register machine's square, mandel.b, the boxed-integer loop, the stack machine, a branchy
-# loop, the cliff programs), each run with --stats (compiles on the driver's thread, so the
+# loop, the cliff programs), each run with --compile-on-driver (Cranelift on the driver's
+# thread, not the compiler thread, whose speed under callgrind would change the run: so the
 # counts are the same from run to run), and a markdown table of before, after and change.
 #
 #   scripts/callgrind.sh OLD_BINARY NEW_BINARY
@@ -39,7 +40,7 @@ toggle=()
 count() {
     # shellcheck disable=SC2086
     valgrind --tool=callgrind --smc-check=all "${toggle[@]}" --callgrind-out-file="$3.out" \
-        "$1" $2 --stats >/dev/null 2>&1 || true
+        "$1" $2 --compile-on-driver >/dev/null 2>&1 || true
     callgrind_annotate "$3.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}' > "$3"
 }
 # 1234567 as 1,234,567.
