@@ -61,7 +61,32 @@ pub struct Ctx<'a> {
 /// array on every iteration, for the cost of one exit and entry per this many.
 pub const MAX_OWNED: u64 = 1 << 14;
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// A context for code entered by the runtime on `state`, under the `--max-steps`
+    /// `limit`, whose `call`s enter the code `functions` finds; nothing made or kept yet.
+    pub fn new(
+        program: &'a Program,
+        state: &'a mut State,
+        limit: Option<u64>,
+        functions: Option<&'a dyn super::nested::Functions>,
+    ) -> Ctx<'a> {
+        Ctx {
+            program,
+            state,
+            limit,
+            made: 0,
+            owned: Vec::new(),
+            allocated: 0,
+            nums: Vec::new(),
+            called: None,
+            ended: None,
+            calls: 0,
+            entered: 0,
+            nested: false,
+            functions,
+        }
+    }
+
     /// Keeps `v` alive until the code returns; its bits, as the code holds them.
     fn keep(&mut self, v: Value, kind: Repr) -> i64 {
         let bits = abi::unbox(&v, kind).expect("a value of the kind the code expects");
@@ -629,21 +654,8 @@ mod tests {
         let source = "start:\n    print_and_stop(0)\n";
         let (_, program) = crate::lang::load(source, crate::lang::Syntax::Fg).expect("parses");
         let mut state = State::with_frame(crate::state::frame_with(&program, &[]));
-        let mut ctx = Ctx {
-            program: &program,
-            state: &mut state,
-            limit: None,
-            made: 0,
-            owned: Vec::new(),
-            allocated: 0,
-            nums: vec![Value::Int(0), Value::Int(7)],
-            called: None,
-            ended: None,
-            calls: 0,
-            entered: 0,
-            nested: false,
-            functions: None,
-        };
+        let mut ctx = Ctx::new(&program, &mut state, None, None);
+        ctx.nums = vec![Value::Int(0), Value::Int(7)];
         let x = big("100000000000000000000000");
         let mut code_box = x.clone();
         let p = &mut code_box as *mut Value as i64;

@@ -1055,21 +1055,7 @@ pub fn run_program(
             regs[slot] = abi::unbox(v, *kind)?;
         }
     }
-    let mut ctx = helpers::Ctx {
-        program,
-        state,
-        limit: None,
-        made: 0,
-        owned: Vec::new(),
-        allocated: 0,
-        nums: Vec::new(),
-        called: None,
-        ended: None,
-        calls: 0,
-        entered: 0,
-        nested: false,
-        functions: None,
-    };
+    let mut ctx = helpers::Ctx::new(program, state, None, None);
     // SAFETY: `regs` has a slot per variable and one for the printed value; every variable
     // written in the frame is of the kind the code was compiled for; `ctx` is the context
     // the helpers expect.
@@ -1328,21 +1314,8 @@ impl Backend {
         regs[layout.counter] = initial;
         // The frame is not written while the code runs: the lists and arrays it holds, which
         // the code borrows, stay alive. Helpers reach the rest of the state.
-        let mut ctx = helpers::Ctx {
-            program,
-            state,
-            limit: steps.limit,
-            made: 0,
-            owned: Vec::new(),
-            allocated: 0,
-            nums: vec![flowjit_runtime::Value::Int(0); layout.mirror],
-            called: None,
-            ended: None,
-            calls: 0,
-            entered: 0,
-            nested: false,
-            functions,
-        };
+        let mut ctx = helpers::Ctx::new(program, state, steps.limit, functions);
+        ctx.nums = vec![flowjit_runtime::Value::Int(0); layout.mirror];
         regs[layout.context] = &mut ctx as *mut helpers::Ctx as i64;
         let enter = self.trampoline.as_ref().expect("made with the backend").0;
         // SAFETY: `regs` has every slot the code of any compiled tree reads and writes (it

@@ -141,21 +141,8 @@ impl Entry {
             regs[2 * p.index() + 1] = exit::mirror_tag(site.args[k]);
         }
         regs[layout.counter] = i64::MAX;
-        let mut inner = Ctx {
-            program,
-            state: &mut *ctx.state,
-            limit: None,
-            made: 0,
-            owned: Vec::new(),
-            allocated: 0,
-            nums: Vec::new(),
-            called: None,
-            ended: None,
-            calls: 0,
-            entered: 0,
-            nested: true,
-            functions: ctx.functions,
-        };
+        let mut inner = Ctx::new(program, &mut *ctx.state, None, ctx.functions);
+        inner.nested = true;
         regs[layout.context] = &mut inner as *mut Ctx as i64;
         inner.state.depth += inlined + 1;
         // SAFETY: `regs` has the slots of every tree's code, its mirror holds the callee's

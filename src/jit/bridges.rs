@@ -58,20 +58,13 @@ impl Jit<'_> {
             .get(&(t, from.segment, from.inst))
             .copied()
             .unwrap_or(0);
-        // A guard inside an inlined call resumes inside the call: a bridge from it would
-        // start in a frame the tree's own code does not hold (bridges start in the tree's
-        // frame), so it gets none.
-        let inside_call = !tree.guard_snapshot(from).frames.is_empty();
         let policy = &self.config.policy;
         let threshold = if self.profile.by_greens() {
             policy.merge_bridge_threshold
         } else {
             policy.bridge_threshold
         };
-        let wanted = exits > threshold
-            && !inside_call
-            && tree.bridges.len() < policy.max_bridges
-            && tree.failures.get(&from).copied().unwrap_or(0) < policy.max_bridge_failures;
+        let wanted = exits > threshold && tree.may_get_bridge(from, policy);
         let from_here = || tree.bridges.iter().filter(|b| b.from == from);
         let generic = from_here().any(|b| b.value.is_none());
         match value {
@@ -103,11 +96,7 @@ impl Jit<'_> {
         let start = Instant::now();
         let fold = self.folds_while_recording();
         let profile = &self.profile;
-        let ends = |target: BlockId, frame: &Frame| {
-            let key = profile.key_at(target, frame)?;
-            profile.lookup(&key)?;
-            Some(profile.greens_at(target).to_vec())
-        };
+        let ends = |target: BlockId, frame: &Frame| profile.bridge_end(target, frame);
         let policy = &self.config.policy;
         let recorded = trace::record_bridge(
             self.program,

@@ -252,6 +252,14 @@ impl Profile {
         })
     }
 
+    /// Where a bridge's recording ends, jumping to `target` with `frame`: at a trace's
+    /// anchor, taking that merge point's greens as constants (`trace::record_bridge`'s
+    /// `ends`).
+    pub fn bridge_end(&self, target: BlockId, frame: &Frame) -> Option<Vec<Slot>> {
+        self.lookup(&self.key_at(target, frame)?)?;
+        Some(self.greens_at(target).to_vec())
+    }
+
     /// The trace anchored at `key`, if there is one (without counting anything).
     pub fn lookup(&self, key: &Key) -> Option<usize> {
         if key.function {

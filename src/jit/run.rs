@@ -103,20 +103,27 @@ impl Jit<'_> {
     /// [`super::Policy::max_function_exits`], a function trace's instruction that no bridge
     /// takes (not a guard) leaves the function to the interpreter.
     fn exits_without_bridge(&mut self, t: usize, kind: Kind, exits: u64) {
-        let tree = &mut self.trees[t];
+        let tree = &self.trees[t];
         let guard = matches!(kind, Kind::GuardTrue | Kind::GuardFalse | Kind::GuardValue);
         let limit = self.config.policy.max_function_exits;
-        if tree.root.function.is_none() || guard || tree.left || exits <= limit {
+        // Once left, its key has no trace.
+        let left = self.profile.lookup(&tree.key) != Some(t);
+        if tree.root.function.is_none() || guard || left || exits <= limit {
             return;
         }
-        tree.left = true;
-        let key = tree.key.clone();
+        self.leave_to_interpreter(
+            t,
+            format!("a function trace's instruction exited {limit} times where no bridge can go on: its function left to the interpreter"),
+        );
+    }
+
+    /// Tree `t`'s key is never entered or traced again, for the reason `why` (`--stats`).
+    fn leave_to_interpreter(&mut self, t: usize, why: String) {
+        let key = self.trees[t].key.clone();
         self.profile.forget(&key);
         let anchor = describe(self.program, &key);
         self.event(EventKind::Blacklisted { anchor });
-        self.limit_reached(format!(
-            "a function trace's instruction exited {limit} times where no bridge can go on: its function left to the interpreter"
-        ));
+        self.limit_reached(why);
     }
 
     /// Counts an exit of instruction `at` of tree `t`, and a way out of the tree at its
@@ -381,16 +388,12 @@ impl Jit<'_> {
         let start = Instant::now();
         let trees = &self.trees;
         let find = |at: (usize, usize)| tree_code(trees, at);
-        let policy = &self.config.policy;
         let calls = Calls {
             program: self.program,
             profile: &self.profile,
             trees,
             entry: backend.entry(),
-            bridge_threshold: policy.bridge_threshold,
-            max_bridges: policy.max_bridges,
-            max_bridge_failures: policy.max_bridge_failures,
-            max_len: policy.max_trace_len * policy.bridge_length_factor,
+            policy: &self.config.policy,
             fold: self.config.passes.contains(&crate::opt::Pass::Fold),
             exits: Default::default(),
             bridges: Default::default(),
@@ -599,13 +602,10 @@ impl Jit<'_> {
         tree.refusals += 1;
         let max_refusals = self.config.policy.max_refusals;
         if tree.refusals == max_refusals {
-            let key = tree.key.clone();
-            self.profile.forget(&key);
-            let anchor = describe(self.program, &key);
-            self.event(EventKind::Blacklisted { anchor });
-            self.limit_reached(format!(
-                "machine code refused {max_refusals} entries (values it was not compiled for, such as big integers): loops left to the interpreter"
-            ));
+            self.leave_to_interpreter(
+                t,
+                format!("machine code refused {max_refusals} entries (values it was not compiled for, such as big integers): loops left to the interpreter"),
+            );
         }
     }
 }
@@ -643,11 +643,9 @@ struct Calls<'j> {
     profile: &'j super::profile::Profile,
     trees: &'j [Tree],
     entry: backend::nested::Entry,
-    /// The policy's, for bridges from the guards of function traces entered so.
-    bridge_threshold: u64,
-    max_bridges: usize,
-    max_bridge_failures: u32,
-    max_len: usize,
+    /// For bridges from the guards of function traces entered so: the policy, and whether
+    /// recording folds (`Jit::folds_while_recording`).
+    policy: &'j super::Policy,
     fold: bool,
     /// The exits taken.
     exits: std::cell::RefCell<CallExits>,
@@ -676,7 +674,8 @@ impl Calls<'_> {
             *n += 1;
             *n
         };
-        if exits == self.bridge_threshold + 1 {
+        let threshold = self.policy.bridge_threshold;
+        if exits == threshold + 1 {
             self.attention.set(true);
         }
         let tree = &self.trees[t];
@@ -684,10 +683,8 @@ impl Calls<'_> {
         let snap = tree.guard_snapshot(at);
         let asked = self.bridges.borrow().iter().any(|b| (b.0, b.1) == (t, at));
         let wanted = matches!(inst.kind, Kind::GuardTrue | Kind::GuardFalse)
-            && exits > self.bridge_threshold
-            && snap.frames.is_empty()
-            && tree.bridges.len() < self.max_bridges
-            && tree.failures.get(&at).copied().unwrap_or(0) < self.max_bridge_failures
+            && exits > threshold
+            && tree.may_get_bridge(at, self.policy)
             && tree.bridge(at, None).is_none()
             && !asked;
         if !wanted {
@@ -700,11 +697,7 @@ impl Calls<'_> {
             .collect();
         let inherited: Vec<Slot> = snap.entries.iter().map(|(slot, _)| *slot).collect();
         let profile = self.profile;
-        let ends = |target: BlockId, frame: &Frame| {
-            let key = profile.key_at(target, frame)?;
-            profile.lookup(&key)?;
-            Some(profile.greens_at(target).to_vec())
-        };
+        let ends = |target: BlockId, frame: &Frame| profile.bridge_end(target, frame);
         let recorded = trace::record_bridge(
             self.program,
             state,
@@ -713,7 +706,7 @@ impl Calls<'_> {
             &inherited,
             &ends,
             &mut crate::state::Steps::new(None),
-            self.max_len,
+            self.policy.max_trace_len * self.policy.bridge_length_factor,
             self.fold,
             tree.root.function,
         );
@@ -739,14 +732,14 @@ impl backend::nested::Functions for Calls<'_> {
         args: *mut i64,
     ) -> Option<i64> {
         let entry = self.program.func(site.func).entry;
-        let tree = &self.trees[self.profile.lookup(&super::Key::function(entry))?];
-        let code = tree.code_of(0).filter(|_| !tree.left)?;
+        let t = self.profile.lookup(&super::Key::function(entry))?;
+        let tree = &self.trees[t];
+        let code = tree.code_of(0)?;
         // Each exit of its code must be its function's: no bridge on its own has code.
         if (1..=tree.bridges.len()).any(|s| tree.unit_of(s) != 0 && tree.code_of(s).is_some()) {
             return None;
         }
         let segments = |seg: usize| tree.segment(seg);
-        let t = self.profile.lookup(&super::Key::function(entry))?;
         let exited =
             |state: &mut State, at: TreeInst, pos: Position| self.exited(t, state, at, pos);
         let callee = backend::nested::Callee {

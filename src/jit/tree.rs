@@ -66,9 +66,6 @@ pub struct Tree {
     pub(super) entry_failures: u64,
     /// Entries its machine code refused (`Jit::refused`).
     pub(super) refusals: u32,
-    /// For a function trace: whether it is left to the interpreter, an exit no bridge can
-    /// take taken too often (`Jit::exits_without_bridge`).
-    pub(super) left: bool,
     /// The variables its code holds as integers of any size (`opt::repr`): those past
     /// 64 bits where it was recorded, and those its code was later entered with past 64
     /// bits (`Jit::widen`), each of which compiled it again.
@@ -102,7 +99,6 @@ impl Tree {
             tuning: Tuning::DEFAULT,
             entry_failures: 0,
             refusals: 0,
-            left: false,
             wide,
             root_wide: Vec::new(),
             ways: 0,
@@ -217,6 +213,16 @@ impl Tree {
         } else {
             0
         }
+    }
+
+    /// Whether guard `from` may get a bridge (once its exits are many): the tree has room
+    /// for one, recordings from it have not failed too often, and it is not inside an
+    /// inlined call, where it resumes in a frame the tree's own code does not hold
+    /// (bridges start in the tree's frame).
+    pub(super) fn may_get_bridge(&self, from: TreeInst, policy: &super::Policy) -> bool {
+        self.guard_snapshot(from).frames.is_empty()
+            && self.bridges.len() < policy.max_bridges
+            && self.failures.get(&from).copied().unwrap_or(0) < policy.max_bridge_failures
     }
 
     /// The snapshot of guard `from`: complete, it gives every variable the path to it
