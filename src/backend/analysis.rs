@@ -43,6 +43,10 @@ pub struct Layout {
     /// The slot after it, the same in every tree: the address of the context the runtime
     /// passes helpers (`helpers::Ctx`), which it writes there before it enters the code.
     pub context: usize,
+    /// The two slots after it, the same in every tree: where a function trace's code that
+    /// reaches its `return` leaves the value returned and its kind's tag
+    /// ([`RETURNED`](super::exit::RETURNED)).
+    pub result: usize,
     /// How many slots in all.
     pub size: usize,
     /// Whether a bridge goes back to `start`: then the tree inputs are the state between
@@ -169,7 +173,7 @@ pub fn analyze(
     let mut offsets = Vec::new();
     // The counter, shared by every tree like the mirror, follows it.
     let counter = 2 * frame_size;
-    let mut next = counter + 2;
+    let mut next = counter + 4;
     for s in segments {
         offsets.push(next);
         next += s.trace.insts.len();
@@ -180,6 +184,7 @@ pub fn analyze(
         inputs: inputs.iter().map(|(s, _)| (*s, 2 * s.index())).collect(),
         counter,
         context: counter + 1,
+        result: counter + 2,
         size: next,
         carry,
     };

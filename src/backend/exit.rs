@@ -49,10 +49,16 @@ pub const HOT: u32 = u32::MAX - 1;
 /// mirror back (a [`linkable`] exit with nothing linked to it).
 pub const WRITTEN: u32 = 1 << 31;
 
+/// In an [`exit_code`], with the instruction of a function trace's end (its `loop`, at a
+/// `return`): the code reached the `return` and left the value it returns in the result
+/// slots (`Layout::result`): its bits, then its kind's [`mirror_tag`]. The rest of the
+/// snapshot is not written: the frame is left, and only the `return`'s operand counts.
+pub const RETURNED: u32 = 1 << 30;
+
 /// The code a function returns: in the high half the tree's number and the unit (0 for the
 /// tree's function, `k` for the bridge unit of segment `k`), in the low half the global
-/// index of the exiting instruction ([`Layout::locate`](super::lower::Layout::locate)), with [`WRITTEN`] or not, or
-/// [`REFUSED`].
+/// index of the exiting instruction ([`Layout::locate`](super::lower::Layout::locate)), with [`WRITTEN`] or
+/// [`RETURNED`] or neither, or [`REFUSED`].
 pub fn exit_code(tree: usize, unit: usize, at: u32) -> i64 {
     ((tree as i64) << 40) | ((unit as i64) << 32) | at as i64
 }

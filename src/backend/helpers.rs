@@ -53,6 +53,20 @@ pub struct Ctx<'a> {
     pub nested: bool,
     /// The function traces' code a `call` enters ([`super::nested`]), if any.
     pub functions: Option<&'a dyn super::nested::Functions>,
+    /// The call depth (`State::depth`) of the code the driver entered: code whose call
+    /// entered a function trace's code directly runs deeper.
+    pub base_depth: usize,
+    /// The depth `State::depth` may not reach in calls made directly from machine code:
+    /// the language's limit less the calls the interpreter holds in `State::calls`.
+    pub max_depth: i64,
+    /// The lowest address of the native stack a direct call's register buffer may have:
+    /// a call that would go lower is made through [`call`], which leaves it to the
+    /// interpreter ([`super::nested::STACK_RESERVE`]).
+    pub stack_floor: u64,
+    /// Non-zero when the driver has something to do for what calls found
+    /// ([`super::nested::Functions::pending`]): a direct call then ends through
+    /// [`call_finish`], and the outermost code exits after it.
+    pub attend: u64,
 }
 
 /// How large (in elements, see [`Ctx::made`]) what the code makes or copies out of arrays
@@ -70,6 +84,8 @@ impl<'a> Ctx<'a> {
         limit: Option<u64>,
         functions: Option<&'a dyn super::nested::Functions>,
     ) -> Ctx<'a> {
+        let base_depth = state.depth;
+        let max_depth = crate::state::MAX_CALL_DEPTH.saturating_sub(state.calls.len()) as i64;
         Ctx {
             program,
             state,
@@ -84,7 +100,31 @@ impl<'a> Ctx<'a> {
             entered: 0,
             nested: false,
             functions,
+            base_depth,
+            max_depth,
+            stack_floor: stack_floor(),
+            attend: 0,
         }
+    }
+
+    /// The byte offset of [`Ctx::state`], for machine code.
+    pub const STATE: i32 = std::mem::offset_of!(Ctx<'static>, state) as i32;
+    /// The byte offset of `State::depth` in the state, for machine code.
+    pub const DEPTH: i32 = std::mem::offset_of!(State, depth) as i32;
+    /// The byte offset of [`Ctx::max_depth`], for machine code.
+    pub const MAX_DEPTH: i32 = std::mem::offset_of!(Ctx<'static>, max_depth) as i32;
+    /// The byte offset of [`Ctx::stack_floor`], for machine code.
+    pub const STACK_FLOOR: i32 = std::mem::offset_of!(Ctx<'static>, stack_floor) as i32;
+    /// The byte offset of [`Ctx::attend`], for machine code.
+    pub const ATTEND: i32 = std::mem::offset_of!(Ctx<'static>, attend) as i32;
+    /// The byte offset of [`Ctx::calls`], for machine code.
+    pub const CALLS: i32 = std::mem::offset_of!(Ctx<'static>, calls) as i32;
+    /// The byte offset of [`Ctx::entered`], for machine code.
+    pub const ENTERED: i32 = std::mem::offset_of!(Ctx<'static>, entered) as i32;
+
+    /// Whether the code running is the one the driver entered, not one a call entered.
+    pub fn outermost(&self) -> bool {
+        !self.nested && self.state.depth == self.base_depth
     }
 
     /// Keeps `v` alive until the code returns; its bits, as the code holds them.
@@ -115,6 +155,18 @@ impl<'a> Ctx<'a> {
         let bits = self.keep(v, kind);
         // SAFETY: the caller's guarantee.
         unsafe { *out = bits };
+    }
+}
+
+/// The lowest address a direct call's register buffer may have on this thread's native
+/// stack ([`Ctx::stack_floor`]): [`STACK_RESERVE`](super::nested::STACK_RESERVE) above its
+/// end; with no end known, none (every call goes through [`call`]).
+fn stack_floor() -> u64 {
+    let here = 0u8;
+    let at = std::ptr::addr_of!(here) as u64;
+    match stacker::remaining_stack() {
+        Some(left) => at.saturating_sub(left as u64) + super::nested::STACK_RESERVE as u64,
+        None => u64::MAX,
     }
 }
 
@@ -393,6 +445,30 @@ pub unsafe extern "C" fn call(ctx: *mut Ctx, site: *const CallSite, args: *mut i
             1
         }
     }
+}
+
+/// The end of a `call` machine code made directly into its function trace's code
+/// ([`super::nested::FnCell`]) that did not return a value of the kind the site holds: the
+/// callee's code returned `returned`, its register buffer at `regs`, and the interpreter
+/// finishes the call from there ([`super::nested::Entry::finish_direct`]). Returns as
+/// [`call`] does.
+///
+/// # Safety
+/// As [`call`]'s; `regs` is the callee's register buffer as its code left it.
+pub unsafe extern "C" fn call_finish(
+    ctx: *mut Ctx,
+    site: *const CallSite,
+    args: *mut i64,
+    regs: *const i64,
+    returned: i64,
+) -> i64 {
+    // SAFETY: the caller's guarantee.
+    let (ctx, site) = unsafe { (&mut *ctx, &*site) };
+    let functions = ctx
+        .functions
+        .expect("code that calls function traces directly runs with the driver's");
+    // SAFETY: the caller's guarantee.
+    unsafe { functions.finish(ctx, site, args, regs, returned) }
 }
 
 /// The signature of a helper taking `params` words and returning `ret` words (0 or 1).

@@ -54,7 +54,9 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Switch, Variab
 use flowjit_runtime::abi::{self, Repr};
 use flowjit_runtime::{Op, Value};
 
-pub use super::exit::{decode_exit, exit_code, linkable, mirror_tag, HOT, REFUSED, WRITTEN};
+pub use super::exit::{
+    decode_exit, exit_code, linkable, mirror_tag, HOT, REFUSED, RETURNED, WRITTEN,
+};
 use super::exit::{Carried, ExitPlan, LinkPlan};
 use super::helpers::{self, CallSite};
 use super::ops;
@@ -262,6 +264,23 @@ struct Lower<'a> {
     /// segment reads the input rather than on entry (an exit before that, the way most
     /// iterations of a loop of many ways leave the root, does not pay for it).
     deferred: Vec<Option<NumMove>>,
+    /// The tree's number in the run (in its exits' codes).
+    tree: usize,
+    /// What the code's direct calls and `return`s need, when it makes them.
+    direct: Option<Direct<'a>>,
+    /// The register buffer of the function traces the code calls directly, in its own
+    /// frame (made with the first such call), and its size in slots.
+    reserve: Option<(StackSlot, usize)>,
+}
+
+/// What code needs to call function traces' code directly ([`super::nested::FnCell`])
+/// and, in a function trace, to return the value of its `return` ([`RETURNED`]).
+#[derive(Clone, Copy)]
+pub struct Direct<'a> {
+    /// The program: each function's parameters, each `return`'s operand.
+    pub program: &'a crate::lang::Program,
+    /// The address of the first function's cell (`nested::FnCell`), one per function.
+    pub cells: u64,
 }
 
 /// A move of an integer of any size into a box of the code: (the box, the value's bits,
@@ -1234,11 +1253,8 @@ impl Lower<'_> {
             // Never allocated: an exit whose snapshot holds it builds it.
             Kind::Param(_) | Kind::ParamItem | Kind::Virtual => {}
             Kind::LoopStart => return self.loop_start(b, i, header),
-            // A function trace's end, at its `return`: the interpreter makes the `return`.
             Kind::Loop if self.segments[seg].trace.function.is_some() => {
-                let exit = self.exit_block(b, i);
-                b.ins().jump(exit, &[]);
-                return true;
+                return self.function_end(b, i);
             }
             Kind::Loop if seg == 0 && self.an.unit == 0 => return self.root_loop(b, i, header),
             Kind::Loop => return self.bridge_end(b, i),
@@ -1998,18 +2014,225 @@ impl Lower<'_> {
         (slot, n, site, args)
     }
 
-    /// Lowers `call` `i`: the arguments go to a stack slot, the helper makes the call
-    /// ([`helpers::call`]), and the code exits after it when it cannot go on with its
-    /// result.
+    /// Lowers `call` `i`: the arguments go to a stack slot, and the code calls its
+    /// function's trace directly when it may ([`Lower::direct_call`]), else the helper
+    /// makes the call ([`helpers::call`]); the code exits after it when it cannot go on
+    /// with its result.
     fn call_not_inlined(&mut self, b: &mut FunctionBuilder, i: usize) {
         let (slot, n, site, args) = self.call_site_args(b, i);
-        let f = helpers::call as *const u8;
         let ctx = self.ctx(b);
+        let done = self.direct_call(b, i, ctx, [site, args]);
+        let f = helpers::call as *const u8;
         let failed = self
             .call(b, f, &[ctx, site, args], true)
             .expect("a helper with a result");
         self.exit_if(b, failed, i);
-        self.vals[self.seg][i] = Some(b.ins().stack_load(I64, I64, slot, (8 * n) as i32));
+        let result = b.ins().stack_load(I64, I64, slot, (8 * n) as i32);
+        self.vals[self.seg][i] = Some(result);
+        if let Some(done) = done {
+            b.ins().jump(done, &[BlockArg::Value(result)]);
+            b.seal_block(done);
+            b.switch_to_block(done);
+            self.vals[self.seg][i] = Some(b.block_params(done)[0]);
+        }
+    }
+
+    /// The direct call of `call` `i`'s function trace (PyPy's `call_assembler`), if the
+    /// code may make one: its arguments and result of kinds held in registers, the
+    /// program known. Lowers the checks of the function's cell ([`FnCell`]), the call on a
+    /// register buffer in this code's frame, and the value its code returns, or the end
+    /// of the call by the interpreter from its exit ([`helpers::call_finish`]). Returns
+    /// the block the call's result goes to (its one parameter), having switched to a cold
+    /// block where the checks failed: the caller lowers the call through the helper there.
+    ///
+    /// [`FnCell`]: super::nested::FnCell
+    fn direct_call(
+        &mut self,
+        b: &mut FunctionBuilder,
+        i: usize,
+        ctx: ClifValue,
+        [site_at, args]: [ClifValue; 2],
+    ) -> Option<Block> {
+        use super::nested::FnCell;
+        let (direct, an) = (self.direct?, self.an);
+        let seg = self.seg;
+        let site: &CallSite = &an.sites[&TreeInst::new(seg, i)];
+        let (_, inlined) = site.call?;
+        let func = direct.program.func(site.func);
+        let tags = FnCell::tags(&site.args)?;
+        if site.args.contains(&Repr::Num) || site.result == Repr::Num {
+            return None;
+        }
+        let layout = &an.layout;
+        let (reserve, size) = *self.reserve.get_or_insert_with(|| {
+            // Room for the code's own buffer (a function trace calls itself), or for a
+            // trace of some instructions, and for some more: a function trace compiled
+            // again with a bridge has more.
+            let function = self.segments[0].trace.function.is_some();
+            let least = if function {
+                0
+            } else {
+                2 * layout.mirror + 4 + 64
+            };
+            let size = layout.size.max(least) + 16;
+            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, (8 * size) as u32, 3);
+            (b.create_sized_stack_slot(data), size)
+        });
+        let mf = MemFlagsData::trusted();
+        let slow = b.create_block();
+        b.set_cold_block(slow);
+        let done = b.create_block();
+        b.append_block_param(done, I64);
+        // The cell: code, of the arguments' kinds, whose buffer fits.
+        let cell =
+            (direct.cells + (site.func.index() * std::mem::size_of::<FnCell>()) as u64) as i64;
+        let cell = b.ins().iconst(I64, cell);
+        let code = b.ins().load(I64, mf, cell, FnCell::CODE);
+        let none = b.ins().icmp_imm_s(IntCC::Equal, code, 0);
+        self.branch_if(b, none, slow);
+        let mask = b.ins().load(I64, mf, cell, FnCell::MASK);
+        let kinds = b.ins().load(I64, mf, cell, FnCell::KINDS);
+        let taken = b.ins().band_imm_u(mask, tags as i64);
+        let other = b.ins().icmp(IntCC::NotEqual, taken, kinds);
+        self.branch_if(b, other, slow);
+        let needs = b.ins().load(I64, mf, cell, FnCell::SIZE);
+        let large = b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThan, needs, size as i64);
+        self.branch_if(b, large, slow);
+        // The depth the call reaches, and the native stack it needs.
+        let calls = b.ins().load(I64, mf, cell, FnCell::CALLS);
+        let state = b.ins().load(I64, mf, ctx, helpers::Ctx::STATE);
+        let depth = b.ins().load(I64, mf, state, helpers::Ctx::DEPTH);
+        let reached = b.ins().iadd(depth, calls);
+        let reached = b.ins().iadd_imm_s(reached, inlined as i64);
+        let max = b.ins().load(I64, mf, ctx, helpers::Ctx::MAX_DEPTH);
+        let deep = b.ins().icmp(IntCC::SignedGreaterThanOrEqual, reached, max);
+        self.branch_if(b, deep, slow);
+        let regs = b.ins().stack_addr(I64, reserve, 0);
+        let floor = b.ins().load(I64, mf, ctx, helpers::Ctx::STACK_FLOOR);
+        let low = b.ins().icmp(IntCC::UnsignedLessThan, regs, floor);
+        self.branch_if(b, low, slow);
+        // The callee's frame in its mirror: the parameters, with their kinds' tags.
+        let inner = b.ins().iadd_imm_s(depth, inlined as i64 + 1);
+        b.ins().store(mf, inner, state, helpers::Ctx::DEPTH);
+        let inst = &self.segments[seg].trace.insts[i];
+        for ((p, a), kind) in func.params.iter().zip(&inst.args).zip(&site.args) {
+            let (v, _) = self.opnd(b, seg, a);
+            b.ins().store(mf, v, regs, (16 * p.index()) as i32);
+            let tag = b.ins().iconst(I64, mirror_tag(*kind));
+            b.ins().store(mf, tag, regs, (16 * p.index() + 8) as i32);
+        }
+        b.ins().store(mf, ctx, regs, (8 * layout.context) as i32);
+        let zero = b.ins().iconst(I64, 0);
+        b.ins()
+            .store(mf, zero, regs, (8 * (layout.result + 1)) as i32);
+        for field in [helpers::Ctx::CALLS, helpers::Ctx::ENTERED] {
+            let n = b.ins().load(I64, mf, ctx, field);
+            let n = b.ins().iadd_imm_s(n, 1);
+            b.ins().store(mf, n, ctx, field);
+        }
+        let sig = b.import_signature(tree_signature(self.isa));
+        let call = b.ins().call_indirect(sig, code, &[regs, ctx, zero]);
+        let returned = b.inst_results(call)[0];
+        b.ins().store(mf, depth, state, helpers::Ctx::DEPTH);
+        // A value of the kind the code holds: the call's result.
+        let tag = b
+            .ins()
+            .load(I64, mf, regs, (8 * (layout.result + 1)) as i32);
+        let given = b
+            .ins()
+            .icmp_imm_s(IntCC::Equal, tag, mirror_tag(site.result));
+        // Unless the driver has something to do (`Ctx::attend`).
+        let attend = b.ins().load(I64, mf, ctx, helpers::Ctx::ATTEND);
+        let calm = b.ins().icmp_imm_s(IntCC::Equal, attend, 0);
+        let given = b.ins().band(given, calm);
+        let (got, exited) = (b.create_block(), b.create_block());
+        b.set_cold_block(exited);
+        b.ins().brif(given, got, &[], exited, &[]);
+        b.seal_block(got);
+        b.switch_to_block(got);
+        let v = b.ins().load(I64, mf, regs, (8 * layout.result) as i32);
+        b.ins().jump(done, &[BlockArg::Value(v)]);
+        // Otherwise the interpreter finishes the call from the callee's exit, or the
+        // value returned is given as the helper gives it.
+        b.seal_block(exited);
+        b.switch_to_block(exited);
+        let f = helpers::call_finish as *const u8;
+        let failed = self
+            .call(b, f, &[ctx, site_at, args, regs, returned], true)
+            .expect("a helper with a result");
+        self.exit_if(b, failed, i);
+        let n = site.args.len();
+        let reserve_args = b.ins().load(I64, mf, args, (8 * n) as i32);
+        b.ins().jump(done, &[BlockArg::Value(reserve_args)]);
+        b.seal_block(slow);
+        b.switch_to_block(slow);
+        Some(done)
+    }
+
+    /// Lowers a function trace's end `i`, its `loop` at a `return`: with the program
+    /// known and no budget to keep, the value returned goes to the result slots
+    /// (`Layout::result`) and the code returns [`RETURNED`]; otherwise, or where the value
+    /// is not one the code holds in a register, or the snapshot has more to do than leave
+    /// the frame (an inlined call's frame, a store, an array to build), an exit, and the
+    /// interpreter makes the `return`.
+    fn function_end(&mut self, b: &mut FunctionBuilder, i: usize) -> bool {
+        let Some((v, kind)) = self.returned(b, i) else {
+            let exit = self.exit_block(b, i);
+            b.ins().jump(exit, &[]);
+            return true;
+        };
+        let mf = MemFlagsData::trusted();
+        let at = self.an.layout.result;
+        b.ins().store(mf, v, self.regs, (8 * at) as i32);
+        let tag = b.ins().iconst(I64, mirror_tag(kind));
+        b.ins().store(mf, tag, self.regs, (8 * (at + 1)) as i32);
+        let g = (self.an.layout.offsets[self.seg] + i) as u32;
+        let code = exit_code(self.tree, self.an.unit, g | RETURNED);
+        let code = b.ins().iconst(I64, code);
+        b.ins().return_(&[code]);
+        true
+    }
+
+    /// The value the `return` at function trace end `i` gives, and its kind, when
+    /// [`Lower::function_end`] can return it.
+    fn returned(&mut self, b: &mut FunctionBuilder, i: usize) -> Option<(ClifValue, Repr)> {
+        use crate::lang::{Operand, Terminator};
+        let direct = self.direct?;
+        let seg = self.seg;
+        let trace = self.segments[seg].trace;
+        let own = trace.snap_of(&trace.insts[i])?;
+        let block = direct.program.block(own.pos.block);
+        let plain = own.frames.is_empty() && own.stores.is_empty() && own.virtuals.is_empty();
+        let Terminator::Return(operand) = &block.term else {
+            return None;
+        };
+        if self.counter.is_some() || !plain || own.pos.inst != block.insts.len() {
+            return None;
+        }
+        let (v, kind) = match operand {
+            Operand::Const(v) => match Repr::of(v) {
+                Some(Repr::Num) | None => return None,
+                Some(_) => self.opnd(b, seg, &Opnd::Const(v.clone())),
+            },
+            Operand::Var(slot) => match own.get(*slot) {
+                Some(Opnd::Ref(r)) => {
+                    let v = self.vals[seg][r.index()]?;
+                    (v, self.kind(seg, r.index()))
+                }
+                Some(o @ Opnd::Const(_)) => match o.as_const().and_then(Repr::of) {
+                    Some(Repr::Num) | None => return None,
+                    Some(_) => self.opnd(b, seg, o),
+                },
+                // As the function was entered: a tree input.
+                None => {
+                    let k = (self.an.layout.inputs.iter()).position(|(s, _)| s == slot)?;
+                    (self.inputs[k], self.an.input_kinds[k])
+                }
+            },
+        };
+        (kind != Repr::Num).then_some((v, kind))
     }
 
     /// Lowers operation `i`; false when it always exits (the rest of the segment is dead).
@@ -2175,8 +2398,8 @@ pub fn lower(
     isa: &dyn TargetIsa,
     fctx: &mut FunctionBuilderContext,
     counting: bool,
-    tree: usize,
-    links: Option<Links>,
+    (tree, links): (usize, Option<Links>),
+    direct: Option<Direct>,
 ) -> (Function, helpers::Boxes) {
     let mut func = Function::with_name_signature(UserFuncName::user(0, 0), tree_signature(isa));
     let mf = MemFlagsData::trusted();
@@ -2234,6 +2457,9 @@ pub fn lower(
         param_boxes: HashMap::default(),
         input_boxes: Vec::new(),
         deferred: Vec::new(),
+        tree,
+        direct,
+        reserve: None,
     };
     let loaded = l.box_num_inputs(&mut b, loaded);
     b.ins().jump(start, &loaded);

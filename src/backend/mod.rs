@@ -362,6 +362,11 @@ pub struct Unit<'a> {
     pub assumed: &'a [(Slot, abi::Repr)],
     /// The driver's choices for the code.
     pub tuning: Tuning,
+    /// The program, for the calls the code makes directly into function traces' code
+    /// ([`nested::FnCell`]) and the values a function trace's code returns
+    /// ([`lower::RETURNED`]); without it, every call goes through a helper and a function
+    /// trace's end is an exit.
+    pub program: Option<&'a crate::lang::Program>,
 }
 
 impl<'a> Unit<'a> {
@@ -380,6 +385,7 @@ impl<'a> Unit<'a> {
             counting: false,
             assumed: &[],
             tuning,
+            program: None,
         }
     }
 }
@@ -464,6 +470,10 @@ pub struct Backend {
     /// `/tmp/perf-PID.map`, when `FLOWJIT_PERF_MAP` is set: where each function's code
     /// is, for `perf report`.
     perf_map: Option<std::io::BufWriter<std::fs::File>>,
+    /// One cell per function of the program, made with the first code that calls
+    /// directly: what direct calls enter ([`nested::FnCell`]). Its address is in code and
+    /// never changes.
+    cells: Option<Box<[nested::FnCell]>>,
 }
 
 impl Backend {
@@ -498,6 +508,7 @@ impl Backend {
             worker: None,
             worker_gone: false,
             limits,
+            cells: None,
             perf_map: perf_map(),
         };
         let func = lower::trampoline(&*backend.isa, &mut backend.fctx);
@@ -513,6 +524,30 @@ impl Backend {
             .map_err(|e| e.to_string())?;
         backend.unlinked = Some((unlinked.ptr as u64, unlinked.memory));
         Ok(backend)
+    }
+
+    /// The cells of `program`'s functions ([`nested::FnCell`]), made on first use; `None`
+    /// if they were made for a program with another number of functions.
+    fn cells(&mut self, program: &crate::lang::Program) -> Option<&[nested::FnCell]> {
+        let n = program.funcs.len();
+        let cells =
+            (self.cells).get_or_insert_with(|| (0..n).map(|_| Default::default()).collect());
+        (cells.len() == n).then_some(&cells[..])
+    }
+
+    /// Makes `code`, the function of function `func`'s trace, whose inlined calls nest
+    /// `calls` deep, what machine code's calls of `func` enter directly
+    /// ([`nested::FnCell::publish`]); `None`: nothing, they go through a helper.
+    pub fn publish(
+        &mut self,
+        program: &crate::lang::Program,
+        func: crate::lang::FuncId,
+        code: Option<&Compiled>,
+        calls: usize,
+    ) {
+        if let Some(cells) = self.cells(program) {
+            cells[func.index()].publish(&program.func(func).params, code, calls);
+        }
     }
 
     /// How many entries a bridge compiled on its own counts ([`Limits::bridge_entries`]).
@@ -553,8 +588,13 @@ impl Backend {
             counting,
             assumed,
             tuning,
+            program,
         } = unit;
         let an = lower::analyze(segments, reprs, checks, frame_size, unit, tuning)?;
+        let direct = program.filter(|_| !counting).and_then(|p| {
+            let cells = self.cells(p)?.as_ptr() as u64;
+            Some(lower::Direct { program: p, cells })
+        });
         if counting && an.sites.values().any(|s| s.call.is_some()) {
             return Err(Unsupported::CountedCall);
         }
@@ -646,12 +686,12 @@ impl Backend {
             &*self.isa,
             &mut self.fctx,
             counting,
-            tree,
-            table,
+            (tree, table),
+            direct,
         );
         let (mut ir, mut asm, mut origins) = (None, None, Vec::new());
         if self.display.is_some() {
-            let lowering = (segments, &an, counting, tree, table);
+            let lowering = (segments, &an, counting, (tree, table), direct);
             (ir, asm, origins) = self.display_listings(lowering, listings)?;
         } else if listings.ir {
             ir = Some(func.display().to_string());
@@ -685,12 +725,12 @@ impl Backend {
     #[allow(clippy::type_complexity)]
     fn display_listings(
         &mut self,
-        (segments, an, counting, tree, table): (
+        (segments, an, counting, links, direct): (
             &[Segment],
             &lower::TreeAnalysis,
             bool,
-            usize,
-            Option<lower::Links>,
+            (usize, Option<lower::Links>),
+            Option<lower::Direct>,
         ),
         listings: Listings,
     ) -> Result<
@@ -702,7 +742,15 @@ impl Backend {
         Unsupported,
     > {
         let (target, disp) = self.display.as_ref().expect("an ISA to display");
-        let (dfunc, _) = lower::lower(segments, an, &**disp, &mut self.fctx, counting, tree, table);
+        let (dfunc, _) = lower::lower(
+            segments,
+            an,
+            &**disp,
+            &mut self.fctx,
+            counting,
+            links,
+            direct,
+        );
         let (mut ir, mut asm, mut origins) = (None, None, Vec::new());
         if listings.ir {
             ir = Some(dfunc.display().to_string());
@@ -1369,8 +1417,38 @@ impl Backend {
                 entered: nested,
             });
         }
-        let written = at & lower::WRITTEN != 0;
         let an = &exited.code.analysis;
+        if at & lower::RETURNED != 0 {
+            // A function trace's code reached a `return` and left its value in the result
+            // slots: into the `return`'s variable, and the interpreter makes the `return`.
+            let lower::TreeInst { segment: seg, inst } =
+                an.layout.locate((at & !lower::RETURNED) as usize);
+            let trace = exited.segments[seg].trace;
+            let own = trace
+                .snap_of(&trace.insts[inst])
+                .expect("a function trace's end has a snapshot");
+            let (bits, tag) = (regs[an.layout.result], regs[an.layout.result + 1]);
+            // SAFETY: the code stored a value of the tag's kind, borrowed as above.
+            let v = unsafe { abi::rebox(bits, helpers::kind_from(tag - 1)) };
+            if let crate::lang::Terminator::Return(crate::lang::Operand::Var(slot)) =
+                &program.block(own.pos.block).term
+            {
+                state.frame[slot.index()] = Some(v);
+            }
+            steps.left = (steps.left).saturating_sub(exited.segments[seg].cost + own.cost);
+            let unit_seg = if unit == 0 { seg } else { unit };
+            return Some(TreeExit {
+                tree,
+                pos: own.pos,
+                at: Some(lower::TreeInst::new(unit_seg, inst)),
+                hot: None,
+                allocated,
+                ended,
+                calls,
+                entered: nested,
+            });
+        }
+        let written = at & lower::WRITTEN != 0;
         let lower::TreeInst { segment: seg, inst } =
             an.layout.locate((at & !lower::WRITTEN) as usize);
         let segments = &exited.segments;

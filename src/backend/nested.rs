@@ -28,7 +28,7 @@ use std::cell::RefCell;
 use flowjit_runtime::abi::{self, Repr};
 use flowjit_runtime::Value;
 
-use super::exit::{self, decode_exit, HOT, REFUSED, WRITTEN};
+use super::exit::{self, decode_exit, HOT, REFUSED, RETURNED, WRITTEN};
 use super::helpers::{CallSite, Ctx};
 use super::{Compiled, Trampoline};
 use crate::interp::{self, Exit, NoMonitor};
@@ -48,9 +48,111 @@ pub trait Functions {
     /// `helpers::call` returns. `None` when it has none (the interpreter makes the call).
     fn call(&self, ctx: &mut Ctx, site: &CallSite, args: *mut i64) -> Option<i64>;
 
+    /// Ends the `call` of `site` that machine code made directly into its function's
+    /// code (through its [`FnCell`]), which returned `returned` with its register buffer
+    /// at `regs` and did not give a value of the kind the site holds: as
+    /// [`Entry::finish_direct`], what `helpers::call` returns.
+    ///
+    /// # Safety
+    /// As [`helpers::call`](super::helpers::call)'s; `regs` is the buffer as the code left
+    /// it, which was the code of a tree's function whose cell the driver published.
+    unsafe fn finish(
+        &self,
+        ctx: &mut Ctx,
+        site: &CallSite,
+        args: *mut i64,
+        regs: *const i64,
+        returned: i64,
+    ) -> i64;
+
     /// Whether the driver has something to do for what calls found (a bridge recorded, an
     /// exit taken often): the outermost code then exits after the call that finds it.
     fn pending(&self) -> bool;
+}
+
+/// What machine code needs to call a function's trace directly, one per function of the
+/// program, at an address fixed for the run (code holds it): the code to call, and what
+/// the call must check first. The driver publishes a function's trace here when its code
+/// may be entered so ([`FnCell::publish`]), and clears it when not.
+///
+/// A direct call (`Lower::direct_call`) checks that the cell holds code, that the
+/// arguments are of the kinds it takes, that its register buffer fits in the caller's
+/// reserve, that the call depth and the native stack leave room; then it writes the
+/// parameters into a buffer of its own frame's, calls the code, and takes the value from
+/// the result slots (`Layout::result`) if the code returned one ([`super::exit::RETURNED`]) of
+/// the kind the caller holds. Otherwise [`helpers::call_finish`](super::helpers::call_finish)
+/// lets the interpreter finish the call from the exit. Failing a check, the call goes
+/// through [`helpers::call`](super::helpers::call).
+#[repr(C)]
+#[derive(Default)]
+pub struct FnCell {
+    /// The tree's function (`lower::tree_signature`), or 0.
+    pub code: std::cell::Cell<u64>,
+    /// Per parameter `k` (at most [`FnCell::MAX_PARAMS`]), in byte `k`: 0xff if the code
+    /// reads the parameter (a tree input), else 0.
+    pub mask: std::cell::Cell<u64>,
+    /// Per parameter `k` the code reads, in byte `k`: the mirror tag of the kind it takes
+    /// (`exit::mirror_tag`).
+    pub kinds: std::cell::Cell<u64>,
+    /// How many slots its register buffer has (`Layout::size`).
+    pub size: std::cell::Cell<u64>,
+    /// One more than how deep the calls its trace inlined nest.
+    pub calls: std::cell::Cell<u64>,
+}
+
+/// The byte offsets of [`FnCell`]'s fields, as machine code reads them.
+impl FnCell {
+    /// The most parameters a function called directly may have.
+    pub const MAX_PARAMS: usize = 8;
+    /// Offset of [`FnCell::code`].
+    pub const CODE: i32 = std::mem::offset_of!(FnCell, code) as i32;
+    /// Offset of [`FnCell::mask`].
+    pub const MASK: i32 = std::mem::offset_of!(FnCell, mask) as i32;
+    /// Offset of [`FnCell::kinds`].
+    pub const KINDS: i32 = std::mem::offset_of!(FnCell, kinds) as i32;
+    /// Offset of [`FnCell::size`].
+    pub const SIZE: i32 = std::mem::offset_of!(FnCell, size) as i32;
+    /// Offset of [`FnCell::calls`].
+    pub const CALLS: i32 = std::mem::offset_of!(FnCell, calls) as i32;
+
+    /// The word of mirror tags a call passing arguments of `kinds` compares with
+    /// [`FnCell::kinds`] under [`FnCell::mask`]; `None` past [`FnCell::MAX_PARAMS`].
+    pub fn tags(kinds: &[Repr]) -> Option<u64> {
+        (kinds.len() <= Self::MAX_PARAMS).then(|| {
+            (kinds.iter().enumerate())
+                .map(|(k, kind)| (exit::mirror_tag(*kind) as u64) << (8 * k))
+                .sum()
+        })
+    }
+
+    /// Makes `code`, the function of the tree of function `func`'s trace whose inlined
+    /// calls nest `calls` deep, what direct calls of `func` enter; with `None`, or code
+    /// that cannot be entered so (it counts steps, holds an integer of any size, or takes
+    /// too many parameters), none.
+    pub fn publish(&self, params: &[crate::lang::Slot], code: Option<&Compiled>, calls: usize) {
+        let code = code
+            .filter(|c| !c.counting && c.reentrant && !c.quick && params.len() <= Self::MAX_PARAMS);
+        let Some(code) = code else {
+            self.code.set(0);
+            return;
+        };
+        let an = &code.analysis;
+        let (mut mask, mut kinds) = (0, 0);
+        for ((slot, _), kind) in an.layout.inputs.iter().zip(&an.input_kinds) {
+            let Some(k) = params.iter().position(|p| p == slot) else {
+                // An input that is not a parameter: never entered so.
+                self.code.set(0);
+                return;
+            };
+            mask |= 0xff << (8 * k);
+            kinds |= (exit::mirror_tag(*kind) as u64) << (8 * k);
+        }
+        self.mask.set(mask);
+        self.kinds.set(kinds);
+        self.size.set(an.layout.size as u64);
+        self.calls.set(calls as u64 + 1);
+        self.code.set(code.f as u64);
+    }
 }
 
 /// A function trace's machine code, as a call enters it: the function of its tree, with
@@ -160,24 +262,68 @@ impl Entry {
         // What the code made lives until the result is taken out of it.
         drop(inner);
         self.pool.borrow_mut().push(regs);
-        // The driver has bridges to attach or code to compile again for what the call's
-        // exits found: the outermost code exits after the call, its result in hand.
-        let attend = !ctx.nested && ctx.functions.is_some_and(|f| f.pending());
-        Some(match result {
-            Ok(v) if site.accepts(&v) && !attend => {
-                // SAFETY: the caller's guarantee of room after the arguments.
-                unsafe { ctx.give(v, site.result, args.add(site.args.len())) };
-                0
-            }
-            Ok(v) => {
-                ctx.called = Some(v);
-                1
-            }
-            Err(end) => {
-                ctx.ended = Some(end);
-                1
-            }
-        })
+        // SAFETY: the caller's guarantee.
+        Some(unsafe { give(ctx, site, args, result) })
+    }
+
+    /// Ends the call of `site` on `args` that machine code made directly into `callee`'s
+    /// code ([`FnCell`]), which returned `returned` with its buffer at `regs`, on the
+    /// caller's context: a program ended inside ends the run; otherwise the value the code
+    /// returned, or the interpreter finishing the call from its exit, gives the result, as
+    /// [`Entry::call`] gives it.
+    ///
+    /// # Safety
+    /// As [`helpers::call`](super::helpers::call)'s; `regs` holds `callee`'s register
+    /// buffer as its code left it.
+    pub unsafe fn finish_direct(
+        ctx: &mut Ctx,
+        site: &CallSite,
+        args: *mut i64,
+        regs: *const i64,
+        returned: i64,
+        callee: &Callee,
+    ) -> i64 {
+        if ctx.ended.is_some() {
+            return 1;
+        }
+        let (_, inlined) = site.call.expect("a call's site");
+        let depth = ctx.state.depth + ctx.state.calls.len() + inlined;
+        let size = callee.code.analysis.layout.size;
+        // SAFETY: the caller's guarantee: the callee's buffer, of its code's size.
+        let regs = unsafe { std::slice::from_raw_parts(regs, size) };
+        // SAFETY: as the caller guarantees; what the code borrows lives in `ctx`.
+        let result = unsafe { finish(ctx.program, regs, ctx, returned, callee, depth) };
+        // SAFETY: the caller's guarantee.
+        unsafe { give(ctx, site, args, result) }
+    }
+}
+
+/// Gives the code that made the call of `site` on `args` its `result`: 0 with the result
+/// after the arguments, or 1 when the code exits after the call (a result of another type
+/// or kind, a program ended inside, or the driver having something to do).
+///
+/// # Safety
+/// As [`helpers::call`](super::helpers::call)'s.
+unsafe fn give(ctx: &mut Ctx, site: &CallSite, args: *mut i64, result: Result<Value, End>) -> i64 {
+    // The driver has bridges to attach or code to compile again for what the call's
+    // exits found: the outermost code exits after the call, its result in hand.
+    let pending = ctx.functions.is_some_and(|f| f.pending());
+    ctx.attend = pending as u64;
+    let attend = ctx.outermost() && pending;
+    match result {
+        Ok(v) if site.accepts(&v) && !attend => {
+            // SAFETY: the caller's guarantee of room after the arguments.
+            unsafe { ctx.give(v, site.result, args.add(site.args.len())) };
+            0
+        }
+        Ok(v) => {
+            ctx.called = Some(v);
+            1
+        }
+        Err(end) => {
+            ctx.ended = Some(end);
+            1
+        }
     }
 }
 
@@ -205,6 +351,12 @@ unsafe fn finish(
         let start = |_: &mut State| Ok(Position::start(entry));
         let params = program.func(callee.func).params.iter().map(|p| p.index());
         return unsafe { interpret(program, regs, params, inner, depth, start) };
+    }
+    if at & RETURNED != 0 {
+        // The code reached a `return` and left its value in the result slots.
+        let (bits, tag) = (regs[layout.result], regs[layout.result + 1]);
+        // SAFETY: the code stored a value of the tag's kind there, borrowed as below.
+        return Ok(unsafe { abi::rebox(bits, super::helpers::kind_from(tag - 1)) });
     }
     let written = at & WRITTEN != 0;
     let super::TreeInst { segment: seg, inst } = layout.locate((at & !WRITTEN) as usize);

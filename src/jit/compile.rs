@@ -108,6 +108,7 @@ impl Jit<'_> {
             counting,
             assumed: &[],
             tuning: tree.tuning,
+            program: Some(self.program),
         };
         let prepared = backend.prepare(unit, listings);
         let compiled = match prepared {
@@ -206,6 +207,7 @@ impl Jit<'_> {
         self.relink_incoming(t, &code);
         let again = self.link_bridges_alone(t, 0, &code);
         self.trees[t].code = Some(code);
+        self.publish(t);
         drop(retired);
         for seg in again {
             self.compile_bridge(t, seg);
@@ -504,6 +506,7 @@ impl Jit<'_> {
             counting,
             assumed: &assumed,
             tuning: tree.tuning,
+            program: Some(self.program),
         };
         let compiled = backend.compile(unit, listings);
         let took = start.elapsed();

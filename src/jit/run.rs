@@ -108,7 +108,8 @@ impl Jit<'_> {
         let limit = self.config.policy.max_function_exits;
         // Once left, its key has no trace.
         let left = self.profile.lookup(&tree.key) != Some(t);
-        if tree.root.function.is_none() || guard || left || exits <= limit {
+        // Code on its way from the compiler thread may take them (held wide, a bridge).
+        if tree.root.function.is_none() || guard || left || tree.compiling || exits <= limit {
             return;
         }
         self.leave_to_interpreter(
@@ -117,10 +118,27 @@ impl Jit<'_> {
         );
     }
 
+    /// Makes tree `t`'s code, if it is a function trace's, what machine code's calls of
+    /// its function enter directly (`backend::nested::FnCell`): when every exit of its
+    /// code is its function's (no bridge has code of its own), and its key is still traced
+    /// (`Calls::call` asks the same); otherwise nothing.
+    pub(super) fn publish(&mut self, t: usize) {
+        let tree = &self.trees[t];
+        let (Some(func), Some(backend)) = (tree.root.function, self.backend.as_mut()) else {
+            return;
+        };
+        let traced = self.profile.lookup(&tree.key) == Some(t);
+        let alone =
+            (1..=tree.bridges.len()).any(|s| tree.unit_of(s) != 0 && tree.code_of(s).is_some());
+        let code = tree.code_of(0).filter(|_| traced && !alone);
+        backend.publish(self.program, func, code, tree.calls());
+    }
+
     /// Tree `t`'s key is never entered or traced again, for the reason `why` (`--stats`).
     fn leave_to_interpreter(&mut self, t: usize, why: String) {
         let key = self.trees[t].key.clone();
         self.profile.forget(&key);
+        self.publish(t);
         let anchor = describe(self.program, &key);
         self.event(EventKind::Blacklisted { anchor });
         self.limit_reached(why);
@@ -285,7 +303,9 @@ impl Jit<'_> {
             return;
         };
         let trace = from.segment(at.segment);
-        if !backend::lower::linkable(trace, at.inst) || to.calls() > from.calls() {
+        // A function trace's exits return to whoever called its code (`backend::nested`).
+        let function = from.root.function.is_some() || to.root.function.is_some();
+        if function || !backend::lower::linkable(trace, at.inst) || to.calls() > from.calls() {
             return;
         }
         // `next` holds its greens as constants: the exit must give them those values every
@@ -396,6 +416,7 @@ impl Jit<'_> {
             policy: &self.config.policy,
             fold: self.config.passes.contains(&crate::opt::Pass::Fold),
             exits: Default::default(),
+            seen: &self.stats.exits,
             bridges: Default::default(),
             attention: Default::default(),
         };
@@ -647,12 +668,14 @@ struct Calls<'j> {
     /// recording folds (`Jit::folds_while_recording`).
     policy: &'j super::Policy,
     fold: bool,
-    /// The exits taken.
+    /// The exits taken in this run.
     exits: std::cell::RefCell<CallExits>,
+    /// The exits taken before it, the driver's count (`Stats::exits`).
+    seen: &'j std::collections::BTreeMap<(usize, usize, usize), u64>,
     /// The bridges recorded (`None`: a recording abandoned), for the driver to attach.
     bridges: std::cell::RefCell<Vec<(usize, TreeInst, Option<trace::Trace>)>>,
-    /// Whether an exit has been taken more than the bridge threshold: the driver may compile
-    /// its code again (`Jit::hold_wide`).
+    /// Whether an exit has been taken more than the bridge threshold (seen first in this
+    /// run): the driver may compile its code again (`Jit::hold_wide`).
     attention: std::cell::Cell<bool>,
 }
 
@@ -668,14 +691,16 @@ impl Calls<'_> {
         at: TreeInst,
         pos: Position,
     ) -> Result<Position, backend::nested::End> {
-        let exits = {
+        let (first, exits) = {
             let mut counts = self.exits.borrow_mut();
             let n = counts.entry((t, at)).or_default();
             *n += 1;
-            *n
+            // With those of the runs before.
+            let before = self.seen.get(&(t, at.segment, at.inst)).copied();
+            (*n == 1, *n + before.unwrap_or(0))
         };
         let threshold = self.policy.bridge_threshold;
-        if exits == threshold + 1 {
+        if exits > threshold && first {
             self.attention.set(true);
         }
         let tree = &self.trees[t];
@@ -751,6 +776,33 @@ impl backend::nested::Functions for Calls<'_> {
         };
         // SAFETY: `helpers::call`'s caller's guarantee, which `Entry::call` asks.
         unsafe { self.entry.call(ctx, site, args, &callee) }
+    }
+
+    unsafe fn finish(
+        &self,
+        ctx: &mut backend::helpers::Ctx,
+        site: &backend::helpers::CallSite,
+        args: *mut i64,
+        regs: *const i64,
+        returned: i64,
+    ) -> i64 {
+        // The code that returned is the function of the tree its code names, published.
+        let (t, unit, _) = backend::lower::decode_exit(returned);
+        let tree = &self.trees[t];
+        debug_assert_eq!(unit, 0, "a function trace's cell holds its tree's function");
+        let code = tree.code_of(0).expect("published code");
+        let segments = |seg: usize| tree.segment(seg);
+        let exited =
+            |state: &mut State, at: TreeInst, pos: Position| self.exited(t, state, at, pos);
+        let callee = backend::nested::Callee {
+            func: site.func,
+            code,
+            segments: &segments,
+            calls: tree.calls(),
+            exited: &exited,
+        };
+        // SAFETY: the caller's guarantee, which `finish_direct` asks.
+        unsafe { backend::nested::Entry::finish_direct(ctx, site, args, regs, returned, &callee) }
     }
 
     fn pending(&self) -> bool {
