@@ -49,6 +49,8 @@ pub struct Ctx<'a> {
     pub calls: u64,
     /// How many of those entered a function trace's machine code ([`super::nested`]).
     pub entered: u64,
+    /// How many of those entered it through [`call`] rather than directly.
+    pub helped: u64,
     /// Whether the code runs inside such a call (not entered by the driver).
     pub nested: bool,
     /// The function traces' code a `call` enters ([`super::nested`]), if any.
@@ -98,6 +100,7 @@ impl<'a> Ctx<'a> {
             ended: None,
             calls: 0,
             entered: 0,
+            helped: 0,
             nested: false,
             functions,
             base_depth,

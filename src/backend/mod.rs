@@ -1162,6 +1162,8 @@ pub struct TreeExit {
     pub calls: u64,
     /// How many of those entered a function trace's machine code (`nested`).
     pub entered: u64,
+    /// How many of those entered it through a helper rather than directly.
+    pub helped: u64,
 }
 
 /// A compiled function, as [`Backend::run`] finds it by its tree and unit.
@@ -1379,7 +1381,7 @@ impl Backend {
         // the loop).
         let allocated = ctx.allocated;
         let (called, ended, calls) = (ctx.called.take(), ctx.ended.take(), ctx.calls);
-        let nested = ctx.entered;
+        let (nested, helped) = (ctx.entered, ctx.helped);
         let _owned = std::mem::take(&mut ctx.owned);
         let _held = state.frame.clone();
         // SAFETY: what the code stored in the mirror is as the safety of `read_mirror` asks:
@@ -1415,6 +1417,7 @@ impl Backend {
                 ended,
                 calls,
                 entered: nested,
+                helped,
             });
         }
         let an = &exited.code.analysis;
@@ -1446,6 +1449,7 @@ impl Backend {
                 ended,
                 calls,
                 entered: nested,
+                helped,
             });
         }
         let written = at & lower::WRITTEN != 0;
@@ -1477,6 +1481,7 @@ impl Backend {
                 ended,
                 calls,
                 entered: nested,
+                helped,
             });
         }
         let kinds = &an.kinds[seg];
@@ -1505,6 +1510,7 @@ impl Backend {
             ended,
             calls,
             entered: nested,
+            helped,
         })
     }
 }

@@ -253,6 +253,7 @@ impl Entry {
         inner.state.depth -= inlined + 1;
         ctx.calls += inner.calls + 1;
         ctx.entered += inner.entered + 1;
+        ctx.helped += inner.helped + 1;
         ctx.allocated += inner.allocated;
         let result = match inner.ended.take() {
             Some(end) => Err(end),

@@ -437,6 +437,7 @@ impl Jit<'_> {
         self.stats.native_allocations += exit.allocated;
         self.stats.calls_made += exit.calls;
         self.stats.calls_entered += exit.entered;
+        self.stats.calls_helped += exit.helped;
         if self.stats.first_native.is_none() {
             self.stats.first_native = Some(start.duration_since(self.started));
         }

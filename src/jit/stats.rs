@@ -67,6 +67,8 @@ pub struct Stats {
     pub calls_made: u64,
     /// How many of those entered a function trace's machine code.
     pub calls_entered: u64,
+    /// How many of those entered it through a helper (`helpers::call`), not directly.
+    pub calls_helped: u64,
     /// Trees whose loop ran long in the quick backend's code, compiled again by Cranelift.
     pub tiered: u64,
     /// Bridges compiled on their own that moved into their tree's function once entered
@@ -300,8 +302,8 @@ impl Jit<'_> {
         if s.calls.recorded > 0 {
             let _ = writeln!(
                 out,
-                "calls not inlined, per iteration: {} recorded, {} left; made {} times, {} of them in a function trace's machine code",
-                s.calls.recorded, s.calls.left, s.calls_made, s.calls_entered
+                "calls not inlined, per iteration: {} recorded, {} left; made {} times, {} of them in a function trace's machine code ({} directly)",
+                s.calls.recorded, s.calls.left, s.calls_made, s.calls_entered, s.calls_entered - s.calls_helped.min(s.calls_entered)
             );
         }
     }
