@@ -45,7 +45,8 @@ pub struct Ctx<'a> {
     /// How the program ended inside a `call` the code made: `print_and_stop` of a value,
     /// or an error. The code exited there, and the run ends.
     pub ended: Option<Result<Value, crate::interp::RuntimeError>>,
-    /// How many `call`s the code made (`--stats`).
+    /// How many `call`s the code made through [`call`] (`--stats`); those it made directly
+    /// count in `entered` only.
     pub calls: u64,
     /// How many of those entered a function trace's machine code ([`super::nested`]).
     pub entered: u64,
@@ -120,8 +121,6 @@ impl<'a> Ctx<'a> {
     pub const STACK_FLOOR: i32 = std::mem::offset_of!(Ctx<'static>, stack_floor) as i32;
     /// The byte offset of [`Ctx::attend`], for machine code.
     pub const ATTEND: i32 = std::mem::offset_of!(Ctx<'static>, attend) as i32;
-    /// The byte offset of [`Ctx::calls`], for machine code.
-    pub const CALLS: i32 = std::mem::offset_of!(Ctx<'static>, calls) as i32;
     /// The byte offset of [`Ctx::entered`], for machine code.
     pub const ENTERED: i32 = std::mem::offset_of!(Ctx<'static>, entered) as i32;
 

@@ -1953,7 +1953,7 @@ impl Lower<'_> {
     /// within what the budget can spare beyond the costliest iteration, and the code exits
     /// before the call when it could not.
     fn call_pure(&mut self, b: &mut FunctionBuilder, i: usize) {
-        let (slot, n, site, args) = self.call_site_args(b, i);
+        let (slot, n, site, args) = self.call_site_args(b, i, true);
         let inst = &self.segments[self.seg].trace.insts[i];
         // The budget: what the counter holds beyond the costliest iteration, which counts
         // the operations the call took when recorded.
@@ -1982,16 +1982,17 @@ impl Lower<'_> {
         self.vals[self.seg][i] = Some(b.ins().stack_load(I64, I64, slot, (8 * n) as i32));
     }
 
-    /// For call `i` (`call_pure` or `call`): a stack slot holding its arguments, with a word
-    /// more for the result the helper writes; their number, and the site's and the
-    /// arguments' addresses, the helper's operands.
+    /// For call `i` (`call_pure` or `call`): a stack slot holding its arguments (with
+    /// `store`; otherwise [`Lower::store_args`] stores them), with a word more for the
+    /// result the helper writes; their number, and the site's and the arguments'
+    /// addresses, the helper's operands.
     fn call_site_args(
         &mut self,
         b: &mut FunctionBuilder,
         i: usize,
+        store: bool,
     ) -> (StackSlot, usize, ClifValue, ClifValue) {
-        let (seg, segments, an) = (self.seg, self.segments, self.an);
-        let inst = &segments[seg].trace.insts[i];
+        let (seg, an) = (self.seg, self.an);
         let site: &CallSite = &an.sites[&TreeInst::new(seg, i)];
         let n = site.args.len();
         let slot = b.create_sized_stack_slot(StackSlotData::new(
@@ -1999,9 +2000,8 @@ impl Lower<'_> {
             (8 * (n + 1)) as u32,
             3,
         ));
-        for (k, a) in inst.args[..n].iter().enumerate() {
-            let (v, _) = self.opnd(b, seg, a);
-            b.ins().stack_store(I64, v, slot, (8 * k) as i32);
+        if store {
+            self.store_args(b, i, slot);
         }
         // A result held at any size goes into the call's own box (`helpers::Ctx::give`).
         if site.result == Repr::Num {
@@ -2014,14 +2014,27 @@ impl Lower<'_> {
         (slot, n, site, args)
     }
 
+    /// Stores call `i`'s arguments into its stack slot `slot`.
+    fn store_args(&mut self, b: &mut FunctionBuilder, i: usize, slot: StackSlot) {
+        let seg = self.seg;
+        let inst = &self.segments[seg].trace.insts[i];
+        let n = self.an.sites[&TreeInst::new(seg, i)].args.len();
+        for (k, a) in inst.args[..n].iter().enumerate() {
+            let (v, _) = self.opnd(b, seg, a);
+            b.ins().stack_store(I64, v, slot, (8 * k) as i32);
+        }
+    }
+
     /// Lowers `call` `i`: the arguments go to a stack slot, and the code calls its
     /// function's trace directly when it may ([`Lower::direct_call`]), else the helper
     /// makes the call ([`helpers::call`]); the code exits after it when it cannot go on
     /// with its result.
     fn call_not_inlined(&mut self, b: &mut FunctionBuilder, i: usize) {
-        let (slot, n, site, args) = self.call_site_args(b, i);
+        let (slot, n, site, args) = self.call_site_args(b, i, false);
         let ctx = self.ctx(b);
+        // Only the helper reads the arguments there.
         let done = self.direct_call(b, i, ctx, [site, args]);
+        self.store_args(b, i, slot);
         let f = helpers::call as *const u8;
         let failed = self
             .call(b, f, &[ctx, site, args], true)
@@ -2127,11 +2140,9 @@ impl Lower<'_> {
         let zero = b.ins().iconst(I64, 0);
         b.ins()
             .store(mf, zero, regs, (8 * (layout.result + 1)) as i32);
-        for field in [helpers::Ctx::CALLS, helpers::Ctx::ENTERED] {
-            let n = b.ins().load(I64, mf, ctx, field);
-            let n = b.ins().iadd_imm_s(n, 1);
-            b.ins().store(mf, n, ctx, field);
-        }
+        let n = b.ins().load(I64, mf, ctx, helpers::Ctx::ENTERED);
+        let n = b.ins().iadd_imm_s(n, 1);
+        b.ins().store(mf, n, ctx, helpers::Ctx::ENTERED);
         let sig = b.import_signature(tree_signature(self.isa));
         let call = b.ins().call_indirect(sig, code, &[regs, ctx, zero]);
         let returned = b.inst_results(call)[0];

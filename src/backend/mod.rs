@@ -1380,7 +1380,9 @@ impl Backend {
         // frame's old value of another variable owns (`ali = arr` then `arr = array(...)` in
         // the loop).
         let allocated = ctx.allocated;
-        let (called, ended, calls) = (ctx.called.take(), ctx.ended.take(), ctx.calls);
+        // Direct calls count only as entered.
+        let calls = ctx.calls + ctx.entered - ctx.helped;
+        let (called, ended) = (ctx.called.take(), ctx.ended.take());
         let (nested, helped) = (ctx.entered, ctx.helped);
         let _owned = std::mem::take(&mut ctx.owned);
         let _held = state.frame.clone();
