@@ -111,6 +111,29 @@ if todo bf.md; then
     mv "$work/tmp" "$work/bf.md"
 fi
 
+say "recursion against peers (benches/peers/fib.sh, RUNS=$RUNS)"
+todo fib.md && { RUNS="$RUNS" "$root/benches/peers/fib.sh" > "$work/tmp"; mv "$work/tmp" "$work/fib.md"; }
+
+say "recursive programs, the JIT against the interpreter (benches/recursion, RUNS=$RUNS)"
+# name|program and inputs
+recursion=(
+  "fib.fg n=30|benches/recursion/fib.fg n=30"
+  "tree.fg d=16 k=3|benches/recursion/tree.fg d=16 k=3"
+  "qsort.fg n=200000|benches/recursion/qsort.fg n=200000"
+  "ast.fg n=200000|benches/recursion/ast.fg n=200000"
+)
+for i in "${!recursion[@]}"; do
+    IFS='|' read -r name args <<<"${recursion[$i]}"
+    echo "$name" > "$work/recursion$i.name"
+    todo "recursion$i.json" || continue
+    # shellcheck disable=SC2086
+    [ "$(cd "$root" && "$flowjit" run $args)" = "$(cd "$root" && "$flowjit" run $args --mode interp)" ] \
+        || { echo "benchmarks: $name printed another result under the JIT" >&2; exit 3; }
+    (cd "$root" && hyperfine -N -w 1 -r "$RUNS" --style none --export-json "$work/tmp" \
+        -n interp "$flowjit run $args --mode interp" -n jit "$flowjit run $args" > /dev/null)
+    mv "$work/tmp" "$work/recursion$i.json"
+done
+
 say "cliffs (benches/cliffs/run.sh, RUNS=$RUNS)"
 todo cliffs.md && { RUNS="$RUNS" "$root/benches/cliffs/run.sh" > "$work/tmp"; mv "$work/tmp" "$work/cliffs.md"; }
 
@@ -138,7 +161,7 @@ commit="$(tr -d '\n' < "$work/commit")"
 python3 - "$work" "$OUT" "$RUNS" "$BF_RUNS" "$(basename "$BF")" "$machine" "$versions" \
     "$commit" "$(date -u -d "@$started" +%Y-%m-%d)" "$minutes" "${#benches[@]}" "${#stats[@]}" \
     "$load" "$BF_PEERS" <<'PY'
-import json, re, statistics, sys
+import glob, json, re, statistics, sys
 
 (work, out, runs, bf_runs, bf_name, machine, versions, commit, day, minutes,
  n_bench, n_stats, load, bf_peers) = sys.argv[1:]
@@ -295,6 +318,17 @@ w(f"| {bf_name}: `flowjit bf` at least 5x faster than the C interpreter | {bf_c 
   f"{verdict(bf_c / bf_jit >= 5)} |")
 w(f"| {bf_name}: pe+compile at least as fast as the JIT | {bf_pe / bf_jit:.2f}x the JIT's time | "
   f"{verdict(bf_pe <= bf_jit)} |")
+fib = {r[0]: secs(r[1]) for r in rows(f"{work}/fib.md") if len(r) == 3 and r[0] != "implementation"}
+fib_jit, fib_lua = fib["flowjit JIT"], fib["LuaJIT"]
+w(f"| fib(32) at least as fast as LuaJIT | {fib_jit / fib_lua:.2f}x LuaJIT's time "
+  f"({fib['PyPy'] / fib_jit:.2f}x faster than PyPy) | {verdict(fib_jit <= fib_lua)} |")
+rec = []
+for k in range(len(glob.glob(f"{work}/recursion*.name"))):
+    res = {r["command"]: r["median"] for r in json.load(open(f"{work}/recursion{k}.json"))["results"]}
+    rec.append((open(f"{work}/recursion{k}.name").read().split()[0], res["interp"] / res["jit"]))
+rec_worst = min(rec, key=lambda r: r[1])
+w(f"| recursive programs (`benches/recursion`) at least 5x faster than the interpreter | worst "
+  f"{rec_worst[1]:.1f}x ({rec_worst[0]}) | {verdict(rec_worst[1] >= 5)} |")
 w("")
 
 w("## Executors side by side")
@@ -358,6 +392,24 @@ w("compiled whole (the time includes specializing and compiling). Whole processe
 w("output is checked against the translation's.")
 w("")
 w(open(f"{work}/bf.md").read().rstrip())
+w("")
+
+w("## Recursion")
+w("")
+w(f"`RUNS={runs} benches/peers/fib.sh`: fib by double recursion (`benches/recursion/fib.fg`)")
+w("in C, Lua (LuaJIT) and Python (PyPy, CPython) beside flowjit. Whole processes.")
+w("")
+w(open(f"{work}/fib.md").read().rstrip())
+w("")
+w(f"The programs of `benches/recursion`, each as a whole process under `--mode interp` and")
+w(f"the default `--mode jit` (`hyperfine -N -w 1 -r {runs}`):")
+w("")
+w("| program | interpreter | JIT | JIT's speed-up |")
+w("| --- | ---: | ---: | ---: |")
+for k in range(len(glob.glob(f"{work}/recursion*.name"))):
+    name = open(f"{work}/recursion{k}.name").read().strip()
+    res = {r["command"]: r["median"] for r in json.load(open(f"{work}/recursion{k}.json"))["results"]}
+    w(f"| {name} | {human(res['interp'])} | {human(res['jit'])} | {res['interp'] / res['jit']:.1f}x |")
 w("")
 
 w("## Cliffs: where a JIT can lose to its interpreter")

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# flowjit against its peers on recursion: fib(N) by double recursion (benches/recursion/fib.fg),
+# in C (gcc -O2), in Lua under LuaJIT, in Python under PyPy and CPython, and in the flowgraph
+# language under flowjit's JIT (function traces calling their machine code directly) and its
+# interpreter, all in one run.
+#
+#   benches/peers/fib.sh          # N=32, 5 runs each (CPython and the interpreter: 1)
+#   N=30 RUNS=3 benches/peers/fib.sh
+#
+# Every time is a whole process, start-up and compilation included, timed by hyperfine; the
+# table gives the median and its ratio to LuaJIT's.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+N="${N:-32}"
+RUNS="${RUNS:-5}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+missing=()
+command -v gcc >/dev/null || missing+=(gcc)
+command -v pypy3 >/dev/null || missing+=(pypy3)
+command -v luajit >/dev/null || missing+=(luajit)
+command -v hyperfine >/dev/null || missing+=(hyperfine)
+if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}" >&2
+    if [ "$(id -u)" = 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
+    else
+        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
+    fi
+fi
+
+gcc -O2 -o "$work/fib" "$here/fib.c"
+(cd "$root" && cargo build --release --quiet)
+flowjit="$root/target/release/flowjit"
+
+names=()
+commands=()
+add() { names+=("$1"); commands+=("$2"); }
+add "LuaJIT" "luajit $here/fib.lua $N"
+add "C (gcc -O2)" "$work/fib $N"
+add "PyPy" "pypy3 $here/fib.py $N"
+add "CPython" "python3 $here/fib.py $N"
+add "flowjit JIT" "$flowjit run $root/benches/recursion/fib.fg n=$N"
+add "flowjit interpreter" "$flowjit run $root/benches/recursion/fib.fg n=$N --mode interp"
+
+expected="$("$work/fib" "$N")"
+for i in "${!names[@]}"; do
+    got="$(${commands[$i]})"
+    if [ "$got" != "$expected" ]; then
+        echo "${names[$i]} printed $got, not $expected" >&2
+        exit 1
+    fi
+done
+
+for i in "${!names[@]}"; do
+    runs="$RUNS"
+    case "${names[$i]}" in CPython | "flowjit interpreter") runs=1 ;; esac
+    echo "timing ${names[$i]} ($runs runs)" >&2
+    hyperfine --style none --runs "$runs" --warmup 0 --export-json "$work/$i.json" "${commands[$i]}" >/dev/null
+done
+
+python3 - "$work" "$N" "${names[@]}" <<'PY'
+import json, sys
+work, n, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+medians = [json.load(open(f"{work}/{i}.json"))["results"][0]["median"] for i in range(len(names))]
+base = medians[0]
+print(f"fib({n}) by double recursion ({len(names)} implementations, one run)")
+print("| implementation | median | ratio to LuaJIT |")
+print("| --- | --- | --- |")
+for name, m in zip(names, medians):
+    shown = f"{m:.3f} s" if m >= 1 else f"{m * 1e3:.1f} ms"
+    print(f"| {name} | {shown} | {m / base:.2f}x |")
+jit = medians[names.index("flowjit JIT")]
+print()
+print(f"flowjit JIT: {medians[names.index('flowjit interpreter')] / jit:.1f}x its interpreter, "
+      f"{jit / base:.2f}x LuaJIT, {medians[names.index('PyPy')] / jit:.2f}x faster than PyPy")
+PY
