@@ -31,7 +31,7 @@ use flowjit_runtime::Value;
 use super::exit::{self, decode_exit, HOT, REFUSED, RETURNED, WRITTEN};
 use super::helpers::{CallSite, Ctx};
 use super::{Compiled, Trampoline};
-use crate::interp::{self, Exit, NoMonitor};
+use crate::interp::{self, Exit};
 use crate::lang::{Operand, Program, Terminator};
 use crate::state::{Frame, Position, State, Steps, MAX_CALL_DEPTH};
 use crate::trace::{Opnd, Trace};
@@ -64,6 +64,16 @@ pub trait Functions {
         regs: *const i64,
         returned: i64,
     ) -> i64;
+
+    /// Whether a call of the function whose entry is `entry` may have code to enter
+    /// ([`Functions::call_frame`]).
+    fn enters(&self, entry: crate::lang::BlockId) -> bool;
+
+    /// Makes the call of the function whose entry is `entry`, which the interpreter has
+    /// entered on `ctx`'s state, in its trace's code, if it has code that the call may
+    /// enter ([`Entry::call_frame`]): its result, or how the program ended; `None`, having
+    /// done nothing, otherwise.
+    fn call_frame(&self, ctx: &mut Ctx, entry: crate::lang::BlockId) -> Option<Result<Value, End>>;
 
     /// Whether the driver has something to do for what calls found (a bridge recorded, an
     /// exit taken often): the outermost code then exits after the call that finds it.
@@ -172,6 +182,14 @@ pub struct Callee<'a> {
     pub exited: &'a dyn Fn(&mut State, super::TreeInst, Position) -> Result<Position, End>,
 }
 
+impl Callee<'_> {
+    /// Whether a call may enter the code at all: it counts no steps and holds no integer
+    /// of any size.
+    pub fn enterable(&self) -> bool {
+        !self.code.counting && self.code.reentrant
+    }
+}
+
 /// How a program ended inside a call: `print_and_stop` of a value, or an error.
 pub type End = Result<Value, interp::RuntimeError>;
 
@@ -208,19 +226,66 @@ impl Entry {
         args: *mut i64,
         callee: &Callee,
     ) -> Option<i64> {
-        let program = ctx.program;
         let (_, inlined) = site.call?;
-        let an = &callee.code.analysis;
-        let layout = &an.layout;
-        let f = program.func(site.func);
-        let code = callee.code;
-        if site.args.contains(&Repr::Num) || code.counting || !code.reentrant || ctx.limit.is_some()
-        {
+        if site.args.contains(&Repr::Num) {
             return None;
         }
         // As `trace::run::call` counts it: the caller's depth, then the callee's frame and
         // the calls its trace inlined.
         let depth = ctx.state.depth + ctx.state.calls.len() + inlined;
+        // SAFETY: the caller's guarantee: a word per argument.
+        let words = unsafe { std::slice::from_raw_parts(args, site.args.len()) };
+        // SAFETY: as the caller guarantees, the words are live values of their kinds.
+        let result = unsafe { self.run(ctx, callee, words, &site.args, depth, inlined + 1)? };
+        // SAFETY: the caller's guarantee.
+        Some(unsafe { give(ctx, site, args, result) })
+    }
+
+    /// Makes the call of `callee`'s function that the interpreter has entered (the state's
+    /// frame is the callee's, holding its arguments, and its call is on the state's
+    /// calls) in `callee`'s code, as [`Entry::call`] makes one: the result, or how the
+    /// program ended; `None`, having done nothing, when the code cannot be entered here.
+    pub fn call_frame(&self, ctx: &mut Ctx, callee: &Callee) -> Option<Result<Value, End>> {
+        let f = ctx.program.func(callee.func);
+        // Kept alive while the code borrows them.
+        let args: Vec<Value> = (f.params.iter())
+            .map(|p| ctx.state.frame[p.index()].clone())
+            .collect::<Option<_>>()?;
+        let kinds: Vec<Repr> = args.iter().map(Repr::of).collect::<Option<_>>()?;
+        let words: Vec<i64> = (args.iter().zip(&kinds))
+            .map(|(v, k)| abi::unbox(v, *k))
+            .collect::<Option<_>>()?;
+        // The callee's frame counts already.
+        let depth = (ctx.state.depth + ctx.state.calls.len()).checked_sub(1)?;
+        // SAFETY: the words are `args`', alive until the code has returned.
+        unsafe { self.run(ctx, callee, &words, &kinds, depth, 0) }
+    }
+
+    /// Runs `callee`'s code on `args` (one word per parameter, of `kinds`), for a call made
+    /// at `depth` (the caller's), the state's depth raised by `raise` while it runs; the
+    /// result or how the program ended, or `None`, having done nothing, when the code
+    /// cannot be entered here (an argument of a kind it was not compiled for, or held at
+    /// any size, the depth limit or the native stack near, a step limit).
+    ///
+    /// # Safety
+    /// Each word of `args` holds a live value of its kind, alive until this returns.
+    unsafe fn run(
+        &self,
+        ctx: &mut Ctx,
+        callee: &Callee,
+        args: &[i64],
+        kinds: &[Repr],
+        depth: usize,
+        raise: usize,
+    ) -> Option<Result<Value, End>> {
+        let program = ctx.program;
+        let an = &callee.code.analysis;
+        let layout = &an.layout;
+        let f = program.func(callee.func);
+        let code = callee.code;
+        if kinds.contains(&Repr::Num) || code.counting || !code.reentrant || ctx.limit.is_some() {
+            return None;
+        }
         if depth + 1 + callee.calls >= MAX_CALL_DEPTH
             || stacker::remaining_stack().is_some_and(|left| left < STACK_RESERVE)
         {
@@ -229,7 +294,7 @@ impl Entry {
         // The inputs are parameters, of the kinds the code was compiled for.
         for ((slot, _), kind) in layout.inputs.iter().zip(&an.input_kinds) {
             let k = f.params.iter().position(|p| p == slot)?;
-            if site.args[k] != *kind {
+            if kinds[k] != *kind {
                 return None;
             }
         }
@@ -238,19 +303,18 @@ impl Entry {
         let mut regs = self.pool.borrow_mut().pop().unwrap_or_default();
         regs.resize(self.regs_len.max(layout.size), 0);
         for (k, p) in f.params.iter().enumerate() {
-            // SAFETY: the caller's guarantee: a word per argument.
-            regs[2 * p.index()] = unsafe { *args.add(k) };
-            regs[2 * p.index() + 1] = exit::mirror_tag(site.args[k]);
+            regs[2 * p.index()] = args[k];
+            regs[2 * p.index() + 1] = exit::mirror_tag(kinds[k]);
         }
         regs[layout.counter] = i64::MAX;
         let mut inner = Ctx::new(program, &mut *ctx.state, None, ctx.functions);
         inner.nested = true;
         regs[layout.context] = &mut inner as *mut Ctx as i64;
-        inner.state.depth += inlined + 1;
+        inner.state.depth += raise;
         // SAFETY: `regs` has the slots of every tree's code, its mirror holds the callee's
         // frame (its parameters, of the kinds the code takes) and `inner` outlives the call.
         let returned = unsafe { (self.trampoline)(callee.code.f, regs.as_mut_ptr(), &mut inner) };
-        inner.state.depth -= inlined + 1;
+        inner.state.depth -= raise;
         ctx.calls += inner.calls + 1;
         ctx.entered += inner.entered + 1;
         ctx.helped += inner.helped + 1;
@@ -263,8 +327,7 @@ impl Entry {
         // What the code made lives until the result is taken out of it.
         drop(inner);
         self.pool.borrow_mut().push(regs);
-        // SAFETY: the caller's guarantee.
-        Some(unsafe { give(ctx, site, args, result) })
+        Some(result)
     }
 
     /// Ends the call of `site` on `args` that machine code made directly into `callee`'s
@@ -455,17 +518,47 @@ unsafe fn interpret(
     let (outer, returns_out) = (state.depth, state.returns_out);
     state.depth = depth + 1;
     state.returns_out = true;
-    let exit = resume(state)
-        .map(|pos| interp::run(program, state, pos, &mut Steps::new(None), &mut NoMonitor));
+    let result = resume(state).and_then(|pos| run_calling(program, inner, pos));
+    let state = &mut *inner.state;
     state.frame = caller;
     state.calls = calls;
     state.depth = outer;
     state.returns_out = returns_out;
-    match exit {
-        Ok(Ok(Exit::Return(v))) => Ok(v),
-        Ok(Ok(Exit::Stop(v))) => Err(Ok(v)),
-        Ok(Err(e)) => Err(Err(e)),
-        Err(end) => Err(end),
-        Ok(Ok(Exit::Hot(_) | Exit::Called(_))) => unreachable!("NoMonitor never takes over"),
+    result
+}
+
+/// Interprets from `pos` on `ctx`'s state until the frame there returns, its calls of
+/// functions whose traces have code that a call may enter made in that code
+/// ([`Functions::call_frame`]), not in the interpreter: an exit deep in a recursion leaves
+/// only its own frame to the interpreter.
+fn run_calling(program: &Program, ctx: &mut Ctx, mut pos: Position) -> Result<Value, End> {
+    /// Stops the interpreter where it enters a call whose function has such code.
+    struct Enters<'f>(Option<&'f dyn Functions>);
+    impl interp::Monitor for Enters<'_> {
+        fn back_edge(&mut self, _: crate::lang::BlockId, _: crate::lang::BlockId) -> bool {
+            false
+        }
+        fn call(&mut self, entry: crate::lang::BlockId) -> bool {
+            self.0.is_some_and(|f| f.enters(entry))
+        }
+    }
+    let mut enters = Enters(ctx.functions);
+    let mut steps = Steps::new(None);
+    loop {
+        match interp::run(program, ctx.state, pos, &mut steps, &mut enters) {
+            Ok(Exit::Return(v)) => return Ok(v),
+            Ok(Exit::Stop(v)) => return Err(Ok(v)),
+            Err(e) => return Err(Err(e)),
+            Ok(Exit::Called(entry)) => {
+                let made = ctx.functions.and_then(|f| f.call_frame(ctx, entry));
+                pos = match made {
+                    Some(Ok(v)) => ctx.state.leave(v).expect("a call was entered"),
+                    Some(Err(end)) => return Err(end),
+                    // The interpreter makes it.
+                    None => Position::start(entry),
+                };
+            }
+            Ok(Exit::Hot(_)) => unreachable!("never stops at a back edge"),
+        }
     }
 }

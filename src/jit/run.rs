@@ -681,6 +681,33 @@ struct Calls<'j> {
 }
 
 impl Calls<'_> {
+    /// `with` the code of the trace of the function whose entry is `entry`, as a call
+    /// enters it, if it has code a call may enter: the tree's function, with no bridge
+    /// compiled on its own (each exit is the function's).
+    fn callee<R>(
+        &self,
+        entry: BlockId,
+        with: impl FnOnce(&backend::nested::Callee) -> R,
+    ) -> Option<R> {
+        let t = self.profile.lookup(&super::Key::function(entry))?;
+        let tree = &self.trees[t];
+        let code = tree.code_of(0)?;
+        if (1..=tree.bridges.len()).any(|s| tree.unit_of(s) != 0 && tree.code_of(s).is_some()) {
+            return None;
+        }
+        let segments = |seg: usize| tree.segment(seg);
+        let exited =
+            |state: &mut State, at: TreeInst, pos: Position| self.exited(t, state, at, pos);
+        let callee = backend::nested::Callee {
+            func: tree.root.function.expect("a function trace"),
+            code,
+            segments: &segments,
+            calls: tree.calls(),
+            exited: &exited,
+        };
+        Some(with(&callee))
+    }
+
     /// Guard or operation `at` of tree `t` exited inside a call, the state there (at
     /// `pos`): counted, and past the bridge threshold a bridge is recorded from a guard, as
     /// the driver records one ([`Jit::record_bridge`]), running the call to its `return`,
@@ -758,25 +785,22 @@ impl backend::nested::Functions for Calls<'_> {
         args: *mut i64,
     ) -> Option<i64> {
         let entry = self.program.func(site.func).entry;
-        let t = self.profile.lookup(&super::Key::function(entry))?;
-        let tree = &self.trees[t];
-        let code = tree.code_of(0)?;
-        // Each exit of its code must be its function's: no bridge on its own has code.
-        if (1..=tree.bridges.len()).any(|s| tree.unit_of(s) != 0 && tree.code_of(s).is_some()) {
-            return None;
-        }
-        let segments = |seg: usize| tree.segment(seg);
-        let exited =
-            |state: &mut State, at: TreeInst, pos: Position| self.exited(t, state, at, pos);
-        let callee = backend::nested::Callee {
-            func: site.func,
-            code,
-            segments: &segments,
-            calls: tree.calls(),
-            exited: &exited,
-        };
         // SAFETY: `helpers::call`'s caller's guarantee, which `Entry::call` asks.
-        unsafe { self.entry.call(ctx, site, args, &callee) }
+        self.callee(entry, |callee| unsafe {
+            self.entry.call(ctx, site, args, callee)
+        })?
+    }
+
+    fn enters(&self, entry: BlockId) -> bool {
+        self.callee(entry, |c| c.enterable()) == Some(true)
+    }
+
+    fn call_frame(
+        &self,
+        ctx: &mut backend::helpers::Ctx,
+        entry: BlockId,
+    ) -> Option<Result<flowjit_runtime::Value, backend::nested::End>> {
+        self.callee(entry, |callee| self.entry.call_frame(ctx, callee))?
     }
 
     unsafe fn finish(
