@@ -1396,6 +1396,46 @@ fn arrays_in_cycles_are_reclaimed_in_every_executor() {
     }
 }
 
+/// A function trace whose read finds another type than when it was recorded (`sum` of
+/// benches/recursion/tree.fg recorded at a leaf, whose `t[0]` is 0, reading an inner node's
+/// array there, or the other way round) gets a bridge from that read, in its function: the
+/// read branches to it where it would exit. Every call then runs in machine code, and the
+/// read stops exiting: recorded at a leaf, it exited 1,001 times and left `sum` to the
+/// interpreter before.
+#[test]
+fn a_read_finding_another_type_in_a_function_trace_gets_a_bridge() {
+    for d in ["12", "15"] {
+        let (out, stats) = common::flowjit_ok(&[
+            "run",
+            "benches/recursion/tree.fg",
+            &format!("d={d}"),
+            "k=2",
+            "--stats",
+            "--compile-on-driver",
+        ]);
+        let (want, _) = common::flowjit_ok(&[
+            "run",
+            "benches/recursion/tree.fg",
+            &format!("d={d}"),
+            "k=2",
+            "--mode",
+            "interp",
+        ]);
+        assert_eq!(out, want);
+        assert!(
+            stats.contains("function at sum, ") && stats.contains(" 1 bridge(s)"),
+            "{stats}"
+        );
+        assert!(!stats.contains("left to the interpreter"), "{stats}");
+        let read = (stats.lines())
+            .find(|l| l.contains("getitem v0, 0"))
+            .unwrap_or_else(|| panic!("{stats}"));
+        let exits: usize = read.rsplit(' ').next().unwrap().parse().unwrap();
+        // Those before the bridge is compiled: as many at any depth.
+        assert!(exits < 300, "{stats}");
+    }
+}
+
 /// A recursion's calls from machine code enter the function trace's machine code
 /// (`backend::nested`): past the first few, every call of `fib` does, its base case in a
 /// bridge recorded from the guard's exits inside the calls, and the answer is the

@@ -33,6 +33,8 @@ pub struct Ctx<'a> {
     /// only borrow (`abi::unbox`), so that no register owns what it holds. The exit copies
     /// what the interpreter keeps (`abi::rebox`) before these are dropped.
     pub owned: Vec<Value>,
+    /// How many values `owned` holds, for machine code to read ([`release`]).
+    pub kept: u64,
     /// How many lists and arrays the code has made (`--stats`).
     pub allocated: u64,
     /// Per variable, the integer of any size a linked exit left in the mirror for it: the
@@ -95,6 +97,7 @@ impl<'a> Ctx<'a> {
             limit,
             made: 0,
             owned: Vec::new(),
+            kept: 0,
             allocated: 0,
             nums: Vec::new(),
             called: None,
@@ -119,6 +122,8 @@ impl<'a> Ctx<'a> {
     pub const MAX_DEPTH: i32 = std::mem::offset_of!(Ctx<'static>, max_depth) as i32;
     /// The byte offset of [`Ctx::stack_floor`], for machine code.
     pub const STACK_FLOOR: i32 = std::mem::offset_of!(Ctx<'static>, stack_floor) as i32;
+    /// The byte offset of [`Ctx::kept`], for machine code.
+    pub const KEPT: i32 = std::mem::offset_of!(Ctx<'static>, kept) as i32;
     /// The byte offset of [`Ctx::attend`], for machine code.
     pub const ATTEND: i32 = std::mem::offset_of!(Ctx<'static>, attend) as i32;
     /// The byte offset of [`Ctx::entered`], for machine code.
@@ -138,6 +143,7 @@ impl<'a> Ctx<'a> {
             _ => return bits,
         };
         self.owned.push(v);
+        self.kept += 1;
         self.made += 1 + size as u64;
         bits
     }
@@ -471,6 +477,29 @@ pub unsafe extern "C" fn call_finish(
         .expect("code that calls function traces directly runs with the driver's");
     // SAFETY: the caller's guarantee.
     unsafe { functions.finish(ctx, site, args, regs, returned) }
+}
+
+/// Lets go of what the code kept alive since `owned` held `mark` values: what a call made
+/// directly kept, which nothing borrows once it has returned a value that borrows nothing
+/// (an integer, an atom). Keeps a recursion that reads arrays out of arrays from holding
+/// every one it read until the outermost code returns.
+///
+/// # Safety
+/// `ctx` is the code's context; nothing the code still uses borrows what was kept after
+/// `mark`.
+pub unsafe extern "C" fn release(ctx: *mut Ctx, mark: u64) {
+    // SAFETY: the caller's guarantee.
+    let ctx = unsafe { &mut *ctx };
+    let mark = mark as usize;
+    for v in ctx.owned.drain(mark..) {
+        let size = match &v {
+            Value::List(l) => l.len(),
+            Value::Array(a) => a.len(),
+            _ => 0,
+        };
+        ctx.made = ctx.made.saturating_sub(1 + size as u64);
+    }
+    ctx.kept = mark as u64;
 }
 
 /// The signature of a helper taking `params` words and returning `ret` words (0 or 1).

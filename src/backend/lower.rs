@@ -266,6 +266,8 @@ struct Lower<'a> {
     deferred: Vec<Option<NumMove>>,
     /// The tree's number in the run (in its exits' codes).
     tree: usize,
+    /// The blocks of the bridges from reads ([`Lower::read_bridge`]).
+    read_bridges: HashMap<TreeInst, Block>,
     /// What the code's direct calls and `return`s need, when it makes them.
     direct: Option<Direct<'a>>,
     /// The register buffer of the function traces the code calls directly, in its own
@@ -823,6 +825,9 @@ impl Lower<'_> {
     }
 
     fn exit_block(&mut self, b: &mut FunctionBuilder, i: usize) -> Block {
+        if let Some(bridge) = self.read_bridge(b, i) {
+            return bridge;
+        }
         let exit = b.create_block();
         b.set_cold_block(exit);
         self.exits.push((exit, self.seg, i, None));
@@ -841,6 +846,25 @@ impl Lower<'_> {
     fn exit_if(&mut self, b: &mut FunctionBuilder, fail: ClifValue, i: usize) {
         let exit = self.exit_block(b, i);
         self.branch_if(b, fail, exit);
+    }
+
+    /// The block of the bridge from read `i` (`getitem`) of the current segment, if it has
+    /// one in this function: where every exit of the read goes, the bridge reading again
+    /// (a function trace's read that finds another type). One block for them all, knowing
+    /// no array to hold only integers.
+    fn read_bridge(&mut self, b: &mut FunctionBuilder, i: usize) -> Option<Block> {
+        let at = TreeInst::new(self.seg, i);
+        if self.segments[self.seg].trace.insts[i].kind != Kind::GetItem {
+            return None;
+        }
+        if let Some(block) = self.read_bridges.get(&at) {
+            return Some(*block);
+        }
+        let (s, _) = *self.bridges.get(&at)?.iter().find(|(_, v)| v.is_none())?;
+        let block = b.create_block();
+        self.pending.push((block, s, Vec::new()));
+        self.read_bridges.insert(at, block);
+        Some(block)
     }
 
     /// Where a failing guard `i` goes: its bridge's block, or an exit.
@@ -2143,6 +2167,10 @@ impl Lower<'_> {
         let n = b.ins().load(I64, mf, ctx, helpers::Ctx::ENTERED);
         let n = b.ins().iadd_imm_s(n, 1);
         b.ins().store(mf, n, ctx, helpers::Ctx::ENTERED);
+        // What the code keeps alive from here on, the call's result may borrow only if it
+        // is a list or an array.
+        let borrows = matches!(site.result, Repr::List | Repr::Array);
+        let mark = (!borrows).then(|| b.ins().load(I64, mf, ctx, helpers::Ctx::KEPT));
         let sig = b.import_signature(tree_signature(self.isa));
         let call = b.ins().call_indirect(sig, code, &[regs, ctx, zero]);
         let returned = b.inst_results(call)[0];
@@ -2164,6 +2192,20 @@ impl Lower<'_> {
         b.seal_block(got);
         b.switch_to_block(got);
         let v = b.ins().load(I64, mf, regs, (8 * layout.result) as i32);
+        if let Some(mark) = mark {
+            // What the callee kept is not needed any more.
+            let kept = b.ins().load(I64, mf, ctx, helpers::Ctx::KEPT);
+            let more = b.ins().icmp(IntCC::NotEqual, kept, mark);
+            let (release, on) = (b.create_block(), b.create_block());
+            b.set_cold_block(release);
+            b.ins().brif(more, release, &[], on, &[]);
+            b.seal_block(release);
+            b.switch_to_block(release);
+            self.call(b, helpers::release as *const u8, &[ctx, mark], false);
+            b.ins().jump(on, &[]);
+            b.seal_block(on);
+            b.switch_to_block(on);
+        }
         b.ins().jump(done, &[BlockArg::Value(v)]);
         // Otherwise the interpreter finishes the call from the callee's exit, or the
         // value returned is given as the helper gives it.
@@ -2469,6 +2511,7 @@ pub fn lower(
         input_boxes: Vec::new(),
         deferred: Vec::new(),
         tree,
+        read_bridges: HashMap::default(),
         direct,
         reserve: None,
     };

@@ -82,7 +82,7 @@ impl Jit<'_> {
     ) -> Result<Then, RuntimeError> {
         let exits = self.count_exit(t, at);
         let kind = self.trees[t].segment(at.segment).insts[at.inst].kind;
-        self.exits_without_bridge(t, kind, exits);
+        self.exits_without_bridge(t, at, exits);
         if self.stop_assuming_ints(t, kind, exits) || self.hold_wide(t, at, exits) {
             return Ok(leave(pos));
         }
@@ -92,9 +92,7 @@ impl Jit<'_> {
                 let next = self.tree_at(pos.block, &state.frame).filter(|_| !only);
                 Ok(self.enter_linked(t, at, next, pos))
             }
-            Kind::GuardTrue | Kind::GuardFalse | Kind::GuardValue if !only => {
-                self.guard_failed(t, at, pos, state)
-            }
+            _ if !only && self.trees[t].bridges_from(at) => self.guard_failed(t, at, pos, state),
             _ => Ok(leave(pos)),
         }
     }
@@ -102,9 +100,10 @@ impl Jit<'_> {
     /// An instruction of kind `kind` of tree `t` has exited `exits` times: past
     /// [`super::Policy::max_function_exits`], a function trace's instruction that no bridge
     /// takes (not a guard) leaves the function to the interpreter.
-    fn exits_without_bridge(&mut self, t: usize, kind: Kind, exits: u64) {
+    fn exits_without_bridge(&mut self, t: usize, at: TreeInst, exits: u64) {
         let tree = &self.trees[t];
-        let guard = matches!(kind, Kind::GuardTrue | Kind::GuardFalse | Kind::GuardValue);
+        let policy = &self.config.policy;
+        let guard = tree.bridges_from(at) && tree.may_get_bridge(at, policy);
         let limit = self.config.policy.max_function_exits;
         // Once left, its key has no trace.
         let left = self.profile.lookup(&tree.key) != Some(t);
@@ -475,7 +474,7 @@ impl Jit<'_> {
             if !self.stop_assuming_ints(t, kind, exits) {
                 self.hold_wide(t, at, exits);
             }
-            self.exits_without_bridge(t, kind, exits);
+            self.exits_without_bridge(t, at, exits);
         }
         for (t, from, recorded) in bridges {
             match recorded {
@@ -735,7 +734,7 @@ impl Calls<'_> {
         let inst = &tree.segment(at.segment).insts[at.inst];
         let snap = tree.guard_snapshot(at);
         let asked = self.bridges.borrow().iter().any(|b| (b.0, b.1) == (t, at));
-        let wanted = matches!(inst.kind, Kind::GuardTrue | Kind::GuardFalse)
+        let wanted = (tree.bridges_from(at) && inst.kind != Kind::GuardValue)
             && exits > threshold
             && tree.may_get_bridge(at, self.policy)
             && tree.bridge(at, None).is_none()

@@ -225,6 +225,19 @@ impl Tree {
             && self.failures.get(&from).copied().unwrap_or(0) < policy.max_bridge_failures
     }
 
+    /// Whether an exit of instruction `at` may get a bridge (when it takes it often): a
+    /// guard's, and in a function trace a read's (`getitem`) that found another type or
+    /// no element, whose bridge starts again at the read. In a function trace the bridges
+    /// are compiled in the function, whose read branches to the bridge where it would exit.
+    pub(super) fn bridges_from(&self, at: TreeInst) -> bool {
+        use crate::trace::Kind;
+        match self.segment(at.segment).insts[at.inst].kind {
+            Kind::GuardTrue | Kind::GuardFalse | Kind::GuardValue => true,
+            Kind::GetItem => self.root.function.is_some(),
+            _ => false,
+        }
+    }
+
     /// The snapshot of guard `from`: complete, it gives every variable the path to it
     /// wrote.
     pub(super) fn guard_snapshot(&self, from: TreeInst) -> &Snapshot {
