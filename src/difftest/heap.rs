@@ -293,6 +293,17 @@ pub enum GenFunc {
         /// started deep enough.
         rare: Rare,
     },
+    /// `func fN(n, acc)`: builds a tree of arrays `[first, second, value]` by recursion
+    /// (`fN_b`), a chain `depth` deep at most whose nodes have a leaf beside every third,
+    /// then sums it by recursion (`fN_w`), reading the first and second elements, which
+    /// are the integer 0 at a leaf and arrays elsewhere: a function trace's read finds
+    /// another type than it was recorded with. Called with `n = arg % depth`.
+    Walk {
+        /// The bound on the depth.
+        depth: i64,
+        /// How the walk combines a node's value with its first child's sum.
+        op: Op,
+    },
     /// `@elidable func fN(k, t)`: a computation on `k` memoized in `t` (`size` entries, all
     /// `'none'` at the start), called with `k = arg % size` and its own table.
     Memo {
@@ -468,9 +479,17 @@ pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
             after,
             wide,
         });
+    let walk = (
+        2..=MAX_DEPTH,
+        prop::sample::select(vec![Op::Add, Op::Sub, Op::Xor]),
+    )
+        .prop_map(|(depth, op)| GenFunc::Walk { depth, op });
     prop_oneof![
         1 => Just(Vec::new()),
-        3 => prop::collection::vec(prop_oneof![1 => plain, 1 => recursive, 2 => memo], 1..4),
+        3 => prop::collection::vec(
+            prop_oneof![1 => plain, 1 => recursive, 1 => walk, 2 => memo],
+            1..4
+        ),
     ]
 }
 
@@ -799,7 +818,7 @@ impl Emitter {
         let b = Self::arg(&args[1], counter);
         let _ = match &funcs[m] {
             GenFunc::Plain { .. } => writeln!(self.out, "    x{dst} = call f{m}({a}, {b})"),
-            GenFunc::Recursive { depth, .. } => {
+            GenFunc::Recursive { depth, .. } | GenFunc::Walk { depth, .. } => {
                 let n = self.label("n");
                 writeln!(
                     self.out,
@@ -878,6 +897,23 @@ impl Emitter {
                         let _ = writeln!(self.out, "    m = n // 2\n    r = call {f_}(m, r)");
                     }
                     let _ = writeln!(self.out, "    return r\n{f_}_base:\n    return acc");
+                }
+                GenFunc::Walk { op, .. } => {
+                    let op = op.infix().unwrap_or("+");
+                    let _ = writeln!(
+                        self.out,
+                        "func {f_}(n, acc):\n    t = call {f_}_b(n, acc)\n    r = call {f_}_w(t)\n    return r\n\
+                         func {f_}_b(n, acc):\n    node = array(3, 0)\n    node[2] = acc\n    c = n > 0\n    \
+                         if c goto {f_}_bk else goto {f_}_bl\n{f_}_bl:\n    return node\n\
+                         {f_}_bk:\n    n = n - 1\n    k = call {f_}_b(n, acc)\n    node[0] = k\n    \
+                         m = n % 3\n    c = m == 0\n    if c goto {f_}_bs else goto {f_}_bd\n\
+                         {f_}_bs:\n    k = call {f_}_b(0, n)\n    node[1] = k\n    goto {f_}_bd\n{f_}_bd:\n    return node\n\
+                         func {f_}_w(t):\n    v = t[2]\n    l = t[0]\n    c = l == 0\n    \
+                         if c goto {f_}_wl else goto {f_}_wk\n{f_}_wl:\n    return v\n\
+                         {f_}_wk:\n    x = call {f_}_w(l)\n    v = v {op} x\n    r = t[1]\n    c = r == 0\n    \
+                         if c goto {f_}_wd else goto {f_}_wr\n{f_}_wr:\n    y = call {f_}_w(r)\n    v = v - y\n    goto {f_}_wd\n\
+                         {f_}_wd:\n    return v"
+                    );
                 }
                 GenFunc::Memo {
                     ops,
