@@ -31,19 +31,11 @@ PEERS="${PEERS:-direct c luajit pypy flowjit}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-missing=()
-command -v gcc >/dev/null || missing+=(gcc)
-command -v hyperfine >/dev/null || missing+=(hyperfine)
-[[ " $PEERS " == *" pypy "* ]] && ! command -v pypy3 >/dev/null && missing+=(pypy3)
-[[ " $PEERS " == *" luajit "* ]] && ! command -v luajit >/dev/null && missing+=(luajit)
-if ((${#missing[@]})); then
-    echo "installing: ${missing[*]}" >&2
-    if [ "$(id -u)" = 0 ]; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
-    else
-        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
-    fi
-fi
+# shellcheck source=need.sh
+source "$here/need.sh"
+need gcc hyperfine
+if [[ " $PEERS " == *" pypy "* ]]; then need pypy3; fi
+if [[ " $PEERS " == *" luajit "* ]]; then need luajit; fi
 
 python3 "$here/bf2c.py" "$BF" > "$work/direct.c"
 gcc -O2 -o "$work/direct" "$work/direct.c"

@@ -17,19 +17,9 @@ RUNS="${RUNS:-5}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-missing=()
-command -v gcc >/dev/null || missing+=(gcc)
-command -v pypy3 >/dev/null || missing+=(pypy3)
-command -v luajit >/dev/null || missing+=(luajit)
-command -v hyperfine >/dev/null || missing+=(hyperfine)
-if ((${#missing[@]})); then
-    echo "installing: ${missing[*]}" >&2
-    if [ "$(id -u)" = 0 ]; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
-    else
-        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
-    fi
-fi
+# shellcheck source=need.sh
+source "$here/need.sh"
+need gcc pypy3 luajit hyperfine
 
 gcc -O2 -o "$work/fib" "$here/fib.c"
 (cd "$root" && cargo build --release --quiet)

@@ -19,19 +19,9 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 # Install what is missing, from the distribution's packages.
-missing=()
-command -v gcc >/dev/null || missing+=(gcc)
-command -v pypy3 >/dev/null || missing+=(pypy3)
-command -v luajit >/dev/null || missing+=(luajit)
-command -v hyperfine >/dev/null || missing+=(hyperfine)
-if ((${#missing[@]})); then
-    echo "installing: ${missing[*]}" >&2
-    if [ "$(id -u)" = 0 ]; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
-    else
-        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
-    fi
-fi
+# shellcheck source=need.sh
+source "$here/need.sh"
+need gcc pypy3 luajit hyperfine
 CPYTHON="${CPYTHON:-$(command -v python3)}"
 
 gcc -O2 -o "$work/regmachine" "$here/regmachine.c"

@@ -55,6 +55,18 @@ pub const WRITTEN: u32 = 1 << 31;
 /// snapshot is not written: the frame is left, and only the `return`'s operand counts.
 pub const RETURNED: u32 = 1 << 30;
 
+/// The value a function trace's code left in the result slots of `regs` when it returned
+/// [`RETURNED`].
+///
+/// # Safety
+/// `regs` is the register buffer as that code left it, its result slots holding a value
+/// of their tag's kind, whose reference, if any, is still alive.
+pub unsafe fn returned_value(regs: &[i64], layout: &super::lower::Layout) -> Value {
+    let (bits, tag) = (regs[layout.result], regs[layout.result + 1]);
+    // SAFETY: the caller's guarantee.
+    unsafe { flowjit_runtime::abi::rebox(bits, helpers::kind_from(tag - 1)) }
+}
+
 /// The code a function returns: in the high half the tree's number and the unit (0 for the
 /// tree's function, `k` for the bridge unit of segment `k`), in the low half the global
 /// index of the exiting instruction ([`Layout::locate`](super::lower::Layout::locate)), with [`WRITTEN`] or

@@ -137,14 +137,11 @@ impl<'a> Ctx<'a> {
     /// Keeps `v` alive until the code returns; its bits, as the code holds them.
     fn keep(&mut self, v: Value, kind: Repr) -> i64 {
         let bits = abi::unbox(&v, kind).expect("a value of the kind the code expects");
-        let size = match &v {
-            Value::List(l) => l.len(),
-            Value::Array(a) => a.len(),
-            _ => return bits,
-        };
-        self.owned.push(v);
-        self.kept += 1;
-        self.made += 1 + size as u64;
+        if let Some(size) = weight(&v) {
+            self.owned.push(v);
+            self.kept += 1;
+            self.made += size;
+        }
         bits
     }
 
@@ -479,6 +476,16 @@ pub unsafe extern "C" fn call_finish(
     unsafe { functions.finish(ctx, site, args, regs, returned) }
 }
 
+/// What a list or an array counts for in [`Ctx::made`]: one more than its elements; `None`
+/// for other values, which [`Ctx::owned`] does not keep.
+fn weight(v: &Value) -> Option<u64> {
+    match v {
+        Value::List(l) => Some(1 + l.len() as u64),
+        Value::Array(a) => Some(1 + a.len() as u64),
+        _ => None,
+    }
+}
+
 /// Lets go of what the code kept alive since `owned` held `mark` values: what a call made
 /// directly kept, which nothing borrows once it has returned a value that borrows nothing
 /// (an integer, an atom). Keeps a recursion that reads arrays out of arrays from holding
@@ -492,12 +499,7 @@ pub unsafe extern "C" fn release(ctx: *mut Ctx, mark: u64) {
     let ctx = unsafe { &mut *ctx };
     let mark = mark as usize;
     for v in ctx.owned.drain(mark..) {
-        let size = match &v {
-            Value::List(l) => l.len(),
-            Value::Array(a) => a.len(),
-            _ => 0,
-        };
-        ctx.made = ctx.made.saturating_sub(1 + size as u64);
+        ctx.made = ctx.made.saturating_sub(weight(&v).unwrap_or(0));
     }
     ctx.kept = mark as u64;
 }

@@ -1423,40 +1423,10 @@ impl Backend {
             });
         }
         let an = &exited.code.analysis;
-        if at & lower::RETURNED != 0 {
-            // A function trace's code reached a `return` and left its value in the result
-            // slots: into the `return`'s variable, and the interpreter makes the `return`.
-            let lower::TreeInst { segment: seg, inst } =
-                an.layout.locate((at & !lower::RETURNED) as usize);
-            let trace = exited.segments[seg].trace;
-            let own = trace
-                .snap_of(&trace.insts[inst])
-                .expect("a function trace's end has a snapshot");
-            let (bits, tag) = (regs[an.layout.result], regs[an.layout.result + 1]);
-            // SAFETY: the code stored a value of the tag's kind, borrowed as above.
-            let v = unsafe { abi::rebox(bits, helpers::kind_from(tag - 1)) };
-            if let crate::lang::Terminator::Return(crate::lang::Operand::Var(slot)) =
-                &program.block(own.pos.block).term
-            {
-                state.frame[slot.index()] = Some(v);
-            }
-            steps.left = (steps.left).saturating_sub(exited.segments[seg].cost + own.cost);
-            let unit_seg = if unit == 0 { seg } else { unit };
-            return Some(TreeExit {
-                tree,
-                pos: own.pos,
-                at: Some(lower::TreeInst::new(unit_seg, inst)),
-                hot: None,
-                allocated,
-                ended,
-                calls,
-                entered: nested,
-                helped,
-            });
-        }
-        let written = at & lower::WRITTEN != 0;
-        let lower::TreeInst { segment: seg, inst } =
-            an.layout.locate((at & !lower::WRITTEN) as usize);
+        let (written, returned) = (at & lower::WRITTEN != 0, at & lower::RETURNED != 0);
+        let lower::TreeInst { segment: seg, inst } = an
+            .layout
+            .locate((at & !(lower::WRITTEN | lower::RETURNED)) as usize);
         let segments = &exited.segments;
         let trace = segments[seg].trace;
         let own = trace
@@ -1464,27 +1434,39 @@ impl Backend {
             .expect("an exiting instruction has a snapshot");
         // A bridge unit's only segment is its segment `unit` in the tree.
         let unit_seg = if unit == 0 { seg } else { unit };
-        if written {
+        let exit = TreeExit {
+            tree,
+            pos: own.pos,
+            at: Some(lower::TreeInst::new(unit_seg, inst)),
+            hot: None,
+            allocated,
+            ended,
+            calls,
+            entered: nested,
+            helped,
+        };
+        if returned {
+            // A function trace's code reached a `return` and left its value in the result
+            // slots: into the `return`'s variable, and the interpreter makes the `return`.
+            // SAFETY: as for the mirror above.
+            let v = unsafe { exit::returned_value(regs, &an.layout) };
+            if let crate::lang::Terminator::Return(crate::lang::Operand::Var(slot)) =
+                &program.block(own.pos.block).term
+            {
+                state.frame[slot.index()] = Some(v);
+            }
+        }
+        if written || returned {
             // The exit wrote its snapshot into the mirror, now in the frame, and made its
-            // stores (`lower::linkable`: no frame of an inlined call, no virtual); under a
-            // limit, its counter counts its path.
+            // stores (`lower::linkable`: no frame of an inlined call, no virtual), or only
+            // the `return`'s variable counts; under a limit, its counter counts its path.
             let total = if code.counting {
                 consumed.max(0) as u64
             } else {
                 segments[seg].cost + own.cost
             };
             steps.left = steps.left.saturating_sub(total);
-            return Some(TreeExit {
-                tree,
-                pos: own.pos,
-                at: Some(lower::TreeInst::new(unit_seg, inst)),
-                hot: None,
-                allocated,
-                ended,
-                calls,
-                entered: nested,
-                helped,
-            });
+            return Some(exit);
         }
         let kinds = &an.kinds[seg];
         let base = an.layout.offsets[seg];
@@ -1495,7 +1477,7 @@ impl Backend {
             )
         };
         // Where the program ended inside a call, nothing goes on.
-        if ended.is_none() {
+        if exit.ended.is_none() {
             let cost = segments[seg].cost + resume::restore(own, read, state);
             if let Some(v) = called {
                 crate::trace::run::give_result(program, &trace.insts[inst], state, v);
@@ -1503,16 +1485,6 @@ impl Backend {
             let total = (cost as i64).saturating_add(consumed).max(0) as u64;
             steps.left = steps.left.saturating_sub(total);
         }
-        Some(TreeExit {
-            tree,
-            pos: own.pos,
-            at: Some(lower::TreeInst::new(unit_seg, inst)),
-            hot: None,
-            allocated,
-            ended,
-            calls,
-            entered: nested,
-            helped,
-        })
+        Some(exit)
     }
 }

@@ -417,10 +417,8 @@ unsafe fn finish(
         return unsafe { interpret(program, regs, params, inner, depth, start) };
     }
     if at & RETURNED != 0 {
-        // The code reached a `return` and left its value in the result slots.
-        let (bits, tag) = (regs[layout.result], regs[layout.result + 1]);
-        // SAFETY: the code stored a value of the tag's kind there, borrowed as below.
-        return Ok(unsafe { abi::rebox(bits, super::helpers::kind_from(tag - 1)) });
+        // SAFETY: the code reached a `return` and left its value there, borrowed as below.
+        return Ok(unsafe { exit::returned_value(regs, layout) });
     }
     let written = at & WRITTEN != 0;
     let super::TreeInst { segment: seg, inst } = layout.locate((at & !WRITTEN) as usize);
