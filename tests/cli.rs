@@ -1464,3 +1464,29 @@ fn recursive_calls_enter_the_function_traces_machine_code() {
     assert!(made > 50_000 && entered > 50_000, "{stats}");
     assert!(direct > entered * 9 / 10, "{stats}");
 }
+
+/// An interpreter whose guest calls are calls of its own dispatch function gets a function
+/// trace per guest function, keyed by the greens its calls start at (`Program::portal`),
+/// and guest calls from that trace's machine code enter it directly: guest fib's calls run
+/// in machine code, and the answer is the interpreter's.
+#[test]
+fn guest_calls_of_an_interpreter_enter_the_guest_functions_trace() {
+    let (out, stats) = common::flowjit_ok(&[
+        "run",
+        "tests/programs/guest_calls.fg",
+        "which=fib",
+        "n=22",
+        "--stats",
+        "--compile-on-driver",
+    ]);
+    assert_eq!(out, "17711\n");
+    assert!(
+        stats.contains("function at exec with greens ([arg,push,2,lt,jump_i..., 0)"),
+        "{stats}"
+    );
+    let made = nth_number(&stats, "calls not inlined", "made ", 1);
+    let direct = nth_number(&stats, "calls not inlined", "machine code (", 1);
+    // Guest fib(22) makes 57,313 guest calls; the interpreter makes those before the
+    // trace is compiled.
+    assert!(made > 50_000 && direct > made * 9 / 10, "{stats}");
+}

@@ -280,7 +280,7 @@ impl CallSite {
     ///
     /// # Safety
     /// `args` holds a live value of each argument's kind.
-    unsafe fn arguments(&self, args: *const i64) -> Vec<Value> {
+    pub(crate) unsafe fn arguments(&self, args: *const i64) -> Vec<Value> {
         (self.args.iter().enumerate())
             // SAFETY: the caller's guarantee.
             .map(|(k, kind)| unsafe { abi::rebox(*args.add(k), *kind) })

@@ -283,6 +283,10 @@ pub struct Direct<'a> {
     pub program: &'a crate::lang::Program,
     /// The address of the first function's cell (`nested::FnCell`), one per function.
     pub cells: u64,
+    /// The cells of the calls of dispatch functions (`Program::portal`), by call: the
+    /// function trace of their green arguments'. A call of one that is not here goes
+    /// through a helper.
+    pub keyed: &'a [(TreeInst, u64)],
 }
 
 /// A move of an integer of any size into a box of the code: (the box, the value's bits,
@@ -2121,8 +2125,16 @@ impl Lower<'_> {
         let done = b.create_block();
         b.append_block_param(done, I64);
         // The cell: code, of the arguments' kinds, whose buffer fits.
-        let cell =
-            (direct.cells + (site.func.index() * std::mem::size_of::<FnCell>()) as u64) as i64;
+        let cell = match direct.program.portal(site.func) {
+            Some(_) => {
+                (direct
+                    .keyed
+                    .iter()
+                    .find(|(at, _)| *at == TreeInst::new(seg, i)))?
+                .1
+            }
+            None => direct.cells + (site.func.index() * std::mem::size_of::<FnCell>()) as u64,
+        } as i64;
         let cell = b.ins().iconst(I64, cell);
         let code = b.ins().load(I64, mf, cell, FnCell::CODE);
         let none = b.ins().icmp_imm_s(IntCC::Equal, code, 0);

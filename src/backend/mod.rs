@@ -43,6 +43,7 @@ pub struct Limits {
 }
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::io::Write;
 use std::rc::Rc;
 
@@ -474,6 +475,11 @@ pub struct Backend {
     /// directly: what direct calls enter ([`nested::FnCell`]). Its address is in code and
     /// never changes.
     cells: Option<Box<[nested::FnCell]>>,
+    /// The cells of an interpreter's dispatch functions (`Program::portal`), one per
+    /// function and green arguments (a function of the interpreted program), made with the
+    /// first code that calls or publishes it. Each box's address is in code and never
+    /// changes.
+    keyed: HashMap<(crate::lang::FuncId, Vec<flowjit_runtime::Value>), Box<nested::FnCell>>,
 }
 
 impl Backend {
@@ -509,6 +515,7 @@ impl Backend {
             worker_gone: false,
             limits,
             cells: None,
+            keyed: HashMap::new(),
             perf_map: perf_map(),
         };
         let func = lower::trampoline(&*backend.isa, &mut backend.fctx);
@@ -535,19 +542,63 @@ impl Backend {
         (cells.len() == n).then_some(&cells[..])
     }
 
-    /// Makes `code`, the function of function `func`'s trace, whose inlined calls nest
-    /// `calls` deep, what machine code's calls of `func` enter directly
+    /// The cell of the function trace of dispatch function `func` for calls whose green
+    /// arguments are `greens`, made on first use; its address never changes.
+    fn keyed_cell(
+        &mut self,
+        func: crate::lang::FuncId,
+        greens: &[flowjit_runtime::Value],
+    ) -> &nested::FnCell {
+        (self.keyed.entry((func, greens.to_vec()))).or_default()
+    }
+
+    /// Makes `code`, the function of function `func`'s trace (for the green arguments
+    /// `greens`, when `func` is a dispatch function), whose inlined calls nest `calls`
+    /// deep, what machine code's calls of `func` enter directly
     /// ([`nested::FnCell::publish`]); `None`: nothing, they go through a helper.
     pub fn publish(
         &mut self,
         program: &crate::lang::Program,
         func: crate::lang::FuncId,
+        greens: &[flowjit_runtime::Value],
         code: Option<&Compiled>,
         calls: usize,
     ) {
-        if let Some(cells) = self.cells(program) {
-            cells[func.index()].publish(&program.func(func).params, code, calls);
+        let params = &program.func(func).params;
+        if program.portal(func).is_some() {
+            self.keyed_cell(func, greens).publish(params, code, calls);
+        } else if let Some(cells) = self.cells(program) {
+            cells[func.index()].publish(params, code, calls);
         }
+    }
+
+    /// The cells the direct calls of `segments` (sites `sites`) to dispatch functions
+    /// enter: per call whose green arguments are constants, that function trace's cell.
+    fn keyed_cells(
+        &mut self,
+        program: &crate::lang::Program,
+        segments: &[Segment],
+        sites: &rustc_hash::FxHashMap<TreeInst, Box<helpers::CallSite>>,
+    ) -> Vec<(TreeInst, u64)> {
+        let mut found = Vec::new();
+        for (at, site) in sites.iter().filter(|(_, s)| s.call.is_some()) {
+            let Some(greens) = program.portal(site.func) else {
+                continue;
+            };
+            let params = &program.func(site.func).params;
+            let inst = &segments[at.segment].trace.insts[at.inst];
+            let values: Option<Vec<flowjit_runtime::Value>> = (greens.iter())
+                .map(|g| {
+                    let k = params.iter().position(|p| p == g)?;
+                    inst.args.get(k)?.as_const().cloned()
+                })
+                .collect();
+            if let Some(values) = values {
+                let cell = self.keyed_cell(site.func, &values) as *const nested::FnCell;
+                found.push((*at, cell as u64));
+            }
+        }
+        found
     }
 
     /// How many entries a bridge compiled on its own counts ([`Limits::bridge_entries`]).
@@ -591,9 +642,17 @@ impl Backend {
             program,
         } = unit;
         let an = lower::analyze(segments, reprs, checks, frame_size, unit, tuning)?;
+        let keyed = match program {
+            Some(p) if !counting => self.keyed_cells(p, segments, &an.sites),
+            _ => Vec::new(),
+        };
         let direct = program.filter(|_| !counting).and_then(|p| {
             let cells = self.cells(p)?.as_ptr() as u64;
-            Some(lower::Direct { program: p, cells })
+            Some(lower::Direct {
+                program: p,
+                cells,
+                keyed: &keyed,
+            })
         });
         if counting && an.sites.values().any(|s| s.call.is_some()) {
             return Err(Unsupported::CountedCall);

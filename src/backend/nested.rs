@@ -65,9 +65,9 @@ pub trait Functions {
         returned: i64,
     ) -> i64;
 
-    /// Whether a call of the function whose entry is `entry` may have code to enter
-    /// ([`Functions::call_frame`]).
-    fn enters(&self, entry: crate::lang::BlockId) -> bool;
+    /// Whether a call of the function whose entry is `entry`, its frame `frame`, may have
+    /// code to enter ([`Functions::call_frame`]).
+    fn enters(&self, entry: crate::lang::BlockId, frame: &Frame) -> bool;
 
     /// Makes the call of the function whose entry is `entry`, which the interpreter has
     /// entered on `ctx`'s state, in its trace's code, if it has code that the call may
@@ -536,8 +536,8 @@ fn run_calling(program: &Program, ctx: &mut Ctx, mut pos: Position) -> Result<Va
         fn back_edge(&mut self, _: crate::lang::BlockId, _: crate::lang::BlockId) -> bool {
             false
         }
-        fn call(&mut self, entry: crate::lang::BlockId) -> bool {
-            self.0.is_some_and(|f| f.enters(entry))
+        fn call(&mut self, entry: crate::lang::BlockId, frame: &Frame) -> bool {
+            self.0.is_some_and(|f| f.enters(entry, frame))
         }
     }
     let mut enters = Enters(ctx.functions);

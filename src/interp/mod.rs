@@ -87,7 +87,7 @@ pub trait Monitor {
     /// A call of the function whose entry is `entry` was entered: the frame is the
     /// callee's, holding its arguments. Returning `true` ends [`run`] with [`Exit::Called`].
     #[inline(always)]
-    fn call(&mut self, _entry: BlockId) -> bool {
+    fn call(&mut self, _entry: BlockId, _frame: &Frame) -> bool {
         false
     }
 
@@ -401,7 +401,7 @@ fn interpret<M: Monitor>(
                         steps.left += cost_from(&block.insts, at.inst + 1);
                         match key {
                             Some(key) => pending.push((state.calls.len(), key, steps.left)),
-                            None if monitor.call(entry) => return Ok(Exit::Called(entry)),
+                            None if monitor.call(entry, frame) => return Ok(Exit::Called(entry)),
                             None => {}
                         }
                         id = entry;
@@ -428,7 +428,7 @@ fn interpret<M: Monitor>(
                     if let Interrupted::Enter(entry, key) = entered.map_err(fail(k))? {
                         match key {
                             Some(key) => pending.push((state.calls.len(), key, steps.left)),
-                            None if monitor.call(entry) => return Ok(Exit::Called(entry)),
+                            None if monitor.call(entry, frame) => return Ok(Exit::Called(entry)),
                             None => {}
                         }
                         id = entry;

@@ -332,7 +332,7 @@ impl<'p> Jit<'p> {
             let (anchor, key) = match exit? {
                 Exit::Stop(v) => return Ok(v),
                 Exit::Hot(anchor) => (anchor, self.profile.take_key(anchor, &state.frame)),
-                Exit::Called(entry) => (entry, Some(Key::function(entry))),
+                Exit::Called(entry) => (entry, self.profile.function_key(entry, &state.frame)),
                 Exit::Return(_) => unreachable!("a run's state does not return out"),
             };
             let Some(key) = key else {

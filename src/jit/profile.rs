@@ -48,11 +48,12 @@ pub struct Key {
 }
 
 impl Key {
-    /// The key of the function trace of the function whose entry is `entry`.
-    pub fn function(entry: BlockId) -> Key {
+    /// The key of the function trace of the function whose entry is `entry`, for a call
+    /// whose green arguments (those of a [`Program::portal`]; none otherwise) are `greens`.
+    pub fn function(entry: BlockId, greens: Vec<Value>) -> Key {
         Key {
             anchor: entry,
-            greens: Vec::new(),
+            greens,
             function: true,
         }
     }
@@ -143,8 +144,18 @@ pub struct Profile {
     /// Per block: the calls of the function whose entry it is, counted as arrivals at its
     /// function trace's key. A function the interpreter makes function traces of is one that
     /// is not `@elidable` (its calls are one operation of a trace already) and runs no loop,
-    /// through its calls neither (its loops have traces of their own); no other block counts.
+    /// through its calls neither (its loops have traces of their own), or an interpreter's
+    /// dispatch function ([`Program::portal`]), whose calls count in `portals` (its counter
+    /// here is always past its limit); no other block counts.
     entries: Vec<Counter>,
+    /// The calls after which a function is hot.
+    calls: u64,
+    /// Per block, the index in `portals` of the function whose entry it is, if that is an
+    /// interpreter's dispatch function.
+    portal_of: Vec<Option<usize>>,
+    /// The dispatch functions' calls, counted per green arguments: one function trace per
+    /// function of the interpreted program.
+    portals: Vec<Merge>,
 }
 
 impl Profile {
@@ -174,10 +185,21 @@ impl Profile {
             ..Counter::new(threshold)
         };
         let mut entries = vec![never; program.blocks.len()];
+        let (mut portal_of, mut portals) = (vec![None; program.blocks.len()], Vec::new());
+        let calls = policy.threshold * policy.function_threshold_factor;
         for (k, f) in program.funcs.iter().enumerate() {
-            if !f.elidable && !program.runs_loops(crate::lang::FuncId(k as u32)) {
-                entries[f.entry.index()] =
-                    Counter::new(policy.threshold * policy.function_threshold_factor);
+            let func = crate::lang::FuncId(k as u32);
+            if let Some(greens) = program.portal(func) {
+                entries[f.entry.index()] = Counter::new(0);
+                portal_of[f.entry.index()] = Some(portals.len());
+                portals.push(Merge {
+                    greens: greens.to_vec(),
+                    keys: HashMap::default(),
+                    traced: false,
+                    scratch: Vec::new(),
+                });
+            } else if !f.elidable && !program.runs_loops(func) {
+                entries[f.entry.index()] = Counter::new(calls);
             }
         }
         Profile {
@@ -189,6 +211,9 @@ impl Profile {
             armed: None,
             traced: false,
             entries,
+            portal_of,
+            portals,
+            calls,
         }
     }
 
@@ -203,9 +228,24 @@ impl Profile {
     }
 
     /// The greens of the merge point at the start of `anchor`, when the profile is by green
-    /// values (none for any other anchor).
+    /// values, or of the dispatch function whose entry it is (none for any other anchor).
     pub fn greens_at(&self, anchor: BlockId) -> &[Slot] {
-        self.merge_at(anchor).map_or(&[], |m| m.greens.as_slice())
+        match self.portal_of[anchor.index()] {
+            Some(k) => &self.portals[k].greens,
+            None => self.merge_at(anchor).map_or(&[], |m| m.greens.as_slice()),
+        }
+    }
+
+    /// The key of the function trace a call entering `entry` with `frame` runs: with the
+    /// green arguments of a dispatch function (`None` if one is an array, or unset).
+    pub fn function_key(&self, entry: BlockId, frame: &Frame) -> Option<Key> {
+        let greens = match self.portal_of[entry.index()] {
+            Some(k) => (self.portals[k].greens.iter())
+                .map(|g| frame[g.index()].clone().filter(|v| !v.holds_array()))
+                .collect::<Option<Vec<Value>>>()?,
+            None => Vec::new(),
+        };
+        Some(Key::function(entry, greens))
     }
 
     /// The key the interpreter stopped for at a back edge to `anchor`, and whether the
@@ -263,7 +303,10 @@ impl Profile {
     /// The trace anchored at `key`, if there is one (without counting anything).
     pub fn lookup(&self, key: &Key) -> Option<usize> {
         if key.function {
-            return self.entries[key.anchor.index()].trace;
+            return match self.portal_of[key.anchor.index()] {
+                Some(k) => (self.portals[k].keys.get(&key.greens)).and_then(|c| c.trace),
+                None => self.entries[key.anchor.index()].trace,
+            };
         }
         match self.merge_at(key.anchor) {
             Some(m) => m.keys.get(&key.greens).and_then(|c| c.trace),
@@ -273,7 +316,11 @@ impl Profile {
 
     fn counter(&mut self, key: &Key) -> &mut Counter {
         if key.function {
-            return &mut self.entries[key.anchor.index()];
+            return match self.portal_of[key.anchor.index()] {
+                Some(k) => (self.portals[k].keys.entry(key.greens.clone()))
+                    .or_insert(Counter::new(self.calls)),
+                None => &mut self.entries[key.anchor.index()],
+            };
         }
         let threshold = self.threshold;
         match self.merge_of[key.anchor.index()] {
@@ -372,8 +419,23 @@ impl Monitor for Profile {
     }
 
     #[inline]
-    fn call(&mut self, entry: BlockId) -> bool {
-        self.entries[entry.index()].arrive()
+    fn call(&mut self, entry: BlockId, frame: &Frame) -> bool {
+        if !self.entries[entry.index()].arrive() {
+            return false;
+        }
+        let Some(k) = self.portal_of[entry.index()] else {
+            return true;
+        };
+        let (calls, m) = (self.calls, &mut self.portals[k]);
+        if !m.read_greens(frame) || m.scratch.iter().any(Value::holds_array) {
+            return false;
+        }
+        match m.keys.get_mut(m.scratch.as_slice()) {
+            Some(c) => c.arrive(),
+            None => (m.keys.entry(m.scratch.clone()))
+                .or_insert(Counter::new(calls))
+                .arrive(),
+        }
     }
 
     fn can_enter_jit(&mut self, k: usize, frame: &Frame) {

@@ -50,6 +50,7 @@ impl Jit<'_> {
                 self.program,
                 state,
                 func,
+                &greens,
                 &traced,
                 &mut self.steps,
                 max_len,

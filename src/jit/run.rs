@@ -130,7 +130,7 @@ impl Jit<'_> {
         let alone =
             (1..=tree.bridges.len()).any(|s| tree.unit_of(s) != 0 && tree.code_of(s).is_some());
         let code = tree.code_of(0).filter(|_| traced && !alone);
-        backend.publish(self.program, func, code, tree.calls());
+        backend.publish(self.program, func, &tree.key.greens, code, tree.calls());
     }
 
     /// Tree `t`'s key is never entered or traced again, for the reason `why` (`--stats`).
@@ -680,15 +680,15 @@ struct Calls<'j> {
 }
 
 impl Calls<'_> {
-    /// `with` the code of the trace of the function whose entry is `entry`, as a call
-    /// enters it, if it has code a call may enter: the tree's function, with no bridge
-    /// compiled on its own (each exit is the function's).
+    /// `with` the code of the function trace at `key`, as a call enters it, if it has code
+    /// a call may enter: the tree's function, with no bridge compiled on its own (each exit
+    /// is the function's).
     fn callee<R>(
         &self,
-        entry: BlockId,
+        key: Option<super::Key>,
         with: impl FnOnce(&backend::nested::Callee) -> R,
     ) -> Option<R> {
-        let t = self.profile.lookup(&super::Key::function(entry))?;
+        let t = self.profile.lookup(&key?)?;
         let tree = &self.trees[t];
         let code = tree.code_of(0)?;
         if (1..=tree.bridges.len()).any(|s| tree.unit_of(s) != 0 && tree.code_of(s).is_some()) {
@@ -742,10 +742,15 @@ impl Calls<'_> {
         if !wanted {
             return Ok(pos);
         }
-        // As `Jit::bridge_constants` gives them for an unspecialized bridge of a tree
-        // without greens: the snapshot's constants.
+        // As `Jit::bridge_constants` gives them for an unspecialized bridge: the snapshot's
+        // constants, and the greens of a dispatch function's trace it does not give.
+        let greens = (self.profile.greens_at(tree.key.anchor).iter())
+            .zip(&tree.key.greens)
+            .filter(|(g, _)| snap.get(**g).is_none())
+            .map(|(g, v)| (*g, v.clone()));
         let fixed: Vec<(Slot, flowjit_runtime::Value)> = (snap.entries.iter())
             .filter_map(|(slot, o)| o.as_const().map(|v| (*slot, v.clone())))
+            .chain(greens)
             .collect();
         let inherited: Vec<Slot> = snap.entries.iter().map(|(slot, _)| *slot).collect();
         let profile = self.profile;
@@ -783,15 +788,33 @@ impl backend::nested::Functions for Calls<'_> {
         site: &backend::helpers::CallSite,
         args: *mut i64,
     ) -> Option<i64> {
-        let entry = self.program.func(site.func).entry;
+        let func = self.program.func(site.func);
+        // A dispatch function's trace is found by its green arguments.
+        let greens = match self.program.portal(site.func) {
+            // SAFETY: `helpers::call`'s caller's guarantee.
+            Some(greens) => {
+                let values = unsafe { site.arguments(args) };
+                (greens.iter())
+                    .map(|g| {
+                        func.params
+                            .iter()
+                            .position(|p| p == g)
+                            .map(|k| values[k].clone())
+                    })
+                    .collect::<Option<Vec<_>>>()?
+            }
+            None => Vec::new(),
+        };
+        let key = super::Key::function(func.entry, greens);
         // SAFETY: `helpers::call`'s caller's guarantee, which `Entry::call` asks.
-        self.callee(entry, |callee| unsafe {
+        self.callee(Some(key), |callee| unsafe {
             self.entry.call(ctx, site, args, callee)
         })?
     }
 
-    fn enters(&self, entry: BlockId) -> bool {
-        self.callee(entry, |c| c.enterable()) == Some(true)
+    fn enters(&self, entry: BlockId, frame: &Frame) -> bool {
+        let key = self.profile.function_key(entry, frame);
+        self.callee(key, |c| c.enterable()) == Some(true)
     }
 
     fn call_frame(
@@ -799,7 +822,8 @@ impl backend::nested::Functions for Calls<'_> {
         ctx: &mut backend::helpers::Ctx,
         entry: BlockId,
     ) -> Option<Result<flowjit_runtime::Value, backend::nested::End>> {
-        self.callee(entry, |callee| self.entry.call_frame(ctx, callee))?
+        let key = self.profile.function_key(entry, &ctx.state.frame);
+        self.callee(key, |callee| self.entry.call_frame(ctx, callee))?
     }
 
     unsafe fn finish(

@@ -275,6 +275,8 @@ pub struct Program {
     liveness: Liveness,
     /// Per function, whether a call of it may run a loop ([`Program::runs_loops`]).
     loops: Vec<bool>,
+    /// Per function, the green parameters of its dispatch loop ([`Program::portal`]).
+    portals: Vec<Option<Vec<Slot>>>,
 }
 
 impl Program {
@@ -306,6 +308,9 @@ impl Program {
             .collect();
         let liveness = Liveness::new(&blocks, vars.len());
         let loops = loops(&blocks, &funcs);
+        let portals = (funcs.iter())
+            .map(|f| portal(&blocks, &merge_points, f))
+            .collect();
         Program {
             blocks,
             funcs,
@@ -316,7 +321,17 @@ impl Program {
             enters,
             liveness,
             loops,
+            portals,
         }
+    }
+
+    /// The greens of `func`'s dispatch loop, when it is an interpreter's (PyPy's portal):
+    /// the one merge point its entry reaches before any other, whose green variables are
+    /// all parameters of `func` that nothing writes on the way. A call of it then starts
+    /// at the position in the interpreted program its arguments name, and each such
+    /// position has a function trace of its own (SPEC §4: a trace per guest function).
+    pub fn portal(&self, func: FuncId) -> Option<&[Slot]> {
+        self.portals[func.index()].as_deref()
     }
 
     /// Whether a call of `func` may run a loop: the blocks it reaches from its entry, or
@@ -426,7 +441,6 @@ impl fmt::Display for Slot {
     }
 }
 
-/// Per function of `funcs`, whether a call of it may run a loop ([`Program::runs_loops`]).
 /// The merge point (an index into `merges`) first reached from the jumps that end `from`,
 /// breadth first; 0 if none is.
 fn merge_reached(blocks: &[Block], merges: &[(BlockId, Vec<Slot>)], from: BlockId) -> usize {
@@ -448,6 +462,39 @@ fn merge_reached(blocks: &[Block], merges: &[(BlockId, Vec<Slot>)], from: BlockI
     0
 }
 
+/// [`Program::portal`] of function `f`: walks its blocks from the entry up to the merge
+/// points they reach.
+fn portal(blocks: &[Block], merges: &[(BlockId, Vec<Slot>)], f: &Func) -> Option<Vec<Slot>> {
+    if f.elidable {
+        return None;
+    }
+    let mut seen = vec![false; blocks.len()];
+    let (mut work, mut reached, mut written) = (vec![f.entry], Vec::new(), Vec::new());
+    while let Some(b) = work.pop() {
+        if std::mem::replace(&mut seen[b.index()], true) {
+            continue;
+        }
+        if let Some((_, greens)) = merges.iter().find(|(at, _)| *at == b) {
+            reached.push(greens);
+            continue;
+        }
+        let block = &blocks[b.index()];
+        written.extend(block.insts.iter().filter_map(Inst::written));
+        work.extend(block.term.jumps().map(|j| j.target));
+    }
+    match reached[..] {
+        [greens]
+            if greens
+                .iter()
+                .all(|g| f.params.contains(g) && !written.contains(g)) =>
+        {
+            Some(greens.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Per function of `funcs`, whether a call of it may run a loop ([`Program::runs_loops`]).
 fn loops(blocks: &[Block], funcs: &[Func]) -> Vec<bool> {
     // Each function's own blocks: whether they loop, and the functions they call.
     let own: Vec<(bool, Vec<FuncId>)> = funcs

@@ -380,20 +380,30 @@ pub fn record(
 /// ends the trace in `loop`, its snapshot the state at the `return` (the interpreter makes
 /// the `return` when the trace exits there). A call of `func` inside is recursive: it stays
 /// a `call`. `traced`, `max_len` and `fold` are as for [`record`].
+///
+/// The parameters in `greens` (a dispatch function's, [`Program::portal`]) are constants
+/// in the trace, as a loop's greens are: the trace is that of one function of the
+/// interpreted program.
+#[allow(clippy::too_many_arguments)]
 pub fn record_function(
     program: &Program,
     state: &mut State,
     func: FuncId,
+    greens: &[Slot],
     traced: &dyn Fn(BlockId, &Frame) -> bool,
     steps: &mut Steps,
     max_len: usize,
     fold: bool,
 ) -> Result<Recorded, RuntimeError> {
+    let fixed: Vec<(Slot, Value)> = greens
+        .iter()
+        .filter_map(|g| state.frame[g.index()].clone().map(|v| (*g, v)))
+        .collect();
     record_from(
         program,
         state,
         Position::start(program.func(func).entry),
-        (&[], &[]),
+        (&fixed, &[]),
         &|_, _| None,
         traced,
         steps,
@@ -603,11 +613,13 @@ impl<'p> Recorder<'p> {
             unreachable!("an inlined call is a call")
         };
         // A recursive call, or one nested too deep, stays a call; but not one that may run
-        // a loop, which the interpreter's traces run (the recording ends there).
+        // a loop, which the interpreter's traces run (the recording ends there), unless it
+        // is an interpreter's dispatch function: a guest call, which the callee's function
+        // trace runs.
         let kept = self.function == Some(*func)
             || self.callers.iter().any(|c| c.func == *func)
             || self.callers.len() >= MAX_INLINE_DEPTH;
-        if kept && self.program.runs_loops(*func) {
+        if kept && self.program.runs_loops(*func) && self.program.portal(*func).is_none() {
             return Ok(Then::Refused(AbortReason::CallsLoops));
         }
         if kept {
