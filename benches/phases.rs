@@ -39,7 +39,7 @@ fn bench(c: &mut Criterion) {
             &mut state,
             anchor,
             &[],
-            &|_, _| false,
+            &mut trace::Interpreted::new(&program),
             &mut Steps::new(None),
             4000,
             true,

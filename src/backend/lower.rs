@@ -1122,17 +1122,21 @@ impl Lower<'_> {
                 .expect("a result");
             self.built.insert(v.at, made);
         }
+        // Each element but a 0, which the array was made with, stored as a store of the
+        // trace is.
         for v in &snap.virtuals {
             for (k, o) in v.fields.iter().enumerate() {
+                if matches!(o, Opnd::Const(Value::Int(0))) {
+                    continue;
+                }
                 let (bits, kind) = match o {
                     Opnd::Ref(r) if self.built.contains_key(r) => (self.built[r], Repr::Array),
                     o => self.opnd(b, ps, o),
                 };
                 let array = self.built[&v.at];
+                let at = Opnd::Const(Value::Int(k as i64));
                 let index = b.ins().iconst(I64, k as i64);
-                let kind = b.ins().iconst(I64, helpers::kind_code(kind));
-                let f = helpers::setitem as *const u8;
-                self.call(b, f, &[array, index, bits, kind], false);
+                self.store(b, ps, array, (index, &at), bits, kind, false);
             }
         }
         // The stores the guard's code had not made yet (`opt::sink`).

@@ -8,8 +8,8 @@ use flowjit_runtime::Value;
 
 use crate::backend::{self, Segment, TreeInst};
 use crate::interp::RuntimeError;
-use crate::lang::{BlockId, Inst as Stmt, Slot, Terminator};
-use crate::state::{Frame, Position, State};
+use crate::lang::{Inst as Stmt, Slot, Terminator};
+use crate::state::{Position, State};
 use crate::trace::{self, print, Kind, Recorded};
 
 use super::{events, Bridge, EventKind, GuardRef, Jit, Next};
@@ -95,21 +95,18 @@ impl Jit<'_> {
         });
         let start = Instant::now();
         let fold = self.folds_while_recording();
-        let profile = &self.profile;
-        let ends = |target: BlockId, frame: &Frame| profile.bridge_end(target, frame);
         let policy = &self.config.policy;
+        let max_len = policy.max_trace_len * policy.bridge_length_factor;
+        let (program, function) = (self.program, self.trees[t].root.function);
+        let mut steps = std::mem::replace(&mut self.steps, crate::state::Steps::new(None));
+        let mut host = super::record::Driving {
+            jit: self,
+            key: None,
+        };
         let recorded = trace::record_bridge(
-            self.program,
-            state,
-            pos,
-            &fixed,
-            &inherited,
-            &ends,
-            &mut self.steps,
-            policy.max_trace_len * policy.bridge_length_factor,
-            fold,
-            self.trees[t].root.function,
+            program, state, pos, &fixed, &inherited, &mut host, &mut steps, max_len, fold, function,
         );
+        self.steps = steps;
         self.stats.record_time += start.elapsed();
         match recorded? {
             Recorded::Stopped(v) => Ok(Next::Stopped(v)),

@@ -323,17 +323,58 @@ impl<'p> Jit<'p> {
         self.started = Instant::now();
         // The interpreter and the recorder reuse the results of elidable calls.
         state.memo.get_or_insert_with(Default::default);
-        let mut pos = Position::start(entry);
+        match self.drive(state, Position::start(entry))? {
+            Exit::Stop(v) => Ok(v),
+            _ => unreachable!("a run's state does not return out"),
+        }
+    }
+
+    /// Makes a call of `func` on `args` that a recording does not inline, on `state`,
+    /// `depth` calls waiting for it, as `interp::call_in` does but with the driver: its
+    /// loops and calls run in their traces' code, and what is hot in it is recorded (a
+    /// recording waits for the call, its own key not traced meanwhile). `steps` is the
+    /// recording's budget, the run's.
+    pub(super) fn run_call(
+        &mut self,
+        state: &mut State,
+        func: crate::lang::FuncId,
+        args: Vec<Value>,
+        depth: usize,
+        steps: &mut Steps,
+    ) -> Result<Exit, RuntimeError> {
+        let f = self.program.func(func);
+        let mut frame = vec![None; self.program.frame_size()];
+        for (p, v) in f.params.iter().zip(args) {
+            frame[p.index()] = Some(v);
+        }
+        let frame = std::mem::replace(&mut state.frame, frame);
+        let calls = std::mem::take(&mut state.calls);
+        let (outer, returns_out) = (state.depth, state.returns_out);
+        state.depth = depth + 1;
+        state.returns_out = true;
+        std::mem::swap(&mut self.steps, steps);
+        let exit = self.drive(state, Position::start(f.entry));
+        std::mem::swap(&mut self.steps, steps);
+        state.frame = frame;
+        state.calls = calls;
+        state.depth = outer;
+        state.returns_out = returns_out;
+        exit
+    }
+
+    /// The driver's loop, from `pos`: until the program stops ([`Exit::Stop`]) or, in a
+    /// call ([`Jit::run_call`]), the call's frame returns ([`Exit::Return`]).
+    fn drive(&mut self, state: &mut State, mut pos: Position) -> Result<Exit, RuntimeError> {
         loop {
             self.collect();
             let start = Instant::now();
             let exit = interp::run(self.program, state, pos, &mut self.steps, &mut self.profile);
             self.stats.interp_time += start.elapsed();
             let (anchor, key) = match exit? {
-                Exit::Stop(v) => return Ok(v),
+                Exit::Stop(v) => return Ok(Exit::Stop(v)),
+                Exit::Return(v) => return Ok(Exit::Return(v)),
                 Exit::Hot(anchor) => (anchor, self.profile.take_key(anchor, &state.frame)),
                 Exit::Called(entry) => (entry, self.profile.function_key(entry, &state.frame)),
-                Exit::Return(_) => unreachable!("a run's state does not return out"),
             };
             let Some(key) = key else {
                 pos = Position::start(anchor);
@@ -356,7 +397,7 @@ impl<'p> Jit<'p> {
                         continue;
                     }
                     Recording::Tree(index) => index,
-                    Recording::Stopped(v) => return Ok(v),
+                    Recording::Stopped(v) => return Ok(Exit::Stop(v)),
                     Recording::Resume(at) => {
                         pos = at;
                         continue;
@@ -379,7 +420,7 @@ impl<'p> Jit<'p> {
             }
             match self.run_tree(tree, state, false)? {
                 Next::Resume(at) => pos = at,
-                Next::Stopped(v) => return Ok(v),
+                Next::Stopped(v) => return Ok(Exit::Stop(v)),
             }
         }
     }

@@ -12,6 +12,40 @@ use crate::trace::{self, print, AbortReason, Recorded};
 
 use super::{describe, events, wide_slots, EventKind, Jit, Key, Recording, Tree};
 
+/// The host of a recording the driver makes ([`trace::Host`]): what is traced is what
+/// the profile says, and a call not inlined is made by the driver itself
+/// ([`Jit::run_call`]), whose traces run and record as they would outside: the rest of a
+/// recursion below a function trace's recording runs in machine code too.
+pub(super) struct Driving<'j, 'p> {
+    /// The driver.
+    pub(super) jit: &'j mut Jit<'p>,
+    /// The key recorded, for a root trace.
+    pub(super) key: Option<&'j Key>,
+}
+
+impl trace::Host for Driving<'_, '_> {
+    fn traced(&self, block: BlockId, frame: &Frame) -> bool {
+        let profile = &self.jit.profile;
+        (profile.key_at(block, frame))
+            .is_some_and(|k| Some(&k) != self.key && profile.lookup(&k).is_some())
+    }
+
+    fn ends(&self, target: BlockId, frame: &Frame) -> Option<Vec<Slot>> {
+        self.jit.profile.bridge_end(target, frame)
+    }
+
+    fn call(
+        &mut self,
+        state: &mut State,
+        func: crate::lang::FuncId,
+        args: Vec<flowjit_runtime::Value>,
+        depth: usize,
+        steps: &mut crate::state::Steps,
+    ) -> Result<crate::interp::Exit, RuntimeError> {
+        self.jit.run_call(state, func, args, depth, steps)
+    }
+}
+
 impl Jit<'_> {
     /// Records a root trace at `key` (the frame is at its anchor) and, when its loop closes
     /// and the optimizer accepts it, makes it a tree and compiles it.
@@ -37,36 +71,27 @@ impl Jit<'_> {
         // The variables past 64 bits where the loop is entered: its code holds them boxed.
         let wide = wide_slots(&state.frame);
         let greens: Vec<Slot> = self.profile.greens_at(key.anchor).to_vec();
-        let profile = &self.profile;
-        let traced = |block: BlockId, frame: &Frame| {
-            profile
-                .key_at(block, frame)
-                .is_some_and(|k| k != key && profile.lookup(&k).is_some())
-        };
         let fold = self.folds_while_recording();
         let max_len = self.config.policy.max_trace_len;
-        let recorded = match self.program.func_entered_at(key.anchor) {
+        let program = self.program;
+        // Its key is not traced again while it records (a call it makes may come to it).
+        let arrivals = self.profile.arrivals(&key);
+        self.profile.postpone(&key, u64::MAX);
+        let mut steps = std::mem::replace(&mut self.steps, crate::state::Steps::new(None));
+        let mut host = Driving {
+            jit: self,
+            key: Some(&key),
+        };
+        let recorded = match program.func_entered_at(key.anchor) {
             Some(func) if key.function => trace::record_function(
-                self.program,
-                state,
-                func,
-                &greens,
-                &traced,
-                &mut self.steps,
-                max_len,
-                fold,
+                program, state, func, &greens, &mut host, &mut steps, max_len, fold,
             ),
             _ => trace::record(
-                self.program,
-                state,
-                key.anchor,
-                &greens,
-                &traced,
-                &mut self.steps,
-                max_len,
-                fold,
+                program, state, key.anchor, &greens, &mut host, &mut steps, max_len, fold,
             ),
         };
+        self.steps = steps;
+        self.profile.postpone(&key, arrivals);
         self.stats.record_time += start.elapsed();
         match recorded? {
             Recorded::Stopped(v) => Ok(Recording::Stopped(v)),

@@ -755,13 +755,17 @@ impl Calls<'_> {
         let inherited: Vec<Slot> = snap.entries.iter().map(|(slot, _)| *slot).collect();
         let profile = self.profile;
         let ends = |target: BlockId, frame: &Frame| profile.bridge_end(target, frame);
+        let mut host = trace::Interpreted {
+            ends: &ends,
+            ..trace::Interpreted::new(self.program)
+        };
         let recorded = trace::record_bridge(
             self.program,
             state,
             pos,
             &fixed,
             &inherited,
-            &ends,
+            &mut host,
             &mut crate::state::Steps::new(None),
             self.policy.max_trace_len * self.policy.bridge_length_factor,
             self.fold,

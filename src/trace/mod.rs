@@ -12,5 +12,7 @@ pub use ir::{
     call_parts, call_pure_parts, Effect, Info, Inst, Kind, KnownRange, Merge, Opnd, Ref, Res, Snap,
     SnapId, Snapshot, Trace, Ty,
 };
-pub use record::{record, record_bridge, record_function, AbortReason, Recorded};
+pub use record::{
+    record, record_bridge, record_function, AbortReason, Host, Interpreted, Recorded,
+};
 pub use run::{call_elidable, run_bridge, run_trace, Env, TraceExit};

@@ -66,8 +66,92 @@ impl std::fmt::Display for AbortReason {
     }
 }
 
+/// Where a recording ends, jumping to a block with a frame: the variables the trace
+/// there takes as constants ([`Host::ends`]).
+type Ends<'a> = &'a dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>;
+
 /// How deep a trace inlines calls: a call nested deeper stays a `call`.
 pub const MAX_INLINE_DEPTH: usize = 8;
+
+/// What a recording asks of the executor it runs in.
+pub trait Host {
+    /// Whether another trace is anchored at the start of `block`, with `frame`'s values:
+    /// a recording jumping there ends ([`AbortReason::InnerLoop`]).
+    fn traced(&self, block: BlockId, frame: &Frame) -> bool;
+
+    /// Makes a call not inlined (`call`) of `func` on `args` on `state`, `depth` calls
+    /// waiting for it, as [`interp::call_in`] does: until it returns or stops the program,
+    /// `steps` counting what it takes.
+    fn call(
+        &mut self,
+        state: &mut State,
+        func: FuncId,
+        args: Vec<Value>,
+        depth: usize,
+        steps: &mut Steps,
+    ) -> Result<interp::Exit, RuntimeError>;
+
+    /// Where a bridge's recording ends, jumping to `target` with `frame`: at a trace's
+    /// anchor, the variables that trace takes as constants ([`record_bridge`]).
+    fn ends(&self, target: BlockId, frame: &Frame) -> Option<Vec<Slot>>;
+}
+
+/// The host of a recording with nothing but the interpreter: `traced` and `ends` as
+/// their functions say, calls made by the plain interpreter.
+pub struct Interpreted<'a> {
+    /// The program recorded.
+    pub program: &'a Program,
+    /// [`Host::traced`].
+    pub traced: &'a dyn Fn(BlockId, &Frame) -> bool,
+    /// [`Host::ends`].
+    pub ends: &'a dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>,
+}
+
+impl<'a> Interpreted<'a> {
+    /// A host for `program` where nothing else is traced and no bridge ends.
+    pub fn new(program: &'a Program) -> Interpreted<'a> {
+        fn never(_: BlockId, _: &Frame) -> bool {
+            false
+        }
+        fn nowhere(_: BlockId, _: &Frame) -> Option<Vec<Slot>> {
+            None
+        }
+        Interpreted {
+            program,
+            traced: &never,
+            ends: &nowhere,
+        }
+    }
+}
+
+impl Host for Interpreted<'_> {
+    fn traced(&self, block: BlockId, frame: &Frame) -> bool {
+        (self.traced)(block, frame)
+    }
+
+    fn ends(&self, target: BlockId, frame: &Frame) -> Option<Vec<Slot>> {
+        (self.ends)(target, frame)
+    }
+
+    fn call(
+        &mut self,
+        state: &mut State,
+        func: FuncId,
+        args: Vec<Value>,
+        depth: usize,
+        steps: &mut Steps,
+    ) -> Result<interp::Exit, RuntimeError> {
+        interp::call_in(
+            self.program,
+            state,
+            func,
+            args,
+            depth,
+            steps,
+            &mut interp::NoMonitor,
+        )
+    }
+}
 
 /// Whether a value a trace would read or hold is an array.
 fn is_array(v: Option<&Value>) -> bool {
@@ -337,15 +421,15 @@ impl Recorder<'_> {
 /// recording reaches the anchor again with the same green values: the trace is for one
 /// position of the interpreted program, and is entered only there.
 ///
-/// A jump to a position where `traced` says another trace is anchored ends the recording
-/// ([`AbortReason::InnerLoop`]).
+/// A jump to a position where `host` says another trace is anchored ends the recording
+/// ([`AbortReason::InnerLoop`]); `host` makes the calls not inlined.
 #[allow(clippy::too_many_arguments)]
 pub fn record(
     program: &Program,
     state: &mut State,
     anchor: BlockId,
     greens: &[Slot],
-    traced: &dyn Fn(BlockId, &Frame) -> bool,
+    host: &mut dyn Host,
     steps: &mut Steps,
     max_len: usize,
     fold: bool,
@@ -367,8 +451,8 @@ pub fn record(
         state,
         Position::start(anchor),
         (&fixed, &[]),
-        &closes,
-        traced,
+        Some(&closes),
+        (host, true),
         steps,
         (max_len, fold),
         None,
@@ -379,7 +463,7 @@ pub fn record(
 /// start of its entry block, holding the arguments) to its `return` in that frame, which
 /// ends the trace in `loop`, its snapshot the state at the `return` (the interpreter makes
 /// the `return` when the trace exits there). A call of `func` inside is recursive: it stays
-/// a `call`. `traced`, `max_len` and `fold` are as for [`record`].
+/// a `call`. `host`, `max_len` and `fold` are as for [`record`].
 ///
 /// The parameters in `greens` (a dispatch function's, [`Program::portal`]) are constants
 /// in the trace, as a loop's greens are: the trace is that of one function of the
@@ -390,7 +474,7 @@ pub fn record_function(
     state: &mut State,
     func: FuncId,
     greens: &[Slot],
-    traced: &dyn Fn(BlockId, &Frame) -> bool,
+    host: &mut dyn Host,
     steps: &mut Steps,
     max_len: usize,
     fold: bool,
@@ -404,8 +488,8 @@ pub fn record_function(
         state,
         Position::start(program.func(func).entry),
         (&fixed, &[]),
-        &|_, _| None,
-        traced,
+        Some(&|_, _| None),
+        (host, true),
         steps,
         (max_len, fold),
         Some(func),
@@ -413,11 +497,13 @@ pub fn record_function(
 }
 
 /// Records a *bridge*: a trace from `start` (where a guard that fails often resumes) to
-/// the first jump whose target `ends` accepts (the anchor of a trace, which the bridge then
-/// enters). The variables in `fixed` are constants in the bridge (for a bridge specialized
-/// on one value of a promoted variable). The trace ends in `loop`, whose snapshot is the
-/// state at the target; a bridge does not loop by itself. `ends` names the variables whose
-/// values the target's trace takes as constants (its greens): the bridge guards them.
+/// the first jump whose target `host` accepts ([`Host::ends`]: the anchor of a trace,
+/// which the bridge then enters). The variables in `fixed` are constants in the bridge (for
+/// a bridge specialized on one value of a promoted variable). The trace ends in `loop`,
+/// whose snapshot is the state at the target; a bridge does not loop by itself. `ends`
+/// names the variables whose values the target's trace takes as constants (its greens):
+/// the bridge guards them. `host` makes the calls not inlined (what it says is traced is
+/// not asked).
 ///
 /// The bridge starts by reading the variables in `inherited` (those the guard's snapshot
 /// gives): they count as written, so that every snapshot of the bridge is complete, as the
@@ -429,7 +515,7 @@ pub fn record_bridge(
     start: Position,
     fixed: &[(Slot, Value)],
     inherited: &[Slot],
-    ends: &dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>,
+    host: &mut dyn Host,
     steps: &mut Steps,
     max_len: usize,
     fold: bool,
@@ -440,8 +526,8 @@ pub fn record_bridge(
         state,
         start,
         (fixed, inherited),
-        ends,
-        &|_, _| false,
+        None,
+        (host, false),
         steps,
         (max_len, fold),
         function,
@@ -489,8 +575,8 @@ fn record_from(
     state: &mut State,
     start: Position,
     (fixed, inherited): (&[(Slot, Value)], &[Slot]),
-    ends: &dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>,
-    traced: &dyn Fn(BlockId, &Frame) -> bool,
+    ends: Option<Ends>,
+    (host, asks): (&mut dyn Host, bool),
     steps: &mut Steps,
     (max_len, fold): (usize, bool),
     function: Option<FuncId>,
@@ -509,7 +595,7 @@ fn record_from(
                 block: from.block,
                 inst: i,
             };
-            match r.record_stmt(state, steps, stmt, at)? {
+            match r.record_stmt(state, steps, &mut *host, stmt, at)? {
                 Then::Next if r.len() > max_len => {
                     return Ok(Recorded::Aborted {
                         reason: AbortReason::TooLong(max_len),
@@ -525,7 +611,12 @@ fn record_from(
                 Then::Refused(reason) => return Ok(Recorded::Aborted { reason, at }),
             }
         }
-        match r.record_terminator(state, steps, from.block, ends, traced)? {
+        // A bridge's end is the host's to say.
+        let host = &*host;
+        let traced = |block: BlockId, frame: &Frame| asks && host.traced(block, frame);
+        let hosted = |target: BlockId, frame: &Frame| host.ends(target, frame);
+        let ends = ends.unwrap_or(&hosted);
+        match r.record_terminator(state, steps, from.block, ends, &traced)? {
             ControlFlow::Continue(next) => from = next,
             ControlFlow::Break(recorded) => return Ok(recorded),
         }
@@ -576,12 +667,13 @@ impl<'p> Recorder<'p> {
         &mut self,
         state: &mut State,
         steps: &mut Steps,
+        host: &mut dyn Host,
         stmt: &Stmt,
         at: Position,
     ) -> Result<Then, RuntimeError> {
         match stmt {
             Stmt::Call { func, .. } if !self.program.func(*func).elidable => {
-                return self.record_inlined_call(state, steps, stmt, at);
+                return self.record_inlined_call(state, steps, host, stmt, at);
             }
             Stmt::Call { dst, func, args } => {
                 self.record_elidable_call(state, steps, *dst, *func, args, at)?
@@ -606,6 +698,7 @@ impl<'p> Recorder<'p> {
         &mut self,
         state: &mut State,
         steps: &mut Steps,
+        host: &mut dyn Host,
         stmt: &Stmt,
         at: Position,
     ) -> Result<Then, RuntimeError> {
@@ -623,7 +716,7 @@ impl<'p> Recorder<'p> {
             return Ok(Then::Refused(AbortReason::CallsLoops));
         }
         if kept {
-            return self.record_call(state, steps, *dst, *func, args, at);
+            return self.record_call(state, (steps, host), *dst, *func, args, at);
         }
         self.charge(steps, at)?;
         let operands: Vec<Opnd> = args
@@ -657,7 +750,7 @@ impl<'p> Recorder<'p> {
     fn record_call(
         &mut self,
         state: &mut State,
-        steps: &mut Steps,
+        (steps, host): (&mut Steps, &mut dyn Host),
         dst: Slot,
         func: FuncId,
         args: &[Operand],
@@ -665,15 +758,13 @@ impl<'p> Recorder<'p> {
     ) -> Result<Then, RuntimeError> {
         let (values, mut opnds, depth) = self.call_arguments(state, steps, args, at)?;
         let before = steps.left;
-        let monitor = &mut interp::NoMonitor;
-        let result =
-            match interp::call_in(self.program, state, func, values, depth, steps, monitor)? {
-                interp::Exit::Return(v) => v,
-                interp::Exit::Stop(v) => return Ok(Then::Stopped(v)),
-                interp::Exit::Hot(_) | interp::Exit::Called(_) => {
-                    unreachable!("a call's monitor never takes over")
-                }
-            };
+        let result = match host.call(state, func, values, depth, steps)? {
+            interp::Exit::Return(v) => v,
+            interp::Exit::Stop(v) => return Ok(Then::Stopped(v)),
+            interp::Exit::Hot(_) | interp::Exit::Called(_) => {
+                unreachable!("a call's monitor never takes over")
+            }
+        };
         let took = before - steps.left;
         self.cost += 1 + took;
         let snap = self.snapshot(after(at));
