@@ -114,6 +114,9 @@ fi
 say "recursion against peers (benches/peers/fib.sh, RUNS=$RUNS)"
 todo fib.md && { RUNS="$RUNS" "$root/benches/peers/fib.sh" > "$work/tmp"; mv "$work/tmp" "$work/fib.md"; }
 
+say "guest recursion against PyPy (benches/peers/vm.sh, RUNS=$RUNS)"
+todo vm.md && { RUNS="$RUNS" "$root/benches/peers/vm.sh" > "$work/tmp"; mv "$work/tmp" "$work/vm.md"; }
+
 say "recursive programs, the JIT against the interpreter (benches/recursion, RUNS=$RUNS)"
 # name|program and inputs
 recursion=(
@@ -121,6 +124,7 @@ recursion=(
   "tree.fg d=16 k=3|benches/recursion/tree.fg d=16 k=3"
   "qsort.fg n=200000|benches/recursion/qsort.fg n=200000"
   "ast.fg n=200000|benches/recursion/ast.fg n=200000"
+  "vm.fg n=27|benches/recursion/vm.fg n=27"
 )
 for i in "${!recursion[@]}"; do
     IFS='|' read -r name args <<<"${recursion[$i]}"
@@ -322,6 +326,11 @@ fib = {r[0]: secs(r[1]) for r in rows(f"{work}/fib.md") if len(r) == 3 and r[0] 
 fib_jit, fib_lua = fib["flowjit JIT"], fib["LuaJIT"]
 w(f"| fib(32) at least as fast as LuaJIT | {fib_jit / fib_lua:.2f}x LuaJIT's time "
   f"({fib['PyPy'] / fib_jit:.2f}x faster than PyPy) | {verdict(fib_jit <= fib_lua)} |")
+vm = {r[0]: secs(r[1]) for r in rows(f"{work}/vm.md") if len(r) == 3 and r[0] != "implementation"}
+vm_jit = vm["flowjit JIT"]
+w(f"| guest fib(30), guest calls recursive: at least 2x faster than PyPy, 20x the interpreter | "
+  f"{vm['PyPy'] / vm_jit:.2f}x faster than PyPy, {vm['flowjit interpreter'] / vm_jit:.1f}x the "
+  f"interpreter | {verdict(vm['PyPy'] / vm_jit >= 2 and vm['flowjit interpreter'] / vm_jit >= 20)} |")
 rec = []
 for k in range(len(glob.glob(f"{work}/recursion*.name"))):
     res = {r["command"]: r["median"] for r in json.load(open(f"{work}/recursion{k}.json"))["results"]}
@@ -400,6 +409,12 @@ w(f"`RUNS={runs} benches/peers/fib.sh`: fib by double recursion (`benches/recurs
 w("in C, Lua (LuaJIT) and Python (PyPy, CPython) beside flowjit. Whole processes.")
 w("")
 w(open(f"{work}/fib.md").read().rstrip())
+w("")
+w(f"`RUNS={runs} benches/peers/vm.sh`: a stack machine whose guest calls are calls of its own")
+w("dispatch function (`benches/recursion/vm.fg`) running guest fib, beside the same machine")
+w("written in Python (`benches/peers/vm.py`) under PyPy. Whole processes.")
+w("")
+w(open(f"{work}/vm.md").read().rstrip())
 w("")
 w(f"The programs of `benches/recursion`, each as a whole process under `--mode interp` and")
 w(f"the default `--mode jit` (`hyperfine -N -w 1 -r {runs}`):")

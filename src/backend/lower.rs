@@ -1110,7 +1110,21 @@ impl Lower<'_> {
         let snap = trace
             .snap_of(&trace.insts[pi])
             .expect("a guard has a snapshot");
-        for v in &snap.virtuals {
+        // Only those the bridge reads, or that a store or another array holds: the bridge
+        // makes the others again itself (`trace::Rebuilt`).
+        let read: Vec<&Opnd> = (self.segments[self.seg].trace.insts.iter())
+            .filter_map(|inst| match inst.kind {
+                Kind::Input(slot) => snap.get(slot),
+                _ => None,
+            })
+            .collect();
+        let needed = |at: Ref| {
+            let here = |o: &Opnd| *o == Opnd::Ref(at);
+            read.iter().any(|o| here(o))
+                || (snap.stores.iter()).any(|st| here(&st.array) || here(&st.value))
+                || (snap.virtuals.iter()).any(|v| v.fields.iter().any(here))
+        };
+        for v in snap.virtuals.iter().filter(|v| needed(v.at)) {
             let n = b.ins().iconst(I64, v.fields.len() as i64);
             let zero = b.ins().iconst(I64, 0);
             let int = b.ins().iconst(I64, helpers::kind_code(Repr::Int));
@@ -1124,7 +1138,10 @@ impl Lower<'_> {
         }
         // Each element but a 0, which the array was made with, stored as a store of the
         // trace is.
-        for v in &snap.virtuals {
+        let built: Vec<&crate::resume::Virtual> = (snap.virtuals.iter())
+            .filter(|v| self.built.contains_key(&v.at))
+            .collect();
+        for v in built {
             for (k, o) in v.fields.iter().enumerate() {
                 if matches!(o, Opnd::Const(Value::Int(0))) {
                     continue;

@@ -244,6 +244,20 @@ pub enum HeapOp {
     },
     /// `x{dst} = box[k]`, `k` a constant (2 is out of range).
     Unbox(usize, i64),
+    /// `box = array(2, 0)`, `box[1] = x{v}`, then on the passes where the counter is a
+    /// multiple of `every` (a branch) `x{dst} = box[k] + x{v}`: the bridge from the guard
+    /// that fails there starts with the box virtual in its snapshot, its element the value
+    /// of a variable, and makes it again itself (`trace::Rebuilt`).
+    RareUnbox {
+        /// The variable assigned.
+        dst: usize,
+        /// The variable stored.
+        v: usize,
+        /// The element read.
+        k: i64,
+        /// How often.
+        every: i64,
+    },
     /// `box[k] = arr`: the box holds the array (an array in an array; out of range at 2).
     BoxHolds(i64),
     /// `arr[k] = box`: the array holds the box, which may hold it (a cycle, which a new
@@ -392,6 +406,8 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
         1 => (0..VARS).prop_map(HeapOp::Getchar),
         2 => (value(), value()).prop_map(|(init, value)| HeapOp::Box { init, value }),
         2 => (0..VARS, prop_oneof![6 => 0i64..2, 1 => Just(2)]).prop_map(|(d, k)| HeapOp::Unbox(d, k)),
+        2 => (0..VARS, 0..VARS, 0i64..2, 2i64..9)
+            .prop_map(|(dst, v, k, every)| HeapOp::RareUnbox { dst, v, k, every }),
         1 => prop_oneof![6 => 0i64..2, 1 => Just(2)].prop_map(HeapOp::BoxHolds),
         1 => any::<bool>().prop_map(HeapOp::BoxEscapes),
         3 => index().prop_map(HeapOp::Knot),
@@ -551,6 +567,7 @@ impl Emitter {
                 }
                 HeapOp::Box { .. }
                 | HeapOp::Unbox(..)
+                | HeapOp::RareUnbox { .. }
                 | HeapOp::BoxHolds(_)
                 | HeapOp::Knot(_)
                 | HeapOp::BoxEscapes(_) => self.box_op(op, counter),
@@ -759,6 +776,16 @@ impl Emitter {
             }
             HeapOp::Unbox(dst, k) => {
                 let _ = writeln!(self.out, "    x{dst} = box[{k}]");
+            }
+            HeapOp::RareUnbox { dst, v, k, every } => {
+                let (w, take, skip) = (self.label("w"), self.label("take"), self.label("skip"));
+                let _ = writeln!(
+                    self.out,
+                    "    box = array(2, 0)\n    box[1] = x{v}\n    {w} = {counter} % {every}\n    \
+                     if {w} goto {skip} else goto {take}\n\
+                     {take}:\n    x{dst} = box[{k}]\n    x{dst} = x{dst} + x{v}\n    goto {skip}\n\
+                     {skip}:"
+                );
             }
             HeapOp::BoxHolds(k) => {
                 let _ = writeln!(self.out, "    box[{k}] = arr");

@@ -9,8 +9,9 @@ use flowjit_runtime::Value;
 use crate::backend::{self, Segment, TreeInst};
 use crate::interp::RuntimeError;
 use crate::lang::{Inst as Stmt, Slot, Terminator};
+use crate::resume::Snapshot;
 use crate::state::{Position, State};
-use crate::trace::{self, print, Kind, Recorded};
+use crate::trace::{self, print, Kind, Opnd, Recorded, Ref};
 
 use super::{events, Bridge, EventKind, GuardRef, Jit, Next};
 
@@ -87,7 +88,7 @@ impl Jit<'_> {
     ) -> Result<Next, RuntimeError> {
         let fixed = self.bridge_constants(t, from, value.as_ref());
         let snap = self.trees[t].guard_snapshot(from);
-        let inherited: Vec<Slot> = snap.entries.iter().map(|(slot, _)| *slot).collect();
+        let (inherited, rebuilt) = bridge_inputs(snap);
         let guard = guard_ref(t, from);
         self.event(EventKind::TraceStarted {
             anchor: self.program.label(pos.block).to_string(),
@@ -104,7 +105,16 @@ impl Jit<'_> {
             key: None,
         };
         let recorded = trace::record_bridge(
-            program, state, pos, &fixed, &inherited, &mut host, &mut steps, max_len, fold, function,
+            program,
+            state,
+            pos,
+            &fixed,
+            (&inherited, &rebuilt),
+            &mut host,
+            &mut steps,
+            max_len,
+            fold,
+            function,
         );
         self.steps = steps;
         self.stats.record_time += start.elapsed();
@@ -379,4 +389,46 @@ pub(super) fn guard_ref(t: usize, at: TreeInst) -> GuardRef {
         segment: at.segment,
         inst: at.inst,
     }
+}
+
+/// What a bridge from a guard whose snapshot is `snap` starts from: the variables it reads
+/// (those the snapshot gives), and the arrays it makes again itself (`trace::Rebuilt`):
+/// each virtual array that only variables hold (no pending store, no other array, no
+/// inlined call's frame), whose elements are constants or values that variables hold.
+/// An array held otherwise is read, as the exit builds it.
+pub(super) fn bridge_inputs(snap: &Snapshot) -> (Vec<Slot>, Vec<trace::Rebuilt>) {
+    let virtual_at = |o: &Opnd| match o {
+        Opnd::Ref(r) => snap.virtuals.iter().any(|v| v.at == *r),
+        Opnd::Const(_) => false,
+    };
+    let elsewhere = |at: Ref| {
+        let here = |o: &Opnd| *o == Opnd::Ref(at);
+        (snap.stores.iter()).any(|st| here(&st.array) || here(&st.index) || here(&st.value))
+            || (snap.virtuals.iter()).any(|v| v.fields.iter().any(here))
+            || (snap.frames.iter()).any(|f| f.entries.iter().any(|(_, o)| here(o)))
+    };
+    let mut rebuilt = Vec::new();
+    for v in snap.virtuals.iter().filter(|v| !elsewhere(v.at)) {
+        let fields: Option<Vec<Result<Value, Slot>>> = (v.fields.iter())
+            .map(|f| match f {
+                Opnd::Const(c) => Some(Ok(c.clone())),
+                f if virtual_at(f) => None,
+                f => (snap.entries.iter())
+                    .find(|(_, o)| o == f)
+                    .map(|(s, _)| Err(*s)),
+            })
+            .collect();
+        let slots: Vec<Slot> = (snap.entries.iter())
+            .filter(|(_, o)| *o == Opnd::Ref(v.at))
+            .map(|(s, _)| *s)
+            .collect();
+        if let Some(fields) = fields.filter(|_| !slots.is_empty()) {
+            rebuilt.push(trace::Rebuilt { slots, fields });
+        }
+    }
+    let inherited = (snap.entries.iter())
+        .map(|(slot, _)| *slot)
+        .filter(|s| !rebuilt.iter().any(|r| r.slots.contains(s)))
+        .collect();
+    (inherited, rebuilt)
 }

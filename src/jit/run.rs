@@ -752,7 +752,7 @@ impl Calls<'_> {
             .filter_map(|(slot, o)| o.as_const().map(|v| (*slot, v.clone())))
             .chain(greens)
             .collect();
-        let inherited: Vec<Slot> = snap.entries.iter().map(|(slot, _)| *slot).collect();
+        let (inherited, rebuilt) = super::bridges::bridge_inputs(snap);
         let profile = self.profile;
         let ends = |target: BlockId, frame: &Frame| profile.bridge_end(target, frame);
         let mut host = trace::Interpreted {
@@ -764,7 +764,7 @@ impl Calls<'_> {
             state,
             pos,
             &fixed,
-            &inherited,
+            (&inherited, &rebuilt),
             &mut host,
             &mut crate::state::Steps::new(None),
             self.policy.max_trace_len * self.policy.bridge_length_factor,

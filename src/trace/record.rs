@@ -66,6 +66,17 @@ impl std::fmt::Display for AbortReason {
     }
 }
 
+/// A virtual array of the snapshot a bridge starts from (one the trace it hangs from never
+/// allocated), which the bridge makes again itself, so that it stays virtual in the bridge
+/// too (PyPy's bridges inheriting virtuals): the variables holding it, and its elements.
+#[derive(Clone, Debug)]
+pub struct Rebuilt {
+    /// The variables that hold it.
+    pub slots: Vec<Slot>,
+    /// Its elements: each a constant, or the value of a variable the snapshot gives.
+    pub fields: Vec<Result<Value, Slot>>,
+}
+
 /// Where a recording ends, jumping to a block with a frame: the variables the trace
 /// there takes as constants ([`Host::ends`]).
 type Ends<'a> = &'a dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>;
@@ -450,7 +461,7 @@ pub fn record(
         program,
         state,
         Position::start(anchor),
-        (&fixed, &[]),
+        (&fixed, &[], &[]),
         Some(&closes),
         (host, true),
         steps,
@@ -487,7 +498,7 @@ pub fn record_function(
         program,
         state,
         Position::start(program.func(func).entry),
-        (&fixed, &[]),
+        (&fixed, &[], &[]),
         Some(&|_, _| None),
         (host, true),
         steps,
@@ -506,15 +517,17 @@ pub fn record_function(
 /// not asked).
 ///
 /// The bridge starts by reading the variables in `inherited` (those the guard's snapshot
-/// gives): they count as written, so that every snapshot of the bridge is complete, as the
-/// guard's is (`crate::resume`). `max_len` and `fold` are as for [`record`].
+/// gives), then makes the arrays of `rebuilt` (those the guard's snapshot holds virtual,
+/// which the bridge makes again as the trace made them): they count as written, so that
+/// every snapshot of the bridge is complete, as the guard's is (`crate::resume`). `max_len`
+/// and `fold` are as for [`record`].
 #[allow(clippy::too_many_arguments)]
 pub fn record_bridge(
     program: &Program,
     state: &mut State,
     start: Position,
     fixed: &[(Slot, Value)],
-    inherited: &[Slot],
+    (inherited, rebuilt): (&[Slot], &[Rebuilt]),
     host: &mut dyn Host,
     steps: &mut Steps,
     max_len: usize,
@@ -525,7 +538,7 @@ pub fn record_bridge(
         program,
         state,
         start,
-        (fixed, inherited),
+        (fixed, inherited, rebuilt),
         None,
         (host, false),
         steps,
@@ -574,7 +587,7 @@ fn record_from(
     program: &Program,
     state: &mut State,
     start: Position,
-    (fixed, inherited): (&[(Slot, Value)], &[Slot]),
+    (fixed, inherited, rebuilt): (&[(Slot, Value)], &[Slot], &[Rebuilt]),
     ends: Option<Ends>,
     (host, asks): (&mut dyn Host, bool),
     steps: &mut Steps,
@@ -586,6 +599,9 @@ fn record_from(
     for slot in inherited {
         let v = r.var(&state.frame, *slot, start);
         r.written[slot.index()] = Some(v);
+    }
+    for v in rebuilt {
+        r.rebuild(v, start);
     }
     let mut from = start;
     'blocks: loop {
@@ -624,6 +640,36 @@ fn record_from(
 }
 
 impl<'p> Recorder<'p> {
+    /// Makes the array `v` at the start of a bridge, at `start`: an `array` of its length,
+    /// and a `setitem` per element that is not 0 (none of them takes an operation of the
+    /// program, and none can fail: the length is a constant within
+    /// [`crate::opt::virtuals::MAX_LEN`], each index one within it), which the variables
+    /// holding it then hold.
+    fn rebuild(&mut self, v: &Rebuilt, start: Position) {
+        let len = Opnd::Const(Value::Int(v.fields.len() as i64));
+        let snap = self.snapshot(start);
+        let zero = Opnd::Const(Value::Int(0));
+        let args = vec![len, zero.clone()];
+        let a = Opnd::Ref(self.emit(Kind::Op(Op::Array), args, Some(snap), start, Ty::Array));
+        for (k, field) in v.fields.iter().enumerate() {
+            let value = match field {
+                Ok(c) => Opnd::Const(c.clone()),
+                Err(slot) => self.written[slot.index()]
+                    .clone()
+                    .expect("an element's variable is given"),
+            };
+            if value == zero {
+                continue;
+            }
+            let snap = self.snapshot(start);
+            let args = vec![a.clone(), Opnd::Const(Value::Int(k as i64)), value];
+            self.emit(Kind::SetItem, args, Some(snap), start, Ty::None);
+        }
+        for slot in &v.slots {
+            self.written[slot.index()] = Some(a.clone());
+        }
+    }
+
     /// A recorder at the start of a trace of `program`, the variables in `fixed` constants.
     fn new(program: &'p Program, fixed: &[(Slot, Value)], fold: bool) -> Recorder<'p> {
         let n = program.frame_size();
