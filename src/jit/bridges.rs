@@ -86,6 +86,10 @@ impl Jit<'_> {
         pos: Position,
         state: &mut State,
     ) -> Result<Next, RuntimeError> {
+        // A call its recording makes came back to the guard: the interpreter goes on.
+        if self.bridging.contains(&(t, from)) {
+            return Ok(Next::Resume(pos));
+        }
         let fixed = self.bridge_constants(t, from, value.as_ref());
         let snap = self.trees[t].guard_snapshot(from);
         let (inherited, rebuilt) = bridge_inputs(snap);
@@ -100,6 +104,7 @@ impl Jit<'_> {
         let max_len = policy.max_trace_len * policy.bridge_length_factor;
         let (program, function) = (self.program, self.trees[t].root.function);
         let mut steps = std::mem::replace(&mut self.steps, crate::state::Steps::new(None));
+        self.bridging.push((t, from));
         let mut host = super::record::Driving {
             jit: self,
             key: None,
@@ -116,6 +121,7 @@ impl Jit<'_> {
             fold,
             function,
         );
+        self.bridging.pop();
         self.steps = steps;
         self.stats.record_time += start.elapsed();
         match recorded? {

@@ -133,6 +133,11 @@ pub struct Jit<'p> {
     trees: Vec<Tree>,
     backend: Option<Backend>,
     steps: Steps,
+    /// How many calls a recording made are running ([`Jit::run_call`]).
+    nested: usize,
+    /// The guards whose bridges are being recorded (one is not recorded again meanwhile,
+    /// in a call the recording makes).
+    bridging: Vec<(usize, TreeInst)>,
     /// Statistics of the run so far.
     pub stats: Stats,
     dump: String,
@@ -211,6 +216,8 @@ impl<'p> Jit<'p> {
         Ok(Jit {
             program,
             steps: Steps::new(config.max_steps),
+            nested: 0,
+            bridging: Vec::new(),
             config,
             profile,
             payoff,
@@ -329,6 +336,10 @@ impl<'p> Jit<'p> {
         }
     }
 
+    /// How deep calls that recordings make nest in the driver ([`Jit::run_call`]): deeper,
+    /// the plain interpreter makes them (each level holds a recording on the native stack).
+    const MAX_NESTED: usize = 4;
+
     /// Makes a call of `func` on `args` that a recording does not inline, on `state`,
     /// `depth` calls waiting for it, as `interp::call_in` does but with the driver: its
     /// loops and calls run in their traces' code, and what is hot in it is recorded (a
@@ -342,6 +353,17 @@ impl<'p> Jit<'p> {
         depth: usize,
         steps: &mut Steps,
     ) -> Result<Exit, RuntimeError> {
+        if self.nested >= Self::MAX_NESTED {
+            return interp::call_in(
+                self.program,
+                state,
+                func,
+                args,
+                depth,
+                steps,
+                &mut NoMonitor,
+            );
+        }
         let f = self.program.func(func);
         let mut frame = vec![None; self.program.frame_size()];
         for (p, v) in f.params.iter().zip(args) {
@@ -353,7 +375,9 @@ impl<'p> Jit<'p> {
         state.depth = depth + 1;
         state.returns_out = true;
         std::mem::swap(&mut self.steps, steps);
+        self.nested += 1;
         let exit = self.drive(state, Position::start(f.entry));
+        self.nested -= 1;
         std::mem::swap(&mut self.steps, steps);
         state.frame = frame;
         state.calls = calls;
