@@ -318,6 +318,17 @@ pub enum GenFunc {
         /// How the walk combines a node's value with its first child's sum.
         op: Op,
     },
+    /// `func fN(n, acc)`: runs guest function 0 of `guest` on a stack-less interpreter,
+    /// `fN_x(code, pc, a, d)`, whose guest calls are calls of itself (its merge point's
+    /// greens, `code` and `pc`, are its parameters: a dispatch function, with a function
+    /// trace per guest function, `Program::portal`), `n` calls deep at most; returns the
+    /// guest's `a` plus `acc`. Called with `n = arg % depth`.
+    Guest {
+        /// The bound on the depth.
+        depth: i64,
+        /// The guest functions, each a list of operations, `ret` after them.
+        guest: Vec<Vec<GuestOp>>,
+    },
     /// `@elidable func fN(k, t)`: a computation on `k` memoized in `t` (`size` entries, all
     /// `'none'` at the start), called with `k = arg % size` and its own table.
     Memo {
@@ -334,6 +345,20 @@ pub enum GenFunc {
         /// it boxed and makes the call through its helper).
         wide: bool,
     },
+}
+
+/// An operation of a guest function ([`GenFunc::Guest`]) on its accumulator `a`.
+#[derive(Clone, Copy, Debug)]
+pub enum GuestOp {
+    /// `call T` (guest function `T`, modulo their number): `a = a + T(a, d - 1)` while the
+    /// depth `d` left is positive.
+    Call(usize),
+    /// `add K`.
+    Add(i64),
+    /// `mul K` (past 64 bits after a few).
+    Mul(i64),
+    /// `div K` (by 0: an error deep in the recursion).
+    Div(i64),
 }
 
 /// What a recursive function does now and then ([`GenFunc::Recursive`]).
@@ -415,7 +440,7 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
             .prop_map(|(dst, value, under)| HeapOp::Push { dst, value, under }),
         2 => (0..ARRAY_LEN, value(), 3i64..40)
             .prop_map(|(k, value, every)| HeapOp::RareStore { k, value, every }),
-        3 => (0..VARS, 0usize..3, value(), value(), any::<bool>())
+        5 => (0..VARS, 0usize..3, value(), value(), any::<bool>())
             .prop_map(|(dst, func, a, b, promote)| HeapOp::Call { dst, func, args: [a, b], promote }),
     ];
     // Reads and writes around an index alone: between two loops, such a piece is a
@@ -500,10 +525,21 @@ pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
         prop::sample::select(vec![Op::Add, Op::Sub, Op::Xor]),
     )
         .prop_map(|(depth, op)| GenFunc::Walk { depth, op });
+    let guest_op = prop_oneof![
+        3 => (0..3usize).prop_map(GuestOp::Call),
+        3 => (-5i64..6).prop_map(GuestOp::Add),
+        1 => prop_oneof![3 => -3i64..4, 1 => Just(1i64 << 40)].prop_map(GuestOp::Mul),
+        1 => prop_oneof![4 => 1i64..4, 1 => Just(0)].prop_map(GuestOp::Div),
+    ];
+    let guest = (
+        2..=8i64,
+        prop::collection::vec(prop::collection::vec(guest_op, 1..5), 1..4),
+    )
+        .prop_map(|(depth, guest)| GenFunc::Guest { depth, guest });
     prop_oneof![
         1 => Just(Vec::new()),
         3 => prop::collection::vec(
-            prop_oneof![1 => plain, 1 => recursive, 1 => walk, 2 => memo],
+            prop_oneof![1 => plain, 1 => recursive, 1 => walk, 2 => memo, 2 => guest],
             1..4
         ),
     ]
@@ -845,7 +881,9 @@ impl Emitter {
         let b = Self::arg(&args[1], counter);
         let _ = match &funcs[m] {
             GenFunc::Plain { .. } => writeln!(self.out, "    x{dst} = call f{m}({a}, {b})"),
-            GenFunc::Recursive { depth, .. } | GenFunc::Walk { depth, .. } => {
+            GenFunc::Recursive { depth, .. }
+            | GenFunc::Walk { depth, .. }
+            | GenFunc::Guest { depth, .. } => {
                 let n = self.label("n");
                 writeln!(
                     self.out,
@@ -873,6 +911,78 @@ impl Emitter {
                 )
             }
         };
+    }
+
+    /// Writes `f` of [`GenFunc::Guest`], and its dispatch function `f_x`: guest code
+    /// `0 T` (call), `1 K` (add), `2 K` (mul), `4 K` (div), `3` (ret).
+    fn guest(&mut self, f: &str, guest: &[Vec<GuestOp>]) {
+        let mut starts = Vec::new();
+        let mut len = 0;
+        for g in guest {
+            starts.push(len);
+            len += 2 * g.len() + 1;
+        }
+        let mut code = Vec::new();
+        for g in guest {
+            for op in g {
+                let (o, k) = match *op {
+                    GuestOp::Call(t) => (0, starts[t % starts.len()] as i64),
+                    GuestOp::Add(k) => (1, k),
+                    GuestOp::Mul(k) => (2, k),
+                    GuestOp::Div(k) => (4, k),
+                };
+                code.push(o.to_string());
+                code.push(k.to_string());
+            }
+            code.push("3".to_string());
+        }
+        let code = code.join(", ");
+        let lines = [
+            format!("func {f}(n, acc):"),
+            format!("    code = [{code}]"),
+            format!("    r = call {f}_x(code, 0, n, n)"),
+            "    r = r + acc".to_string(),
+            "    return r".to_string(),
+            format!("func {f}_x(code, pc, a, d):"),
+            format!("    goto {f}_d"),
+            format!("{f}_d:"),
+            "    jit_merge_point(code, pc)".to_string(),
+            "    op = code[pc]".to_string(),
+            "    pc = pc + 1".to_string(),
+            "    c = op == 3".to_string(),
+            format!("    if c goto {f}_ret else goto {f}_arg"),
+            format!("{f}_ret:"),
+            "    return a".to_string(),
+            format!("{f}_arg:"),
+            "    k = code[pc]".to_string(),
+            "    pc = pc + 1".to_string(),
+            "    c = op == 0".to_string(),
+            format!("    if c goto {f}_call else goto {f}_o1"),
+            format!("{f}_o1:"),
+            "    c = op == 1".to_string(),
+            format!("    if c goto {f}_add else goto {f}_o2"),
+            format!("{f}_o2:"),
+            "    c = op == 2".to_string(),
+            format!("    if c goto {f}_mul else goto {f}_div"),
+            format!("{f}_add:"),
+            "    a = a + k".to_string(),
+            format!("    goto {f}_d"),
+            format!("{f}_mul:"),
+            "    a = a * k".to_string(),
+            format!("    goto {f}_d"),
+            format!("{f}_div:"),
+            "    a = a // k".to_string(),
+            format!("    goto {f}_d"),
+            format!("{f}_call:"),
+            "    c = d > 0".to_string(),
+            format!("    if c goto {f}_rec else goto {f}_d"),
+            format!("{f}_rec:"),
+            "    e = d - 1".to_string(),
+            format!("    r = call {f}_x(code, k, a, e)"),
+            "    a = a + r".to_string(),
+            format!("    goto {f}_d"),
+        ];
+        let _ = writeln!(self.out, "{}", lines.join("\n"));
     }
 
     /// Writes the program's functions.
@@ -942,6 +1052,7 @@ impl Emitter {
                          {f_}_wd:\n    return v"
                     );
                 }
+                GenFunc::Guest { guest, .. } => self.guest(&f_, guest),
                 GenFunc::Memo {
                     ops,
                     result,
