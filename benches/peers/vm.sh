@@ -32,20 +32,7 @@ add "flowjit JIT" "$flowjit run $root/benches/recursion/vm.fg n=$N"
 add "flowjit interpreter" "$flowjit run $root/benches/recursion/vm.fg n=$N --mode interp"
 
 expected="$(pypy3 "$here/vm.py" "$N")"
-for i in "${!names[@]}"; do
-    got="$(${commands[$i]})"
-    if [ "$got" != "$expected" ]; then
-        echo "${names[$i]} printed $got, not $expected" >&2
-        exit 1
-    fi
-done
-
-for i in "${!names[@]}"; do
-    runs="$RUNS"
-    case "${names[$i]}" in "flowjit interpreter") runs=1 ;; esac
-    echo "timing ${names[$i]} ($runs runs)" >&2
-    hyperfine --style none --runs "$runs" --warmup 0 --export-json "$work/$i.json" "${commands[$i]}" >/dev/null
-done
+time_all "$work" "$expected" "flowjit interpreter"
 
 python3 - "$work" "$N" "${names[@]}" <<'PY'
 import json, sys

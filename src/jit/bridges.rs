@@ -415,13 +415,13 @@ pub(super) fn bridge_inputs(snap: &Snapshot) -> (Vec<Slot>, Vec<trace::Rebuilt>)
     };
     let mut rebuilt = Vec::new();
     for v in snap.virtuals.iter().filter(|v| !elsewhere(v.at)) {
-        let fields: Option<Vec<Result<Value, Slot>>> = (v.fields.iter())
+        let fields: Option<Vec<trace::Element>> = (v.fields.iter())
             .map(|f| match f {
-                Opnd::Const(c) => Some(Ok(c.clone())),
+                Opnd::Const(c) => Some(trace::Element::Const(c.clone())),
                 f if virtual_at(f) => None,
                 f => (snap.entries.iter())
                     .find(|(_, o)| o == f)
-                    .map(|(s, _)| Err(*s)),
+                    .map(|(s, _)| trace::Element::Var(*s)),
             })
             .collect();
         let slots: Vec<Slot> = (snap.entries.iter())

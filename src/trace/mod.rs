@@ -13,6 +13,7 @@ pub use ir::{
     SnapId, Snapshot, Trace, Ty,
 };
 pub use record::{
-    record, record_bridge, record_function, AbortReason, Host, Interpreted, Rebuilt, Recorded,
+    record, record_bridge, record_function, AbortReason, Element, Host, Interpreted, Rebuilt,
+    Recorded,
 };
 pub use run::{call_elidable, run_bridge, run_trace, Env, TraceExit};

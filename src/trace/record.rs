@@ -73,8 +73,17 @@ impl std::fmt::Display for AbortReason {
 pub struct Rebuilt {
     /// The variables that hold it.
     pub slots: Vec<Slot>,
-    /// Its elements: each a constant, or the value of a variable the snapshot gives.
-    pub fields: Vec<Result<Value, Slot>>,
+    /// Its elements.
+    pub fields: Vec<Element>,
+}
+
+/// An element of a [`Rebuilt`] array.
+#[derive(Clone, Debug)]
+pub enum Element {
+    /// A constant.
+    Const(Value),
+    /// The value of a variable the snapshot gives.
+    Var(Slot),
 }
 
 /// Where a recording ends, jumping to a block with a frame: the variables the trace
@@ -653,8 +662,8 @@ impl<'p> Recorder<'p> {
         let a = Opnd::Ref(self.emit(Kind::Op(Op::Array), args, Some(snap), start, Ty::Array));
         for (k, field) in v.fields.iter().enumerate() {
             let value = match field {
-                Ok(c) => Opnd::Const(c.clone()),
-                Err(slot) => self.written[slot.index()]
+                Element::Const(c) => Opnd::Const(c.clone()),
+                Element::Var(slot) => self.written[slot.index()]
                     .clone()
                     .expect("an element's variable is given"),
             };
