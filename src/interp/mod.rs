@@ -589,6 +589,23 @@ pub fn call_in<M: Monitor>(
     steps: &mut Steps,
     monitor: &mut M,
 ) -> Result<Exit, RuntimeError> {
+    in_call_frame(program, state, func, args, depth, |state, entry| {
+        run(program, state, entry, steps, monitor)
+    })
+}
+
+/// Runs `body` on `state` set up for a call of `func` on `args` made apart from the
+/// state's frames ([`call_in`]): in a frame of its own, at the function's entry (`body`'s
+/// position), `depth` calls waiting for it, a `return` from that frame returning out
+/// ([`Exit::Return`]); the state's frames are as they were when it ends.
+pub fn in_call_frame<T>(
+    program: &Program,
+    state: &mut State,
+    func: crate::lang::FuncId,
+    args: Vec<Value>,
+    depth: usize,
+    body: impl FnOnce(&mut State, Position) -> T,
+) -> T {
     let f = program.func(func);
     let mut frame = vec![None; program.frame_size()];
     for (p, v) in f.params.iter().zip(args) {
@@ -599,12 +616,12 @@ pub fn call_in<M: Monitor>(
     let (outer, returns_out) = (state.depth, state.returns_out);
     state.depth = depth + 1;
     state.returns_out = true;
-    let exit = run(program, state, Position::start(f.entry), steps, monitor);
+    let result = body(state, Position::start(f.entry));
     state.frame = frame;
     state.calls = calls;
     state.depth = outer;
     state.returns_out = returns_out;
-    exit
+    result
 }
 
 /// Makes an elidable call on the interpreter's behalf, as one transaction: its result, when

@@ -364,25 +364,14 @@ impl<'p> Jit<'p> {
                 &mut NoMonitor,
             );
         }
-        let f = self.program.func(func);
-        let mut frame = vec![None; self.program.frame_size()];
-        for (p, v) in f.params.iter().zip(args) {
-            frame[p.index()] = Some(v);
-        }
-        let frame = std::mem::replace(&mut state.frame, frame);
-        let calls = std::mem::take(&mut state.calls);
-        let (outer, returns_out) = (state.depth, state.returns_out);
-        state.depth = depth + 1;
-        state.returns_out = true;
+        let program = self.program;
         std::mem::swap(&mut self.steps, steps);
         self.nested += 1;
-        let exit = self.drive(state, Position::start(f.entry));
+        let exit = interp::in_call_frame(program, state, func, args, depth, |state, entry| {
+            self.drive(state, entry)
+        });
         self.nested -= 1;
         std::mem::swap(&mut self.steps, steps);
-        state.frame = frame;
-        state.calls = calls;
-        state.depth = outer;
-        state.returns_out = returns_out;
         exit
     }
 
