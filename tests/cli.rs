@@ -1491,3 +1491,24 @@ fn guest_calls_of_an_interpreter_enter_the_guest_functions_trace() {
     // compiled.
     assert!(made > 160_000 && direct > made * 9 / 10, "{stats}");
 }
+
+#[test]
+fn calls_machine_code_makes_record_the_function_trace_they_make_hot() {
+    // The loop's trace is compiled (on the driver's thread) before its calls of `eval` are
+    // hot: they are counted and recorded from machine code, and enter the trace after.
+    let (out, stats) = common::flowjit_ok(&[
+        "run",
+        "tests/programs/loop_calls.fg",
+        "which=eval",
+        "n=3000",
+        "--stats",
+        "--compile-on-driver",
+    ]);
+    assert_eq!(out, "48701173520238400\n");
+    assert!(stats.contains("trace 0: loop at loop"), "{stats}");
+    assert!(stats.contains("trace 1: function at eval"), "{stats}");
+    // 17 calls of `eval` an iteration.
+    let made = nth_number(&stats, "calls not inlined", "made ", 1);
+    let direct = nth_number(&stats, "calls not inlined", "machine code (", 1);
+    assert!(made > 45_000 && direct > made * 9 / 10, "{stats}");
+}

@@ -9,7 +9,9 @@
 //! while the driver runs the program on. See docs/ARCHITECTURE.md, *Compiling in the
 //! background*.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cranelift_codegen::control::ControlPlane;
@@ -74,6 +76,25 @@ type Job = (u64, Function, bool);
 pub(crate) struct Worker {
     jobs: Sender<Job>,
     done: Receiver<Done>,
+    /// How many functions the thread has handed back, and how many of them were taken.
+    handed: Arc<AtomicU64>,
+    taken: u64,
+}
+
+/// Whether the compiler thread has handed back functions that the driver has not taken
+/// since this was made ([`Worker::finishes`]): something machine code that runs long
+/// checks now and then, to return to the driver, which places the code.
+#[derive(Clone)]
+pub struct Finishes {
+    handed: Arc<AtomicU64>,
+    taken: u64,
+}
+
+impl Finishes {
+    /// Whether a function finished is waiting.
+    pub fn any(&self) -> bool {
+        self.handed.load(Ordering::Relaxed) > self.taken
+    }
 }
 
 impl Worker {
@@ -82,6 +103,8 @@ impl Worker {
     pub fn spawn(isa: OwnedTargetIsa, plain: OwnedTargetIsa) -> Option<Worker> {
         let (jobs, queue) = channel::<Job>();
         let (give, done) = channel();
+        let handed = Arc::new(AtomicU64::new(0));
+        let hands = handed.clone();
         std::thread::Builder::new()
             .name("flowjit-compiler".to_string())
             .spawn(move || {
@@ -93,10 +116,17 @@ impl Worker {
                     if give.send((id, machine, start.elapsed())).is_err() {
                         break;
                     }
+                    // After the send: one counted is in the channel.
+                    hands.fetch_add(1, Ordering::Relaxed);
                 }
             })
             .ok()?;
-        Some(Worker { jobs, done })
+        Some(Worker {
+            jobs,
+            done,
+            handed,
+            taken: 0,
+        })
     }
 
     /// Queues function `id`; gives it back if the thread has gone (it panicked).
@@ -116,20 +146,37 @@ impl Worker {
             let _give = give;
             queue.iter().take(n).for_each(drop);
         });
-        Worker { jobs, done }
+        Worker {
+            jobs,
+            done,
+            handed: Default::default(),
+            taken: 0,
+        }
     }
 
     /// A function the thread has finished, if any: without waiting, or (`wait`) the next
     /// one it finishes; `Err` when the thread has gone (Cranelift panicked on a function):
     /// the functions queued are lost.
-    pub fn finished(&self, wait: bool) -> Result<Option<Done>, Gone> {
-        if wait {
-            return self.done.recv().map(Some).map_err(|_| Gone);
+    pub fn finished(&mut self, wait: bool) -> Result<Option<Done>, Gone> {
+        let done = match wait {
+            true => self.done.recv().map(Some).map_err(|_| Gone),
+            false => match self.done.try_recv() {
+                Ok(done) => Ok(Some(done)),
+                Err(TryRecvError::Empty) => Ok(None),
+                Err(TryRecvError::Disconnected) => Err(Gone),
+            },
+        };
+        if let Ok(Some(_)) = done {
+            self.taken += 1;
         }
-        match self.done.try_recv() {
-            Ok(done) => Ok(Some(done)),
-            Err(TryRecvError::Empty) => Ok(None),
-            Err(TryRecvError::Disconnected) => Err(Gone),
+        done
+    }
+
+    /// What tells whether the thread has handed back a function not taken yet.
+    pub fn finishes(&self) -> Finishes {
+        Finishes {
+            handed: self.handed.clone(),
+            taken: self.taken,
         }
     }
 }

@@ -420,9 +420,10 @@ pub unsafe extern "C" fn call_pure(
 pub unsafe extern "C" fn call(ctx: *mut Ctx, site: *const CallSite, args: *mut i64) -> i64 {
     // SAFETY: the caller's guarantee.
     let (ctx, site) = unsafe { (&mut *ctx, &*site) };
-    // The callee's function trace, if it has machine code to enter.
-    if let Some(made) = ctx.functions.and_then(|f| f.call(ctx, site, args)) {
-        return made;
+    // The driver's: the callee's function trace, if it has machine code to enter.
+    if let Some(functions) = ctx.functions {
+        // SAFETY: the caller's guarantee.
+        return unsafe { functions.call(ctx, site, args) };
     }
     let (at, inlined) = site.call.expect("a call's site");
     // SAFETY: the caller's guarantee.

@@ -54,7 +54,7 @@ use cranelift_codegen::Context;
 use cranelift_codegen::{Final, MachSrcLoc};
 use cranelift_frontend::FunctionBuilderContext;
 
-pub use background::{Done, Gone, Machine};
+pub use background::{Done, Finishes, Gone, Machine};
 use flowjit_runtime::abi;
 
 use crate::lang::Slot;
@@ -881,7 +881,7 @@ impl Backend {
     /// (Cranelift panicked): the functions queued are lost, and the next ones are compiled
     /// here.
     pub fn finished(&mut self, wait: bool) -> Result<Option<Done>, Gone> {
-        let Some(worker) = &self.worker else {
+        let Some(worker) = &mut self.worker else {
             return Ok(None);
         };
         let done = worker.finished(wait);
@@ -890,6 +890,12 @@ impl Backend {
             self.worker_gone = true;
         }
         done
+    }
+
+    /// What tells whether the compiler thread has handed back a function not taken yet
+    /// (`None` without the thread).
+    pub fn finishes(&self) -> Option<background::Finishes> {
+        self.worker.as_ref().map(background::Worker::finishes)
     }
 
     /// Places the machine code of a prepared function: the function, compiled.

@@ -43,10 +43,14 @@ pub const STACK_RESERVE: usize = 1 << 20;
 /// What finds the code a `call` enters: the driver's function traces.
 pub trait Functions {
     /// Makes the `call` of `site` on `args` (one word per argument, room for the result
-    /// after them, as [`helpers::call`](super::helpers::call) takes them) in the machine
-    /// code of its function's trace, if it has code that the call may enter: what
-    /// `helpers::call` returns. `None` when it has none (the interpreter makes the call).
-    fn call(&self, ctx: &mut Ctx, site: &CallSite, args: *mut i64) -> Option<i64>;
+    /// after them, as [`helpers::call`](super::helpers::call) takes them): in the machine
+    /// code of its function's trace, if it has code that the call may enter; otherwise
+    /// counted towards the function's trace (recorded there once hot) and made by the
+    /// interpreter, whose calls enter code that they may. What `helpers::call` returns.
+    ///
+    /// # Safety
+    /// As [`helpers::call`](super::helpers::call)'s.
+    unsafe fn call(&self, ctx: &mut Ctx, site: &CallSite, args: *mut i64) -> i64;
 
     /// Ends the `call` of `site` that machine code made directly into its function's
     /// code (through its [`FnCell`]), which returned `returned` with its register buffer
@@ -510,13 +514,22 @@ unsafe fn interpret(
             frame[slot] = Some(v);
         }
     }
+    in_frame(inner, frame, depth, |inner| {
+        resume(inner.state).and_then(|pos| run_calling(program, inner, pos))
+    })
+}
+
+/// Runs `body` on `inner` with `frame` in place of the state's frame, as a call made at
+/// `depth` (the caller's) apart from the state's calls, whose `return` returns out; the
+/// state as it was afterwards.
+fn in_frame<T>(inner: &mut Ctx, frame: Frame, depth: usize, body: impl FnOnce(&mut Ctx) -> T) -> T {
     let state = &mut *inner.state;
     let caller = std::mem::replace(&mut state.frame, frame);
     let calls = std::mem::take(&mut state.calls);
     let (outer, returns_out) = (state.depth, state.returns_out);
     state.depth = depth + 1;
     state.returns_out = true;
-    let result = resume(state).and_then(|pos| run_calling(program, inner, pos));
+    let result = body(inner);
     let state = &mut *inner.state;
     state.frame = caller;
     state.calls = calls;
@@ -525,11 +538,45 @@ unsafe fn interpret(
     result
 }
 
+/// Makes the call of `site` on `args` in the interpreter, on a frame of the callee's
+/// holding the arguments: `body` runs it from the function's entry (a recording, then the
+/// interpreter, say) and gives its result, which the caller's code gets as from
+/// [`helpers::call`](super::helpers::call). A call that would reach the depth limit fails
+/// there, as the interpreter's.
+///
+/// # Safety
+/// As [`helpers::call`](super::helpers::call)'s.
+pub unsafe fn call_with(
+    ctx: &mut Ctx,
+    site: &CallSite,
+    args: *mut i64,
+    body: impl FnOnce(&mut Ctx, Position) -> Result<Value, End>,
+) -> i64 {
+    let (at, inlined) = site.call.expect("a call's site");
+    let program = ctx.program;
+    ctx.calls += 1;
+    let depth = ctx.state.depth + ctx.state.calls.len() + inlined;
+    let result = if depth >= MAX_CALL_DEPTH {
+        Err(Err(crate::trace::run::call_depth_error(program, at)))
+    } else {
+        let f = program.func(site.func);
+        let mut frame: Frame = vec![None; program.frame_size()];
+        // SAFETY: the caller's guarantee: a live value per argument.
+        let values = unsafe { site.arguments(args) };
+        for (p, v) in f.params.iter().zip(values) {
+            frame[p.index()] = Some(v);
+        }
+        in_frame(ctx, frame, depth, |ctx| body(ctx, Position::start(f.entry)))
+    };
+    // SAFETY: the caller's guarantee.
+    unsafe { give(ctx, site, args, result) }
+}
+
 /// Interprets from `pos` on `ctx`'s state until the frame there returns, its calls of
 /// functions whose traces have code that a call may enter made in that code
 /// ([`Functions::call_frame`]), not in the interpreter: an exit deep in a recursion leaves
 /// only its own frame to the interpreter.
-fn run_calling(program: &Program, ctx: &mut Ctx, mut pos: Position) -> Result<Value, End> {
+pub fn run_calling(program: &Program, ctx: &mut Ctx, mut pos: Position) -> Result<Value, End> {
     /// Stops the interpreter where it enters a call whose function has such code.
     struct Enters<'f>(Option<&'f dyn Functions>);
     impl interp::Monitor for Enters<'_> {

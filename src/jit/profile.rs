@@ -331,6 +331,27 @@ impl Profile {
         }
     }
 
+    /// Whether a function trace is to be recorded at `key` after `more` calls beyond those
+    /// the profile counted (calls that machine code made): it has none, it is not given
+    /// up, and the calls pass its limit. Counts nothing.
+    pub fn hot_after(&self, key: &Key, more: u64) -> bool {
+        debug_assert!(key.function);
+        let c = match self.portal_of[key.anchor.index()] {
+            Some(k) => self.portals[k].keys.get(&key.greens),
+            None => Some(&self.entries[key.anchor.index()]),
+        };
+        match c {
+            Some(c) => c.trace.is_none() && c.count.saturating_add(more) > c.limit,
+            None => more > self.calls,
+        }
+    }
+
+    /// Counts `n` calls at the function trace's key `key` that machine code made.
+    pub fn count_calls(&mut self, key: &Key, n: u64) {
+        let c = self.counter(key);
+        c.count = c.count.saturating_add(n);
+    }
+
     /// How many times `key` has been arrived at since it was last counted from zero.
     pub fn arrivals(&mut self, key: &Key) -> u64 {
         self.counter(key).count

@@ -101,7 +101,7 @@ impl Jit<'_> {
     }
 
     /// A root trace's recording at `key` was abandoned; interpretation goes on at `at`.
-    fn root_aborted(
+    pub(super) fn root_aborted(
         &mut self,
         key: &Key,
         label: String,
@@ -122,7 +122,7 @@ impl Jit<'_> {
 
     /// The loop at `key` closed with `trace`: optimized, it becomes the root of a new tree,
     /// compiled; rejected, the key counts a failed recording.
-    fn root_recorded(
+    pub(super) fn root_recorded(
         &mut self,
         key: Key,
         label: String,

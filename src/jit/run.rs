@@ -418,6 +418,11 @@ impl Jit<'_> {
             seen: &self.stats.exits,
             bridges: Default::default(),
             attention: Default::default(),
+            counts: Default::default(),
+            room: trees.len() < self.config.policy.max_trees,
+            functions: Default::default(),
+            recording: Default::default(),
+            finishes: backend.finishes(),
         };
         let exit = backend.run(
             (t, unit),
@@ -428,8 +433,11 @@ impl Jit<'_> {
             Some(&calls),
         );
         self.stats.native_time += start.elapsed();
+        self.stats.record_time += calls.recording.get();
         let (exits, bridges) = (calls.exits.into_inner(), calls.bridges.into_inner());
+        let (counts, functions) = (calls.counts.into_inner(), calls.functions.into_inner());
         self.after_calls(exits, bridges);
+        self.after_function_calls(counts, functions);
         let mut exit = exit?;
         self.ended = exit.ended.take();
         self.stats.native_entries += 1;
@@ -482,6 +490,35 @@ impl Jit<'_> {
                     self.bridge_recorded(t, from, None, trace, false);
                 }
                 None => self.bridge_failed(t, from),
+            }
+        }
+    }
+
+    /// What the calls machine code made of functions whose traces had no code leave the
+    /// driver: their counts, added to the profile's, and the function traces recorded at
+    /// them, each made a tree as the driver's own recordings are ([`Jit::record`]).
+    fn after_function_calls(
+        &mut self,
+        counts: impl IntoIterator<Item = (super::Key, u64)>,
+        functions: Vec<(super::Key, FunctionRecording)>,
+    ) {
+        for (key, n) in counts {
+            self.profile.count_calls(&key, n);
+        }
+        for (key, recorded) in functions {
+            let label = describe(self.program, &key);
+            self.event(EventKind::TraceStarted {
+                anchor: label.clone(),
+                from: None,
+            });
+            match recorded {
+                Ok((trace, wide)) => {
+                    self.root_recorded(key, label, trace, wide);
+                }
+                Err(reason) => {
+                    let at = Position::start(key.anchor);
+                    self.root_aborted(&key, label, reason, at);
+                }
             }
         }
     }
@@ -677,7 +714,24 @@ struct Calls<'j> {
     /// Whether an exit has been taken more than the bridge threshold (seen first in this
     /// run): the driver may compile its code again (`Jit::hold_wide`).
     attention: std::cell::Cell<bool>,
+    /// The calls made of functions whose traces have no code to enter, per key, beyond
+    /// those the profile counted: the driver adds them.
+    counts: std::cell::RefCell<rustc_hash::FxHashMap<super::Key, u64>>,
+    /// Whether a function trace may be recorded (the trees are not at their limit).
+    room: bool,
+    /// The function traces recorded at calls (or why their recording was abandoned), for
+    /// the driver to optimize and compile.
+    functions: std::cell::RefCell<Vec<(super::Key, FunctionRecording)>>,
+    /// The time those recordings took.
+    recording: std::cell::Cell<std::time::Duration>,
+    /// Whether the compiler thread has handed back code (that the calls may enter, once
+    /// the driver has placed it).
+    finishes: Option<backend::Finishes>,
 }
+
+/// A function trace recorded at a call machine code made: the trace and the variables
+/// past 64 bits at its entry, or why its recording was abandoned.
+type FunctionRecording = Result<(trace::Trace, Vec<Slot>), trace::AbortReason>;
 
 impl Calls<'_> {
     /// `with` the code of the function trace at `key`, as a call enters it, if it has code
@@ -785,35 +839,126 @@ impl Calls<'_> {
     }
 }
 
-impl backend::nested::Functions for Calls<'_> {
-    fn call(
-        &self,
-        ctx: &mut backend::helpers::Ctx,
-        site: &backend::helpers::CallSite,
-        args: *mut i64,
-    ) -> Option<i64> {
+impl Calls<'_> {
+    /// The key of the function trace the call of `site` on `args` runs: a dispatch
+    /// function's is found by its green arguments (`None` if one is an array).
+    ///
+    /// # Safety
+    /// As [`backend::helpers::call`]'s.
+    unsafe fn key(&self, site: &backend::helpers::CallSite, args: *mut i64) -> Option<super::Key> {
         let func = self.program.func(site.func);
-        // A dispatch function's trace is found by its green arguments.
         let greens = match self.program.portal(site.func) {
-            // SAFETY: `helpers::call`'s caller's guarantee.
             Some(greens) => {
+                // SAFETY: the caller's guarantee.
                 let values = unsafe { site.arguments(args) };
                 (greens.iter())
                     .map(|g| {
-                        func.params
-                            .iter()
-                            .position(|p| p == g)
-                            .map(|k| values[k].clone())
+                        let k = func.params.iter().position(|p| p == g)?;
+                        Some(values[k].clone()).filter(|v| !v.holds_array())
                     })
                     .collect::<Option<Vec<_>>>()?
             }
             None => Vec::new(),
         };
-        let key = super::Key::function(func.entry, greens);
-        // SAFETY: `helpers::call`'s caller's guarantee, which `Entry::call` asks.
-        self.callee(Some(key), |callee| unsafe {
+        Some(super::Key::function(func.entry, greens))
+    }
+
+    /// Counts a call at `key`, whose trace has no code to enter: whether its trace is to
+    /// be recorded now (the profile's count and this run's pass the function's threshold,
+    /// and none was recorded at it in this run).
+    fn hot(&self, key: &super::Key) -> bool {
+        let mut counts = self.counts.borrow_mut();
+        let n = match counts.get_mut(key) {
+            Some(n) => n,
+            None => counts.entry(key.clone()).or_default(),
+        };
+        *n += 1;
+        self.room
+            && self.profile.hot_after(key, *n)
+            && !self.functions.borrow().iter().any(|(k, _)| k == key)
+    }
+
+    /// Records the function trace at `key` from the call whose frame `state` holds (at
+    /// `pos`, the function's entry), as the driver records one ([`Jit::record`]) but with
+    /// the interpreter making the calls it does not inline; where the interpreter goes on
+    /// (the `return`, or where the recording was abandoned), or how the program ended.
+    fn record_function(
+        &self,
+        state: &mut State,
+        key: super::Key,
+        pos: Position,
+    ) -> Result<Position, backend::nested::End> {
+        let start = Instant::now();
+        let program = self.program;
+        let func = program
+            .func_entered_at(key.anchor)
+            .expect("a function's entry");
+        debug_assert_eq!(pos, Position::start(key.anchor));
+        let wide = super::wide_slots(&state.frame);
+        let profile = self.profile;
+        let traced = |block: BlockId, frame: &Frame| {
+            (profile.key_at(block, frame)).is_some_and(|k| k != key && profile.lookup(&k).is_some())
+        };
+        let ends = |target: BlockId, frame: &Frame| profile.bridge_end(target, frame);
+        let mut host = trace::Interpreted {
+            program,
+            traced: &traced,
+            ends: &ends,
+        };
+        let recorded = trace::record_function(
+            program,
+            state,
+            func,
+            profile.greens_at(key.anchor),
+            &mut host,
+            &mut crate::state::Steps::new(None),
+            self.policy.max_trace_len,
+            self.fold,
+        );
+        self.recording.set(self.recording.get() + start.elapsed());
+        let (made, go_on) = match recorded {
+            Ok(trace::Recorded::Loop(trace)) => {
+                let end = trace.end();
+                (Ok((trace, wide)), end)
+            }
+            Ok(trace::Recorded::Aborted { reason, at }) => (Err(reason), at),
+            Ok(trace::Recorded::Stopped(v)) => return Err(Ok(v)),
+            Err(e) => return Err(Err(e)),
+        };
+        self.functions.borrow_mut().push((key, made));
+        Ok(go_on)
+    }
+}
+
+impl backend::nested::Functions for Calls<'_> {
+    unsafe fn call(
+        &self,
+        ctx: &mut backend::helpers::Ctx,
+        site: &backend::helpers::CallSite,
+        args: *mut i64,
+    ) -> i64 {
+        // SAFETY: the caller's guarantee.
+        let key = unsafe { self.key(site, args) };
+        // SAFETY: the caller's guarantee, which `Entry::call` asks.
+        let entered = self.callee(key.clone(), |callee| unsafe {
             self.entry.call(ctx, site, args, callee)
-        })?
+        });
+        if let Some(Some(made)) = entered {
+            return made;
+        }
+        // The interpreter makes it, recording the function's trace if it is now hot.
+        let record = key.filter(|k| self.hot(k));
+        let program = self.program;
+        // SAFETY: the caller's guarantee.
+        unsafe {
+            backend::nested::call_with(ctx, site, args, |ctx, pos| {
+                let pos = match record {
+                    Some(key) => self.record_function(ctx.state, key, pos)?,
+                    None => pos,
+                };
+                backend::nested::run_calling(program, ctx, pos)
+            })
+        }
     }
 
     fn enters(&self, entry: BlockId, frame: &Frame) -> bool {
@@ -858,6 +1003,9 @@ impl backend::nested::Functions for Calls<'_> {
     }
 
     fn pending(&self) -> bool {
-        self.attention.get() || !self.bridges.borrow().is_empty()
+        self.attention.get()
+            || !self.bridges.borrow().is_empty()
+            || !self.functions.borrow().is_empty()
+            || self.finishes.as_ref().is_some_and(|f| f.any())
     }
 }

@@ -80,13 +80,7 @@ pub fn call(
 ) -> Called {
     let depth = state.depth + state.calls.len() + inlined;
     if depth >= crate::state::MAX_CALL_DEPTH {
-        return Called::Ended(Err(RuntimeError {
-            kind: interp::ErrorKind::CallDepth,
-            block: program
-                .block(origin.block)
-                .label_at(origin.inst)
-                .to_string(),
-        }));
+        return Called::Ended(Err(call_depth_error(program, origin)));
     }
     let budget = steps.left.saturating_sub(done);
     let mut inner = Steps {
@@ -109,6 +103,18 @@ pub fn call(
         Ok(interp::Exit::Hot(_) | interp::Exit::Called(_)) => {
             unreachable!("a call's monitor never takes over")
         }
+    }
+}
+
+/// The interpreter's error for the call statement at `origin`, which no call more fits
+/// under the depth limit.
+pub fn call_depth_error(program: &Program, origin: Position) -> RuntimeError {
+    RuntimeError {
+        kind: interp::ErrorKind::CallDepth,
+        block: program
+            .block(origin.block)
+            .label_at(origin.inst)
+            .to_string(),
     }
 }
 
