@@ -444,7 +444,8 @@ fn exits_match_the_interpreter(passes: &[flowjit::opt::Pass], native: bool) {
             let by_machine_code = compiled[index].as_ref().and_then(|_| {
                 let find = |(k, _): (usize, usize)| flowjit::backend::TreeCode {
                     code: compiled[k].as_ref().expect("compiled"),
-                    segments: vec![flowjit::backend::Segment::root(&traces[k])],
+                    tree: &traces[k],
+                    alone: None,
                     start: Position::start(traces[k].anchor),
                 };
                 backend.run((index, 0), &find, &program, &mut state, &mut steps, None)

@@ -81,6 +81,16 @@ pub(crate) struct Worker {
     taken: u64,
 }
 
+/// The count of functions the compiler thread has handed back, raised once more when the
+/// thread ends (its channel then closing, which the driver must see too, [`Gone`]).
+struct Ends(Arc<AtomicU64>);
+
+impl Drop for Ends {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Whether the compiler thread has handed back functions that the driver has not taken
 /// since this was made ([`Worker::finishes`]): something machine code that runs long
 /// checks now and then, to return to the driver, which places the code.
@@ -104,10 +114,11 @@ impl Worker {
         let (jobs, queue) = channel::<Job>();
         let (give, done) = channel();
         let handed = Arc::new(AtomicU64::new(0));
-        let hands = handed.clone();
+        let hands = Ends(handed.clone());
         std::thread::Builder::new()
             .name("flowjit-compiler".to_string())
             .spawn(move || {
+                let hands = hands;
                 let mut ctx = Context::new();
                 for (id, func, optimize) in queue {
                     let isa = if optimize { &*isa } else { &*plain };
@@ -117,7 +128,7 @@ impl Worker {
                         break;
                     }
                     // After the send: one counted is in the channel.
-                    hands.fetch_add(1, Ordering::Relaxed);
+                    hands.0.fetch_add(1, Ordering::Relaxed);
                 }
             })
             .ok()?;
@@ -142,14 +153,16 @@ impl Worker {
     pub fn stopping_after(n: usize) -> Worker {
         let (jobs, queue) = channel::<Job>();
         let (give, done) = channel::<Done>();
+        let handed = Arc::new(AtomicU64::new(0));
+        let hands = Ends(handed.clone());
         std::thread::spawn(move || {
-            let _give = give;
+            let (_give, _hands) = (give, hands);
             queue.iter().take(n).for_each(drop);
         });
         Worker {
             jobs,
             done,
-            handed: Default::default(),
+            handed,
             taken: 0,
         }
     }
@@ -170,6 +183,12 @@ impl Worker {
             self.taken += 1;
         }
         done
+    }
+
+    /// Whether the thread has handed back a function not taken yet, or has ended (an
+    /// atomic load: the driver asks before each run of code).
+    pub fn waiting(&self) -> bool {
+        self.handed.load(Ordering::Relaxed) > self.taken
     }
 
     /// What tells whether the thread has handed back a function not taken yet.

@@ -41,6 +41,9 @@ pub struct Ctx<'a> {
     /// mirror holds such an integer as the address of a frame's slot or of its box here,
     /// which only exits write ([`mirror_num`]).
     pub nums: Vec<Value>,
+    /// How many variables the mirror holds: `nums`' length, made when a linked exit first
+    /// needs it.
+    pub mirror: usize,
     /// The result of the `call` the code exits after, which it could not go on with
     /// ([`call`]): the exit writes it into the call's variable.
     pub called: Option<Value>,
@@ -100,6 +103,7 @@ impl<'a> Ctx<'a> {
             kept: 0,
             allocated: 0,
             nums: Vec::new(),
+            mirror: 0,
             called: None,
             ended: None,
             calls: 0,
@@ -552,6 +556,10 @@ impl Boxes {
 pub unsafe extern "C" fn mirror_num(ctx: *mut Ctx, slot: i64, bits: i64, take: i64) -> i64 {
     // SAFETY: the caller's guarantee.
     let ctx = unsafe { &mut *ctx };
+    if ctx.nums.is_empty() {
+        // Made once, at its full length: the boxes' addresses stay put.
+        ctx.nums = vec![Value::Int(0); ctx.mirror];
+    }
     let at: *mut Value = &mut ctx.nums[slot as usize];
     let from = bits as *mut Value;
     if at != from {

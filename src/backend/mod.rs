@@ -892,6 +892,14 @@ impl Backend {
         done
     }
 
+    /// Whether the compiler thread has handed back a function not taken yet, or has gone
+    /// (which [`Backend::finished`] then finds).
+    pub fn waiting(&self) -> bool {
+        self.worker
+            .as_ref()
+            .is_some_and(background::Worker::waiting)
+    }
+
     /// What tells whether the compiler thread has handed back a function not taken yet
     /// (`None` without the thread).
     pub fn finishes(&self) -> Option<background::Finishes> {
@@ -1231,15 +1239,46 @@ pub struct TreeExit {
     pub helped: u64,
 }
 
+/// What gives a tree's segments (the driver's trees): segment `seg` as its tree's function
+/// holds it, its path's cost counted from the root.
+pub trait Segments {
+    /// Segment `seg` (0: the root).
+    fn segment(&self, seg: usize) -> Segment<'_>;
+}
+
+/// A trace alone is a tree of one segment, its root.
+impl Segments for crate::trace::Trace {
+    fn segment(&self, seg: usize) -> Segment<'_> {
+        debug_assert_eq!(seg, 0, "a trace alone has its root only");
+        Segment::root(self)
+    }
+}
+
 /// A compiled function, as [`Backend::run`] finds it by its tree and unit.
 pub struct TreeCode<'a> {
     /// Its code.
     pub code: &'a Compiled,
-    /// Its segments (`Tree::segments` for a tree's function; the bridge alone for a bridge
-    /// unit).
-    pub segments: Vec<Segment<'a>>,
+    /// Its tree's segments.
+    pub tree: &'a dyn Segments,
+    /// For a bridge compiled on its own, its segment in the tree, which is the unit's only
+    /// one; `None` for the tree's function.
+    pub alone: Option<usize>,
     /// Where it starts: the tree's anchor, or the bridge's first position.
     pub start: Position,
+}
+
+impl<'a> TreeCode<'a> {
+    /// The unit's segment `seg`: the tree's, or the bridge's alone, whose guard's exit
+    /// counted the path to it (as `Jit::compile_bridge` compiles it).
+    pub fn segment(&self, seg: usize) -> Segment<'a> {
+        match self.alone {
+            None => self.tree.segment(seg),
+            Some(s) => Segment {
+                cost: 0,
+                ..self.tree.segment(s)
+            },
+        }
+    }
 }
 
 impl Compiled {
@@ -1430,7 +1469,7 @@ impl Backend {
         // The frame is not written while the code runs: the lists and arrays it holds, which
         // the code borrows, stay alive. Helpers reach the rest of the state.
         let mut ctx = helpers::Ctx::new(program, state, steps.limit, functions);
-        ctx.nums = vec![flowjit_runtime::Value::Int(0); layout.mirror];
+        ctx.mirror = layout.mirror;
         regs[layout.context] = &mut ctx as *mut helpers::Ctx as i64;
         let enter = self.trampoline.as_ref().expect("made with the backend").0;
         // SAFETY: `regs` has every slot the code of any compiled tree reads and writes (it
@@ -1492,8 +1531,8 @@ impl Backend {
         let lower::TreeInst { segment: seg, inst } = an
             .layout
             .locate((at & !(lower::WRITTEN | lower::RETURNED)) as usize);
-        let segments = &exited.segments;
-        let trace = segments[seg].trace;
+        let segment = exited.segment(seg);
+        let trace = segment.trace;
         let own = trace
             .snap_of(&trace.insts[inst])
             .expect("an exiting instruction has a snapshot");
@@ -1528,7 +1567,7 @@ impl Backend {
             let total = if code.counting {
                 consumed.max(0) as u64
             } else {
-                segments[seg].cost + own.cost
+                segment.cost + own.cost
             };
             steps.left = steps.left.saturating_sub(total);
             return Some(exit);
@@ -1543,7 +1582,7 @@ impl Backend {
         };
         // Where the program ended inside a call, nothing goes on.
         if exit.ended.is_none() {
-            let cost = segments[seg].cost + resume::restore(own, read, state);
+            let cost = segment.cost + resume::restore(own, read, state);
             if let Some(v) = called {
                 crate::trace::run::give_result(program, &trace.insts[inst], state, v);
             }

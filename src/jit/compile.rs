@@ -352,7 +352,9 @@ impl Jit<'_> {
 
     /// As [`Jit::collect`], waiting for one function at least when `wait`.
     fn collect_finished(&mut self, mut wait: bool) {
-        if self.jobs.is_empty() {
+        // Asked before each run of code: nothing queued, or nothing handed back yet.
+        let handed = self.backend.as_ref().is_some_and(|b| b.waiting());
+        if self.jobs.is_empty() || !(wait || handed) {
             return;
         }
         let Some(backend) = self.backend.as_mut() else {

@@ -676,17 +676,15 @@ fn tree_code(trees: &[Tree], (k, unit): (usize, usize)) -> TreeCode<'_> {
     if unit == 0 {
         return TreeCode {
             code,
-            segments: tree.segments(),
+            tree,
+            alone: None,
             start: Position::start(tree.key.anchor),
         };
     }
     TreeCode {
         code,
-        // As compiled (`Jit::compile_bridge`): its guard's exit counted the path to it.
-        segments: vec![backend::Segment {
-            cost: 0,
-            ..tree.segment_alone(unit)
-        }],
+        tree,
+        alone: Some(unit),
         start: tree.guard_snapshot(tree.bridges[unit - 1].from).pos,
     }
 }

@@ -254,3 +254,9 @@ impl Tree {
             .map(|k| k + 1)
     }
 }
+
+impl crate::backend::Segments for Tree {
+    fn segment(&self, seg: usize) -> Segment<'_> {
+        self.segment_alone(seg)
+    }
+}
