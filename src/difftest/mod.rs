@@ -175,8 +175,21 @@ fn bounded(v: &Value) -> String {
     }
 }
 
+/// How a configuration of [`configurations`] runs: under a step limit (the compiler on
+/// the driver's thread, code counting its steps and making no calls), as the command line
+/// runs by default (Cranelift on the compiler thread, its code put to use whenever it
+/// comes, which a short program may never see), or with `--compile-on-driver` (each
+/// function's code in use at once: loops compiled before the functions they call are hot,
+/// whose traces calls from machine code then record).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum How {
+    Limited,
+    Background,
+    OnDriver,
+}
+
 /// Every JIT configuration a program is run under: (native, threshold, bridge threshold,
-/// passes, step limit). `turn` picks the pass left out in machine code.
+/// passes, how). `turn` picks the pass left out in machine code.
 ///
 /// Machine code runs with thresholds 0, 1, 3 and the defaults, and bridge thresholds 0,
 /// 1 and 20; the trace interpreter with all passes, none, and each pass left out in turn.
@@ -191,7 +204,7 @@ fn bounded(v: &Value) -> String {
 /// within the limit in the interpreter, so it stops without one. (The quick backend,
 /// `backend::quick`, emits code only where nothing is counted, and the trees and bridges of
 /// threshold 1 are not those of threshold 0.)
-fn configurations(turn: usize) -> Vec<(bool, u64, u64, Vec<opt::Pass>, bool)> {
+fn configurations(turn: usize) -> Vec<(bool, u64, u64, Vec<opt::Pass>, How)> {
     let all = opt::PIPELINE.to_vec();
     let without =
         |off: opt::Pass| -> Vec<opt::Pass> { all.iter().copied().filter(|p| *p != off).collect() };
@@ -200,25 +213,27 @@ fn configurations(turn: usize) -> Vec<(bool, u64, u64, Vec<opt::Pass>, bool)> {
         .copied()
         .filter(|p| *p != opt::Pass::Peel)
         .collect();
+    let limited = How::Limited;
     let mut configs = vec![
-        (true, 0, 0, all.clone(), true),
-        (true, 1, 1, all.clone(), true),
-        (true, 3, 20, all.clone(), true),
-        (true, 0, 1, without(native[turn % native.len()]), true),
-        (false, 0, 0, all.clone(), true),
-        (false, 1, 1, Vec::new(), true),
+        (true, 0, 0, all.clone(), limited),
+        (true, 1, 1, all.clone(), limited),
+        (true, 3, 20, all.clone(), limited),
+        (true, 0, 1, without(native[turn % native.len()]), limited),
+        (false, 0, 0, all.clone(), limited),
+        (false, 1, 1, Vec::new(), limited),
     ];
     for off in opt::PIPELINE {
-        configs.push((false, 0, 1, without(*off), true));
+        configs.push((false, 0, 1, without(*off), limited));
     }
-    configs.push((true, 0, 0, all.clone(), false));
-    configs.push((true, 1, 1, all.clone(), false));
+    configs.push((true, 0, 0, all.clone(), How::Background));
+    configs.push((true, 1, 1, all.clone(), How::Background));
+    configs.push((true, 1, 1, all.clone(), How::OnDriver));
     configs.push((
         true,
         Policy::DEFAULT.threshold,
         Policy::DEFAULT.bridge_threshold,
         all.clone(),
-        false,
+        How::Background,
     ));
     configs
 }
@@ -310,8 +325,9 @@ fn configured(
     threshold: u64,
     bridge_threshold: u64,
     passes: Vec<opt::Pass>,
-    limited: bool,
+    how: How,
 ) -> (Config, String) {
+    let limited = how == How::Limited;
     // The defaults are the command line's: a counted loop hot too near its end is left
     // to the interpreter, and counted again (`jit::payoff`).
     let defaults = threshold == Policy::DEFAULT.threshold
@@ -355,7 +371,7 @@ fn configured(
         pay_off: defaults,
         // As the command line runs (without `--max-steps`): Cranelift's work on the
         // compiler thread, its code put to use whenever it comes.
-        background: native && !limited,
+        background: native && how == How::Background,
         ..Config::default()
     };
     let flags = format!(
@@ -376,10 +392,10 @@ fn configured(
             .map(|p| p.name())
             .collect::<Vec<_>>()
             .join(","),
-        if limited {
-            format!(" --max-steps {STEP_LIMIT}")
-        } else {
-            String::new()
+        match how {
+            How::Limited => format!(" --max-steps {STEP_LIMIT}"),
+            How::Background => String::new(),
+            How::OnDriver => " --compile-on-driver".to_string(),
         }
     );
     (config, flags)
@@ -411,8 +427,8 @@ fn check_subject(s: &Subject, pe: &str, turn: usize) -> Result<bool, String> {
     if state.io.overflowed() || want.ends_with("...") {
         return Ok(false);
     }
-    for (native, threshold, bridge_threshold, passes, limited) in configurations(turn) {
-        let (config, flags) = configured(native, threshold, bridge_threshold, passes, limited);
+    for (native, threshold, bridge_threshold, passes, how) in configurations(turn) {
+        let (config, flags) = configured(native, threshold, bridge_threshold, passes, how);
         let mut jit = Jit::new(s.program, config).map_err(|e| e.to_string())?;
         let mut state = s.state();
         differ(&want, flags, &mut || {
