@@ -1512,3 +1512,28 @@ fn calls_machine_code_makes_record_the_function_trace_they_make_hot() {
     let direct = nth_number(&stats, "calls not inlined", "machine code (", 1);
     assert!(made > 45_000 && direct > made * 9 / 10, "{stats}");
 }
+
+#[test]
+fn a_recursive_function_running_a_loop_makes_its_calls_from_its_loops_code() {
+    // The partition loop's bridges make the two recursive calls and end at the
+    // function's `return`; nothing is abandoned.
+    let (out, stats) = common::flowjit_ok(&[
+        "run",
+        "tests/programs/loop_recursion.fg",
+        "which=sort",
+        "n=20000",
+        "--stats",
+        "--compile-on-driver",
+    ]);
+    assert_eq!(out, "199990000\n");
+    assert!(stats.contains("trace aborts: 0"), "{stats}");
+    assert!(stats.contains("loop at part_loop"), "{stats}");
+    // Two calls of `qsort` for each partition (about 13,000), from the loop's bridges.
+    let made = nth_number(&stats, "calls not inlined", "made ", 1);
+    assert!(made > 20_000, "{stats}");
+    let returned: usize = (stats.lines())
+        .filter(|l| l.contains(" loop  @part_end:7 "))
+        .filter_map(|l| l.rsplit(": ").next()?.parse::<usize>().ok())
+        .sum();
+    assert!(returned > 10_000, "{stats}");
+}

@@ -1282,6 +1282,12 @@ impl<'a> TreeCode<'a> {
 }
 
 impl Compiled {
+    /// Whether code running may enter this code again (a call made in it: `nested`): it
+    /// counts no steps and holds no integer of any size (whose boxes are the code's own).
+    pub fn enterable(&self) -> bool {
+        !self.counting && self.reentrant
+    }
+
     /// Stops a bridge unit's count of entries: it does not return [`lower::HOT`] again
     /// (within the next 2^63 entries).
     pub fn stop_counting(&self) {
@@ -1452,143 +1458,175 @@ impl Backend {
         steps: &mut Steps,
         functions: Option<&dyn nested::Functions>,
     ) -> Option<TreeExit> {
-        let entered = trees(t);
-        let code = entered.code;
-        let an = &code.analysis;
-        let layout = &an.layout;
-        if steps.left < code.max_cost || (steps.limit.is_some() && !code.counting) {
-            return None;
-        }
-        for (k, (slot, _)) in layout.inputs.iter().enumerate() {
-            abi::unbox(state.frame[slot.index()].as_ref()?, an.input_kinds[k])?;
-        }
-        let regs = &mut self.regs;
-        exit::fill_mirror(regs, &state.frame, layout.mirror);
-        let initial = steps.left.min(i64::MAX as u64) as i64;
-        regs[layout.counter] = initial;
-        // The frame is not written while the code runs: the lists and arrays it holds, which
-        // the code borrows, stay alive. Helpers reach the rest of the state.
-        let mut ctx = helpers::Ctx::new(program, state, steps.limit, functions);
-        ctx.mirror = layout.mirror;
-        regs[layout.context] = &mut ctx as *mut helpers::Ctx as i64;
         let enter = self.trampoline.as_ref().expect("made with the backend").0;
-        // SAFETY: `regs` has every slot the code of any compiled tree reads and writes (it
-        // grows with each tree compiled), the mirror holds the frame with each value's kind,
-        // and every input slot of the tree holds a value of the kind it was compiled for;
-        // `ctx` outlives the call.
-        let returned = unsafe { enter(code.f, regs.as_mut_ptr(), &mut ctx) };
-        let (tree, unit, at) = lower::decode_exit(returned);
-        // What the code made or copied out of arrays lives until the exit has copied what
-        // the interpreter keeps; so does what the frame held, which the write-back below
-        // replaces slot by slot: a register may borrow a list or an array that only the
-        // frame's old value of another variable owns (`ali = arr` then `arr = array(...)` in
-        // the loop).
-        let allocated = ctx.allocated;
-        // Direct calls count only as entered.
-        let calls = ctx.calls + ctx.entered - ctx.helped;
-        let (called, ended) = (ctx.called.take(), ctx.ended.take());
-        let (nested, helped) = (ctx.entered, ctx.helped);
-        let _owned = std::mem::take(&mut ctx.owned);
-        let _held = state.frame.clone();
-        // SAFETY: what the code stored in the mirror is as the safety of `read_mirror` asks:
-        // a list or an array is borrowed from the frame (unchanged while the code ran, and
-        // kept above), from the trees' constants, or from `_owned`, so its address is in a
-        // live Rc.
-        unsafe { exit::read_mirror(regs, &mut state.frame, layout.mirror) };
-        // SAFETY (for the `rebox` below): a slot was stored by the code from a value of the
-        // kind the exit's analysis gives, borrowed as above.
-        let exited = if (tree, unit) == t {
-            entered
-        } else {
-            trees((tree, unit))
+        let run = Run {
+            enter,
+            program,
+            functions,
+            nested: false,
         };
-        // What the iterations completed in machine code consumed, and the parts of the
-        // exits that went on in other trees (the counter's slot is every tree's). An
-        // elidable call gives back what it did not use of the operations it took when
-        // recorded, which the exit's part counts: before an iteration is complete, the
-        // counter may stand above where it started.
-        let consumed = if code.counting {
-            initial - regs[layout.counter]
-        } else {
-            0
-        };
-        if at == lower::REFUSED || at == lower::HOT {
-            steps.left = steps.left.saturating_sub(consumed.max(0) as u64);
-            return Some(TreeExit {
-                tree,
-                pos: exited.start,
-                at: None,
-                hot: (at == lower::HOT).then_some(unit),
-                allocated,
-                ended,
-                calls,
-                entered: nested,
-                helped,
-            });
-        }
-        let an = &exited.code.analysis;
-        let (written, returned) = (at & lower::WRITTEN != 0, at & lower::RETURNED != 0);
-        let lower::TreeInst { segment: seg, inst } = an
-            .layout
-            .locate((at & !(lower::WRITTEN | lower::RETURNED)) as usize);
-        let segment = exited.segment(seg);
-        let trace = segment.trace;
-        let own = trace
-            .snap_of(&trace.insts[inst])
-            .expect("an exiting instruction has a snapshot");
-        // A bridge unit's only segment is its segment `unit` in the tree.
-        let unit_seg = if unit == 0 { seg } else { unit };
-        let exit = TreeExit {
+        // SAFETY: the backend's register buffer has every slot of every tree's code.
+        unsafe { run_code(&run, &mut self.regs, t, trees, state, steps) }
+    }
+}
+
+/// How [`run_code`] enters code: through `enter` (the trampoline), for `program`, its calls
+/// entering the code `functions` finds; `nested` for code entered by a call machine code
+/// made, which does not exit for the driver's sake ([`helpers::Ctx::outermost`]).
+pub(crate) struct Run<'a> {
+    pub(crate) enter: Trampoline,
+    pub(crate) program: &'a crate::lang::Program,
+    pub(crate) functions: Option<&'a dyn nested::Functions>,
+    pub(crate) nested: bool,
+}
+
+/// [`Backend::run`] on the register buffer `regs`.
+///
+/// # Safety
+/// `regs` has every slot the code of every compiled tree reads and writes.
+pub(crate) unsafe fn run_code<'t>(
+    run: &Run,
+    regs: &mut [i64],
+    t: (usize, usize),
+    trees: &dyn Fn((usize, usize)) -> TreeCode<'t>,
+    state: &mut State,
+    steps: &mut Steps,
+) -> Option<TreeExit> {
+    let entered = trees(t);
+    let code = entered.code;
+    let an = &code.analysis;
+    let layout = &an.layout;
+    if steps.left < code.max_cost || (steps.limit.is_some() && !code.counting) {
+        return None;
+    }
+    for (k, (slot, _)) in layout.inputs.iter().enumerate() {
+        abi::unbox(state.frame[slot.index()].as_ref()?, an.input_kinds[k])?;
+    }
+    exit::fill_mirror(regs, &state.frame, layout.mirror);
+    let initial = steps.left.min(i64::MAX as u64) as i64;
+    regs[layout.counter] = initial;
+    // The frame is not written while the code runs: the lists and arrays it holds, which
+    // the code borrows, stay alive. Helpers reach the rest of the state.
+    let mut ctx = helpers::Ctx::new(run.program, state, steps.limit, run.functions);
+    ctx.mirror = layout.mirror;
+    ctx.nested = run.nested;
+    regs[layout.context] = &mut ctx as *mut helpers::Ctx as i64;
+    // SAFETY: `regs` has every slot the code of any compiled tree reads and writes (the
+    // caller's guarantee), the mirror holds the frame with each value's kind,
+    // and every input slot of the tree holds a value of the kind it was compiled for;
+    // `ctx` outlives the call.
+    let returned = unsafe { (run.enter)(code.f, regs.as_mut_ptr(), &mut ctx) };
+    let (tree, unit, at) = lower::decode_exit(returned);
+    // What the code made or copied out of arrays lives until the exit has copied what
+    // the interpreter keeps; so does what the frame held, which the write-back below
+    // replaces slot by slot: a register may borrow a list or an array that only the
+    // frame's old value of another variable owns (`ali = arr` then `arr = array(...)` in
+    // the loop).
+    let allocated = ctx.allocated;
+    // Direct calls count only as entered.
+    let calls = ctx.calls + ctx.entered - ctx.helped;
+    let (called, ended) = (ctx.called.take(), ctx.ended.take());
+    let (nested, helped) = (ctx.entered, ctx.helped);
+    let _owned = std::mem::take(&mut ctx.owned);
+    let _held = state.frame.clone();
+    // SAFETY: what the code stored in the mirror is as the safety of `read_mirror` asks:
+    // a list or an array is borrowed from the frame (unchanged while the code ran, and
+    // kept above), from the trees' constants, or from `_owned`, so its address is in a
+    // live Rc.
+    unsafe { exit::read_mirror(regs, &mut state.frame, layout.mirror) };
+    // SAFETY (for the `rebox` below): a slot was stored by the code from a value of the
+    // kind the exit's analysis gives, borrowed as above.
+    let exited = if (tree, unit) == t {
+        entered
+    } else {
+        trees((tree, unit))
+    };
+    // What the iterations completed in machine code consumed, and the parts of the
+    // exits that went on in other trees (the counter's slot is every tree's). An
+    // elidable call gives back what it did not use of the operations it took when
+    // recorded, which the exit's part counts: before an iteration is complete, the
+    // counter may stand above where it started.
+    let consumed = if code.counting {
+        initial - regs[layout.counter]
+    } else {
+        0
+    };
+    if at == lower::REFUSED || at == lower::HOT {
+        steps.left = steps.left.saturating_sub(consumed.max(0) as u64);
+        return Some(TreeExit {
             tree,
-            pos: own.pos,
-            at: Some(lower::TreeInst::new(unit_seg, inst)),
-            hot: None,
+            pos: exited.start,
+            at: None,
+            hot: (at == lower::HOT).then_some(unit),
             allocated,
             ended,
             calls,
             entered: nested,
             helped,
-        };
-        if returned {
-            // A function trace's code reached a `return` and left its value in the result
-            // slots: into the `return`'s variable, and the interpreter makes the `return`.
-            // SAFETY: as for the mirror above.
-            let v = unsafe { exit::returned_value(regs, &an.layout) };
-            if let crate::lang::Terminator::Return(crate::lang::Operand::Var(slot)) =
-                &program.block(own.pos.block).term
-            {
-                state.frame[slot.index()] = Some(v);
-            }
-        }
-        if written || returned {
-            // The exit wrote its snapshot into the mirror, now in the frame, and made its
-            // stores (`lower::linkable`: no frame of an inlined call, no virtual), or only
-            // the `return`'s variable counts; under a limit, its counter counts its path.
-            let total = if code.counting {
-                consumed.max(0) as u64
-            } else {
-                segment.cost + own.cost
-            };
-            steps.left = steps.left.saturating_sub(total);
-            return Some(exit);
-        }
-        let kinds = &an.kinds[seg];
-        let base = an.layout.offsets[seg];
-        let read = |r: Ref| unsafe {
-            abi::rebox(
-                regs[base + r.index()],
-                kinds[r.index()].expect("a ref has a kind"),
-            )
-        };
-        // Where the program ended inside a call, nothing goes on.
-        if exit.ended.is_none() {
-            let cost = segment.cost + resume::restore(own, read, state);
-            if let Some(v) = called {
-                crate::trace::run::give_result(program, &trace.insts[inst], state, v);
-            }
-            let total = (cost as i64).saturating_add(consumed).max(0) as u64;
-            steps.left = steps.left.saturating_sub(total);
-        }
-        Some(exit)
+        });
     }
+    let an = &exited.code.analysis;
+    let (written, returned) = (at & lower::WRITTEN != 0, at & lower::RETURNED != 0);
+    let lower::TreeInst { segment: seg, inst } = an
+        .layout
+        .locate((at & !(lower::WRITTEN | lower::RETURNED)) as usize);
+    let segment = exited.segment(seg);
+    let trace = segment.trace;
+    let own = trace
+        .snap_of(&trace.insts[inst])
+        .expect("an exiting instruction has a snapshot");
+    // A bridge unit's only segment is its segment `unit` in the tree.
+    let unit_seg = if unit == 0 { seg } else { unit };
+    let exit = TreeExit {
+        tree,
+        pos: own.pos,
+        at: Some(lower::TreeInst::new(unit_seg, inst)),
+        hot: None,
+        allocated,
+        ended,
+        calls,
+        entered: nested,
+        helped,
+    };
+    if returned {
+        // A function trace's code reached a `return` and left its value in the result
+        // slots: into the `return`'s variable, and the interpreter makes the `return`.
+        // SAFETY: as for the mirror above.
+        let v = unsafe { exit::returned_value(regs, &an.layout) };
+        if let crate::lang::Terminator::Return(crate::lang::Operand::Var(slot)) =
+            &run.program.block(own.pos.block).term
+        {
+            state.frame[slot.index()] = Some(v);
+        }
+    }
+    if written || returned {
+        // The exit wrote its snapshot into the mirror, now in the frame, and made its
+        // stores (`lower::linkable`: no frame of an inlined call, no virtual), or only
+        // the `return`'s variable counts; under a limit, its counter counts its path.
+        let total = if code.counting {
+            consumed.max(0) as u64
+        } else {
+            segment.cost + own.cost
+        };
+        steps.left = steps.left.saturating_sub(total);
+        return Some(exit);
+    }
+    let kinds = &an.kinds[seg];
+    let base = an.layout.offsets[seg];
+    let read = |r: Ref| unsafe {
+        abi::rebox(
+            regs[base + r.index()],
+            kinds[r.index()].expect("a ref has a kind"),
+        )
+    };
+    // Where the program ended inside a call, nothing goes on.
+    if exit.ended.is_none() {
+        let cost = segment.cost + resume::restore(own, read, state);
+        if let Some(v) = called {
+            crate::trace::run::give_result(run.program, &trace.insts[inst], state, v);
+        }
+        let total = (cost as i64).saturating_add(consumed).max(0) as u64;
+        steps.left = steps.left.saturating_sub(total);
+    }
+    Some(exit)
 }

@@ -82,6 +82,18 @@ pub trait Functions {
     /// Whether the driver has something to do for what calls found (a bridge recorded, an
     /// exit taken often): the outermost code then exits after the call that finds it.
     fn pending(&self) -> bool;
+
+    /// Whether a loop's tree with code is anchored at `block` (for any values of the
+    /// frame's): the interpreter that finishes a call stops at a back edge there
+    /// ([`Functions::run_loop`]).
+    fn enters_loop(&self, block: crate::lang::BlockId) -> bool;
+
+    /// Runs the loop's tree anchored at `block` in its code (with the bridges and trees its
+    /// exits go on to), the frame of `ctx`'s state at its anchor, inside a call machine
+    /// code made: where the interpreter goes on, or how the program ended; `None`, having
+    /// done nothing, when its code cannot be entered here.
+    fn run_loop(&self, ctx: &mut Ctx, block: crate::lang::BlockId)
+        -> Option<Result<Position, End>>;
 }
 
 /// What machine code needs to call a function's trace directly, one per function of the
@@ -334,6 +346,44 @@ impl Entry {
         Some(result)
     }
 
+    /// Runs unit `t` of the code `trees` finds (a loop's tree) on `ctx`'s state, as
+    /// [`Backend::run`](super::Backend::run) runs it but on a register buffer of its own,
+    /// for a call machine code made (its code does not exit for the driver's sake, its
+    /// calls and arrays count in `ctx`); `None`, having done nothing, when it cannot run
+    /// here (a step limit, the native stack near its end, an input of another kind).
+    pub fn run_tree<'t>(
+        &self,
+        ctx: &mut Ctx,
+        t: (usize, usize),
+        trees: &dyn Fn((usize, usize)) -> super::TreeCode<'t>,
+    ) -> Option<super::TreeExit> {
+        if ctx.limit.is_some()
+            || stacker::remaining_stack().is_some_and(|left| left < STACK_RESERVE)
+        {
+            return None;
+        }
+        let mut regs = self.pool.borrow_mut().pop().unwrap_or_default();
+        regs.resize(self.regs_len, 0);
+        let run = super::Run {
+            enter: self.trampoline,
+            program: ctx.program,
+            functions: ctx.functions,
+            nested: true,
+        };
+        let mut steps = Steps::new(None);
+        // SAFETY: the buffer has the backend's slots, those of every tree's code.
+        let exit = unsafe { super::run_code(&run, &mut regs, t, trees, ctx.state, &mut steps) };
+        self.pool.borrow_mut().push(regs);
+        if let Some(e) = &exit {
+            // As the caller's code counts them (`TreeExit::calls` counts direct calls once).
+            ctx.calls += e.calls + e.helped - e.entered;
+            ctx.entered += e.entered;
+            ctx.helped += e.helped;
+            ctx.allocated += e.allocated;
+        }
+        exit
+    }
+
     /// Ends the call of `site` on `args` that machine code made directly into `callee`'s
     /// code ([`FnCell`]), which returned `returned` with its buffer at `regs`, on the
     /// caller's context: a program ended inside ends the run; otherwise the value the code
@@ -577,11 +627,12 @@ pub unsafe fn call_with(
 /// ([`Functions::call_frame`]), not in the interpreter: an exit deep in a recursion leaves
 /// only its own frame to the interpreter.
 pub fn run_calling(program: &Program, ctx: &mut Ctx, mut pos: Position) -> Result<Value, End> {
-    /// Stops the interpreter where it enters a call whose function has such code.
+    /// Stops the interpreter where it enters a call whose function has such code, or
+    /// takes a back edge to a loop whose tree has.
     struct Enters<'f>(Option<&'f dyn Functions>);
     impl interp::Monitor for Enters<'_> {
-        fn back_edge(&mut self, _: crate::lang::BlockId, _: crate::lang::BlockId) -> bool {
-            false
+        fn back_edge(&mut self, _: crate::lang::BlockId, target: crate::lang::BlockId) -> bool {
+            self.0.is_some_and(|f| f.enters_loop(target))
         }
         fn call(&mut self, entry: crate::lang::BlockId, frame: &Frame) -> bool {
             self.0.is_some_and(|f| f.enters(entry, frame))
@@ -603,7 +654,15 @@ pub fn run_calling(program: &Program, ctx: &mut Ctx, mut pos: Position) -> Resul
                     None => Position::start(entry),
                 };
             }
-            Ok(Exit::Hot(_)) => unreachable!("never stops at a back edge"),
+            Ok(Exit::Hot(anchor)) => {
+                let made = ctx.functions.and_then(|f| f.run_loop(ctx, anchor));
+                pos = match made {
+                    Some(Ok(pos)) => pos,
+                    Some(Err(end)) => return Err(end),
+                    // The interpreter runs an iteration.
+                    None => Position::start(anchor),
+                };
+            }
         }
     }
 }

@@ -306,6 +306,11 @@ pub enum GenFunc {
         /// What happens where `n` reaches `depth - 2` on its way down: only in calls
         /// started deep enough.
         rare: Rare,
+        /// Whether each level makes its call in a loop, twice, adding each result to `acc`
+        /// (instead of `twice`): the loop's trace makes the recursive call, and the calls
+        /// machine code makes run that loop's code inside it, past 64 bits after a
+        /// `Rare::Big` (code that holds them cannot be entered again while it runs).
+        looped: bool,
     },
     /// `func fN(n, acc)`: builds a tree of arrays `[first, second, value]` by recursion
     /// (`fN_b`), a chain `depth` deep at most whose nodes have a leaf beside every third,
@@ -496,12 +501,15 @@ pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
         prop::sample::select(vec![Op::Add, Op::Sub, Op::Xor]),
         any::<bool>(),
         rare,
+        any::<bool>(),
     )
-        .prop_map(|(depth, op, twice, rare)| GenFunc::Recursive {
-            depth,
+        .prop_map(|(depth, op, twice, rare, looped)| GenFunc::Recursive {
+            // Two calls a level: 2^depth calls.
+            depth: if looped { depth.min(7) } else { depth },
             op,
             twice,
             rare,
+            looped,
         });
     // Small tables fill while the loop is interpreted and recorded; larger ones go on
     // filling in its trace and machine code, which then make the calls that compute.
@@ -1003,7 +1011,9 @@ impl Emitter {
                     twice,
                     rare,
                     depth,
+                    looped,
                 } => {
+                    let big = matches!(rare, Rare::Big);
                     let _ = writeln!(
                         self.out,
                         "func {f_}(n, acc):\n    c = n > 0\n    if c goto {f_}_rec else goto {f_}_base\n\
@@ -1028,6 +1038,20 @@ impl Emitter {
                             "    c = n == {}\n    if c goto {f_}_rare else goto {f_}_go\n{f_}_rare:\n{rare}\n{f_}_go:",
                             depth - 2
                         );
+                    }
+                    if *looped {
+                        if big {
+                            // Past 64 bits at every level: the loop's code holds it boxed.
+                            let _ = writeln!(self.out, "    acc = acc + {}", 1i128 << 70);
+                        }
+                        let _ = writeln!(
+                            self.out,
+                            "    j = 0\n    goto {f_}_loop\n{f_}_loop:\n    c = j < 2\n    \
+                             if c goto {f_}_step else goto {f_}_end\n{f_}_step:\n    \
+                             r = call {f_}(n, acc)\n    acc = acc + r\n    j = j + 1\n    \
+                             goto {f_}_loop\n{f_}_end:\n    return acc\n{f_}_base:\n    return acc"
+                        );
+                        continue;
                     }
                     let _ = writeln!(self.out, "    r = call {f_}(n, acc)");
                     if *twice {

@@ -206,6 +206,7 @@ impl Jit<'_> {
         });
         self.relink_incoming(t, &code);
         let again = self.link_bridges_alone(t, 0, &code);
+        self.unenterable |= !code.enterable();
         self.trees[t].code = Some(code);
         self.publish(t);
         drop(retired);
@@ -580,6 +581,7 @@ impl Jit<'_> {
             }
         }
         let again = self.link_bridges_alone(t, seg, &code);
+        self.unenterable |= !code.enterable();
         self.trees[t].bridges[seg - 1].code = Some(code);
         self.event(EventKind::Compiled {
             tree: t,

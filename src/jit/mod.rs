@@ -135,6 +135,11 @@ pub struct Jit<'p> {
     steps: Steps,
     /// How many calls a recording made are running ([`Jit::run_call`]).
     nested: usize,
+    /// Whether code was ever compiled that may not be entered while it runs (it holds
+    /// integers of any size in boxes of its own): a loop's code is then never run inside
+    /// a call that machine code made (`Calls::run_loop`), where the code that made the
+    /// call, or code its exits are linked to, may be that code.
+    unenterable: bool,
     /// The guards whose bridges are being recorded (one is not recorded again meanwhile,
     /// in a call the recording makes).
     bridging: Vec<(usize, TreeInst)>,
@@ -217,6 +222,7 @@ impl<'p> Jit<'p> {
             program,
             steps: Steps::new(config.max_steps),
             nested: 0,
+            unenterable: false,
             bridging: Vec::new(),
             config,
             profile,

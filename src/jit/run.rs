@@ -89,7 +89,9 @@ impl Jit<'_> {
         match kind {
             // A bridge ended at an anchor: enter the tree there.
             Kind::Loop if at.segment > 0 => {
-                let next = self.tree_at(pos.block, &state.frame).filter(|_| !only);
+                // (Not at a `return` its bridge ended at.)
+                let next =
+                    (self.tree_at(pos.block, &state.frame)).filter(|_| !only && pos.inst == 0);
                 Ok(self.enter_linked(t, at, next, pos))
             }
             _ if !only && self.trees[t].bridges_from(at) => self.guard_failed(t, at, pos, state),
@@ -423,6 +425,7 @@ impl Jit<'_> {
             functions: Default::default(),
             recording: Default::default(),
             finishes: backend.finishes(),
+            loops: !self.unenterable,
         };
         let exit = backend.run(
             (t, unit),
@@ -722,6 +725,9 @@ struct Calls<'j> {
     functions: std::cell::RefCell<Vec<(super::Key, FunctionRecording)>>,
     /// The time those recordings took.
     recording: std::cell::Cell<std::time::Duration>,
+    /// Whether a loop's code may run inside a call (no code ever compiled holds integers
+    /// of any size: code is reentrant, `Jit::unenterable`).
+    loops: bool,
     /// Whether the compiler thread has handed back code (that the calls may enter, once
     /// the driver has placed it).
     finishes: Option<backend::Finishes>,
@@ -928,6 +934,24 @@ impl Calls<'_> {
     }
 }
 
+impl Calls<'_> {
+    /// The loop's tree anchored at `block` (a program's own loop, found without greens)
+    /// whose function has code.
+    fn loop_tree(&self, block: BlockId) -> Option<usize> {
+        if self.profile.by_greens() {
+            return None;
+        }
+        let key = super::Key {
+            anchor: block,
+            greens: Vec::new(),
+            function: false,
+        };
+        let t = self.profile.lookup(&key)?;
+        let tree = &self.trees[t];
+        (self.loops && tree.root.function.is_none() && tree.code.is_some()).then_some(t)
+    }
+}
+
 impl backend::nested::Functions for Calls<'_> {
     unsafe fn call(
         &self,
@@ -998,6 +1022,28 @@ impl backend::nested::Functions for Calls<'_> {
         };
         // SAFETY: the caller's guarantee, which `finish_direct` asks.
         unsafe { backend::nested::Entry::finish_direct(ctx, site, args, regs, returned, &callee) }
+    }
+
+    fn enters_loop(&self, block: BlockId) -> bool {
+        self.loop_tree(block).is_some()
+    }
+
+    fn run_loop(
+        &self,
+        ctx: &mut backend::helpers::Ctx,
+        block: BlockId,
+    ) -> Option<Result<Position, backend::nested::End>> {
+        let t = self.loop_tree(block)?;
+        let find = |at: (usize, usize)| tree_code(self.trees, at);
+        let exit = self.entry.run_tree(ctx, (t, 0), &find)?;
+        if let Some(end) = exit.ended {
+            return Some(Err(end));
+        }
+        // Counted with the driver's, as the exits of function traces are.
+        if let Some(at) = exit.at {
+            *self.exits.borrow_mut().entry((exit.tree, at)).or_default() += 1;
+        }
+        Some(Ok(exit.pos))
     }
 
     fn pending(&self) -> bool {

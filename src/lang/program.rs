@@ -275,6 +275,8 @@ pub struct Program {
     liveness: Liveness,
     /// Per function, whether a call of it may run a loop ([`Program::runs_loops`]).
     loops: Vec<bool>,
+    /// Per block, the function whose blocks it is among ([`Program::func_of`]).
+    owners: Vec<Option<FuncId>>,
     /// Per function, the green parameters of its dispatch loop ([`Program::portal`]).
     portals: Vec<Option<Vec<Slot>>>,
 }
@@ -308,6 +310,7 @@ impl Program {
             .collect();
         let liveness = Liveness::new(&blocks, vars.len());
         let loops = loops(&blocks, &funcs);
+        let owners = owners(&blocks, &funcs);
         let portals = (funcs.iter())
             .map(|f| portal(&blocks, &merge_points, f))
             .collect();
@@ -321,6 +324,7 @@ impl Program {
             enters,
             liveness,
             loops,
+            owners,
             portals,
         }
     }
@@ -338,6 +342,12 @@ impl Program {
     /// those of a function it calls, hold a backward jump or a `jit_merge_point`.
     pub fn runs_loops(&self, func: FuncId) -> bool {
         self.loops[func.index()]
+    }
+
+    /// The function whose frame runs `block`: the one whose entry reaches it by jumps
+    /// (`None` for the program's own blocks, outside every function).
+    pub fn func_of(&self, block: BlockId) -> Option<FuncId> {
+        self.owners[block.index()]
     }
 
     /// The variables live before statement `inst` of `block` (or before its terminator,
@@ -492,6 +502,23 @@ fn portal(blocks: &[Block], merges: &[(BlockId, Vec<Slot>)], f: &Func) -> Option
         }
         _ => None,
     }
+}
+
+/// Per block, the function of `funcs` whose entry reaches it by jumps, if one does
+/// ([`Program::func_of`]).
+fn owners(blocks: &[Block], funcs: &[Func]) -> Vec<Option<FuncId>> {
+    let mut owner = vec![None; blocks.len()];
+    for (k, f) in funcs.iter().enumerate() {
+        let mut work = vec![f.entry];
+        while let Some(b) = work.pop() {
+            if owner[b.index()].is_some() {
+                continue;
+            }
+            owner[b.index()] = Some(FuncId(k as u32));
+            work.extend(blocks[b.index()].term.jumps().map(|j| j.target));
+        }
+    }
+    owner
 }
 
 /// Per function of `funcs`, whether a call of it may run a loop ([`Program::runs_loops`]).

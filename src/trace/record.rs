@@ -18,12 +18,12 @@
 //! - A call of an `@elidable` function is made by the interpreter, at once, and becomes
 //!   `call_pure` holding the result it gave. A call of any other function is inlined: the
 //!   callee's statements are recorded where the call is, and its `return` becomes nothing
-//!   but the caller's variable taking the result. A recursive call, or a call nested more
-//!   than [`MAX_INLINE_DEPTH`] deep, is made by the interpreter at once and becomes `call`,
-//!   after which the trace goes on with its result; unless the function may run a loop
-//!   (`Program::runs_loops`): the recording then ends, and the interpreter makes the call,
-//!   whose loops run in their own traces. A `return` from the function the trace runs in
-//!   ends the recording.
+//!   but the caller's variable taking the result. A recursive call (of a function whose
+//!   call the trace is in, its own frame's included), or a call nested more than
+//!   [`MAX_INLINE_DEPTH`] deep, is made at once by the recording's host and becomes
+//!   `call`, after which the trace goes on with its result (the function's trace, or the
+//!   traces of the loops it runs, make it). A `return` from the function the trace runs in
+//!   ends a function trace or a bridge there, and abandons a loop's recording.
 //! - A jump to the trace anchor closes the loop.
 
 use std::ops::ControlFlow;
@@ -48,9 +48,6 @@ pub enum AbortReason {
     /// the outer loop is left to the bridges of the inner one (LuaJIT's and PyPy's nested
     /// loops), instead of copying the inner loop's iterations.
     InnerLoop,
-    /// A call not inlined (recursive, or nested too deep) of a function that may run a
-    /// loop: the interpreter makes it, and its loops run in their traces.
-    CallsLoops,
 }
 
 impl std::fmt::Display for AbortReason {
@@ -59,9 +56,6 @@ impl std::fmt::Display for AbortReason {
             AbortReason::TooLong(n) => write!(f, "trace too long (more than {n} instructions)"),
             AbortReason::NotTraced(what) => write!(f, "{what} is not traced yet"),
             AbortReason::InnerLoop => write!(f, "reached the anchor of another trace"),
-            AbortReason::CallsLoops => {
-                write!(f, "a call not inlined of a function that may run a loop")
-            }
         }
     }
 }
@@ -242,6 +236,13 @@ struct Recorder<'p> {
     /// call the trace's own frame runs. A call of it is recursive (a `call`), and its
     /// `return` in that frame ends the trace.
     function: Option<FuncId>,
+    /// The function whose call the trace's own frame runs, if any: a call of it is
+    /// recursive (a `call`, never inlined), and in a bridge its `return` in that frame ends
+    /// the trace, which then says so ([`Trace::function`]).
+    frame_func: Option<FuncId>,
+    /// Whether the trace may end at the `return` of its own frame: a function trace or a
+    /// bridge (a loop's trace ends where its loop closes).
+    returns: bool,
 }
 
 /// How many arrays a trace tells apart by guards: a store into one then leaves what the
@@ -567,8 +568,6 @@ enum Then {
     Enter(BlockId),
     /// The program stopped inside a call not inlined, printing this value.
     Stopped(Value),
-    /// The recording ends here, abandoned.
-    Refused(AbortReason),
 }
 
 /// The error `kind` raised by the statement or terminator at `at`, as the interpreter
@@ -605,6 +604,8 @@ fn record_from(
 ) -> Result<Recorded, RuntimeError> {
     let mut r = Recorder::new(program, fixed, fold);
     r.function = function;
+    r.frame_func = function.or_else(|| program.func_of(start.block));
+    r.returns = function.is_some() || ends.is_none();
     for slot in inherited {
         let v = r.var(&state.frame, *slot, start);
         r.written[slot.index()] = Some(v);
@@ -633,7 +634,6 @@ fn record_from(
                     continue 'blocks;
                 }
                 Then::Stopped(v) => return Ok(Recorded::Stopped(v)),
-                Then::Refused(reason) => return Ok(Recorded::Aborted { reason, at }),
             }
         }
         // A bridge's end is the host's to say.
@@ -702,6 +702,8 @@ impl<'p> Recorder<'p> {
             fold: fold && program.has_jit_hints(),
             folded: 0,
             function: None,
+            frame_func: None,
+            returns: false,
         }
     }
 
@@ -760,16 +762,11 @@ impl<'p> Recorder<'p> {
         let Stmt::Call { dst, func, args } = stmt else {
             unreachable!("an inlined call is a call")
         };
-        // A recursive call, or one nested too deep, stays a call; but not one that may run
-        // a loop, which the interpreter's traces run (the recording ends there), unless it
-        // is an interpreter's dispatch function: a guest call, which the callee's function
-        // trace runs.
-        let kept = self.function == Some(*func)
+        // A recursive call, or one nested too deep, stays a call: its function's trace, or
+        // the traces of the loops it runs, make it.
+        let kept = self.frame_func == Some(*func)
             || self.callers.iter().any(|c| c.func == *func)
             || self.callers.len() >= MAX_INLINE_DEPTH;
-        if kept && self.program.runs_loops(*func) && self.program.portal(*func).is_none() {
-            return Ok(Then::Refused(AbortReason::CallsLoops));
-        }
         if kept {
             return self.record_call(state, (steps, host), *dst, *func, args, at);
         }
@@ -1093,9 +1090,12 @@ impl<'p> Recorder<'p> {
             block: id,
             inst: block.insts.len(),
         };
-        if let (Terminator::Return(_), true, Some(_)) =
-            (&block.term, self.callers.is_empty(), self.function)
-        {
+        if let (Terminator::Return(_), true, true, Some(_)) = (
+            &block.term,
+            self.callers.is_empty(),
+            self.returns,
+            self.frame_func,
+        ) {
             return Ok(ControlFlow::Break(self.finish(at)));
         }
         let untraced = match &block.term {
@@ -1212,7 +1212,9 @@ impl<'p> Recorder<'p> {
     /// `return` (not counted here). Its anchor is the function's entry.
     fn finish(&mut self, at: Position) -> Recorded {
         let snap = self.snapshot(at);
-        let func = self.function.expect("only a function trace finishes");
+        let func = self.frame_func.expect("only a function's frame returns");
+        // A loop's bridge that ends so says, as a function trace's does.
+        self.function = Some(func);
         self.end(snap, self.program.func(func).entry)
     }
 
