@@ -45,20 +45,7 @@ add "flowjit pe --compile" "$flowjit pe $root/examples/regmachine.fg --entry byt
 add "flowjit interpreter" "$flowjit bytecode $root/examples/square.bc a=$A --mode interp"
 
 # Each must print the square before it is timed.
-for i in "${!names[@]}"; do
-    got="$(${commands[$i]})"
-    if [ "$got" != "$expected" ]; then
-        echo "${names[$i]} printed $got, not $expected" >&2
-        exit 1
-    fi
-done
-
-for i in "${!names[@]}"; do
-    runs="$RUNS"
-    case "${names[$i]}" in CPython | "flowjit interpreter") runs=1 ;; esac
-    echo "timing ${names[$i]} ($runs runs)" >&2
-    hyperfine --style none --runs "$runs" --warmup 0 --export-json "$work/$i.json" "${commands[$i]}" >/dev/null
-done
+time_all "$work" "$expected" "CPython|flowjit interpreter"
 
 # Direct flowgraph loops against the same loops in C.
 loops=("C power x=1 y=100000000|$work/loops power 1 100000000"

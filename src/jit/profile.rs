@@ -292,6 +292,13 @@ impl Profile {
         })
     }
 
+    /// Whether a jump to `block` with `frame` reaches the anchor of a trace other than the
+    /// one at `recording` (a recording's `trace::Host::traced`).
+    pub fn traced_besides(&self, block: BlockId, frame: &Frame, recording: Option<&Key>) -> bool {
+        (self.key_at(block, frame))
+            .is_some_and(|k| Some(&k) != recording && self.lookup(&k).is_some())
+    }
+
     /// Where a bridge's recording ends, jumping to `target` with `frame`: at a trace's
     /// anchor, taking that merge point's greens as constants (`trace::record_bridge`'s
     /// `ends`).

@@ -25,9 +25,7 @@ pub(super) struct Driving<'j, 'p> {
 
 impl trace::Host for Driving<'_, '_> {
     fn traced(&self, block: BlockId, frame: &Frame) -> bool {
-        let profile = &self.jit.profile;
-        (profile.key_at(block, frame))
-            .is_some_and(|k| Some(&k) != self.key && profile.lookup(&k).is_some())
+        self.jit.profile.traced_besides(block, frame, self.key)
     }
 
     fn ends(&self, target: BlockId, frame: &Frame) -> Option<Vec<Slot>> {

@@ -900,9 +900,8 @@ impl Calls<'_> {
         debug_assert_eq!(pos, Position::start(key.anchor));
         let wide = super::wide_slots(&state.frame);
         let profile = self.profile;
-        let traced = |block: BlockId, frame: &Frame| {
-            (profile.key_at(block, frame)).is_some_and(|k| k != key && profile.lookup(&k).is_some())
-        };
+        let traced =
+            |block: BlockId, frame: &Frame| profile.traced_besides(block, frame, Some(&key));
         let ends = |target: BlockId, frame: &Frame| profile.bridge_end(target, frame);
         let mut host = trace::Interpreted {
             program,
