@@ -539,6 +539,8 @@ impl Lower<'_> {
         };
         self.operand_words(b, i, &mut words);
         let snap = inst.snap.is_some();
+        // Where every operand holds a 64-bit integer, the code does it itself.
+        let small = self.num_small(b, i, op, own);
         match own {
             Some(v) => {
                 let f = helpers::num_arith as *const u8;
@@ -548,6 +550,11 @@ impl Lower<'_> {
                     self.exit_if(b, failed, i);
                 }
                 self.vals[seg][i] = Some(v);
+                if let Some(join) = small {
+                    b.ins().jump(join, &[]);
+                    b.seal_block(join);
+                    b.switch_to_block(join);
+                }
             }
             None => {
                 let f = helpers::num_test as *const u8;
@@ -557,8 +564,96 @@ impl Lower<'_> {
                     self.exit_if(b, failed, i);
                 }
                 self.vals[seg][i] = Some(r);
+                if let Some(join) = small {
+                    b.ins().jump(join, &[BlockArg::Value(r)]);
+                    b.seal_block(join);
+                    b.switch_to_block(join);
+                    self.vals[seg][i] = Some(b.block_params(join)[0]);
+                }
             }
         }
+    }
+
+    /// The inline way of [`Lower::num_op`] `i` when each operand of kind `Num` holds a
+    /// 64-bit integer (a value past 64 bits that came back, or a box that never left them):
+    /// `add`, `sub` and `mul` without overflow into the instruction's own box `own` while it
+    /// holds a 64-bit integer too (the helper frees the digits it held before), and the
+    /// comparisons. Returns the block joining the helper's way (with the comparison's
+    /// result as its one parameter), having switched to the helper's way, a cold block;
+    /// `None` when the operation has no inline way.
+    fn num_small(
+        &mut self,
+        b: &mut FunctionBuilder,
+        i: usize,
+        op: Op,
+        own: Option<ClifValue>,
+    ) -> Option<Block> {
+        let seg = self.seg;
+        let inst = &self.segments[seg].trace.insts[i];
+        let arith = matches!(op, Op::Add | Op::Sub | Op::Mul);
+        let test = matches!(op, Op::Lt | Op::Le | Op::Gt | Op::Ge | Op::Eq | Op::Ne);
+        if inst.args.len() != 2 || !(arith && own.is_some() || test && own.is_none()) {
+            return None;
+        }
+        if inst
+            .args
+            .iter()
+            .any(|a| matches!(a, Opnd::Const(Value::Big(_))))
+        {
+            return None;
+        }
+        let mf = MemFlagsData::trusted();
+        let (slow, join) = (b.create_block(), b.create_block());
+        b.set_cold_block(slow);
+        let mut words = Vec::new();
+        for a in &inst.args {
+            let (v, kind) = self.opnd(b, seg, a);
+            if kind != Repr::Num {
+                words.push(v);
+                continue;
+            }
+            let tag = b.ins().load(I64, mf, v, abi::VALUE_TAG_OFFSET as i32);
+            let big = b
+                .ins()
+                .icmp_imm_s(IntCC::NotEqual, tag, abi::TAG_INT as i64);
+            self.branch_if(b, big, slow);
+            words.push(b.ins().load(I64, mf, v, abi::VALUE_PAYLOAD_OFFSET as i32));
+        }
+        let (x, y) = (words[0], words[1]);
+        match own {
+            Some(own) => {
+                let (r, over) = match op {
+                    Op::Add => b.ins().sadd_overflow(x, y),
+                    Op::Sub => b.ins().ssub_overflow(x, y),
+                    _ => b.ins().smul_overflow(x, y),
+                };
+                self.branch_if(b, over, slow);
+                let tag = b.ins().load(I64, mf, own, abi::VALUE_TAG_OFFSET as i32);
+                let big = b
+                    .ins()
+                    .icmp_imm_s(IntCC::NotEqual, tag, abi::TAG_INT as i64);
+                self.branch_if(b, big, slow);
+                b.ins().store(mf, r, own, abi::VALUE_PAYLOAD_OFFSET as i32);
+                b.ins().jump(join, &[]);
+            }
+            None => {
+                let cc = match op {
+                    Op::Lt => IntCC::SignedLessThan,
+                    Op::Le => IntCC::SignedLessThanOrEqual,
+                    Op::Gt => IntCC::SignedGreaterThan,
+                    Op::Ge => IntCC::SignedGreaterThanOrEqual,
+                    Op::Eq => IntCC::Equal,
+                    _ => IntCC::NotEqual,
+                };
+                let r = b.ins().icmp(cc, x, y);
+                let r = b.ins().uextend(I64, r);
+                b.append_block_param(join, I64);
+                b.ins().jump(join, &[BlockArg::Value(r)]);
+            }
+        }
+        b.seal_block(slow);
+        b.switch_to_block(slow);
+        Some(join)
     }
 
     /// Emits exit `plan` of segment `seg` in the current block. A returning exit jumps to
