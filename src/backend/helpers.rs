@@ -638,6 +638,10 @@ pub unsafe extern "C" fn num_arith(
 /// `a` and `b` hold live values of kinds `a_kind` and `b_kind` (`abi::rebox`).
 pub unsafe extern "C" fn num_test(op: i64, a: i64, a_kind: i64, b: i64, b_kind: i64) -> i64 {
     let op = flowjit_runtime::Op::ALL[op as usize];
+    // SAFETY: the caller's guarantee.
+    if let Some(r) = unsafe { compare_ints(op, (a, a_kind), (b, b_kind)) } {
+        return r;
+    }
     let made = unsafe {
         abi::with_boxed(a, kind_from(a_kind), |a| {
             if op.arity() == 1 {
@@ -650,6 +654,54 @@ pub unsafe extern "C" fn num_test(op: i64, a: i64, a_kind: i64, b: i64, b_kind: 
         Ok(Value::Int(n)) => n,
         _ => -1,
     }
+}
+
+/// A comparison of two integers, each a 64-bit one or a box (a loop's test against a bound
+/// past 64 bits), made without the general way's copies: 1 or 0, or `None` for another
+/// operation or operand.
+///
+/// # Safety
+/// As for [`num_test`].
+unsafe fn compare_ints(op: flowjit_runtime::Op, a: (i64, i64), b: (i64, i64)) -> Option<i64> {
+    use flowjit_runtime::Op;
+    use num_bigint::Sign;
+    use std::cmp::Ordering;
+    let (num, int) = (kind_code(Repr::Num), kind_code(Repr::Int));
+    // An integer past 64 bits (never one within them) against a 64-bit one: its sign.
+    let beyond = |x: &num_bigint::BigInt| match x.sign() {
+        Sign::Minus => Ordering::Less,
+        _ => Ordering::Greater,
+    };
+    let word = |(bits, kind): (i64, i64)| -> Option<Result<i64, &num_bigint::BigInt>> {
+        if kind == int {
+            return Some(Ok(bits));
+        }
+        if kind != num {
+            return None;
+        }
+        // SAFETY: the caller's guarantee: a live integer in its box.
+        match unsafe { &*(bits as *const Value) } {
+            Value::Int(n) => Some(Ok(*n)),
+            Value::Big(x) => Some(Err(x)),
+            _ => None,
+        }
+    };
+    let order = match (word(a)?, word(b)?) {
+        (Ok(x), Ok(y)) => x.cmp(&y),
+        (Err(x), Err(y)) => x.cmp(y),
+        (Err(x), Ok(_)) => beyond(x),
+        (Ok(_), Err(y)) => beyond(y).reverse(),
+    };
+    let holds = match op {
+        Op::Lt => order.is_lt(),
+        Op::Le => order.is_le(),
+        Op::Gt => order.is_gt(),
+        Op::Ge => order.is_ge(),
+        Op::Eq => order.is_eq(),
+        Op::Ne => order.is_ne(),
+        _ => return None,
+    };
+    Some(holds as i64)
 }
 
 /// Moves integers into boxes of the code as one parallel assignment: `moves` holds `n`
@@ -808,5 +860,91 @@ mod tests {
         // SAFETY: both boxes are live integers.
         unsafe { num_moves(moves.as_ptr(), 2) };
         assert_eq!(boxes, [y, x]);
+    }
+
+    #[test]
+    fn comparisons_of_boxed_integers_agree_with_the_operation_table() {
+        use flowjit_runtime::ops::apply2;
+        let values = [
+            big("-100000000000000000000000"),
+            Value::Int(i64::MIN),
+            Value::Int(-1),
+            Value::Int(0),
+            Value::Int(i64::MAX),
+            big("100000000000000000000000"),
+            big("100000000000000000000001"),
+        ];
+        let (num, int) = (kind_code(Repr::Num), kind_code(Repr::Int));
+        let ops = [Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Eq, Op::Ne];
+        for a in &values {
+            for b in &values {
+                // Each operand boxed, and a 64-bit one also as it is.
+                let mut words = vec![(
+                    (a as *const Value as i64, num),
+                    (b as *const Value as i64, num),
+                )];
+                if let Value::Int(n) = b {
+                    words.push(((a as *const Value as i64, num), (*n, int)));
+                }
+                if let Value::Int(n) = a {
+                    words.push(((*n, int), (b as *const Value as i64, num)));
+                }
+                for op in ops {
+                    let Ok(Value::Int(want)) = apply2(op, a, b) else {
+                        panic!("a comparison of integers")
+                    };
+                    for ((x, xk), (y, yk)) in &words {
+                        // SAFETY: every word is a live integer of its kind.
+                        let got = unsafe { num_test(op_code(op), *x, *xk, *y, *yk) };
+                        assert_eq!(got, want, "{op:?} {a:?} {b:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sums_of_big_and_64_bit_integers_made_in_place_agree_with_the_operation_table() {
+        use flowjit_runtime::ops::apply2;
+        let two = BigInt::from(2);
+        let mut xs = Vec::new();
+        for (bits, delta) in [
+            (63, 0),
+            (63, 1),
+            (64, -1),
+            (64, 0),
+            (64, 1),
+            (128, -1),
+            (200, 3),
+        ] {
+            let x: BigInt = two.pow(bits) + delta;
+            xs.push(Value::from_bigint(x.clone()));
+            xs.push(Value::from_bigint(-x));
+        }
+        // Longer than add_digits takes.
+        xs.push(Value::from_bigint(two.pow(600) - 1));
+        let ys = [
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            12345,
+            -12345,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ];
+        for x in xs.iter().filter(|x| matches!(x, Value::Big(_))) {
+            for y in ys {
+                for op in [Op::Add, Op::Sub] {
+                    let want = apply2(op, x, &Value::Int(y)).expect("a sum");
+                    // The destination alone owns digits of its own: made in place.
+                    let mut dst = big("5000000000000000000000000000000");
+                    assert_eq!(arith(op, &mut dst, x, &Value::Int(y)), 1);
+                    assert_eq!(dst, want, "{x:?} {op:?} {y}");
+                }
+            }
+        }
     }
 }
