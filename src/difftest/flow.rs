@@ -306,6 +306,38 @@ pub enum HeldWrite {
     Acc,
 }
 
+/// A variable `s` of its own that swings across 2^63 and back (from `i64::MAX - start`,
+/// by `step`, turning past `i64::MAX + span` and below `i64::MAX - span`): machine code
+/// holds it boxed once it has been past 64 bits, and does arithmetic and comparisons on it
+/// itself while it is within them (`lower::num_small`), through the helpers while it is
+/// not. Each iteration adds `(s op k) cmp bound` for each comparison, and `(s op k) %
+/// 1009`, to `x{acc}`.
+///
+/// ```text
+/// swg7:   s7 = s7 + d7    y7 = s7 * 3    t7 = y7 < s7    x2 = x2 + t7    t7 = y7 <= s7 ...
+///         r7 = y7 % 1009    x2 = x2 + r7    u7 = s7 > 9223372036854775827    if u7 goto sdn7 else goto slo7
+/// sdn7:   d7 = 0 - 2
+/// slo7:   u7 = s7 < 9223372036854775787    if u7 goto sup7 else goto ...
+/// sup7:   d7 = 2
+/// ```
+#[derive(Clone, Debug)]
+pub struct Swing {
+    /// How far below `i64::MAX` it starts.
+    pub start: i64,
+    /// How far past `i64::MAX` either way it turns.
+    pub span: i64,
+    /// What an iteration adds to it (or takes from it).
+    pub step: i64,
+    /// The operation `y = s op k`.
+    pub op: Op,
+    /// Its constant.
+    pub k: i64,
+    /// The bound: `i64::MAX`, `s` itself, 0, `i64::MAX + 1` or `i64::MAX - 1`.
+    pub bound: u8,
+    /// The variable the comparison is added to.
+    pub acc: usize,
+}
+
 /// A piece of a generated program.
 #[derive(Clone, Debug)]
 pub enum Seg {
@@ -336,6 +368,8 @@ pub enum Seg {
     Wrapped(Wrapped),
     /// An array element the loop holds but a rare path writes (only in loop bodies).
     Held(Held),
+    /// A variable swinging across 2^63 and back (only in loop bodies).
+    Swing(Swing),
     /// Statements on the array, calls, and input and output.
     Heap(Vec<HeapOp>),
 }
@@ -732,6 +766,7 @@ fn iterations(seg: &Seg) -> i64 {
         | Seg::Ranged(_)
         | Seg::Wrapped(_)
         | Seg::Held(_)
+        | Seg::Swing(_)
         | Seg::Heap(_) => 0,
         Seg::Loop { count, body, .. } => {
             count.saturating_mul(1 + body.iter().map(iterations).sum::<i64>())
@@ -803,6 +838,29 @@ fn held() -> impl Strategy<Value = Held> {
         })
 }
 
+fn swing() -> impl Strategy<Value = Swing> {
+    (
+        (
+            0i64..40,
+            prop::sample::select(vec![3i64, 20, 100]),
+            prop_oneof![3 => Just(1i64), 1 => 2i64..8],
+        ),
+        prop::sample::select(vec![Op::Add, Op::Sub, Op::Mul]),
+        prop::sample::select(vec![0i64, 1, 3, -2, i64::MAX]),
+        0u8..5,
+        0..VARS,
+    )
+        .prop_map(|((start, span, step), op, k, bound, acc)| Swing {
+            start,
+            span,
+            step,
+            op,
+            k,
+            bound,
+            acc,
+        })
+}
+
 fn seg(depth: u32) -> BoxedStrategy<Seg> {
     let straight = prop_oneof![1 => ops(), 2 => hot_ops()].prop_map(Seg::Ops);
     // Depths 0 and 1 are loop bodies (a program's pieces are of depth 2).
@@ -810,6 +868,7 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
     let ranged = ranged().prop_map(Seg::Ranged);
     let wrapped = wrapped_piece().prop_map(Seg::Wrapped);
     let held = held().prop_map(Seg::Held);
+    let swing = swing().prop_map(Seg::Swing);
     let heap = heap_ops().prop_map(Seg::Heap);
     if depth == 0 {
         return prop_oneof![
@@ -818,6 +877,7 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
             1 => ranged,
             1 => wrapped,
             1 => held,
+            1 => swing,
             5 => heap
         ]
         .boxed();
@@ -855,6 +915,7 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
             1 => ranged,
             1 => wrapped,
             1 => held,
+            1 => swing,
             3 => heap
         ]
         .boxed(),
@@ -999,6 +1060,47 @@ impl Emitter {
         let rare = format!("    {acc} = {acc} + {y}\n");
         self.rare_way(n, (counter, g.every), &hot, &rare, next);
         format!("wrp{n}")
+    }
+
+    /// Emits the swinging piece `g`, continuing at `next`; returns the label it starts at.
+    fn swing(&mut self, g: &Swing, next: &str) -> String {
+        self.labels += 1;
+        let n = self.labels;
+        let (s, d, acc) = (format!("s{n}"), format!("d{n}"), format!("x{}", g.acc));
+        let max = i128::from(i64::MAX);
+        let _ = writeln!(
+            self.inits,
+            "    {s} = {}\n    {d} = {}",
+            max - i128::from(g.start),
+            g.step
+        );
+        let bound = match g.bound {
+            0 => max.to_string(),
+            1 => s.clone(),
+            2 => "0".to_string(),
+            3 => (max + 1).to_string(),
+            _ => (max - 1).to_string(),
+        };
+        let op = g.op.infix().expect("infix");
+        let tests: String = [Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Eq, Op::Ne]
+            .iter()
+            .map(|cmp| {
+                let cmp = cmp.infix().expect("infix");
+                format!("    t{n} = y{n} {cmp} {bound}\n    {acc} = {acc} + t{n}\n")
+            })
+            .collect();
+        let (hi, lo) = (max + i128::from(g.span), max - i128::from(g.span));
+        let _ = write!(
+            self.out,
+            "swg{n}:\n    {s} = {s} + {d}\n    y{n} = {s} {op} {k}\n{tests}    r{n} = y{n} % 1009\n    \
+             {acc} = {acc} + r{n}\n    u{n} = {s} > {hi}\n    if u{n} goto sdn{n} else goto slo{n}\n\
+             sdn{n}:\n    {d} = 0 - {step}\n    goto {next}\n\
+             slo{n}:\n    u{n} = {s} < {lo}\n    if u{n} goto sup{n} else goto {next}\n\
+             sup{n}:\n    {d} = {step}\n    goto {next}\n",
+            k = g.k,
+            step = g.step,
+        );
+        format!("swg{n}")
     }
 
     /// Emits the held piece `g`, continuing at `next`; returns the label it starts at.
@@ -1191,6 +1293,7 @@ impl Emitter {
             Seg::Ranged(r) => self.ranged(r, next, counter),
             Seg::Wrapped(w) => self.wrapped(w, next, counter),
             Seg::Held(g) => self.held(g, next, counter),
+            Seg::Swing(g) => self.swing(g, next),
             Seg::Heap(ops) => {
                 let l = self.label("h");
                 let _ = writeln!(self.out, "{l}:");
