@@ -21,6 +21,8 @@ cases=(
   "big_acc|big_acc.fg|n=1000000|n=10000000"
   "cross64|cross64.fg|n=2000000|n=20000000"
   "cross1k|cross1k.fg|n=1000000|n=10000000"
+  "bigbound|bigbound.fg|n=1000000|n=10000000"
+  "back64|back64.fg|n=1000000|n=10000000"
   "wide8|wide8.fg|n=1000000|n=10000000"
   "promote100|promote100.fg|n=500000|n=5000000"
   "dispatch64|dispatch64.fg|n=200000|n=2000000"
