@@ -28,6 +28,7 @@
 use flowjit_runtime::abi::Repr;
 
 use flowjit_runtime::Value;
+use std::rc::Rc;
 
 use super::helpers;
 use super::lower::TreeAnalysis;
@@ -277,18 +278,34 @@ pub fn fill_mirror(regs: &mut [i64], frame: &Frame, mirror: usize) {
 }
 
 /// Writes the mirror back into `frame`: every variable whose tag says machine code holds
-/// it, reboxed as its tag's kind.
+/// it, reboxed as its tag's kind. The lists, arrays and big integers it replaces go into
+/// `replaced` (unless the new value is the same one), so that what the mirror's later slots
+/// borrow from them stays alive until the caller drops them.
 ///
 /// # Safety
 /// Each tagged slot holds a value of its tag's kind that the code stored; a list or an
 /// array, at an address inside a live `Rc`.
-pub unsafe fn read_mirror(regs: &[i64], frame: &mut Frame, mirror: usize) {
+pub unsafe fn read_mirror(
+    regs: &[i64],
+    frame: &mut Frame,
+    mirror: usize,
+    replaced: &mut Vec<Value>,
+) {
     for slot in 0..mirror {
         let tag = regs[2 * slot + 1];
         if tag != 0 {
             let kind = helpers::kind_from(tag - 1);
             // SAFETY: the caller's guarantee.
-            frame[slot] = Some(unsafe { flowjit_runtime::abi::rebox(regs[2 * slot], kind) });
+            let new = unsafe { flowjit_runtime::abi::rebox(regs[2 * slot], kind) };
+            let old = frame[slot].replace(new);
+            let kept = match (old, &frame[slot]) {
+                (Some(Value::Array(a)), Some(Value::Array(b))) if Rc::ptr_eq(&a, b) => None,
+                (Some(Value::List(a)), Some(Value::List(b))) if Rc::ptr_eq(&a, b) => None,
+                (Some(Value::Big(a)), Some(Value::Big(b))) if Rc::ptr_eq(&a, b) => None,
+                (Some(v @ (Value::Array(_) | Value::List(_) | Value::Big(_))), _) => Some(v),
+                _ => None,
+            };
+            replaced.extend(kept);
         }
     }
 }

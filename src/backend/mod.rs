@@ -1528,12 +1528,12 @@ pub(crate) unsafe fn run_code<'t>(
     let (called, ended) = (ctx.called.take(), ctx.ended.take());
     let (nested, helped) = (ctx.entered, ctx.helped);
     let _owned = std::mem::take(&mut ctx.owned);
-    let _held = state.frame.clone();
+    let mut _replaced = Vec::new();
     // SAFETY: what the code stored in the mirror is as the safety of `read_mirror` asks:
-    // a list or an array is borrowed from the frame (unchanged while the code ran, and
-    // kept above), from the trees' constants, or from `_owned`, so its address is in a
-    // live Rc.
-    unsafe { exit::read_mirror(regs, &mut state.frame, layout.mirror) };
+    // a list or an array is borrowed from the frame (unchanged while the code ran, what
+    // the write-back replaces kept in `_replaced`), from the trees' constants, or from
+    // `_owned`, so its address is in a live Rc.
+    unsafe { exit::read_mirror(regs, &mut state.frame, layout.mirror, &mut _replaced) };
     // SAFETY (for the `rebox` below): a slot was stored by the code from a value of the
     // kind the exit's analysis gives, borrowed as above.
     let exited = if (tree, unit) == t {
