@@ -234,11 +234,19 @@ impl State {
     }
 
     /// A frame of `size` empty slots, one kept from a call that returned if there is one.
-    fn fresh_frame(&mut self, size: usize) -> Frame {
+    /// A frame of `size` empty variables, one kept from a call that returned if there is
+    /// one.
+    pub fn fresh_frame(&mut self, size: usize) -> Frame {
         let mut frame = self.spare.pop().unwrap_or_default();
         frame.clear();
         frame.resize(size, None);
         frame
+    }
+
+    /// Keeps `frame`, done with, for a later call, its values dropped now.
+    pub fn recycle(&mut self, mut frame: Frame) {
+        frame.clear();
+        self.spare.push(frame);
     }
 
     /// The current frame waits (to go on at `ret`, its `dst` receiving the result), and
@@ -289,11 +297,9 @@ impl State {
     /// holding the result. Returns where the caller goes on; `None` outside any call.
     pub fn leave(&mut self, result: Value) -> Option<Position> {
         let call = self.calls.pop()?;
-        let mut done = std::mem::replace(&mut self.frame, call.frame);
+        let done = std::mem::replace(&mut self.frame, call.frame);
         self.frame[call.dst.index()] = Some(result);
-        // A frame is kept for reuse without its values: what it held is dropped now.
-        done.clear();
-        self.spare.push(done);
+        self.recycle(done);
         Some(call.ret)
     }
 }

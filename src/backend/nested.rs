@@ -555,7 +555,7 @@ unsafe fn interpret(
     depth: usize,
     resume: impl FnOnce(&mut State) -> Result<Position, End>,
 ) -> Result<Value, End> {
-    let mut frame: Frame = vec![None; program.frame_size()];
+    let mut frame = inner.state.fresh_frame(program.frame_size());
     for slot in slots {
         let tag = regs[2 * slot + 1];
         if tag != 0 {
@@ -581,7 +581,8 @@ fn in_frame<T>(inner: &mut Ctx, frame: Frame, depth: usize, body: impl FnOnce(&m
     state.returns_out = true;
     let result = body(inner);
     let state = &mut *inner.state;
-    state.frame = caller;
+    let done = std::mem::replace(&mut state.frame, caller);
+    state.recycle(done);
     state.calls = calls;
     state.depth = outer;
     state.returns_out = returns_out;
@@ -610,7 +611,7 @@ pub unsafe fn call_with(
         Err(Err(crate::trace::run::call_depth_error(program, at)))
     } else {
         let f = program.func(site.func);
-        let mut frame: Frame = vec![None; program.frame_size()];
+        let mut frame = ctx.state.fresh_frame(program.frame_size());
         // SAFETY: the caller's guarantee: a live value per argument.
         let values = unsafe { site.arguments(args) };
         for (p, v) in f.params.iter().zip(values) {
