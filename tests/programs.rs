@@ -44,6 +44,10 @@ const MODES: &[&[&str]] = &[
         "2",
     ],
     &["--mode", "jit", "--threshold", "1"],
+    // The same with Cranelift on the driver's thread: a test program ends in a few
+    // milliseconds, often before the compiler thread's code (a tree compiled again holding
+    // a value boxed, say) would have run.
+    &["--mode", "jit", "--threshold", "1", "--compile-on-driver"],
     // Bridges compiled on their own move into their tree's function after three entries.
     &[
         "--mode",

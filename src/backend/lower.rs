@@ -595,11 +595,13 @@ impl Lower<'_> {
         if inst.args.len() != 2 || !(arith && own.is_some() || test && own.is_none()) {
             return None;
         }
-        if inst
-            .args
-            .iter()
-            .any(|a| matches!(a, Opnd::Const(Value::Big(_))))
-        {
+        // Integers only: an atom, a list or an array compared with a boxed integer is not
+        // equal to it whatever its bits, and ordering it is a type error.
+        let integer = |a: &Opnd| match a {
+            Opnd::Ref(r) => matches!(self.kind(seg, r.index()), Repr::Int | Repr::Num),
+            Opnd::Const(v) => matches!(v, Value::Int(_)),
+        };
+        if !inst.args.iter().all(integer) {
             return None;
         }
         let mf = MemFlagsData::trusted();

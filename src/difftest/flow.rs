@@ -310,8 +310,9 @@ pub enum HeldWrite {
 /// by `step`, turning past `i64::MAX + span` and below `i64::MAX - span`): machine code
 /// holds it boxed once it has been past 64 bits, and does arithmetic and comparisons on it
 /// itself while it is within them (`lower::num_small`), through the helpers while it is
-/// not. Each iteration adds `(s op k) cmp bound` for each comparison, and `(s op k) %
-/// 1009`, to `x{acc}`.
+/// not. Each iteration adds `(s op k) cmp bound` for each comparison, whether
+/// `s - i64::MAX + i` (`i` the loop's counter) equals an atom (a boxed integer sweeping
+/// the atoms' bits), and `(s op k) % 1009`, to `x{acc}`.
 ///
 /// ```text
 /// swg7:   s7 = s7 + d7    y7 = s7 * 3    t7 = y7 < s7    x2 = x2 + t7    t7 = y7 <= s7 ...
@@ -1063,7 +1064,7 @@ impl Emitter {
     }
 
     /// Emits the swinging piece `g`, continuing at `next`; returns the label it starts at.
-    fn swing(&mut self, g: &Swing, next: &str) -> String {
+    fn swing(&mut self, g: &Swing, next: &str, counter: &str) -> String {
         self.labels += 1;
         let n = self.labels;
         let (s, d, acc) = (format!("s{n}"), format!("d{n}"), format!("x{}", g.acc));
@@ -1092,7 +1093,8 @@ impl Emitter {
         let (hi, lo) = (max + i128::from(g.span), max - i128::from(g.span));
         let _ = write!(
             self.out,
-            "swg{n}:\n    {s} = {s} + {d}\n    y{n} = {s} {op} {k}\n{tests}    r{n} = y{n} % 1009\n    \
+            "swg{n}:\n    {s} = {s} + {d}\n    y{n} = {s} {op} {k}\n{tests}    q{n} = {s} - {max}\n    q{n} = q{n} + {counter}\n    t{n} = q{n} == 'swing'\n    {acc} = {acc} + t{n}\n    \
+             t{n} = q{n} != 'swing'\n    {acc} = {acc} + t{n}\n    r{n} = y{n} % 1009\n    \
              {acc} = {acc} + r{n}\n    u{n} = {s} > {hi}\n    if u{n} goto sdn{n} else goto slo{n}\n\
              sdn{n}:\n    {d} = 0 - {step}\n    goto {next}\n\
              slo{n}:\n    u{n} = {s} < {lo}\n    if u{n} goto sup{n} else goto {next}\n\
@@ -1293,7 +1295,7 @@ impl Emitter {
             Seg::Ranged(r) => self.ranged(r, next, counter),
             Seg::Wrapped(w) => self.wrapped(w, next, counter),
             Seg::Held(g) => self.held(g, next, counter),
-            Seg::Swing(g) => self.swing(g, next),
+            Seg::Swing(g) => self.swing(g, next, counter),
             Seg::Heap(ops) => {
                 let l = self.label("h");
                 let _ = writeln!(self.out, "{l}:");
