@@ -310,9 +310,10 @@ pub enum HeldWrite {
 /// by `step`, turning past `i64::MAX + span` and below `i64::MAX - span`): machine code
 /// holds it boxed once it has been past 64 bits, and does arithmetic and comparisons on it
 /// itself while it is within them (`lower::num_small`), through the helpers while it is
-/// not. Each iteration adds `(s op k) cmp bound` for each comparison, whether
-/// `s - i64::MAX + i` (`i` the loop's counter) equals an atom (a boxed integer sweeping
-/// the atoms' bits), and `(s op k) % 1009`, to `x{acc}`.
+/// not. Each iteration adds `(s op k) cmp bound` for each comparison, whether the loop's
+/// counter less one as a boxed integer (`(s - c) - (s - c) + i - 1`) equals the atom
+/// `swing` (its bits sweep the atoms' numbers, 0 the last time round, the number
+/// [`super::run`] gives `swing`), and `(s op k) % 1009`, to `x{acc}`.
 ///
 /// ```text
 /// swg7:   s7 = s7 + d7    y7 = s7 * 3    t7 = y7 < s7    x2 = x2 + t7    t7 = y7 <= s7 ...
@@ -1093,7 +1094,8 @@ impl Emitter {
         let (hi, lo) = (max + i128::from(g.span), max - i128::from(g.span));
         let _ = write!(
             self.out,
-            "swg{n}:\n    {s} = {s} + {d}\n    y{n} = {s} {op} {k}\n{tests}    q{n} = {s} - {max}\n    q{n} = q{n} + {counter}\n    t{n} = q{n} == 'swing'\n    {acc} = {acc} + t{n}\n    \
+            "swg{n}:\n    {s} = {s} + {d}\n    y{n} = {s} {op} {k}\n{tests}    q{n} = {s} - {max}\n    p{n} = {s} - {max}\n    q{n} = q{n} - p{n}\n    \
+             q{n} = q{n} + {counter}\n    q{n} = q{n} - 1\n    t{n} = q{n} == 'swing'\n    {acc} = {acc} + t{n}\n    \
              t{n} = q{n} != 'swing'\n    {acc} = {acc} + t{n}\n    r{n} = y{n} % 1009\n    \
              {acc} = {acc} + r{n}\n    u{n} = {s} > {hi}\n    if u{n} goto sdn{n} else goto slo{n}\n\
              sdn{n}:\n    {d} = 0 - {step}\n    goto {next}\n\

@@ -642,6 +642,9 @@ pub enum Outcome {
 /// programs discarded).
 pub fn run(seed: u64, count: u32) -> Result<Outcome, String> {
     use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
+    // The first atom of the process has the number 0, which boxed integers the swinging
+    // pieces compare with it hold (`flow::Swing`).
+    let _ = flowjit_runtime::Atom::intern("swing");
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
     let config = Config {
