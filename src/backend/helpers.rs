@@ -921,7 +921,7 @@ mod tests {
             xs.push(Value::from_bigint(x.clone()));
             xs.push(Value::from_bigint(-x));
         }
-        // Longer than add_digits takes.
+        // One of many digits.
         xs.push(Value::from_bigint(two.pow(600) - 1));
         let ys = [
             0,
