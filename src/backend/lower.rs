@@ -2449,6 +2449,7 @@ impl Lower<'_> {
                 seg,
                 i,
                 undo: None,
+                bridge: None,
             };
             if hi > 0 {
                 let over = b
@@ -2473,11 +2474,17 @@ impl Lower<'_> {
             [_, y] if dies(y) => y.as_ref().map(|r| (r, false)),
             _ => None,
         };
+        // A read with a bridge in this function goes there wherever it would exit.
+        let bridge = match op {
+            Op::Readlist => self.read_bridge(b, i),
+            _ => None,
+        };
         let mut exits = TreeExits {
             exits: &mut self.exits,
             seg,
             i,
             undo,
+            bridge,
         };
         let checked = snap && !self.an.bounds[seg].safe[i];
         match ops::lower_op(b, op, &args, checked, self.an.kinds[seg][i], &mut exits) {
@@ -2502,6 +2509,9 @@ struct TreeExits<'a> {
     undo: Option<(Ref, bool)>,
     seg: usize,
     i: usize,
+    /// Where every exit goes instead, if anywhere: a read's bridge in the same function
+    /// (`Lower::read_bridge`).
+    bridge: Option<Block>,
 }
 
 impl ops::Exits for TreeExits<'_> {
@@ -2510,6 +2520,10 @@ impl ops::Exits for TreeExits<'_> {
     }
 
     fn exit_now(&mut self, b: &mut FunctionBuilder) {
+        if let Some(bridge) = self.bridge {
+            b.ins().jump(bridge, &[]);
+            return;
+        }
         let exit = b.create_block();
         b.set_cold_block(exit);
         self.exits.push((exit, self.seg, self.i, None));
@@ -2531,9 +2545,15 @@ impl TreeExits<'_> {
         fail: ClifValue,
         recompute: Option<(Ref, bool, ops::Undo)>,
     ) {
-        let exit = b.create_block();
-        b.set_cold_block(exit);
-        self.exits.push((exit, self.seg, self.i, recompute));
+        let exit = match self.bridge {
+            Some(bridge) => bridge,
+            None => {
+                let exit = b.create_block();
+                b.set_cold_block(exit);
+                self.exits.push((exit, self.seg, self.i, recompute));
+                exit
+            }
+        };
         let cont = b.create_block();
         b.ins().brif(fail, exit, &[], cont, &[]);
         b.seal_block(cont);

@@ -642,6 +642,20 @@ pub fn run_calling(program: &Program, ctx: &mut Ctx, mut pos: Position) -> Resul
     let mut enters = Enters(ctx.functions);
     let mut steps = Steps::new(None);
     loop {
+        // At the anchor of a loop's tree (where a function's entry trace ends, say): its
+        // code, at once.
+        if pos.inst == 0 && enters.0.is_some_and(|f| f.enters_loop(pos.block)) {
+            let made = ctx.functions.and_then(|f| f.run_loop(ctx, pos.block));
+            match made {
+                Some(Ok(next)) if next != pos => {
+                    pos = next;
+                    continue;
+                }
+                Some(Err(end)) => return Err(end),
+                // Refused: the interpreter runs an iteration.
+                _ => {}
+            }
+        }
         match interp::run(program, ctx.state, pos, &mut steps, &mut enters) {
             Ok(Exit::Return(v)) => return Ok(v),
             Ok(Exit::Stop(v)) => return Err(Ok(v)),

@@ -143,10 +143,12 @@ pub struct Profile {
     traced: bool,
     /// Per block: the calls of the function whose entry it is, counted as arrivals at its
     /// function trace's key. A function the interpreter makes function traces of is one that
-    /// is not `@elidable` (its calls are one operation of a trace already) and runs no loop,
-    /// through its calls neither (its loops have traces of their own), or an interpreter's
-    /// dispatch function ([`Program::portal`]), whose calls count in `portals` (its counter
-    /// here is always past its limit); no other block counts.
+    /// is not `@elidable` (its calls are one operation of a trace already) and either runs
+    /// no loop, through its calls neither, or loops itself (its trace ends where it reaches
+    /// its loop's tree, `trace::record_function`); or an interpreter's dispatch function
+    /// ([`Program::portal`]), whose calls count in `portals` (its counter here is always past
+    /// its limit); no other block counts. A function whose loops are only in the functions
+    /// it calls has none: those loops have traces of their own.
     entries: Vec<Counter>,
     /// The calls after which a function is hot.
     calls: u64,
@@ -198,7 +200,7 @@ impl Profile {
                     traced: false,
                     scratch: Vec::new(),
                 });
-            } else if !f.elidable && !program.runs_loops(func) {
+            } else if !f.elidable && (!program.runs_loops(func) || program.loops_itself(func)) {
                 entries[f.entry.index()] = Counter::new(calls);
             }
         }

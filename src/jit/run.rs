@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use crate::backend::{self, TreeCode, TreeExit, TreeInst};
+use crate::backend::{self, TreeCode, TreeInst};
 use crate::interp::RuntimeError;
 use crate::lang::{BlockId, Slot};
 use crate::state::{Frame, Position, State, MAX_CALL_DEPTH};
@@ -83,12 +83,14 @@ impl Jit<'_> {
         let exits = self.count_exit(t, at);
         let kind = self.trees[t].segment(at.segment).insts[at.inst].kind;
         self.exits_without_bridge(t, at, exits);
-        if self.stop_assuming_ints(t, kind, exits) || self.hold_wide(t, at, exits) {
+        let big = big_result(self.program, &self.trees[t], at, &state.frame);
+        if self.stop_assuming_ints(t, kind, exits) || self.hold_wide(t, at, exits, big) {
             return Ok(leave(pos));
         }
+        let function = self.trees[t].root.function.is_some();
         match kind {
-            // A bridge ended at an anchor: enter the tree there.
-            Kind::Loop if at.segment > 0 => {
+            // A bridge, or a function's entry trace, ended at an anchor: enter the tree there.
+            Kind::Loop if at.segment > 0 || function => {
                 // (Not at a `return` its bridge ended at.)
                 let next =
                     (self.tree_at(pos.block, &state.frame)).filter(|_| !only && pos.inst == 0);
@@ -101,16 +103,30 @@ impl Jit<'_> {
 
     /// An instruction of kind `kind` of tree `t` has exited `exits` times: past
     /// [`super::Policy::max_function_exits`], a function trace's instruction that no bridge
-    /// takes (not a guard) leaves the function to the interpreter.
+    /// takes (not a guard, nor the end of an entry trace, where its loop's tree goes on)
+    /// leaves the function to the interpreter.
     fn exits_without_bridge(&mut self, t: usize, at: TreeInst, exits: u64) {
         let tree = &self.trees[t];
         let policy = &self.config.policy;
         let guard = tree.bridges_from(at) && tree.may_get_bridge(at, policy);
+        let pos = tree.guard_snapshot(at).pos;
+        let anchor = pos.inst == 0
+            && !matches!(
+                self.program.block(pos.block).term,
+                crate::lang::Terminator::Return(_)
+            );
+        let entry_end = tree.segment(at.segment).insts[at.inst].kind == Kind::Loop && anchor;
         let limit = self.config.policy.max_function_exits;
         // Once left, its key has no trace.
         let left = self.profile.lookup(&tree.key) != Some(t);
         // Code on its way from the compiler thread may take them (held wide, a bridge).
-        if tree.root.function.is_none() || guard || left || tree.compiling || exits <= limit {
+        if tree.root.function.is_none()
+            || guard
+            || entry_end
+            || left
+            || tree.compiling
+            || exits <= limit
+        {
             return;
         }
         self.leave_to_interpreter(
@@ -197,7 +213,11 @@ impl Jit<'_> {
     /// result as an integer of any size (`Segment::wide`), once per instruction; whether it
     /// was. Reads first stop assuming that arrays hold only integers
     /// (`Jit::stop_assuming_ints`), and no exit counts for this while that code is compiled.
-    fn hold_wide(&mut self, t: usize, at: TreeInst, exits: u64) -> bool {
+    /// A `call` also exits for the driver's sake and for a result of another type: its
+    /// result is held so only once one of its exits has left an integer past 64 bits
+    /// (`big`, [`big_result`]), since code holding one may not be entered again while it
+    /// runs (`Compiled::reentrant`), which direct calls and loops inside calls need.
+    fn hold_wide(&mut self, t: usize, at: TreeInst, exits: u64, big: bool) -> bool {
         let tree = &mut self.trees[t];
         let (kind, ty) = {
             let inst = &tree.segment(at.segment).insts[at.inst];
@@ -208,6 +228,7 @@ impl Jit<'_> {
         // Not while the tree's new code is on its way from the compiler thread: its exits
         // are the old code's, whose assumptions (`Tuning::ints`) the new one may have dropped.
         if !(crate::opt::repr::may_hold_wide(kind)
+            && (big || !matches!(kind, Kind::Call(_)))
             && !compiling
             && ty == trace::Ty::Int
             && exits > self.config.policy.bridge_threshold
@@ -426,6 +447,8 @@ impl Jit<'_> {
             recording: Default::default(),
             finishes: backend.finishes(),
             loops: !self.unenterable,
+            native: Default::default(),
+            big: Default::default(),
         };
         let exit = backend.run(
             (t, unit),
@@ -437,10 +460,15 @@ impl Jit<'_> {
         );
         self.stats.native_time += start.elapsed();
         self.stats.record_time += calls.recording.get();
-        let (exits, bridges) = (calls.exits.into_inner(), calls.bridges.into_inner());
+        let exits = (calls.exits.into_inner(), calls.big.into_inner());
+        let bridges = calls.bridges.into_inner();
         let (counts, functions) = (calls.counts.into_inner(), calls.functions.into_inner());
+        let native = calls.native.into_inner();
         self.after_calls(exits, bridges);
         self.after_function_calls(counts, functions);
+        for (t, at, hot) in native {
+            self.after_native_exit(t, at, hot);
+        }
         let mut exit = exit?;
         self.ended = exit.ended.take();
         self.stats.native_entries += 1;
@@ -461,7 +489,7 @@ impl Jit<'_> {
                 !(matches!(inst.kind, Kind::Loop | Kind::LoopStart) && s == 0)
             },
         );
-        self.after_native_exit(&exit);
+        self.after_native_exit(exit.tree, exit.at, exit.hot);
         Some((exit.tree, exit.pos, at))
     }
 
@@ -469,7 +497,7 @@ impl Jit<'_> {
     /// exits, counted, and the bridges recorded from their guards, attached.
     fn after_calls(
         &mut self,
-        exits: CallExits,
+        (exits, big_calls): (CallExits, rustc_hash::FxHashSet<(usize, TreeInst)>),
         bridges: Vec<(usize, TreeInst, Option<trace::Trace>)>,
     ) {
         for ((t, at), n) in exits {
@@ -483,7 +511,8 @@ impl Jit<'_> {
             // As for an exit the driver sees (`Jit::after_exit`).
             let kind = self.trees[t].segment(at.segment).insts[at.inst].kind;
             if !self.stop_assuming_ints(t, kind, exits) {
-                self.hold_wide(t, at, exits);
+                let big = big_calls.contains(&(t, at));
+                self.hold_wide(t, at, exits, big);
             }
             self.exits_without_bridge(t, at, exits);
         }
@@ -529,29 +558,30 @@ impl Jit<'_> {
     /// What an exit of machine code asks of the driver: a loop whose entry check failed
     /// counts it, a loop that ran its count in the quick backend's code is compiled by
     /// Cranelift, and a bridge on its own entered often moves into its tree's function.
-    fn after_native_exit(&mut self, exit: &TreeExit) {
+    fn after_native_exit(&mut self, t: usize, at: Option<TreeInst>, hot: Option<usize>) {
         if let Some(TreeInst {
             segment: 0,
             inst: i,
-        }) = exit.at
+        }) = at
         {
-            let tree = &self.trees[exit.tree];
+            let tree = &self.trees[t];
             let entry_check = tree.root.insts[i].kind == Kind::LoopStart
                 && tree.code.as_ref().is_some_and(|c| c.checks_entry());
             // The quick backend's loop ran its count: Cranelift's code now.
             let hot = tree.root.insts[i].kind == Kind::Loop
-                && tree.code.as_ref().is_some_and(|c| c.quick);
+                && tree.code.as_ref().is_some_and(|c| c.quick)
+                && tree.tuning.quick;
             if entry_check {
-                self.entry_failed(exit.tree);
+                self.entry_failed(t);
             }
             if hot {
-                self.trees[exit.tree].tuning.quick = false;
+                self.trees[t].tuning.quick = false;
                 self.stats.tiered += 1;
-                self.compile(exit.tree, None);
+                self.compile(t, None);
             }
         }
-        if let Some(unit) = exit.hot {
-            self.absorb_bridge(exit.tree, unit);
+        if let Some(unit) = hot {
+            self.absorb_bridge(t, unit);
         }
     }
 
@@ -692,6 +722,10 @@ fn tree_code(trees: &[Tree], (k, unit): (usize, usize)) -> TreeCode<'_> {
     }
 }
 
+/// An exit of machine code that asks something of the driver: the tree, the instruction
+/// that exited, the bridge unit entered often (`Jit::after_native_exit`).
+type NativeExit = (usize, Option<TreeInst>, Option<usize>);
+
 /// Per function trace and instruction, the exits calls from machine code took.
 type CallExits = rustc_hash::FxHashMap<(usize, TreeInst), u64>;
 
@@ -731,6 +765,31 @@ struct Calls<'j> {
     /// Whether the compiler thread has handed back code (that the calls may enter, once
     /// the driver has placed it).
     finishes: Option<backend::Finishes>,
+    /// The exits of loops' code run inside calls that ask something of the driver (a
+    /// quick backend's loop that ran its count, an entry check failing, a bridge on its own
+    /// entered often: `Jit::after_native_exit`), once each.
+    native: std::cell::RefCell<Vec<NativeExit>>,
+    /// The `call`s among the exits whose result was an integer past 64 bits ([`big_result`]).
+    big: std::cell::RefCell<rustc_hash::FxHashSet<(usize, TreeInst)>>,
+}
+
+/// Whether exit `at` of `tree`, the frame written back to `frame`, is a `call`'s that left
+/// an integer past 64 bits in the variable receiving the result (any other instruction:
+/// true).
+fn big_result(program: &crate::lang::Program, tree: &Tree, at: TreeInst, frame: &Frame) -> bool {
+    let inst = &tree.segment(at.segment).insts[at.inst];
+    if !matches!(inst.kind, Kind::Call(_)) {
+        return true;
+    }
+    let Some(origin) = inst.origin else {
+        return false;
+    };
+    match &program.block(origin.block).insts[origin.inst] {
+        crate::lang::Inst::Call { dst, .. } => {
+            matches!(frame[dst.index()], Some(flowjit_runtime::Value::Big(_)))
+        }
+        _ => false,
+    }
 }
 
 /// A function trace recorded at a call machine code made: the trace and the variables
@@ -776,6 +835,10 @@ impl Calls<'_> {
         at: TreeInst,
         pos: Position,
     ) -> Result<Position, backend::nested::End> {
+        let tree = &self.trees[t];
+        if big_result(self.program, tree, at, &state.frame) {
+            self.big.borrow_mut().insert((t, at));
+        }
         let (first, exits) = {
             let mut counts = self.exits.borrow_mut();
             let n = counts.entry((t, at)).or_default();
@@ -1039,14 +1102,31 @@ impl backend::nested::Functions for Calls<'_> {
             return Some(Err(end));
         }
         // Counted with the driver's, as the exits of function traces are.
+        let tree = &self.trees[exit.tree];
         if let Some(at) = exit.at {
             *self.exits.borrow_mut().entry((exit.tree, at)).or_default() += 1;
+            if big_result(self.program, tree, at, &ctx.state.frame) {
+                self.big.borrow_mut().insert((exit.tree, at));
+            }
+        }
+        let asks = exit.hot.is_some()
+            || exit.at.is_some_and(|at| {
+                let kind = tree.segment(at.segment).insts[at.inst].kind;
+                let code = tree.code.as_ref();
+                at.segment == 0
+                    && ((kind == Kind::Loop && code.is_some_and(|c| c.quick))
+                        || (kind == Kind::LoopStart && code.is_some_and(|c| c.checks_entry())))
+            });
+        let asked = (exit.tree, exit.at, exit.hot);
+        if asks && !self.native.borrow().contains(&asked) {
+            self.native.borrow_mut().push(asked);
         }
         Some(Ok(exit.pos))
     }
 
     fn pending(&self) -> bool {
         self.attention.get()
+            || !self.native.borrow().is_empty()
             || !self.bridges.borrow().is_empty()
             || !self.functions.borrow().is_empty()
             || self.finishes.as_ref().is_some_and(|f| f.any())

@@ -273,8 +273,9 @@ pub struct Program {
     /// belongs to ([`Program::merge_of_can_enter`]).
     enters: Vec<usize>,
     liveness: Liveness,
-    /// Per function, whether a call of it may run a loop ([`Program::runs_loops`]).
-    loops: Vec<bool>,
+    /// Per function, whether a call of it may run a loop ([`Program::runs_loops`]), and
+    /// whether its own blocks loop ([`Program::loops_itself`]).
+    loops: Vec<(bool, bool)>,
     /// Per block, the function whose blocks it is among ([`Program::func_of`]).
     owners: Vec<Option<FuncId>>,
     /// Per function, the green parameters of its dispatch loop ([`Program::portal`]).
@@ -341,7 +342,13 @@ impl Program {
     /// Whether a call of `func` may run a loop: the blocks it reaches from its entry, or
     /// those of a function it calls, hold a backward jump or a `jit_merge_point`.
     pub fn runs_loops(&self, func: FuncId) -> bool {
-        self.loops[func.index()]
+        self.loops[func.index()].0
+    }
+
+    /// Whether `func`'s own blocks (those its entry reaches by jumps) hold a backward jump
+    /// or a `jit_merge_point`: a loop of its frame, not only of the functions it calls.
+    pub fn loops_itself(&self, func: FuncId) -> bool {
+        self.loops[func.index()].1
     }
 
     /// The function whose frame runs `block`: the one whose entry reaches it by jumps
@@ -521,8 +528,9 @@ fn owners(blocks: &[Block], funcs: &[Func]) -> Vec<Option<FuncId>> {
     owner
 }
 
-/// Per function of `funcs`, whether a call of it may run a loop ([`Program::runs_loops`]).
-fn loops(blocks: &[Block], funcs: &[Func]) -> Vec<bool> {
+/// Per function of `funcs`, whether a call of it may run a loop ([`Program::runs_loops`]),
+/// and whether its own blocks loop ([`Program::loops_itself`]).
+fn loops(blocks: &[Block], funcs: &[Func]) -> Vec<(bool, bool)> {
     // Each function's own blocks: whether they loop, and the functions they call.
     let own: Vec<(bool, Vec<FuncId>)> = funcs
         .iter()
@@ -563,4 +571,8 @@ fn loops(blocks: &[Block], funcs: &[Func]) -> Vec<bool> {
         }
     }
     loops
+        .into_iter()
+        .zip(own)
+        .map(|(l, (own, _))| (l, own))
+        .collect()
 }

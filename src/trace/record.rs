@@ -48,6 +48,9 @@ pub enum AbortReason {
     /// the outer loop is left to the bridges of the inner one (LuaJIT's and PyPy's nested
     /// loops), instead of copying the inner loop's iterations.
     InnerLoop,
+    /// The trace of a function that loops itself went round its loop, which has no trace
+    /// yet to end at.
+    UntracedLoop,
 }
 
 impl std::fmt::Display for AbortReason {
@@ -56,6 +59,7 @@ impl std::fmt::Display for AbortReason {
             AbortReason::TooLong(n) => write!(f, "trace too long (more than {n} instructions)"),
             AbortReason::NotTraced(what) => write!(f, "{what} is not traced yet"),
             AbortReason::InnerLoop => write!(f, "reached the anchor of another trace"),
+            AbortReason::UntracedLoop => write!(f, "went round a loop that has no trace yet"),
         }
     }
 }
@@ -243,6 +247,10 @@ struct Recorder<'p> {
     /// Whether the trace may end at the `return` of its own frame: a function trace or a
     /// bridge (a loop's trace ends where its loop closes).
     returns: bool,
+    /// For the trace of a function that loops itself: a backward jump of its own frame to
+    /// a block where no trace is anchored abandons the recording
+    /// ([`AbortReason::UntracedLoop`]) instead of copying the loop's iterations.
+    stops_at_loops: bool,
 }
 
 /// How many arrays a trace tells apart by guards: a store into one then leaves what the
@@ -486,6 +494,12 @@ pub fn record(
 /// the `return` when the trace exits there). A call of `func` inside is recursive: it stays
 /// a `call`. `host`, `max_len` and `fold` are as for [`record`].
 ///
+/// A function that loops itself ([`Program::loops_itself`]), not a dispatch function
+/// ([`Program::portal`]), has an *entry trace*, as PyPy's
+/// entry bridges: it ends, as a bridge does, at the first jump of its frame to the anchor
+/// of a loop's trace ([`Host::ends`]), and the call goes on in that loop's code; going round
+/// a loop that has no trace yet abandons it.
+///
 /// The parameters in `greens` (a dispatch function's, [`Program::portal`]) are constants
 /// in the trace, as a loop's greens are: the trace is that of one function of the
 /// interpreted program.
@@ -504,12 +518,18 @@ pub fn record_function(
         .iter()
         .filter_map(|g| state.frame[g.index()].clone().map(|v| (*g, v)))
         .collect();
+    // A dispatch function's loop is its trace's: it runs to the `return`.
+    let entry = program.loops_itself(func) && program.portal(func).is_none();
+    let ends: Option<Ends> = match entry {
+        true => None,
+        false => Some(&|_, _| None),
+    };
     record_from(
         program,
         state,
         Position::start(program.func(func).entry),
         (&fixed, &[], &[]),
-        Some(&|_, _| None),
+        ends,
         (host, true),
         steps,
         (max_len, fold),
@@ -606,6 +626,7 @@ fn record_from(
     r.function = function;
     r.frame_func = function.or_else(|| program.func_of(start.block));
     r.returns = function.is_some() || ends.is_none();
+    r.stops_at_loops = asks && function.is_some() && ends.is_none();
     for slot in inherited {
         let v = r.var(&state.frame, *slot, start);
         r.written[slot.index()] = Some(v);
@@ -704,6 +725,7 @@ impl<'p> Recorder<'p> {
             function: None,
             frame_func: None,
             returns: false,
+            stops_at_loops: false,
         }
     }
 
@@ -1130,9 +1152,9 @@ impl<'p> Recorder<'p> {
         };
         let flow = branch(program, &state.frame, &block.term).map_err(fail(program, at))?;
         self.cost += 1;
-        let next = match flow {
+        let (next, back_edge) = match flow {
             Flow::Stop(v) => return Ok(ControlFlow::Break(Recorded::Stopped(v))),
-            Flow::Jump(j) => j.target,
+            Flow::Jump(j) => (j.target, j.back_edge),
             Flow::Return(_) => unreachable!("a `return` stops the recording before it runs"),
         };
         self.guard_branch(&block.term, guarded, next, at);
@@ -1142,6 +1164,12 @@ impl<'p> Recorder<'p> {
         if self.callers.is_empty() && traced(next, &state.frame) {
             return Ok(ControlFlow::Break(Recorded::Aborted {
                 reason: AbortReason::InnerLoop,
+                at: Position::start(next),
+            }));
+        }
+        if self.callers.is_empty() && self.stops_at_loops && back_edge {
+            return Ok(ControlFlow::Break(Recorded::Aborted {
+                reason: AbortReason::UntracedLoop,
                 at: Position::start(next),
             }));
         }
