@@ -509,6 +509,23 @@ pub unsafe extern "C" fn release(ctx: *mut Ctx, mark: u64) {
     ctx.kept = mark as u64;
 }
 
+/// As [`release`], for a call that returned a list or an array, `bits` of kind `kind`,
+/// which may be among what the callee kept: the code keeps one reference to it, taken
+/// before the others go. Keeps a recursion that builds a tree of arrays from holding every
+/// node it made until the outermost code returns.
+///
+/// # Safety
+/// As [`release`]'s, but for the value `bits`, a live value of kind `kind`.
+pub unsafe extern "C" fn release_keeping(ctx: *mut Ctx, mark: u64, bits: i64, kind: i64) {
+    let kind = kind_from(kind);
+    // SAFETY: the caller's guarantee: a live value, alive until the release below.
+    let v = unsafe { abi::rebox(bits, kind) };
+    // SAFETY: the caller's guarantee.
+    unsafe { release(ctx, mark) };
+    // SAFETY: the caller's guarantee.
+    unsafe { &mut *ctx }.keep(v, kind);
+}
+
 /// The signature of a helper taking `params` words and returning `ret` words (0 or 1).
 pub fn signature(isa: &dyn TargetIsa, params: usize, ret: bool) -> Signature {
     let mut sig = Signature::new(isa.default_call_conv());

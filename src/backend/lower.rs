@@ -2297,10 +2297,10 @@ impl Lower<'_> {
         let n = b.ins().load(I64, mf, ctx, helpers::Ctx::ENTERED);
         let n = b.ins().iadd_imm_s(n, 1);
         b.ins().store(mf, n, ctx, helpers::Ctx::ENTERED);
-        // What the code keeps alive from here on, the call's result may borrow only if it
-        // is a list or an array.
+        // What the code keeps alive from here on: only the call's result may borrow from
+        // it once the call has returned, if it is a list or an array.
         let borrows = matches!(site.result, Repr::List | Repr::Array);
-        let mark = (!borrows).then(|| b.ins().load(I64, mf, ctx, helpers::Ctx::KEPT));
+        let mark = b.ins().load(I64, mf, ctx, helpers::Ctx::KEPT);
         let sig = b.import_signature(tree_signature(self.isa));
         let call = b.ins().call_indirect(sig, code, &[regs, ctx, zero]);
         let returned = b.inst_results(call)[0];
@@ -2322,8 +2322,8 @@ impl Lower<'_> {
         b.seal_block(got);
         b.switch_to_block(got);
         let v = b.ins().load(I64, mf, regs, (8 * layout.result) as i32);
-        if let Some(mark) = mark {
-            // What the callee kept is not needed any more.
+        {
+            // What the callee kept is not needed any more, but for the result.
             let kept = b.ins().load(I64, mf, ctx, helpers::Ctx::KEPT);
             let more = b.ins().icmp(IntCC::NotEqual, kept, mark);
             let (release, on) = (b.create_block(), b.create_block());
@@ -2331,7 +2331,13 @@ impl Lower<'_> {
             b.ins().brif(more, release, &[], on, &[]);
             b.seal_block(release);
             b.switch_to_block(release);
-            self.call(b, helpers::release as *const u8, &[ctx, mark], false);
+            if borrows {
+                let code = b.ins().iconst(I64, helpers::kind_code(site.result));
+                let f = helpers::release_keeping as *const u8;
+                self.call(b, f, &[ctx, mark, v, code], false);
+            } else {
+                self.call(b, helpers::release as *const u8, &[ctx, mark], false);
+            }
             b.ins().jump(on, &[]);
             b.seal_block(on);
             b.switch_to_block(on);
