@@ -57,7 +57,7 @@ impl Array {
             _cell: PhantomData,
         });
         if collect {
-            crate::cycles::collect();
+            crate::cycles::collect_due();
         }
         array
     }

@@ -158,8 +158,8 @@ impl Jit<'_> {
         if cycles.collections > 0 || cycles.marked > 0 {
             let _ = writeln!(
                 out,
-                "cycle collector: {} collection(s), {} array(s) in cycles reclaimed, {} marked at the end",
-                cycles.collections, cycles.reclaimed, cycles.marked
+                "cycle collector: {} collection(s) ({} full), {} array(s) in cycles reclaimed, {} marked at the end",
+                cycles.collections, cycles.full, cycles.reclaimed, cycles.marked
             );
         }
         out
