@@ -851,7 +851,6 @@ impl Calls<'_> {
         if exits > threshold && first {
             self.attention.set(true);
         }
-        let tree = &self.trees[t];
         let inst = &tree.segment(at.segment).insts[at.inst];
         let snap = tree.guard_snapshot(at);
         let asked = self.bridges.borrow().iter().any(|b| (b.0, b.1) == (t, at));
