@@ -1528,12 +1528,14 @@ fn a_recursive_function_running_a_loop_makes_its_calls_from_its_loops_code() {
     assert_eq!(out, "199990000\n");
     assert!(stats.contains("trace aborts: 0"), "{stats}");
     assert!(stats.contains("loop at part_loop"), "{stats}");
-    // Two calls of `qsort` for each partition (about 13,000), from the loop's bridges.
+    // Two calls of `qsort` for each partition (about 13,000), from the loop's bridges,
+    // most of them directly into the function's entry trace, whose end goes on in the
+    // loop's code (linked): a call returns from the loop's bridges, in machine code, not
+    // through an exit (26,514 exits before the link, 1,027 with it).
     let made = nth_number(&stats, "calls not inlined", "made ", 1);
     assert!(made > 20_000, "{stats}");
-    let returned: usize = (stats.lines())
-        .filter(|l| l.contains(" loop  @part_end:7 "))
-        .filter_map(|l| l.rsplit(": ").next()?.parse::<usize>().ok())
-        .sum();
-    assert!(returned > 10_000, "{stats}");
+    let direct = nth_number(&stats, "calls not inlined", "(", 1);
+    assert!(direct > 20_000, "{stats}");
+    assert!(number_after(&stats, "exits linked to another tree's machine code: ") >= 1);
+    assert!(number_after(&stats, "exits: ") < 5_000, "{stats}");
 }

@@ -95,6 +95,11 @@ pub struct TreeAnalysis {
     /// Whether the code may read the elements of an array that says it holds only
     /// integers without their tags ([`Tuning::ints`]).
     pub ints: bool,
+    /// Whether the code may run on the register buffer of a direct call, which a
+    /// function's entry trace went on from into a loop's tree: it checks on entry that the
+    /// buffer holds its slots (`lower::refuse_entries`). Code of a function's blocks, but
+    /// a function trace's own, whose calls check its size.
+    pub sized: bool,
 }
 
 /// The representations the mirror surely holds after the [`linkable`](super::exit::linkable) exit at instruction
@@ -200,6 +205,7 @@ pub fn analyze(
         sites,
         owns,
         ints: tuning.ints,
+        sized: false,
     })
 }
 

@@ -2225,9 +2225,9 @@ impl Lower<'_> {
         let layout = &an.layout;
         let (reserve, size) = *self.reserve.get_or_insert_with(|| {
             // Room for the code's own buffer (a function trace calls itself), or for a
-            // trace of some instructions, and for some more: a function trace compiled
-            // again with a bridge has more.
-            let function = self.segments[0].trace.function.is_some();
+            // trace of some instructions (a function's, or a loop's it goes on in), and
+            // for some more: a function trace compiled again with a bridge has more.
+            let function = self.an.unit == 0 && self.segments[0].trace.function.is_some();
             let least = if function {
                 0
             } else {
@@ -2291,7 +2291,18 @@ impl Lower<'_> {
             b.ins().store(mf, tag, regs, (16 * p.index() + 8) as i32);
         }
         b.ins().store(mf, ctx, regs, (8 * layout.context) as i32);
+        // The buffer's size, for the loops' code the callee may go on in (`refuse_entries`).
+        let room = b.ins().iconst(I64, size as i64);
+        b.ins().store(mf, room, regs, (8 * layout.counter) as i32);
         let zero = b.ins().iconst(I64, 0);
+        if direct.program.loops_itself(site.func) {
+            // Its code may go on in a loop's tree (`nested::Linked`): what no exit wrote
+            // is untagged.
+            let locals = direct.program.locals(site.func).iter();
+            for v in locals.filter(|v| !func.params.contains(v)) {
+                b.ins().store(mf, zero, regs, (16 * v.index() + 8) as i32);
+            }
+        }
         b.ins()
             .store(mf, zero, regs, (8 * (layout.result + 1)) as i32);
         let n = b.ins().load(I64, mf, ctx, helpers::Ctx::ENTERED);
@@ -2689,8 +2700,10 @@ pub fn lower(
 /// The entry's checks of a function that may be entered from another's exit: each input
 /// whose kind the mirror may not hold (entered from another tree, the mirror holds what that
 /// tree left, which may not be of the kinds this one was compiled for), and under
-/// `--max-steps` whether the budget holds the costliest iteration. A failed check returns
-/// [`REFUSED`].
+/// `--max-steps` whether the budget holds the costliest iteration, without it whether the
+/// register buffer holds the code's slots (a loop's tree that an entry trace's end goes on
+/// in runs on the buffer of the call, whose size the call leaves in the counter's slot,
+/// `Lower::direct_call`). A failed check returns [`REFUSED`].
 fn refuse_entries(
     b: &mut FunctionBuilder,
     regs: ClifValue,
@@ -2709,7 +2722,8 @@ fn refuse_entries(
         .zip(&an.input_kinds)
         .filter(|((slot, _), kind)| !sure.contains(&(*slot, **kind)))
         .collect();
-    if links.is_some() && (!unsure.is_empty() || counter.is_some()) {
+    let sized = an.sized;
+    if links.is_some() && (!unsure.is_empty() || counter.is_some() || sized) {
         let refused = b.create_block();
         b.set_cold_block(refused);
         for ((_, at), kind) in unsure {
@@ -2728,6 +2742,15 @@ fn refuse_entries(
             };
             let cont = b.create_block();
             b.ins().brif(other, refused, &[], cont, &[]);
+            b.seal_block(cont);
+            b.switch_to_block(cont);
+        }
+        if sized {
+            let room = b.ins().load(I64, mf, regs, (8 * an.layout.counter) as i32);
+            let size = an.layout.size as i64;
+            let small = b.ins().icmp_imm_s(IntCC::SignedLessThan, room, size);
+            let cont = b.create_block();
+            b.ins().brif(small, refused, &[], cont, &[]);
             b.seal_block(cont);
             b.switch_to_block(cont);
         }

@@ -641,7 +641,11 @@ impl Backend {
             tuning,
             program,
         } = unit;
-        let an = lower::analyze(segments, reprs, checks, frame_size, unit, tuning)?;
+        let mut an = lower::analyze(segments, reprs, checks, frame_size, unit, tuning)?;
+        let root = segments[0].trace;
+        an.sized = !counting
+            && program.is_some_and(|p| p.func_of(root.anchor).is_some())
+            && !(unit == 0 && root.function.is_some());
         let keyed = match program {
             Some(p) if !counting => self.keyed_cells(p, segments, &an.sites),
             _ => Vec::new(),
@@ -1300,6 +1304,28 @@ impl Compiled {
     /// [`lower::HOT`].
     pub fn entries_left(&self) -> Option<i64> {
         self._countdown.as_ref().map(|c| c.get())
+    }
+
+    /// The kinds of variables it counts on finding in the mirror, besides its inputs'.
+    pub fn assumptions(&self) -> &[(Slot, abi::Repr)] {
+        &self.assumed
+    }
+
+    /// Counts on finding variables of `kinds` in the mirror too: its entries check them
+    /// (`Compiled::accepts`, a function trace's calls), and its exits leave them so
+    /// (`Compiled::exit_kinds`). A function trace's parameters that the code of a loop
+    /// its end goes on in counts on.
+    pub fn assume(&mut self, kinds: &[(Slot, abi::Repr)]) {
+        for k in kinds {
+            if !self.assumed.contains(k) {
+                self.assumed.push(*k);
+            }
+        }
+    }
+
+    /// Makes the exit at global instruction index `g` return again, linked or not.
+    pub fn unlink(&self, g: usize) {
+        self.links[g].set(self.unlinked);
     }
 
     /// Makes the exit at global instruction index `g` (a [`lower::linkable`] one) go on in

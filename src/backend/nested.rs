@@ -164,7 +164,8 @@ impl FnCell {
         };
         let an = &code.analysis;
         let (mut mask, mut kinds) = (0, 0);
-        for ((slot, _), kind) in an.layout.inputs.iter().zip(&an.input_kinds) {
+        let inputs = (an.layout.inputs.iter().map(|(slot, _)| slot)).zip(&an.input_kinds);
+        for (slot, kind) in inputs.chain(code.assumptions().iter().map(|(s, k)| (s, k))) {
             let Some(k) = params.iter().position(|p| p == slot) else {
                 // An input that is not a parameter: never entered so.
                 self.code.set(0);
@@ -186,6 +187,8 @@ impl FnCell {
 pub struct Callee<'a> {
     /// The function it runs.
     pub func: crate::lang::FuncId,
+    /// Its tree.
+    pub tree: usize,
     /// The tree's function.
     pub code: &'a Compiled,
     /// The trace of each of its segments.
@@ -196,7 +199,30 @@ pub struct Callee<'a> {
     /// from, the state there (the callee's frame): where the interpreter goes on (a bridge
     /// recorded from there ends at the `return`), or how the program ended meanwhile.
     pub exited: &'a dyn Fn(&mut State, super::TreeInst, Position) -> Result<Position, End>,
+    /// Where its exits that went on in other trees' code take the call.
+    pub linked: Linked<'a>,
 }
+
+/// Where a call's code went on in a loop's tree (an entry trace's end linked to its loop's
+/// tree, `lower::linkable`): what finishes the call from that tree's exit.
+///
+/// The callee's frame is then the mirror: a direct call of a function that loops
+/// ([`Program::loops_itself`]) clears the tags of its variables there before it enters
+/// the code, so that the variables the code wrote, with its parameters, are those tagged.
+pub struct Linked<'a> {
+    /// The function called.
+    pub func: crate::lang::FuncId,
+    /// Each tree's code by tree and unit (`Backend::run`'s).
+    pub trees: &'a dyn Fn((usize, usize)) -> super::TreeCode<'a>,
+    /// Told of each exit of another tree's code inside the call, the state there: the
+    /// tree, its exiting instruction (`None` for an entry it refused) and the bridge unit
+    /// entered often ([`HOT`]), as the runtime tells the driver of a loop's exit.
+    pub told: &'a Told<'a>,
+}
+
+/// What [`Linked::told`] is told: the state, the tree, its exiting instruction, the bridge
+/// unit entered often.
+pub type Told<'a> = dyn Fn(&State, usize, Option<super::TreeInst>, Option<usize>) + 'a;
 
 impl Callee<'_> {
     /// Whether a call may enter the code at all: it counts no steps and holds no integer
@@ -307,8 +333,10 @@ impl Entry {
         {
             return None;
         }
-        // The inputs are parameters, of the kinds the code was compiled for.
-        for ((slot, _), kind) in layout.inputs.iter().zip(&an.input_kinds) {
+        // The inputs are parameters, of the kinds the code was compiled for, as are those
+        // it counts on (`Compiled::assume`).
+        let inputs = (layout.inputs.iter().map(|(slot, _)| slot)).zip(&an.input_kinds);
+        for (slot, kind) in inputs.chain(code.assumptions().iter().map(|(s, k)| (s, k))) {
             let k = f.params.iter().position(|p| p == slot)?;
             if kinds[k] != *kind {
                 return None;
@@ -318,6 +346,12 @@ impl Entry {
         // what an exit writes are read back (`frame_at`).
         let mut regs = self.pool.borrow_mut().pop().unwrap_or_default();
         regs.resize(self.regs_len.max(layout.size), 0);
+        if program.loops_itself(callee.func) {
+            // Its code may go on in a loop's tree (`Linked`): what no exit wrote is untagged.
+            for v in program.locals(callee.func) {
+                regs[2 * v.index() + 1] = 0;
+            }
+        }
         for (k, p) in f.params.iter().enumerate() {
             regs[2 * p.index()] = args[k];
             regs[2 * p.index() + 1] = exit::mirror_tag(kinds[k]);
@@ -414,6 +448,35 @@ impl Entry {
         // SAFETY: the caller's guarantee.
         unsafe { give(ctx, site, args, result) }
     }
+
+    /// As [`Entry::finish_direct`], for a call whose code went on in the code of a loop's
+    /// tree, which returned `returned`.
+    ///
+    /// # Safety
+    /// As [`Entry::finish_direct`]'s, `regs` holding the buffer as the code of the tree
+    /// `returned` names left it, as large as that code's and the callee's.
+    pub unsafe fn finish_linked(
+        ctx: &mut Ctx,
+        site: &CallSite,
+        args: *mut i64,
+        regs: *const i64,
+        returned: i64,
+        linked: &Linked,
+    ) -> i64 {
+        if ctx.ended.is_some() {
+            return 1;
+        }
+        let (_, inlined) = site.call.expect("a call's site");
+        let depth = ctx.state.depth + ctx.state.calls.len() + inlined;
+        let (tree, unit, _) = decode_exit(returned);
+        let size = (linked.trees)((tree, unit)).code.analysis.layout.size;
+        // SAFETY: the caller's guarantee.
+        let regs = unsafe { std::slice::from_raw_parts(regs, size) };
+        // SAFETY: as the caller guarantees; what the code borrows lives in `ctx`.
+        let result = unsafe { finish_in(ctx.program, regs, ctx, returned, linked, depth) };
+        // SAFETY: the caller's guarantee.
+        unsafe { give(ctx, site, args, result) }
+    }
 }
 
 /// Gives the code that made the call of `site` on `args` its `result`: 0 with the result
@@ -461,7 +524,11 @@ unsafe fn finish(
 ) -> Result<Value, End> {
     let an = &callee.code.analysis;
     let layout = &an.layout;
-    let (_, unit, at) = decode_exit(returned);
+    let (tree, unit, at) = decode_exit(returned);
+    if (tree, unit) != (callee.tree, 0) {
+        // SAFETY: the caller's guarantee.
+        return unsafe { finish_in(program, regs, inner, returned, &callee.linked, depth) };
+    }
     debug_assert_eq!(unit, 0, "a callee has no bridge compiled on its own");
     if at == REFUSED || at == HOT {
         // Nothing ran: the interpreter makes the call from the function's entry.
@@ -536,6 +603,74 @@ unsafe fn finish(
                 }
             }
             (callee.exited)(state, super::TreeInst::new(seg, inst), own.pos)
+        })
+    }
+}
+
+/// The result of a call whose code went on in a loop's tree ([`Linked`]), whose code
+/// returned `returned`: the value left in the result slots at a `return`, otherwise what
+/// the interpreter finds finishing the call from the exit, the callee's frame the
+/// variables tagged in the mirror with what the exit's snapshot says (as `run_code` writes
+/// a loop's exit back). `Err` for a program that ended inside.
+///
+/// # Safety
+/// As [`finish`]'s.
+unsafe fn finish_in(
+    program: &Program,
+    regs: &[i64],
+    inner: &mut Ctx,
+    returned: i64,
+    linked: &Linked,
+    depth: usize,
+) -> Result<Value, End> {
+    let (tree, unit, at) = decode_exit(returned);
+    let code = (linked.trees)((tree, unit));
+    let an = &code.code.analysis;
+    let locals = program.locals(linked.func).iter().map(|v| v.index());
+    if at == REFUSED || at == HOT {
+        // Nothing ran of that code: the interpreter goes on where it starts.
+        let hot = (at == HOT).then_some(unit);
+        let start = code.start;
+        // SAFETY: the caller's guarantee.
+        return unsafe {
+            interpret(program, regs, locals, inner, depth, |state| {
+                (linked.told)(state, tree, None, hot);
+                Ok(start)
+            })
+        };
+    }
+    if at & RETURNED != 0 {
+        // SAFETY: the code reached a `return` and left its value there.
+        return Ok(unsafe { exit::returned_value(regs, &an.layout) });
+    }
+    let written = at & WRITTEN != 0;
+    let super::TreeInst { segment: seg, inst } = an.layout.locate((at & !WRITTEN) as usize);
+    let trace = code.segment(seg).trace;
+    let exiting = &trace.insts[inst];
+    let own = trace.snap_of(exiting).expect("an exit has a snapshot");
+    let (base, kinds) = (an.layout.offsets[seg], &an.kinds[seg]);
+    // SAFETY (for each `rebox`): the code stored each slot from a value of its kind,
+    // borrowed from the arguments, the trees' constants or `inner.owned`.
+    let read = |r: crate::trace::Ref| unsafe {
+        abi::rebox(
+            regs[base + r.index()],
+            kinds[r.index()].expect("a ref has a kind"),
+        )
+    };
+    let called = inner.called.take();
+    // A bridge unit's only segment is its segment `unit` in the tree.
+    let at = super::TreeInst::new(if unit == 0 { seg } else { unit }, inst);
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        interpret(program, regs, locals, inner, depth, |state| {
+            if !written {
+                crate::resume::restore(own, read, state);
+                if let Some(v) = called {
+                    crate::trace::run::give_result(program, exiting, state, v);
+                }
+            }
+            (linked.told)(state, tree, Some(at), None);
+            Ok(own.pos)
         })
     }
 }

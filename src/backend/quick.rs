@@ -419,6 +419,19 @@ fn assemble(
             ; jne =>refused
         );
     }
+    // The register buffer must hold the code's slots: it keeps no budget, and the counter's
+    // slot holds the buffer's size (`lower::refuse_entries`).
+    if an.sized {
+        let (room_at, size) = (
+            disp(an.layout.counter)?,
+            i32::try_from(an.layout.size).ok()?,
+        );
+        dynasm!(q.ops
+            ; .arch x64
+            ; cmp QWORD [rdi + room_at], size
+            ; jl =>refused
+        );
+    }
     // A bridge unit counts its entries down; the one that spends the count returns.
     let hot = q.ops.new_dynamic_label();
     if let Some(counter) = q.counter.filter(|_| an.unit != 0) {

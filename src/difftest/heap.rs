@@ -1013,7 +1013,7 @@ impl Emitter {
                     depth,
                     looped,
                 } => {
-                    let big = matches!(rare, Rare::Big);
+                    let (big, kind) = (matches!(rare, Rare::Big), rare);
                     let _ = writeln!(
                         self.out,
                         "func {f_}(n, acc):\n    c = n > 0\n    if c goto {f_}_rec else goto {f_}_base\n\
@@ -1044,11 +1044,30 @@ impl Emitter {
                             // Past 64 bits at every level: the loop's code holds it boxed.
                             let _ = writeln!(self.out, "    acc = acc + {}", 1i128 << 70);
                         }
+                        // The rare path again in the loop, after the call: an exit of the
+                        // loop's code that the function's entry trace went on in, inside a
+                        // call machine code made.
+                        let in_loop = match kind {
+                            Rare::Nothing => String::new(),
+                            Rare::Big => format!("    acc = acc * {}\n", 1i128 << 70),
+                            Rare::Atom => "    acc = 'odd'\n".to_string(),
+                            Rare::Error => "    z = j - 1\n    z = acc // z\n".to_string(),
+                            Rare::Print => "    print(acc)\n".to_string(),
+                        };
+                        let rare_in_loop = if in_loop.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                "    c = n == {}\n    if c goto {f_}_lrare else goto {f_}_lgo\n\
+                                 {f_}_lrare:\n{in_loop}    goto {f_}_lgo\n{f_}_lgo:\n",
+                                depth - 2
+                            )
+                        };
                         let _ = writeln!(
                             self.out,
                             "    j = 0\n    goto {f_}_loop\n{f_}_loop:\n    c = j < 2\n    \
                              if c goto {f_}_step else goto {f_}_end\n{f_}_step:\n    \
-                             r = call {f_}(n, acc)\n    acc = acc + r\n    j = j + 1\n    \
+                             r = call {f_}(n, acc)\n    acc = acc + r\n{rare_in_loop}    j = j + 1\n    \
                              goto {f_}_loop\n{f_}_end:\n    return acc\n{f_}_base:\n    return acc"
                         );
                         continue;

@@ -206,12 +206,33 @@ impl Jit<'_> {
         });
         self.relink_incoming(t, &code);
         let again = self.link_bridges_alone(t, 0, &code);
-        self.unenterable |= !code.enterable();
+        self.not_enterable(&code);
         self.trees[t].code = Some(code);
         self.publish(t);
         drop(retired);
         for seg in again {
             self.compile_bridge(t, seg);
+        }
+    }
+
+    /// Notes `code`, new, if calls may not enter it (`Compiled::enterable`): from then on no
+    /// loop's code runs inside a call, and no entry trace's end goes on in a loop's
+    /// tree (`Jit::enters_from_calls`).
+    fn not_enterable(&mut self, code: &backend::Compiled) {
+        if code.enterable() || self.unenterable {
+            return;
+        }
+        self.unenterable = true;
+        for to in 0..self.trees.len() {
+            let incoming = std::mem::take(&mut self.trees[to].incoming);
+            let (ends, kept): (Vec<_>, Vec<_>) = (incoming.into_iter())
+                .partition(|&(from, _, _)| self.trees[from].root.function.is_some());
+            for (from, unit, g) in ends {
+                if let Some(c) = self.trees[from].code_of(unit) {
+                    c.unlink(g);
+                }
+            }
+            self.trees[to].incoming = kept;
         }
     }
 
@@ -247,6 +268,9 @@ impl Jit<'_> {
                 let source = &self.trees[from];
                 if let Some(c) = source.code_of(unit) {
                     let kinds = c.exit_kinds_at(g, unit, |seg| source.segment(seg));
+                    // An entry trace's end goes on only in code that calls may enter.
+                    let function = source.root.function.is_some();
+                    let kinds = kinds.filter(|_| !function || self.enters_from_calls(code));
                     c.relink(g, code, kinds.as_deref());
                 }
             }
@@ -581,7 +605,7 @@ impl Jit<'_> {
             }
         }
         let again = self.link_bridges_alone(t, seg, &code);
-        self.unenterable |= !code.enterable();
+        self.not_enterable(&code);
         self.trees[t].bridges[seg - 1].code = Some(code);
         self.event(EventKind::Compiled {
             tree: t,

@@ -325,8 +325,11 @@ impl Jit<'_> {
             return;
         };
         let trace = from.segment(at.segment);
-        // A function trace's exits return to whoever called its code (`backend::nested`).
-        let function = from.root.function.is_some() || to.root.function.is_some();
+        // A function trace's exits return to whoever called its code (`backend::nested`),
+        // but for an entry trace's end, which may go on in its loop's tree when that code
+        // may run inside a call (`Jit::enters_from_calls`).
+        let function = to.root.function.is_some()
+            || (from.root.function.is_some() && !self.enters_from_calls(target));
         if function || !backend::lower::linkable(trace, at.inst) || to.calls() > from.calls() {
             return;
         }
@@ -355,7 +358,10 @@ impl Jit<'_> {
         let Some(kinds) = code.exit_kinds(trace, at.segment, at.inst) else {
             return;
         };
-        if !target.admits(&kinds) {
+        // What `next` counts on of the parameters an entry trace leaves as the call gave
+        // them: its calls check it (`Jit::assume_params`).
+        let params = self.params_assumed(t, at, target, &kinds);
+        if !target.admits(&kinds) && params.is_empty() {
             // An integer the exit holds at any size where `next` holds a 64-bit one: `next`
             // holds it so too from now on, and the exit links to that code next time.
             let grown: Vec<Slot> = (kinds.iter())
@@ -372,8 +378,52 @@ impl Jit<'_> {
         let unit = from.unit_of(at.segment);
         self.trees[next].incoming.push((t, unit, g));
         self.stats.links += 1;
+        if !params.is_empty() {
+            if let Some(code) = self.trees[t].code.as_mut() {
+                code.assume(&params);
+            }
+            self.publish(t);
+        }
         let from = guard_ref(t, at);
         self.event(EventKind::Linked { from, to: next });
+    }
+
+    /// The kinds of parameters that `target`, the code a linkable exit `at` of function
+    /// trace `t` leaving `kinds` in the mirror goes on in, counts on and which the exit
+    /// does not write: the code of `t`'s function (unit 0) checks them at its calls from
+    /// then on (`Compiled::assume`). Empty unless `target` admits the exit so and no more.
+    fn params_assumed(
+        &self,
+        t: usize,
+        at: TreeInst,
+        target: &backend::Compiled,
+        kinds: &[(Slot, Repr)],
+    ) -> Vec<(Slot, Repr)> {
+        let tree = &self.trees[t];
+        let Some(func) = tree.root.function.filter(|_| tree.unit_of(at.segment) == 0) else {
+            return Vec::new();
+        };
+        let params = &self.program.func(func).params;
+        let missing: Vec<(Slot, Repr)> = (target.assumptions().iter())
+            .filter(|k| !kinds.contains(k))
+            .copied()
+            .collect();
+        let checkable = |&(slot, _): &(Slot, Repr)| {
+            params.contains(&slot) && !kinds.iter().any(|(s, _)| *s == slot)
+        };
+        if missing.iter().all(checkable) {
+            missing
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Whether a function trace's code, which calls enter, may go on in `code`, a loop's:
+    /// code that calls may enter (Cranelift's, reentrant, counting no steps), of a
+    /// program's own loop (found without greens), while every loop's code may run inside
+    /// calls (`Calls::loop_tree`).
+    pub(super) fn enters_from_calls(&self, code: &backend::Compiled) -> bool {
+        !code.quick && code.enterable() && !self.unenterable && !self.profile.by_greens()
     }
 
     /// Runs segment `seg` of tree `t` (machine code runs the whole tree from the root, and
@@ -449,6 +499,7 @@ impl Jit<'_> {
             loops: !self.unenterable,
             native: Default::default(),
             big: Default::default(),
+            links: Default::default(),
         };
         let exit = backend.run(
             (t, unit),
@@ -463,7 +514,10 @@ impl Jit<'_> {
         let exits = (calls.exits.into_inner(), calls.big.into_inner());
         let bridges = calls.bridges.into_inner();
         let (counts, functions) = (calls.counts.into_inner(), calls.functions.into_inner());
-        let native = calls.native.into_inner();
+        let (native, links) = (calls.native.into_inner(), calls.links.into_inner());
+        for (t, at, next) in links {
+            self.link(t, at, next);
+        }
         self.after_calls(exits, bridges);
         self.after_function_calls(counts, functions);
         for (t, at, hot) in native {
@@ -771,6 +825,9 @@ struct Calls<'j> {
     native: std::cell::RefCell<Vec<NativeExit>>,
     /// The `call`s among the exits whose result was an integer past 64 bits ([`big_result`]).
     big: std::cell::RefCell<rustc_hash::FxHashSet<(usize, TreeInst)>>,
+    /// The entry traces' ends that went on in their loops' trees, with those trees: the
+    /// driver links them (`Jit::link`).
+    links: std::cell::RefCell<Vec<(usize, TreeInst, usize)>>,
 }
 
 /// Whether exit `at` of `tree`, the frame written back to `frame`, is a `call`'s that left
@@ -814,14 +871,53 @@ impl Calls<'_> {
         let segments = |seg: usize| tree.segment(seg);
         let exited =
             |state: &mut State, at: TreeInst, pos: Position| self.exited(t, state, at, pos);
+        let func = tree.root.function.expect("a function trace");
+        let (trees, told) = (|at| tree_code(self.trees, at), self.told());
         let callee = backend::nested::Callee {
-            func: tree.root.function.expect("a function trace"),
+            func,
+            tree: t,
             code,
             segments: &segments,
             calls: tree.calls(),
             exited: &exited,
+            linked: backend::nested::Linked {
+                func,
+                trees: &trees,
+                told: &told,
+            },
         };
         Some(with(&callee))
+    }
+
+    /// What hears of the exits of loops' code inside calls ([`Calls::loop_exited`]).
+    fn told(&self) -> impl Fn(&State, usize, Option<TreeInst>, Option<usize>) + '_ {
+        |state, tree, at, hot| self.loop_exited(&state.frame, tree, at, hot)
+    }
+
+    /// Exit `at` (`None`: an entry refused) of tree `t`, a loop's, taken inside a call, the
+    /// frame written back to `frame`, or its bridge unit `hot` entered often: counted with
+    /// the driver's, as the exits of function traces are, and handed to the driver if it
+    /// asks something of it ([`Jit::after_native_exit`]).
+    fn loop_exited(&self, frame: &Frame, t: usize, at: Option<TreeInst>, hot: Option<usize>) {
+        let tree = &self.trees[t];
+        if let Some(at) = at {
+            *self.exits.borrow_mut().entry((t, at)).or_default() += 1;
+            if big_result(self.program, tree, at, frame) {
+                self.big.borrow_mut().insert((t, at));
+            }
+        }
+        let asks = hot.is_some()
+            || at.is_some_and(|at| {
+                let kind = tree.segment(at.segment).insts[at.inst].kind;
+                let code = tree.code.as_ref();
+                at.segment == 0
+                    && ((kind == Kind::Loop && code.is_some_and(|c| c.quick))
+                        || (kind == Kind::LoopStart && code.is_some_and(|c| c.checks_entry())))
+            });
+        let asked = (t, at, hot);
+        if asks && !self.native.borrow().contains(&asked) {
+            self.native.borrow_mut().push(asked);
+        }
     }
 
     /// Guard or operation `at` of tree `t` exited inside a call, the state there (at
@@ -838,6 +934,16 @@ impl Calls<'_> {
         let tree = &self.trees[t];
         if big_result(self.program, tree, at, &state.frame) {
             self.big.borrow_mut().insert((t, at));
+        }
+        // An entry trace's end, at its loop's anchor: linked there, its code goes on in
+        // the loop's next time.
+        let kind = tree.segment(at.segment).insts[at.inst].kind;
+        if let (Kind::Loop, 0) = (kind, pos.inst) {
+            let next = self.loop_tree(pos.block).map(|next| (t, at, next));
+            let mut links = self.links.borrow_mut();
+            if let Some(link) = next.filter(|l| !links.contains(l)) {
+                links.push(link);
+            }
         }
         let (first, exits) = {
             let mut counts = self.exits.borrow_mut();
@@ -1066,9 +1172,22 @@ impl backend::nested::Functions for Calls<'_> {
         regs: *const i64,
         returned: i64,
     ) -> i64 {
-        // The code that returned is the function of the tree its code names, published.
+        let (trees, told) = (|at| tree_code(self.trees, at), self.told());
+        let linked = backend::nested::Linked {
+            func: site.func,
+            trees: &trees,
+            told: &told,
+        };
+        // The code that returned is the function of the tree its code names, published,
+        // or a loop's tree its entry trace's end went on in.
         let (t, unit, _) = backend::lower::decode_exit(returned);
         let tree = &self.trees[t];
+        if tree.root.function.is_none() {
+            // SAFETY: the caller's guarantee, which `finish_linked` asks.
+            return unsafe {
+                backend::nested::Entry::finish_linked(ctx, site, args, regs, returned, &linked)
+            };
+        }
         debug_assert_eq!(unit, 0, "a function trace's cell holds its tree's function");
         let code = tree.code_of(0).expect("published code");
         let segments = |seg: usize| tree.segment(seg);
@@ -1076,10 +1195,12 @@ impl backend::nested::Functions for Calls<'_> {
             |state: &mut State, at: TreeInst, pos: Position| self.exited(t, state, at, pos);
         let callee = backend::nested::Callee {
             func: site.func,
+            tree: t,
             code,
             segments: &segments,
             calls: tree.calls(),
             exited: &exited,
+            linked,
         };
         // SAFETY: the caller's guarantee, which `finish_direct` asks.
         unsafe { backend::nested::Entry::finish_direct(ctx, site, args, regs, returned, &callee) }
@@ -1101,25 +1222,7 @@ impl backend::nested::Functions for Calls<'_> {
             return Some(Err(end));
         }
         // Counted with the driver's, as the exits of function traces are.
-        let tree = &self.trees[exit.tree];
-        if let Some(at) = exit.at {
-            *self.exits.borrow_mut().entry((exit.tree, at)).or_default() += 1;
-            if big_result(self.program, tree, at, &ctx.state.frame) {
-                self.big.borrow_mut().insert((exit.tree, at));
-            }
-        }
-        let asks = exit.hot.is_some()
-            || exit.at.is_some_and(|at| {
-                let kind = tree.segment(at.segment).insts[at.inst].kind;
-                let code = tree.code.as_ref();
-                at.segment == 0
-                    && ((kind == Kind::Loop && code.is_some_and(|c| c.quick))
-                        || (kind == Kind::LoopStart && code.is_some_and(|c| c.checks_entry())))
-            });
-        let asked = (exit.tree, exit.at, exit.hot);
-        if asks && !self.native.borrow().contains(&asked) {
-            self.native.borrow_mut().push(asked);
-        }
+        self.loop_exited(&ctx.state.frame, exit.tree, exit.at, exit.hot);
         Some(Ok(exit.pos))
     }
 

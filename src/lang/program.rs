@@ -280,6 +280,8 @@ pub struct Program {
     owners: Vec<Option<FuncId>>,
     /// Per function, the green parameters of its dispatch loop ([`Program::portal`]).
     portals: Vec<Option<Vec<Slot>>>,
+    /// Per function, the variables its frame may hold ([`Program::locals`]).
+    locals: Vec<Vec<Slot>>,
 }
 
 impl Program {
@@ -315,6 +317,7 @@ impl Program {
         let portals = (funcs.iter())
             .map(|f| portal(&blocks, &merge_points, f))
             .collect();
+        let locals = funcs.iter().map(|f| locals(&blocks, f)).collect();
         Program {
             blocks,
             funcs,
@@ -327,7 +330,14 @@ impl Program {
             loops,
             owners,
             portals,
+            locals,
         }
+    }
+
+    /// The variables a frame of `func` may hold: its parameters, and each variable a
+    /// statement of a block its entry reaches writes.
+    pub fn locals(&self, func: FuncId) -> &[Slot] {
+        &self.locals[func.index()]
     }
 
     /// The greens of `func`'s dispatch loop, when it is an interpreter's (PyPy's portal):
@@ -509,6 +519,24 @@ fn portal(blocks: &[Block], merges: &[(BlockId, Vec<Slot>)], f: &Func) -> Option
         }
         _ => None,
     }
+}
+
+/// The variables a frame of `f` may hold ([`Program::locals`]), each once.
+fn locals(blocks: &[Block], f: &Func) -> Vec<Slot> {
+    let mut vars = f.params.clone();
+    let mut seen = vec![false; blocks.len()];
+    let mut work = vec![f.entry];
+    while let Some(b) = work.pop() {
+        if std::mem::replace(&mut seen[b.index()], true) {
+            continue;
+        }
+        let block = &blocks[b.index()];
+        vars.extend(block.insts.iter().filter_map(Inst::written));
+        work.extend(block.term.jumps().map(|j| j.target));
+    }
+    vars.sort_unstable();
+    vars.dedup();
+    vars
 }
 
 /// Per block, the function of `funcs` whose entry reaches it by jumps, if one does
