@@ -2291,13 +2291,13 @@ impl Lower<'_> {
             b.ins().store(mf, tag, regs, (16 * p.index() + 8) as i32);
         }
         b.ins().store(mf, ctx, regs, (8 * layout.context) as i32);
-        // The buffer's size, for the loops' code the callee may go on in (`refuse_entries`).
-        let room = b.ins().iconst(I64, size as i64);
-        b.ins().store(mf, room, regs, (8 * layout.counter) as i32);
         let zero = b.ins().iconst(I64, 0);
-        if direct.program.loops_itself(site.func) {
+        if super::nested::goes_on_in_loops(direct.program, site.func) {
             // Its code may go on in a loop's tree (`nested::Linked`): what no exit wrote
-            // is untagged.
+            // is untagged, and the buffer's size is in the counter's slot for that code to
+            // check (`refuse_entries`).
+            let room = b.ins().iconst(I64, size as i64);
+            b.ins().store(mf, room, regs, (8 * layout.counter) as i32);
             let locals = direct.program.locals(site.func).iter();
             for v in locals.filter(|v| !func.params.contains(v)) {
                 b.ins().store(mf, zero, regs, (16 * v.index() + 8) as i32);

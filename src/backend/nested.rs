@@ -206,9 +206,9 @@ pub struct Callee<'a> {
 /// Where a call's code went on in a loop's tree (an entry trace's end linked to its loop's
 /// tree, `lower::linkable`): what finishes the call from that tree's exit.
 ///
-/// The callee's frame is then the mirror: a direct call of a function that loops
-/// ([`Program::loops_itself`]) clears the tags of its variables there before it enters
-/// the code, so that the variables the code wrote, with its parameters, are those tagged.
+/// The callee's frame is then the mirror: a call of a function whose code may go on so
+/// ([`goes_on_in_loops`]) clears the tags of its variables there before it enters the
+/// code, so that the variables the code wrote, with its parameters, are those tagged.
 pub struct Linked<'a> {
     /// The function called.
     pub func: crate::lang::FuncId,
@@ -230,6 +230,13 @@ impl Callee<'_> {
     pub fn enterable(&self) -> bool {
         !self.code.counting && self.code.reentrant
     }
+}
+
+/// Whether the code of a call of `func` may go on in a loop's tree (its entry trace's end
+/// linked there, [`Linked`]): `func` loops itself and is not a dispatch function, whose
+/// loops' trees are found by greens and never linked so (`Jit::enters_from_calls`).
+pub fn goes_on_in_loops(program: &Program, func: crate::lang::FuncId) -> bool {
+    program.loops_itself(func) && program.portal(func).is_none()
 }
 
 /// How a program ended inside a call: `print_and_stop` of a value, or an error.
@@ -346,7 +353,7 @@ impl Entry {
         // what an exit writes are read back (`frame_at`).
         let mut regs = self.pool.borrow_mut().pop().unwrap_or_default();
         regs.resize(self.regs_len.max(layout.size), 0);
-        if program.loops_itself(callee.func) {
+        if goes_on_in_loops(program, callee.func) {
             // Its code may go on in a loop's tree (`Linked`): what no exit wrote is untagged.
             for v in program.locals(callee.func) {
                 regs[2 * v.index() + 1] = 0;
@@ -356,7 +363,8 @@ impl Entry {
             regs[2 * p.index()] = args[k];
             regs[2 * p.index() + 1] = exit::mirror_tag(kinds[k]);
         }
-        regs[layout.counter] = i64::MAX;
+        // No budget: the buffer's size, which the code of loops it goes on in checks.
+        regs[layout.counter] = regs.len() as i64;
         let mut inner = Ctx::new(program, &mut *ctx.state, None, ctx.functions);
         inner.nested = true;
         regs[layout.context] = &mut inner as *mut Ctx as i64;
