@@ -1513,6 +1513,38 @@ fn calls_machine_code_makes_record_the_function_trace_they_make_hot() {
     assert!(made > 45_000 && direct > made * 9 / 10, "{stats}");
 }
 
+/// A function trace's calls of itself call its own code, not the code its function's cell
+/// holds (`Lower::calls_itself`): in `fib`'s function both recursive calls are `call`s of
+/// the function itself (a relocation to its start), none an indirect call through a cell.
+#[test]
+fn a_function_trace_calls_itself_directly() {
+    let (out, err) = common::flowjit_ok(&[
+        "run",
+        "benches/recursion/fib.fg",
+        "n=20",
+        "--compile-on-driver",
+        "--dump",
+        "ir",
+    ]);
+    assert_eq!(out, "6765\n");
+    // The signature of trees' functions, `tail`, is the one a call through a cell uses.
+    assert!(err.contains("fn0 = colocated u4:0 sig0"), "{err}");
+    assert_eq!(err.matches("= call fn0(").count(), 2, "{err}");
+    let tail_sigs: Vec<&str> = (err.lines())
+        .filter(|l| l.trim_start().starts_with("sig") && l.ends_with(" tail"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let through_cell = (err.lines())
+        .filter(|l| l.contains("= call_indirect "))
+        .filter(|l| {
+            tail_sigs
+                .iter()
+                .any(|s| l.contains(&format!("call_indirect {s},")))
+        })
+        .count();
+    assert_eq!(through_cell, 0, "{err}");
+}
+
 #[test]
 fn a_recursive_function_running_a_loop_makes_its_calls_from_its_loops_code() {
     // The partition loop's bridges make the two recursive calls and end at the

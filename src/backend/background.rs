@@ -14,10 +14,12 @@ use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cranelift_codegen::binemit::Reloc;
 use cranelift_codegen::control::ControlPlane;
-use cranelift_codegen::ir::Function;
+use cranelift_codegen::ir::{ExternalName, Function};
 use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::Context;
+use cranelift_codegen::FinalizedRelocTarget;
 
 use super::{lower, origins_of, Unsupported};
 
@@ -47,16 +49,51 @@ pub(crate) fn emit(
         .map_err(|e| cl(format!("{e:?}")))?;
     let code = ctx.compiled_code().expect("just compiled");
     // Every address the code holds is a constant of its own (helpers, link tables, other
-    // functions through those): it runs wherever it is placed.
-    if !code.buffer.relocs().is_empty() {
-        return Err(cl("a relocation in the code".to_string()));
+    // functions through those), or its own start, which a call of itself reaches relative
+    // to where it is (`lower::ITSELF`): it runs wherever it is placed.
+    let mut bytes = code.code_buffer().to_vec();
+    for reloc in code.buffer.relocs() {
+        let itself = match &reloc.target {
+            FinalizedRelocTarget::ExternalName(ExternalName::User(name)) => {
+                ctx.func.params.user_named_funcs()[*name].namespace == lower::ITSELF
+            }
+            _ => false,
+        };
+        if !(itself && resolve_itself(&mut bytes, reloc.offset as usize, reloc.kind, reloc.addend))
+        {
+            return Err(cl(format!("a relocation in the code: {reloc:?}")));
+        }
     }
     Ok(Machine {
-        bytes: code.code_buffer().to_vec(),
+        bytes,
         blocks: code.bb_starts.clone(),
         locs: origins_of(code.buffer.get_srclocs_sorted()),
         align: code.buffer.alignment,
     })
+}
+
+/// Makes the call at `offset` of `bytes`, whose relocation is of `kind` with `addend`, a
+/// call of the function's start; whether the kind is one this can resolve.
+fn resolve_itself(bytes: &mut [u8], offset: usize, kind: Reloc, addend: i64) -> bool {
+    // The start is at 0: the displacement is what the site's own offset is short of it.
+    let to = addend - offset as i64;
+    match kind {
+        Reloc::X86CallPCRel4 | Reloc::X86PCRel4 => {
+            let Ok(rel) = i32::try_from(to) else {
+                return false;
+            };
+            bytes[offset..offset + 4].copy_from_slice(&rel.to_le_bytes());
+            true
+        }
+        Reloc::Arm64Call => {
+            let at = &mut bytes[offset..offset + 4];
+            let insn = u32::from_le_bytes([at[0], at[1], at[2], at[3]]);
+            let imm = ((to >> 2) as u32) & 0x03ff_ffff;
+            at.copy_from_slice(&((insn & !0x03ff_ffff) | imm).to_le_bytes());
+            true
+        }
+        _ => false,
+    }
 }
 
 /// A function the compiler thread has finished: its number, its code or why not, and the

@@ -72,6 +72,9 @@ use super::analysis::holds_loads;
 pub use super::analysis::{analyze, exit_kinds, max_cost, path_cost, Layout, TreeAnalysis};
 pub use crate::trace::tree::{Segment, TreeInst};
 
+/// The namespace of the name by which a tree's function calls itself ([`Lower::itself`]).
+pub const ITSELF: u32 = 4;
+
 /// The signature of a tree's function: `tail fn(regs, ctx, code) -> i64` ([`exit_code`]).
 /// Trees use the tail-call convention, so that an exit can go on in another tree without
 /// returning (`return_call_indirect`); the runtime calls them through a trampoline
@@ -273,6 +276,8 @@ struct Lower<'a> {
     /// The register buffer of the function traces the code calls directly, in its own
     /// frame (made with the first such call), and its size in slots.
     reserve: Option<(StackSlot, usize)>,
+    /// The code's own function, as its calls of itself call it ([`Lower::calls_itself`]).
+    itself: Option<cranelift_codegen::ir::FuncRef>,
 }
 
 /// What code needs to call function traces' code directly ([`super::nested::FnCell`])
@@ -2243,32 +2248,38 @@ impl Lower<'_> {
         let done = b.create_block();
         b.append_block_param(done, I64);
         // The cell: code, of the arguments' kinds, whose buffer fits.
-        let cell = match direct.program.portal(site.func) {
-            Some(_) => {
-                (direct
-                    .keyed
-                    .iter()
-                    .find(|(at, _)| *at == TreeInst::new(seg, i)))?
-                .1
-            }
-            None => direct.cells + (site.func.index() * std::mem::size_of::<FnCell>()) as u64,
-        } as i64;
-        let cell = b.ins().iconst(I64, cell);
-        let code = b.ins().load(I64, mf, cell, FnCell::CODE);
-        let none = b.ins().icmp_imm_s(IntCC::Equal, code, 0);
-        self.branch_if(b, none, slow);
-        let mask = b.ins().load(I64, mf, cell, FnCell::MASK);
-        let kinds = b.ins().load(I64, mf, cell, FnCell::KINDS);
-        let taken = b.ins().band_imm_u(mask, tags as i64);
-        let other = b.ins().icmp(IntCC::NotEqual, taken, kinds);
-        self.branch_if(b, other, slow);
-        let needs = b.ins().load(I64, mf, cell, FnCell::SIZE);
-        let large = b
-            .ins()
-            .icmp_imm_u(IntCC::UnsignedGreaterThan, needs, size as i64);
-        self.branch_if(b, large, slow);
+        // The code to call, and how deep the calls it inlined nest (plus one): this code
+        // itself, or the cell's, of the arguments' kinds, whose buffer fits.
+        let (code, calls) = if let Some(calls) = self.calls_itself(site) {
+            (None, b.ins().iconst(I64, calls as i64))
+        } else {
+            let cell = match direct.program.portal(site.func) {
+                Some(_) => {
+                    (direct
+                        .keyed
+                        .iter()
+                        .find(|(at, _)| *at == TreeInst::new(seg, i)))?
+                    .1
+                }
+                None => direct.cells + (site.func.index() * std::mem::size_of::<FnCell>()) as u64,
+            } as i64;
+            let cell = b.ins().iconst(I64, cell);
+            let code = b.ins().load(I64, mf, cell, FnCell::CODE);
+            let none = b.ins().icmp_imm_s(IntCC::Equal, code, 0);
+            self.branch_if(b, none, slow);
+            let mask = b.ins().load(I64, mf, cell, FnCell::MASK);
+            let kinds = b.ins().load(I64, mf, cell, FnCell::KINDS);
+            let taken = b.ins().band_imm_u(mask, tags as i64);
+            let other = b.ins().icmp(IntCC::NotEqual, taken, kinds);
+            self.branch_if(b, other, slow);
+            let needs = b.ins().load(I64, mf, cell, FnCell::SIZE);
+            let large = b
+                .ins()
+                .icmp_imm_u(IntCC::UnsignedGreaterThan, needs, size as i64);
+            self.branch_if(b, large, slow);
+            (Some(code), b.ins().load(I64, mf, cell, FnCell::CALLS))
+        };
         // The depth the call reaches, and the native stack it needs.
-        let calls = b.ins().load(I64, mf, cell, FnCell::CALLS);
         let state = b.ins().load(I64, mf, ctx, helpers::Ctx::STATE);
         let depth = b.ins().load(I64, mf, state, helpers::Ctx::DEPTH);
         let reached = b.ins().iadd(depth, calls);
@@ -2312,8 +2323,16 @@ impl Lower<'_> {
         // it once the call has returned, if it is a list or an array.
         let borrows = matches!(site.result, Repr::List | Repr::Array);
         let mark = b.ins().load(I64, mf, ctx, helpers::Ctx::KEPT);
-        let sig = b.import_signature(tree_signature(self.isa));
-        let call = b.ins().call_indirect(sig, code, &[regs, ctx, zero]);
+        let call = match code {
+            Some(code) => {
+                let sig = b.import_signature(tree_signature(self.isa));
+                b.ins().call_indirect(sig, code, &[regs, ctx, zero])
+            }
+            None => {
+                let itself = self.itself(b);
+                b.ins().call(itself, &[regs, ctx, zero])
+            }
+        };
         let returned = b.inst_results(call)[0];
         b.ins().store(mf, depth, state, helpers::Ctx::DEPTH);
         // A value of the kind the code holds: the call's result.
@@ -2369,6 +2388,49 @@ impl Lower<'_> {
         b.seal_block(slow);
         b.switch_to_block(slow);
         Some(done)
+    }
+
+    /// For a call of the function whose trace this code is (its tree's function), of
+    /// arguments of the kinds the code takes, by code that may be entered again: how deep
+    /// the calls the code inlined nest, plus one, as its cell would say. The call then calls
+    /// this code itself, whichever code the cell holds, without the cell's checks: its
+    /// buffer is the reserve, of this code's size. Not for a function whose code may go on
+    /// in a loop's tree, whose cell checks what that code counts on
+    /// (`Compiled::assume`), nor for a dispatch function's, keyed by greens.
+    fn calls_itself(&self, site: &CallSite) -> Option<usize> {
+        let direct = self.direct?;
+        let root = self.segments[0].trace;
+        let func = direct.program.func(site.func);
+        let same = self.an.unit == 0
+            && root.function == Some(site.func)
+            && direct.program.portal(site.func).is_none()
+            && !super::nested::goes_on_in_loops(direct.program, site.func)
+            && super::reentrant(self.an);
+        let mut inputs = (self.an.layout.inputs.iter()).zip(&self.an.input_kinds);
+        let takes = inputs.all(|((slot, _), kind)| {
+            (func.params.iter().position(|p| p == slot)).is_some_and(|k| site.args[k] == *kind)
+        });
+        let calls = self.segments.iter().map(|s| s.trace.calls).max()?;
+        (same && takes).then_some(calls + 1)
+    }
+
+    /// The code's own function, as a call of it (`calls_itself`): a relocation to the
+    /// function's start, which `background::emit` resolves (the call is relative to it).
+    fn itself(&mut self, b: &mut FunctionBuilder) -> cranelift_codegen::ir::FuncRef {
+        if let Some(f) = self.itself {
+            return f;
+        }
+        use cranelift_codegen::ir::{ExtFuncData, ExternalName, UserExternalName};
+        let name = (b.func).declare_imported_user_function(UserExternalName::new(ITSELF, 0));
+        let signature = b.import_signature(tree_signature(self.isa));
+        let f = b.import_function(ExtFuncData {
+            name: ExternalName::User(name),
+            signature,
+            colocated: true,
+            patchable: false,
+        });
+        self.itself = Some(f);
+        f
     }
 
     /// Lowers a function trace's end `i`, its `loop` at a `return`: with the program
@@ -2681,6 +2743,7 @@ pub fn lower(
         read_bridges: HashMap::default(),
         direct,
         reserve: None,
+        itself: None,
     };
     let loaded = l.box_num_inputs(&mut b, loaded);
     b.ins().jump(start, &loaded);

@@ -223,7 +223,7 @@ type TraceFn = unsafe extern "C" fn(*mut i64, *mut helpers::Ctx) -> u32;
 
 /// Whether code analyzed as `an` may be entered again while it runs: it holds no integer of
 /// any size (in a box of the code's, one per instruction).
-fn reentrant(an: &lower::TreeAnalysis) -> bool {
+pub(super) fn reentrant(an: &lower::TreeAnalysis) -> bool {
     let num = |k: &Option<abi::Repr>| *k == Some(abi::Repr::Num);
     !an.input_kinds.contains(&abi::Repr::Num) && !an.kinds.iter().flatten().any(num)
 }
