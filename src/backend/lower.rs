@@ -2250,7 +2250,8 @@ impl Lower<'_> {
         // The cell: code, of the arguments' kinds, whose buffer fits.
         // The code to call, and how deep the calls it inlined nest (plus one): this code
         // itself, or the cell's, of the arguments' kinds, whose buffer fits.
-        let (code, calls) = if let Some(calls) = self.calls_itself(site) {
+        let itself = self.calls_itself(site);
+        let (code, calls) = if let Some(calls) = itself {
             (None, b.ins().iconst(I64, calls as i64))
         } else {
             let cell = match direct.program.portal(site.func) {
@@ -2322,7 +2323,12 @@ impl Lower<'_> {
         // What the code keeps alive from here on: only the call's result may borrow from
         // it once the call has returned, if it is a list or an array.
         let borrows = matches!(site.result, Repr::List | Repr::Array);
-        let mark = b.ins().load(I64, mf, ctx, helpers::Ctx::KEPT);
+        // This code calling itself keeps nothing in the context when it makes no list or
+        // array and no call of it gives one: nothing to let go after the call.
+        let keeps = itself.is_none()
+            || self.an.owns
+            || (self.an.sites.values()).any(|s| matches!(s.result, Repr::List | Repr::Array));
+        let mark = keeps.then(|| b.ins().load(I64, mf, ctx, helpers::Ctx::KEPT));
         let call = match code {
             Some(code) => {
                 let sig = b.import_signature(tree_signature(self.isa));
@@ -2352,7 +2358,7 @@ impl Lower<'_> {
         b.seal_block(got);
         b.switch_to_block(got);
         let v = b.ins().load(I64, mf, regs, (8 * layout.result) as i32);
-        {
+        if let Some(mark) = mark {
             // What the callee kept is not needed any more, but for the result.
             let kept = b.ins().load(I64, mf, ctx, helpers::Ctx::KEPT);
             let more = b.ins().icmp(IntCC::NotEqual, kept, mark);

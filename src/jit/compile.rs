@@ -269,8 +269,8 @@ impl Jit<'_> {
                 if let Some(c) = source.code_of(unit) {
                     let kinds = c.exit_kinds_at(g, unit, |seg| source.segment(seg));
                     // An entry trace's end goes on only in code that calls may enter.
-                    let function = source.root.function.is_some();
-                    let kinds = kinds.filter(|_| !function || self.enters_from_calls(code));
+                    let enters = |f| self.enters_from_calls(f, code);
+                    let kinds = kinds.filter(|_| source.root.function.is_none_or(enters));
                     c.relink(g, code, kinds.as_deref());
                 }
             }

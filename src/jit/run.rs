@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::backend::{self, TreeCode, TreeInst};
 use crate::interp::RuntimeError;
-use crate::lang::{BlockId, Slot};
+use crate::lang::{BlockId, FuncId, Slot};
 use crate::state::{Frame, Position, State, MAX_CALL_DEPTH};
 use crate::trace::{self, Kind};
 use flowjit_runtime::abi::Repr;
@@ -329,7 +329,10 @@ impl Jit<'_> {
         // but for an entry trace's end, which may go on in its loop's tree when that code
         // may run inside a call (`Jit::enters_from_calls`).
         let function = to.root.function.is_some()
-            || (from.root.function.is_some() && !self.enters_from_calls(target));
+            || from
+                .root
+                .function
+                .is_some_and(|f| !self.enters_from_calls(f, target));
         if function || !backend::lower::linkable(trace, at.inst) || to.calls() > from.calls() {
             return;
         }
@@ -418,12 +421,17 @@ impl Jit<'_> {
         }
     }
 
-    /// Whether a function trace's code, which calls enter, may go on in `code`, a loop's:
-    /// code that calls may enter (Cranelift's, reentrant, counting no steps), of a
-    /// program's own loop (found without greens), while every loop's code may run inside
-    /// calls (`Calls::loop_tree`).
-    pub(super) fn enters_from_calls(&self, code: &backend::Compiled) -> bool {
-        !code.quick && code.enterable() && !self.unenterable && !self.profile.by_greens()
+    /// Whether the code of function `func`'s trace, which calls enter, may go on in
+    /// `code`, a loop's: calls of `func` prepare for it (`nested::goes_on_in_loops`: not a
+    /// dispatch function), and `code` is code that calls may enter (Cranelift's,
+    /// reentrant, counting no steps), of a program's own loop (found without greens),
+    /// while every loop's code may run inside calls (`Calls::loop_tree`).
+    pub(super) fn enters_from_calls(&self, func: FuncId, code: &backend::Compiled) -> bool {
+        backend::nested::goes_on_in_loops(self.program, func)
+            && !code.quick
+            && code.enterable()
+            && !self.unenterable
+            && !self.profile.by_greens()
     }
 
     /// Runs segment `seg` of tree `t` (machine code runs the whole tree from the root, and
