@@ -524,19 +524,27 @@ fn portal(blocks: &[Block], merges: &[(BlockId, Vec<Slot>)], f: &Func) -> Option
 /// The variables a frame of `f` may hold ([`Program::locals`]), each once.
 fn locals(blocks: &[Block], f: &Func) -> Vec<Slot> {
     let mut vars = f.params.clone();
+    for block in reached(blocks, f.entry) {
+        vars.extend(block.insts.iter().filter_map(Inst::written));
+    }
+    vars.sort_unstable();
+    vars.dedup();
+    vars
+}
+
+/// The blocks `entry` reaches by jumps, itself included, each once.
+fn reached(blocks: &[Block], entry: BlockId) -> Vec<&Block> {
     let mut seen = vec![false; blocks.len()];
-    let mut work = vec![f.entry];
+    let (mut work, mut found) = (vec![entry], Vec::new());
     while let Some(b) = work.pop() {
         if std::mem::replace(&mut seen[b.index()], true) {
             continue;
         }
         let block = &blocks[b.index()];
-        vars.extend(block.insts.iter().filter_map(Inst::written));
         work.extend(block.term.jumps().map(|j| j.target));
+        found.push(block);
     }
-    vars.sort_unstable();
-    vars.dedup();
-    vars
+    found
 }
 
 /// Per block, the function of `funcs` whose entry reaches it by jumps, if one does
@@ -564,13 +572,7 @@ fn loops(blocks: &[Block], funcs: &[Func]) -> Vec<(bool, bool)> {
         .iter()
         .map(|f| {
             let (mut looped, mut calls) = (false, Vec::new());
-            let mut seen = vec![false; blocks.len()];
-            let mut work = vec![f.entry];
-            while let Some(b) = work.pop() {
-                if std::mem::replace(&mut seen[b.index()], true) {
-                    continue;
-                }
-                let block = &blocks[b.index()];
+            for block in reached(blocks, f.entry) {
                 for inst in &block.insts {
                     match inst {
                         Inst::Call { func, .. } => calls.push(*func),
@@ -578,10 +580,7 @@ fn loops(blocks: &[Block], funcs: &[Func]) -> Vec<(bool, bool)> {
                         _ => {}
                     }
                 }
-                for j in block.term.jumps() {
-                    looped |= j.back_edge;
-                    work.push(j.target);
-                }
+                looped |= block.term.jumps().any(|j| j.back_edge);
             }
             (looped, calls)
         })
