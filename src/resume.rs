@@ -186,13 +186,38 @@ impl Snapshot {
         }
     }
 
-    /// The operand `slot` has at the exit, if the snapshot gives it one.
+    /// The operand `slot` has at the exit, if the snapshot gives it one: a variable of the
+    /// trace's own frame, or of an inlined call's ([`in_call`]).
     pub fn get(&self, slot: Slot) -> Option<&Opnd> {
-        self.entries
+        let (depth, slot) = call_of(slot);
+        let entries = match depth {
+            0 => &self.entries,
+            d => &self.frames.get(d - 1)?.entries,
+        };
+        entries
             .binary_search_by_key(&slot, |(s, _)| *s)
             .ok()
-            .map(|k| &self.entries[k].1)
+            .map(|k| &entries[k].1)
     }
+}
+
+/// How slots of inlined calls' frames are numbered apart from the trace's own (see
+/// [`in_call`]): above every slot a program has.
+const CALL_STRIDE: u32 = 1 << 24;
+
+/// Variable `slot` of the frame of the `depth`th inlined call of a snapshot (1 for the
+/// outermost, [`Snapshot::frames`]`[0]`; 0 for the trace's own frame, `slot` itself), as a
+/// bridge from a guard inside inlined calls names what it reads of their frames
+/// (`input`): the bridge starts inside those calls, and goes on in its tree's frame
+/// when they return.
+pub fn in_call(depth: usize, slot: Slot) -> Slot {
+    debug_assert!(slot.0 < CALL_STRIDE);
+    Slot(slot.0 + depth as u32 * CALL_STRIDE)
+}
+
+/// The inlined call and the variable of its frame that `slot` names ([`in_call`]).
+pub fn call_of(slot: Slot) -> (usize, Slot) {
+    ((slot.0 / CALL_STRIDE) as usize, Slot(slot.0 % CALL_STRIDE))
 }
 
 /// Writes `snap`'s resume variables into `frame`, reading each SSA value with `value`: for

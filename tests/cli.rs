@@ -895,26 +895,34 @@ fn a_big_integer_loop_runs_as_machine_code() {
 /// exits do not grow with the run. Each exited at every iteration past 64 bits before: 10,021
 /// times (array), 2,500 (list), 9,521 (elidable call) and 2,521 (call) at n=20000, twice that
 /// at n=40000. (The recursive `pw` of `which=call` gets a function trace, which its calls
-/// from the loop's code enter: its guard, call and multiplication take their own exits, a
-/// threshold's worth each, until its bridge and its result held boxed are compiled.) So does
-/// the stack machine whose sum (a local, in an array) leaves 64 bits.
+/// from the loop's code enter: its guard, call and multiplication take their own exits, in
+/// each copy the traces inline, a threshold's worth each, until its bridge and its result
+/// held boxed are compiled.) So does the stack machine whose sum (a local, in an array)
+/// leaves 64 bits.
 #[test]
 fn results_past_64_bits_are_held_boxed_and_stop_exiting() {
     let run = |args: &[&str]| {
         let (out, err) = common::flowjit_ok(&[args, &["--stats"]].concat());
-        (out, number_after(&err, "exits: "))
+        (out, number_after(&err, "exits: "), err)
     };
     let file = "tests/programs/wide_results.fg";
     for which in ["which=array", "which=list", "which=pure", "which=call"] {
         let (want, _) = common::flowjit_ok(&["run", file, which, "n=40000", "--mode", "interp"]);
-        let (_, short) = run(&["run", file, which, "n=20000"]);
-        let (out, long) = run(&["run", file, which, "n=40000"]);
+        let (_, short, _) = run(&["run", file, which, "n=20000"]);
+        let (out, long, err) = run(&["run", file, which, "n=40000"]);
         assert_eq!(out, want, "{which}");
         assert_eq!(short, long, "{which}: exits grow with the run");
-        assert!(long < 250, "{which}: {long} exits");
+        // No instruction exits more than the bridge threshold's worth (20) and the exit
+        // that asks for the code.
+        let per_site = (err.lines())
+            .filter(|l| l.starts_with("  trace ") && l.contains(" @"))
+            .map(|l| l.rsplit(' ').next().and_then(|n| n.parse::<usize>().ok()));
+        for n in per_site {
+            assert!(n.is_some_and(|n| n <= 22), "{which}: {err}");
+        }
     }
     let file = "benches/cliffs/stackbig.fg";
-    let (out, exits) = run(&["run", file, "n=3100000"]);
+    let (out, exits, _) = run(&["run", file, "n=3100000"]);
     assert_eq!(out, "9930328528333850000\n");
     assert!(exits < 100, "{exits} exits");
 }
@@ -1422,10 +1430,10 @@ fn a_read_finding_another_type_in_a_function_trace_gets_a_bridge() {
             "interp",
         ]);
         assert_eq!(out, want);
-        assert!(
-            stats.contains("function at sum, ") && stats.contains(" 1 bridge(s)"),
-            "{stats}"
-        );
+        let sum = (stats.lines())
+            .find(|l| l.contains("function at sum, "))
+            .unwrap_or_else(|| panic!("{stats}"));
+        assert!(!sum.contains(" 0 bridge(s)"), "{stats}");
         assert!(!stats.contains("left to the interpreter"), "{stats}");
         let read = (stats.lines())
             .find(|l| l.contains("getitem v0, 0"))
@@ -1437,9 +1445,9 @@ fn a_read_finding_another_type_in_a_function_trace_gets_a_bridge() {
 }
 
 /// A recursion's calls from machine code enter the function trace's machine code
-/// (`backend::nested`): past the first few, every call of `fib` does, its base case in a
-/// bridge recorded from the guard's exits inside the calls, and the answer is the
-/// interpreter's.
+/// (`backend::nested`): past the first few, every call of `fib` the trace does not inline
+/// does, its base case in a bridge recorded from the guard's exits inside the calls, and
+/// the answer is the interpreter's.
 #[test]
 fn recursive_calls_enter_the_function_traces_machine_code() {
     let (out, stats) = common::flowjit_ok(&[
@@ -1454,14 +1462,16 @@ fn recursive_calls_enter_the_function_traces_machine_code() {
     ]);
     assert_eq!(out, "17711\n");
     assert!(stats.contains("function at fib"), "{stats}");
-    assert!(stats.contains(" 1 bridge(s), machine code"), "{stats}");
+    assert!(!stats.contains(" 0 bridge(s), machine code"), "{stats}");
     let made = nth_number(&stats, "calls not inlined", "made ", 1);
     let entered = nth_number(&stats, "calls not inlined", "times, ", 1);
     let direct = nth_number(&stats, "calls not inlined", "machine code (", 1);
-    // fib(22) makes 57,313 calls; those the interpreter makes before the trace is
-    // compiled and those nested in a call it finishes are the rest. The machine code calls
-    // itself directly, not through a helper (`backend::nested::FnCell`).
-    assert!(made > 50_000 && entered > 50_000, "{stats}");
+    // fib(22) makes 57,313 calls: the trace inlines one of fib's frames in another
+    // (`trace::RECURSION_UNROLL`), so that about half of them are calls it makes; those
+    // the interpreter makes before the trace is compiled and those nested in a call it
+    // finishes are the rest. The machine code calls itself directly, not through a helper
+    // (`backend::nested::FnCell`).
+    assert!(made > 25_000 && entered > 25_000, "{stats}");
     assert!(direct > entered * 9 / 10, "{stats}");
 }
 
@@ -1507,14 +1517,15 @@ fn calls_machine_code_makes_record_the_function_trace_they_make_hot() {
     assert_eq!(out, "48701173520238400\n");
     assert!(stats.contains("trace 0: loop at loop"), "{stats}");
     assert!(stats.contains("trace 1: function at eval"), "{stats}");
-    // 17 calls of `eval` an iteration.
+    // 17 calls of `eval` an iteration, a third of them or more made by the trace (the
+    // others inlined in their caller's frame, `trace::RECURSION_UNROLL`).
     let made = nth_number(&stats, "calls not inlined", "made ", 1);
     let direct = nth_number(&stats, "calls not inlined", "machine code (", 1);
-    assert!(made > 45_000 && direct > made * 9 / 10, "{stats}");
+    assert!(made > 15_000 && direct > made * 9 / 10, "{stats}");
 }
 
 /// A function trace's calls of itself call its own code, not the code its function's cell
-/// holds (`Lower::calls_itself`): in `fib`'s function both recursive calls are `call`s of
+/// holds (`Lower::calls_itself`): in `fib`'s function every recursive call is a `call` of
 /// the function itself (a relocation to its start), none an indirect call through a cell.
 #[test]
 fn a_function_trace_calls_itself_directly() {
@@ -1523,13 +1534,17 @@ fn a_function_trace_calls_itself_directly() {
         "benches/recursion/fib.fg",
         "n=20",
         "--compile-on-driver",
+        // The first call's trace: fib(20)'s, with its calls, in the root's listing (a
+        // bridge's shows its own blocks, not the function's declarations).
+        "--threshold",
+        "0",
         "--dump",
         "ir",
     ]);
     assert_eq!(out, "6765\n");
     // The signature of trees' functions, `tail`, is the one a call through a cell uses.
     assert!(err.contains("fn0 = colocated u4:0 sig0"), "{err}");
-    assert_eq!(err.matches("= call fn0(").count(), 2, "{err}");
+    assert!(err.matches("= call fn0(").count() >= 2, "{err}");
     let tail_sigs: Vec<&str> = (err.lines())
         .filter(|l| l.trim_start().starts_with("sig") && l.ends_with(" tail"))
         .filter_map(|l| l.split_whitespace().next())

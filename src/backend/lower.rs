@@ -294,6 +294,11 @@ pub struct Direct<'a> {
     pub keyed: &'a [(TreeInst, u64)],
 }
 
+/// The fewest slots of the register buffer that code not of a function trace reserves in
+/// its frame for the calls it makes directly (2 KiB): a function trace with a few bridges
+/// inlining calls needs a hundred or more.
+const MIN_RESERVE: usize = 256;
+
 /// A move of an integer of any size into a box of the code: (the box, the value's bits,
 /// its kind code).
 type NumMove = (*mut Value, ClifValue, ClifValue);
@@ -2228,17 +2233,30 @@ impl Lower<'_> {
             return None;
         }
         let layout = &an.layout;
+        let own = self.segments[0]
+            .trace
+            .function
+            .filter(|_| self.an.unit == 0);
         let (reserve, size) = *self.reserve.get_or_insert_with(|| {
             // Room for the code's own buffer (a function trace calls itself), or for a
             // trace of some instructions (a function's, or a loop's it goes on in), and
-            // for some more: a function trace compiled again with a bridge has more.
-            let function = self.an.unit == 0 && self.segments[0].trace.function.is_some();
-            let least = if function {
-                0
-            } else {
-                2 * layout.mirror + 4 + 64
+            // for some more: a function trace compiled again with a bridge has more. The
+            // code another function's cell holds now may grow as much again.
+            let least = match own {
+                Some(_) => 0,
+                None => (2 * layout.mirror + 4 + 64).max(MIN_RESERVE),
             };
-            let size = layout.size.max(least) + 16;
+            let others = (an.sites.values())
+                .filter(|s| Some(s.func) != own && direct.program.portal(s.func).is_none())
+                .map(|s| {
+                    let at = direct.cells + (s.func.index() * std::mem::size_of::<FnCell>()) as u64;
+                    // SAFETY: the cells live as long as the driver, on whose thread code
+                    // is lowered.
+                    2 * unsafe { (*(at as *const FnCell)).size.get() } as usize
+                })
+                .max()
+                .unwrap_or(0);
+            let size = layout.size.max(least).max(others) + 16;
             let data = StackSlotData::new(StackSlotKind::ExplicitSlot, (8 * size) as u32, 3);
             (b.create_sized_stack_slot(data), size)
         });

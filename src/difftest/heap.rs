@@ -282,16 +282,35 @@ pub enum HeapOp {
     },
 }
 
+/// The branch a [`GenFunc::Plain`] starts with: on `x0 < at` (which changes once in a
+/// loop counting down) or on `x0 % at` (a rare way every `at`-th call), to the function's
+/// statements or to `ops`, which return `x{result}`.
+#[derive(Clone, Debug)]
+pub struct Fork {
+    /// The bound or the modulus.
+    pub at: i64,
+    /// Whether the branch is on `x0 % at` (else on `x0 < at`).
+    pub modulo: bool,
+    /// The other way's statements.
+    pub ops: Vec<GenOp>,
+    /// The variable the other way returns.
+    pub result: usize,
+}
+
 /// A generated function, called with two arguments.
 #[derive(Clone, Debug)]
 pub enum GenFunc {
     /// `func fN(x0, x1)`: `x2..x4` set to constants, straight-line statements (the
-    /// counter is `x0`), then `return x{result}`.
+    /// counter is `x0`), then `return x{result}`; or, with a `fork`, a branch on `x0`
+    /// first, to those statements or to others: a loop's trace inlines the call, and the
+    /// guard inside it that starts failing gets a bridge that starts in the call's frame.
     Plain {
         /// The statements.
         ops: Vec<GenOp>,
         /// The variable returned.
         result: usize,
+        /// The branch, if any.
+        fork: Option<Fork>,
     },
     /// `func fN(n, acc)`: `acc op n` down to `n = 0`, by recursion (a trace makes the
     /// recursive call as a `call`); called with `n = arg % depth`.
@@ -487,8 +506,20 @@ pub(super) fn walk() -> impl Strategy<Value = HeapOp> {
 
 /// The functions of a program: none, or up to three.
 pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
-    let plain =
-        (super::flow::hot_ops(), 0..VARS).prop_map(|(ops, result)| GenFunc::Plain { ops, result });
+    let fork = (1i64..300, any::<bool>(), super::flow::hot_ops(), 0..VARS).prop_map(
+        |(at, modulo, ops, result)| Fork {
+            at: if modulo { at % 40 + 2 } else { at },
+            modulo,
+            ops,
+            result,
+        },
+    );
+    let plain = (
+        super::flow::hot_ops(),
+        0..VARS,
+        prop::option::weighted(0.5, fork),
+    )
+        .prop_map(|(ops, result, fork)| GenFunc::Plain { ops, result, fork });
     let rare = prop_oneof![
         4 => Just(Rare::Nothing),
         1 => Just(Rare::Big),
@@ -999,8 +1030,20 @@ impl Emitter {
             let f_ = format!("f{m}");
             let consts = "    x2 = 3\n    x3 = -1\n    x4 = 7\n";
             match f {
-                GenFunc::Plain { ops, result } => {
+                GenFunc::Plain { ops, result, fork } => {
                     let _ = write!(self.out, "func {f_}(x0, x1):\n{consts}");
+                    if let Some(fork) = fork {
+                        let (at, op) = (fork.at, if fork.modulo { "%" } else { "<" });
+                        let _ = write!(
+                            self.out,
+                            "    c = x0 {op} {at}\n    if c goto {f_}_one else goto {f_}_other\n\
+                             {f_}_other:\n"
+                        );
+                        for o in &fork.ops {
+                            self.stmt(o, "x0");
+                        }
+                        let _ = write!(self.out, "    return x{}\n{f_}_one:\n", fork.result);
+                    }
                     for o in ops {
                         self.stmt(o, "x0");
                     }

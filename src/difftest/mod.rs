@@ -72,7 +72,7 @@ pub use dispatch::{dispatchers, GenDispatch, Handler, NextPc, Second};
 pub use flow::{
     programs, Branch, Cond, GenArg, GenOp, GenProgram, Mixed, Odd, Promoted, Seg, Source,
 };
-pub use heap::{GenFunc, HeapOp, Index, ARRAY_LEN};
+pub use heap::{Fork, GenFunc, HeapOp, Index, ARRAY_LEN};
 pub use regs::{bytecodes, GenBytecode, Inner, Instr, Piece};
 
 /// How many operations the oracle may run; a program that needs more is discarded.

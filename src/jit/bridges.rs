@@ -93,6 +93,7 @@ impl Jit<'_> {
         let fixed = self.bridge_constants(t, from, value.as_ref());
         let snap = self.trees[t].guard_snapshot(from);
         let (inherited, rebuilt) = bridge_inputs(snap);
+        let calls = snap.frames.clone();
         let guard = guard_ref(t, from);
         self.event(EventKind::TraceStarted {
             anchor: self.program.label(pos.block).to_string(),
@@ -114,7 +115,7 @@ impl Jit<'_> {
             state,
             pos,
             &fixed,
-            (&inherited, &rebuilt),
+            (&inherited, &rebuilt, &calls),
             &mut host,
             &mut steps,
             max_len,
@@ -324,8 +325,11 @@ impl Jit<'_> {
             !returns || in_function >= self.config.policy.max_tree_bridges || !self.few_ways(t);
         // A function trace's bridges are in its function: a call enters that alone
         // (`backend::nested`).
+        // A bridge inside inlined calls reads their frames, which only the tree's
+        // function holds (`trace::record_bridge`).
         self.config.native
             && tree.root.function.is_none()
+            && tree.guard_snapshot(from).frames.is_empty()
             && (tree.unit_of(from.segment) != 0
                 || (generic
                     && leaves_function

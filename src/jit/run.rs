@@ -101,28 +101,27 @@ impl Jit<'_> {
         }
     }
 
-    /// An instruction of kind `kind` of tree `t` has exited `exits` times: past
+    /// An instruction of tree `t` has exited `exits` times: past
     /// [`super::Policy::max_function_exits`], a function trace's instruction that no bridge
-    /// takes (not a guard, nor the end of an entry trace, where its loop's tree goes on)
-    /// leaves the function to the interpreter.
+    /// takes (not a guard, nor the trace's end: at a `return`, the code ran the whole call,
+    /// and the code of a loop's tree goes on at an entry trace's) leaves the function to
+    /// the interpreter. Exits of a bridge that its tree's function does not hold yet, run
+    /// on the trace interpreter meanwhile, do not count.
     fn exits_without_bridge(&mut self, t: usize, at: TreeInst, exits: u64) {
         let tree = &self.trees[t];
         let policy = &self.config.policy;
         let guard = tree.bridges_from(at) && tree.may_get_bridge(at, policy);
-        let pos = tree.guard_snapshot(at).pos;
-        let anchor = pos.inst == 0
-            && !matches!(
-                self.program.block(pos.block).term,
-                crate::lang::Terminator::Return(_)
-            );
-        let entry_end = tree.segment(at.segment).insts[at.inst].kind == Kind::Loop && anchor;
+        let end = tree.segment(at.segment).insts[at.inst].kind == Kind::Loop;
         let limit = self.config.policy.max_function_exits;
         // Once left, its key has no trace.
         let left = self.profile.lookup(&tree.key) != Some(t);
+        let compiled =
+            (tree.code_of(at.segment)).is_some_and(|c| c.global(at.segment, at.inst).is_some());
         // Code on its way from the compiler thread may take them (held wide, a bridge).
         if tree.root.function.is_none()
+            || !compiled
             || guard
-            || entry_end
+            || end
             || left
             || tree.compiling
             || exits <= limit
@@ -258,10 +257,14 @@ impl Jit<'_> {
         state: &mut State,
     ) -> Result<Then, RuntimeError> {
         let inst = &self.trees[t].segment(at.segment).insts[at.inst];
-        let value = self
-            .promoted_var(inst)
+        // A guard inside inlined calls gets one bridge, for every value: it starts in their
+        // frames (`trace::record_bridge`), which only the tree's function holds.
+        let framed = !self.trees[t].guard_snapshot(at).frames.is_empty();
+        let promoted = self.promoted_var(inst);
+        let value = promoted
+            .filter(|_| !framed)
             .and_then(|slot| state.frame[slot.index()].clone());
-        if inst.kind == Kind::GuardValue && value.is_none() {
+        if inst.kind == Kind::GuardValue && value.is_none() && !(framed && promoted.is_some()) {
             // Not a promotion: a green checked at a merge point. The frame is there, with
             // other greens: enter their tree, if any.
             let next = (self.tree_at(pos.block, &state.frame)).filter(|_| pos.inst == 0);
@@ -274,6 +277,10 @@ impl Jit<'_> {
             .bridge(at, value.as_ref())
             .or_else(|| value.as_ref().and(tree.bridge(at, None)));
         if let Some(b) = bridge {
+            if framed {
+                // Its code is in the tree's function, compiled again (or failing to be).
+                return Ok(leave(pos));
+            }
             return Ok(Then::Run {
                 tree: t,
                 seg: b,
@@ -987,6 +994,7 @@ impl Calls<'_> {
             .chain(greens)
             .collect();
         let (inherited, rebuilt) = super::bridges::bridge_inputs(snap);
+        let calls = snap.frames.clone();
         let profile = self.profile;
         let ends = |target: BlockId, frame: &Frame| profile.bridge_end(target, frame);
         let mut host = trace::Interpreted {
@@ -998,7 +1006,7 @@ impl Calls<'_> {
             state,
             pos,
             &fixed,
-            (&inherited, &rebuilt),
+            (&inherited, &rebuilt, &calls),
             &mut host,
             &mut crate::state::Steps::new(None),
             self.policy.max_trace_len * self.policy.bridge_length_factor,

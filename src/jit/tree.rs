@@ -216,12 +216,10 @@ impl Tree {
     }
 
     /// Whether guard `from` may get a bridge (once its exits are many): the tree has room
-    /// for one, recordings from it have not failed too often, and it is not inside an
-    /// inlined call, where it resumes in a frame the tree's own code does not hold
-    /// (bridges start in the tree's frame).
+    /// for one, and recordings from it have not failed too often. (A guard inside inlined
+    /// calls gets one that starts in their frames, `trace::record_bridge`.)
     pub(super) fn may_get_bridge(&self, from: TreeInst, policy: &super::Policy) -> bool {
-        self.guard_snapshot(from).frames.is_empty()
-            && self.bridges.len() < policy.max_bridges
+        self.bridges.len() < policy.max_bridges
             && self.failures.get(&from).copied().unwrap_or(0) < policy.max_bridge_failures
     }
 

@@ -403,7 +403,7 @@ fn inst_line(
     line.push_str(inst.kind.name());
     match inst.kind {
         Kind::Input(slot) | Kind::Param(slot) => {
-            let _ = write!(line, " {}", names.var(slot));
+            let _ = write!(line, " {}", var_in_call(names, slot));
         }
         Kind::CallPure(func) | Kind::Call(func) => {
             let _ = write!(line, " {}", names.func(func));
@@ -420,6 +420,15 @@ fn inst_line(
     line
 }
 
+/// The name of variable `slot`, of the trace's frame or of an inlined call's
+/// (`resume::in_call`): `x`, or `x^2` for `x` of the second call.
+fn var_in_call(names: &dyn Names, slot: Slot) -> String {
+    match crate::resume::call_of(slot) {
+        (0, slot) => names.var(slot).to_string(),
+        (depth, slot) => format!("{}^{depth}", names.var(slot)),
+    }
+}
+
 /// The trace's inputs, as the first line of the SSA form gives them: each variable the
 /// trace reads from the frame, with its type, in the order the trace reads them
 /// (`[res:int, x:int, y:int]`, in the manner of PyPy's `[i0, p1]`).
@@ -432,7 +441,7 @@ fn header_held(names: &dyn Names, trace: &Trace, held: Option<&[Option<Repr>]>) 
         .filter_map(|(i, inst)| match inst.kind {
             Kind::Input(slot) => Some(format!(
                 "{}:{}",
-                names.var(slot),
+                var_in_call(names, slot),
                 type_held(inst.ty, held, i)
             )),
             _ => None,

@@ -91,6 +91,11 @@ type Ends<'a> = &'a dyn Fn(BlockId, &Frame) -> Option<Vec<Slot>>;
 /// How deep a trace inlines calls: a call nested deeper stays a `call`.
 pub const MAX_INLINE_DEPTH: usize = 8;
 
+/// How many frames of one function a trace holds before a call of it stays a `call`: a
+/// recursive call of a function that runs no loop and is not a dispatch function is
+/// inlined once (LuaJIT's `recunroll`), so that half its calls are made in the trace.
+pub const RECURSION_UNROLL: usize = 2;
+
 /// What a recording asks of the executor it runs in.
 pub trait Host {
     /// Whether another trace is anchored at the start of `block`, with `frame`'s values:
@@ -414,20 +419,13 @@ impl Recorder<'_> {
         if let Some(v) = &self.greens[slot.index()] {
             return Opnd::Const(v.clone());
         }
-        let snap = self.snapshot(pos);
         // A variable never written has no type: the interpreter raises `key_not_found` on
         // reading it, and the recording ends with that error (the trace is never kept).
-        let ty = frame[slot.index()].as_ref().map_or(Ty::Int, Ty::of);
-        self.insts.push(Inst {
-            kind: Kind::Input(slot),
-            args: vec![],
-            snap: Some(snap),
-            origin: None,
-            ty,
-        });
-        let r = Ref(self.insts.len() as u32 - 1);
-        self.inputs[slot.index()] = Some(r);
-        Opnd::Ref(r)
+        let v = self.input(slot, frame[slot.index()].as_ref(), pos);
+        if let Opnd::Ref(r) = v {
+            self.inputs[slot.index()] = Some(r);
+        }
+        v
     }
 
     fn operand(&mut self, frame: &Frame, arg: &Operand, pos: Position) -> Opnd {
@@ -479,7 +477,7 @@ pub fn record(
         program,
         state,
         Position::start(anchor),
-        (&fixed, &[], &[]),
+        Start::fixed(&fixed),
         Some(&closes),
         (host, true),
         steps,
@@ -528,7 +526,7 @@ pub fn record_function(
         program,
         state,
         Position::start(program.func(func).entry),
-        (&fixed, &[], &[]),
+        Start::fixed(&fixed),
         ends,
         (host, true),
         steps,
@@ -551,13 +549,19 @@ pub fn record_function(
 /// which the bridge makes again as the trace made them): they count as written, so that
 /// every snapshot of the bridge is complete, as the guard's is (`crate::resume`). `max_len`
 /// and `fold` are as for [`record`].
+///
+/// A guard inside calls the trace inlined resumes inside them: `calls` are those of its
+/// snapshot, whose frames `state` holds (the innermost is `state.frame`). The bridge
+/// starts inside them as the trace was: it reads every variable of their frames
+/// (`input`s of [`crate::resume::in_call`] slots), `inherited` being its own frame's,
+/// and goes on in its own frame when they return.
 #[allow(clippy::too_many_arguments)]
 pub fn record_bridge(
     program: &Program,
     state: &mut State,
     start: Position,
     fixed: &[(Slot, Value)],
-    (inherited, rebuilt): (&[Slot], &[Rebuilt]),
+    (inherited, rebuilt, calls): (&[Slot], &[Rebuilt], &[Inlined]),
     host: &mut dyn Host,
     steps: &mut Steps,
     max_len: usize,
@@ -568,7 +572,12 @@ pub fn record_bridge(
         program,
         state,
         start,
-        (fixed, inherited, rebuilt),
+        Start {
+            fixed,
+            inherited,
+            rebuilt,
+            calls,
+        },
         None,
         (host, false),
         steps,
@@ -607,6 +616,28 @@ fn after(at: Position) -> Position {
     }
 }
 
+/// What a recording starts with besides its position: the variables it holds as constants,
+/// and for a bridge those it reads (of its own frame), the arrays it makes again and the
+/// inlined calls it starts in ([`record_bridge`]).
+struct Start<'a> {
+    fixed: &'a [(Slot, Value)],
+    inherited: &'a [Slot],
+    rebuilt: &'a [Rebuilt],
+    calls: &'a [Inlined],
+}
+
+impl<'a> Start<'a> {
+    /// A loop's or a function's trace, `fixed` constants.
+    fn fixed(fixed: &'a [(Slot, Value)]) -> Start<'a> {
+        Start {
+            fixed,
+            inherited: &[],
+            rebuilt: &[],
+            calls: &[],
+        }
+    }
+}
+
 /// Records from `start` until a jump that `ends` accepts, or (for a trace of `function`) its
 /// `return` ([`record`], [`record_bridge`], [`record_function`]): each statement by
 /// [`Recorder::record_stmt`], each terminator by [`Recorder::record_terminator`].
@@ -615,7 +646,12 @@ fn record_from(
     program: &Program,
     state: &mut State,
     start: Position,
-    (fixed, inherited, rebuilt): (&[(Slot, Value)], &[Slot], &[Rebuilt]),
+    Start {
+        fixed,
+        inherited,
+        rebuilt,
+        calls,
+    }: Start,
     ends: Option<Ends>,
     (host, asks): (&mut dyn Host, bool),
     steps: &mut Steps,
@@ -624,15 +660,24 @@ fn record_from(
 ) -> Result<Recorded, RuntimeError> {
     let mut r = Recorder::new(program, fixed, fold);
     r.function = function;
-    r.frame_func = function.or_else(|| program.func_of(start.block));
+    let own = calls.first().map_or(start, |c| c.ret);
+    r.frame_func = function.or_else(|| program.func_of(own.block));
     r.returns = function.is_some() || ends.is_none();
     r.stops_at_loops = asks && function.is_some() && ends.is_none();
+    // The trace's own frame, below the inlined calls' in the state.
+    let frame = match calls.len() {
+        0 => &state.frame,
+        n => &state.calls[state.calls.len() - n].frame,
+    };
     for slot in inherited {
-        let v = r.var(&state.frame, *slot, start);
+        let v = r.var(frame, *slot, start);
         r.written[slot.index()] = Some(v);
     }
     for v in rebuilt {
         r.rebuild(v, start);
+    }
+    if !calls.is_empty() {
+        r.enter_calls(state, calls, start);
     }
     let mut from = start;
     'blocks: loop {
@@ -670,6 +715,65 @@ fn record_from(
 }
 
 impl<'p> Recorder<'p> {
+    /// Starts a bridge inside the inlined `calls` of its guard's snapshot, which `state`
+    /// holds, at `start`: each call's frame is read whole (`input`s of
+    /// [`crate::resume::in_call`] slots), and the recording goes on in the innermost one.
+    fn enter_calls(&mut self, state: &State, calls: &[Inlined], start: Position) {
+        let n = calls.len();
+        let below = state.calls.len() - n;
+        let mut frames = Vec::with_capacity(n);
+        for (k, call) in calls.iter().enumerate() {
+            let depth = k + 1;
+            let frame = match state.calls.get(below + depth) {
+                Some(c) => &c.frame,
+                None => &state.frame,
+            };
+            let mut written = vec![None; self.program.frame_size()];
+            for (slot, _) in &call.entries {
+                let value = frame[slot.index()].as_ref();
+                let v = self.input(crate::resume::in_call(depth, *slot), value, start);
+                written[slot.index()] = Some(v);
+            }
+            frames.push(written);
+        }
+        // The caller at each depth: it goes on where the call it made returns, in the
+        // function of the frame above (the innermost's is where the bridge starts).
+        for (k, call) in calls.iter().enumerate() {
+            let callee = calls.get(k + 1).map_or(start, |c| c.ret);
+            let func = self
+                .program
+                .func_of(callee.block)
+                .expect("a call's frame is a function's");
+            let written = match k {
+                0 => std::mem::take(&mut self.written),
+                _ => std::mem::take(&mut frames[k - 1]),
+            };
+            self.callers.push(Caller {
+                written,
+                ret: call.ret,
+                dst: call.dst,
+                func,
+            });
+        }
+        self.written = frames.pop().expect("at least one call");
+        self.deepest = n;
+    }
+
+    /// An `input` of `slot` at `pos`, of the type of `value` (none: the variable was never
+    /// written, and reading it fails).
+    fn input(&mut self, slot: Slot, value: Option<&Value>, pos: Position) -> Opnd {
+        let snap = self.snapshot(pos);
+        let ty = value.map_or(Ty::Int, Ty::of);
+        self.insts.push(Inst {
+            kind: Kind::Input(slot),
+            args: vec![],
+            snap: Some(snap),
+            origin: None,
+            ty,
+        });
+        Opnd::Ref(Ref(self.insts.len() as u32 - 1))
+    }
+
     /// Makes the array `v` at the start of a bridge, at `start`: an `array` of its length,
     /// and a `setitem` per element that is not 0 (none of them takes an operation of the
     /// program, and none can fail: the length is a constant within
@@ -786,8 +890,10 @@ impl<'p> Recorder<'p> {
         };
         // A recursive call, or one nested too deep, stays a call: its function's trace, or
         // the traces of the loops it runs, make it.
-        let kept = self.frame_func == Some(*func)
-            || self.callers.iter().any(|c| c.func == *func)
+        let frames = (self.frame_func == Some(*func)) as usize
+            + self.callers.iter().filter(|c| c.func == *func).count();
+        let unrolls = self.program.portal(*func).is_none() && !self.program.runs_loops(*func);
+        let kept = frames >= if unrolls { RECURSION_UNROLL } else { 1 }
             || self.callers.len() >= MAX_INLINE_DEPTH;
         if kept {
             return self.record_call(state, (steps, host), *dst, *func, args, at);
@@ -1118,7 +1224,7 @@ impl<'p> Recorder<'p> {
             self.returns,
             self.frame_func,
         ) {
-            return Ok(ControlFlow::Break(self.finish(at)));
+            return Ok(ControlFlow::Break(self.finish(state, at)));
         }
         let untraced = match &block.term {
             Terminator::Return(_) if self.callers.is_empty() => {
@@ -1238,7 +1344,13 @@ impl<'p> Recorder<'p> {
     /// A function trace (or a bridge of one) at the `return` at `at` of its own frame: it
     /// ends in `loop`, its snapshot the state there, where the interpreter makes the
     /// `return` (not counted here). Its anchor is the function's entry.
-    fn finish(&mut self, at: Position) -> Recorded {
+    fn finish(&mut self, state: &State, at: Position) -> Recorded {
+        // The value returned is in the end's snapshot, read if the trace never did: the
+        // code returns it from a register (`backend::lower`'s `function_end`).
+        if let Terminator::Return(Operand::Var(slot)) = &self.program.block(at.block).term {
+            let v = self.var(&state.frame, *slot, at);
+            self.written[slot.index()] = Some(v);
+        }
         let snap = self.snapshot(at);
         let func = self.frame_func.expect("only a function's frame returns");
         // A loop's bridge that ends so says, as a function trace's does.
