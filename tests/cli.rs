@@ -1444,6 +1444,25 @@ fn a_read_finding_another_type_in_a_function_trace_gets_a_bridge() {
     }
 }
 
+/// A guard inside a call the loop's trace inlined, which starts failing halfway through the
+/// run, gets a bridge that starts in the call's frame (and one inside the call that one
+/// inlines): past the bridge threshold, the loop no longer exits, however long it runs. It
+/// exited at every iteration past the change before, and ran slower than the interpreter.
+#[test]
+fn a_guard_inside_an_inlined_call_gets_a_bridge() {
+    let file = "tests/programs/inlined_bridges.fg";
+    let exits = |n: &str| {
+        let (out, err) = common::flowjit_ok(&["run", file, "which=flip", n, "--stats"]);
+        let (want, _) = common::flowjit_ok(&["run", file, "which=flip", n, "--mode", "interp"]);
+        assert_eq!(out, want);
+        assert!(err.contains(" 2 bridge(s), machine code"), "{err}");
+        number_after(&err, "exits: ")
+    };
+    let (short, long) = (exits("n=20000"), exits("n=40000"));
+    assert_eq!(short, long, "exits grow with the run");
+    assert!(long < 100, "{long} exits");
+}
+
 /// A recursion's calls from machine code enter the function trace's machine code
 /// (`backend::nested`): past the first few, every call of `fib` the trace does not inline
 /// does, its base case in a bridge recorded from the guard's exits inside the calls, and
