@@ -2363,16 +2363,18 @@ impl Lower<'_> {
         let tag = b
             .ins()
             .load(I64, mf, regs, (8 * (layout.result + 1)) as i32);
-        let given = b
+        let other = b
             .ins()
-            .icmp_imm_s(IntCC::Equal, tag, mirror_tag(site.result));
-        // Unless the driver has something to do (`Ctx::attend`).
-        let attend = b.ins().load(I64, mf, ctx, helpers::Ctx::ATTEND);
-        let calm = b.ins().icmp_imm_s(IntCC::Equal, attend, 0);
-        let given = b.ins().band(given, calm);
-        let (got, exited) = (b.create_block(), b.create_block());
+            .icmp_imm_s(IntCC::NotEqual, tag, mirror_tag(site.result));
+        let (calm, got, exited) = (b.create_block(), b.create_block(), b.create_block());
         b.set_cold_block(exited);
-        b.ins().brif(given, got, &[], exited, &[]);
+        b.ins().brif(other, exited, &[], calm, &[]);
+        b.seal_block(calm);
+        b.switch_to_block(calm);
+        // Unless the driver has something to do (`Ctx::attend`). (Two branches: one on
+        // both conditions made each a flag first.)
+        let attend = b.ins().load(I64, mf, ctx, helpers::Ctx::ATTEND);
+        b.ins().brif(attend, exited, &[], got, &[]);
         b.seal_block(got);
         b.switch_to_block(got);
         let v = b.ins().load(I64, mf, regs, (8 * layout.result) as i32);
