@@ -299,6 +299,10 @@ impl Check<'_, '_> {
             Source::Chain(_, Opnd::Const(v)) if repr::of_const(v).is_none() => {
                 return Err(Unsupported::BigConstant)
             }
+            // Only the guard's code holds the frames of the calls it is inside.
+            Source::Input(_) if crate::resume::call_of(slot).0 > 0 => {
+                return Err(Unsupported::CallFrameInput)
+            }
             _ => {}
         }
         match self.reprs.values[seg][i] {

@@ -86,6 +86,10 @@ pub enum Unsupported {
     /// A bridge's `input` of a value its guard gives with another type.
     #[error("an input of another type than its value")]
     InputType,
+    /// A bridge's `input` of an inlined call's variable (`resume::in_call`) that is not
+    /// its guard's value: the bridge is compiled on its own.
+    #[error("an input of an inlined call's frame, in a bridge on its own")]
+    CallFrameInput,
     /// An operation that can fail, without a snapshot to exit with.
     #[error("`{0}` without a snapshot")]
     NoSnapshot(flowjit_runtime::Op),

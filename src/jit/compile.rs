@@ -350,6 +350,19 @@ impl Jit<'_> {
         });
         let label = describe(self.program, &self.trees[t].key);
         self.stats.not_compiled.push((label, why));
+        // A bridge from inside inlined calls that the function cannot hold leaves it, or
+        // every compilation of the function after it would fail too: its guard's exits
+        // resume the interpreter.
+        if let Some(seg) = new {
+            let tree = &mut self.trees[t];
+            if !tree
+                .guard_snapshot(tree.bridges[seg - 1].from)
+                .frames
+                .is_empty()
+            {
+                tree.bridges[seg - 1].separate = true;
+            }
+        }
         if self.trees[t].code.is_none() {
             let key = self.trees[t].key.clone();
             self.profile.forget(&key);
