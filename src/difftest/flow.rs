@@ -872,6 +872,9 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
     let held = held().prop_map(Seg::Held);
     let swing = swing().prop_map(Seg::Swing);
     let heap = heap_ops().prop_map(Seg::Heap);
+    // A call alone in an outer loop's body: the trace inlines it, and a function's branch
+    // on the counter fails inside it (`heap::Fork`).
+    let call = heap::call().prop_map(|c| Seg::Heap(vec![c]));
     if depth == 0 {
         return prop_oneof![
             5 => straight,
@@ -918,7 +921,8 @@ fn seg(depth: u32) -> BoxedStrategy<Seg> {
             1 => wrapped,
             1 => held,
             1 => swing,
-            3 => heap
+            3 => heap,
+            4 => call
         ]
         .boxed(),
         _ => prop_oneof![2 => straight, 4 => looped, 2 => heap, 1 => between()].boxed(),

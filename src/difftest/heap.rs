@@ -279,6 +279,8 @@ pub enum HeapOp {
         /// knows them as constants and the call becomes the result it gave when recorded
         /// (which must still count the operations the call takes).
         promote: bool,
+        /// Whether a function with a [`Fork`], if there is one, is called instead.
+        forked: bool,
     },
 }
 
@@ -417,6 +419,25 @@ fn value() -> impl Strategy<Value = GenArg> {
     ]
 }
 
+/// A call of one of the program's functions (none when it has none).
+pub fn call() -> impl Strategy<Value = HeapOp> {
+    (
+        0..VARS,
+        0usize..3,
+        value(),
+        value(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(dst, func, a, b, promote, forked)| HeapOp::Call {
+            dst,
+            func,
+            args: [a, b],
+            promote,
+            forked,
+        })
+}
+
 /// Heap, call and input/output statements, as a piece of straight-line code.
 pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
     let one = prop_oneof![
@@ -464,8 +485,7 @@ pub fn heap_ops() -> impl Strategy<Value = Vec<HeapOp>> {
             .prop_map(|(dst, value, under)| HeapOp::Push { dst, value, under }),
         2 => (0..ARRAY_LEN, value(), 3i64..40)
             .prop_map(|(k, value, every)| HeapOp::RareStore { k, value, every }),
-        5 => (0..VARS, 0usize..3, value(), value(), any::<bool>())
-            .prop_map(|(dst, func, a, b, promote)| HeapOp::Call { dst, func, args: [a, b], promote }),
+        5 => call(),
     ];
     // Reads and writes around an index alone: between two loops, such a piece is a
     // bridge of integer arithmetic and array accesses, which the quick backend emits
@@ -517,7 +537,7 @@ pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
     let plain = (
         super::flow::hot_ops(),
         0..VARS,
-        prop::option::weighted(0.5, fork),
+        prop::option::weighted(0.7, fork),
     )
         .prop_map(|(ops, result, fork)| GenFunc::Plain { ops, result, fork });
     let rare = prop_oneof![
@@ -578,7 +598,7 @@ pub fn funcs() -> impl Strategy<Value = Vec<GenFunc>> {
     prop_oneof![
         1 => Just(Vec::new()),
         3 => prop::collection::vec(
-            prop_oneof![1 => plain, 1 => recursive, 1 => walk, 2 => memo, 2 => guest],
+            prop_oneof![2 => plain, 1 => recursive, 1 => walk, 2 => memo, 2 => guest],
             1..4
         ),
     ]
@@ -652,7 +672,14 @@ impl Emitter {
                     func,
                     args,
                     promote,
-                } => self.call(*dst, *func, args, *promote, counter, funcs),
+                    forked,
+                } => {
+                    let forks = |f: &GenFunc| matches!(f, GenFunc::Plain { fork: Some(_), .. });
+                    let func = (funcs.iter().position(forks))
+                        .filter(|_| *forked)
+                        .unwrap_or(*func);
+                    self.call(*dst, func, args, *promote, counter, funcs)
+                }
             }
         }
     }
@@ -919,6 +946,10 @@ impl Emitter {
         let a = Self::arg(&args[0], counter);
         let b = Self::arg(&args[1], counter);
         let _ = match &funcs[m] {
+            // A fork is on the loop's counter, which turns it once, or every so often.
+            GenFunc::Plain { fork: Some(_), .. } => {
+                writeln!(self.out, "    x{dst} = call f{m}({counter}, {b})")
+            }
             GenFunc::Plain { .. } => writeln!(self.out, "    x{dst} = call f{m}({a}, {b})"),
             GenFunc::Recursive { depth, .. }
             | GenFunc::Walk { depth, .. }

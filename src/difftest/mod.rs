@@ -23,7 +23,8 @@
 //!   itself, index past its end now and then, walk a tape with a pointer as Brainfuck does
 //!   (between loops, and in a loop of its own: three deep then), print values and the array, write bytes (and
 //!   values that are not bytes), read input, and call the program's functions: straight-line
-//!   ones, recursive ones, and `@elidable` ones that memoize in a table of their own.
+//!   ones (or ones that first branch on the loop's counter, which turns inside the inlined
+//!   call), recursive ones, and `@elidable` ones that memoize in a table of their own.
 //! - **Interpreters** ([`GenDispatch`], `dispatch.rs`): a dispatch loop with
 //!   `jit_merge_point(pc)` (or `(lst, pc)`) and `can_enter_jit`, whose handlers compute the
 //!   next `pc` from itself, a constant, a variable or the loop's fuel: greens that change
