@@ -294,6 +294,13 @@ pub struct Direct<'a> {
     pub keyed: &'a [(TreeInst, u64)],
 }
 
+impl Direct<'_> {
+    /// The address of `func`'s cell.
+    fn cell(&self, func: crate::lang::FuncId) -> u64 {
+        self.cells + (func.index() * std::mem::size_of::<super::nested::FnCell>()) as u64
+    }
+}
+
 /// The fewest slots of the register buffer that code not of a function trace reserves in
 /// its frame for the calls it makes directly (2 KiB): a function trace with a few bridges
 /// inlining calls needs a hundred or more.
@@ -2249,10 +2256,9 @@ impl Lower<'_> {
             let others = (an.sites.values())
                 .filter(|s| Some(s.func) != own && direct.program.portal(s.func).is_none())
                 .map(|s| {
-                    let at = direct.cells + (s.func.index() * std::mem::size_of::<FnCell>()) as u64;
                     // SAFETY: the cells live as long as the driver, on whose thread code
                     // is lowered.
-                    2 * unsafe { (*(at as *const FnCell)).size.get() } as usize
+                    2 * unsafe { (*(direct.cell(s.func) as *const FnCell)).size.get() } as usize
                 })
                 .max()
                 .unwrap_or(0);
@@ -2280,7 +2286,7 @@ impl Lower<'_> {
                         .find(|(at, _)| *at == TreeInst::new(seg, i)))?
                     .1
                 }
-                None => direct.cells + (site.func.index() * std::mem::size_of::<FnCell>()) as u64,
+                None => direct.cell(site.func),
             } as i64;
             let cell = b.ins().iconst(I64, cell);
             let code = b.ins().load(I64, mf, cell, FnCell::CODE);

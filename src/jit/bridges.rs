@@ -325,11 +325,9 @@ impl Jit<'_> {
             !returns || in_function >= self.config.policy.max_tree_bridges || !self.few_ways(t);
         // A function trace's bridges are in its function: a call enters that alone
         // (`backend::nested`).
-        // A bridge inside inlined calls reads their frames, which only the tree's
-        // function holds (`trace::record_bridge`).
         self.config.native
             && tree.root.function.is_none()
-            && tree.guard_snapshot(from).frames.is_empty()
+            && !tree.inside_calls(from)
             && (tree.unit_of(from.segment) != 0
                 || (generic
                     && leaves_function

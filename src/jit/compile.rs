@@ -355,11 +355,7 @@ impl Jit<'_> {
         // resume the interpreter.
         if let Some(seg) = new {
             let tree = &mut self.trees[t];
-            if !tree
-                .guard_snapshot(tree.bridges[seg - 1].from)
-                .frames
-                .is_empty()
-            {
+            if tree.inside_calls(tree.bridges[seg - 1].from) {
                 tree.bridges[seg - 1].separate = true;
             }
         }

@@ -259,7 +259,7 @@ impl Jit<'_> {
         let inst = &self.trees[t].segment(at.segment).insts[at.inst];
         // A guard inside inlined calls gets one bridge, for every value: it starts in their
         // frames (`trace::record_bridge`), which only the tree's function holds.
-        let framed = !self.trees[t].guard_snapshot(at).frames.is_empty();
+        let framed = self.trees[t].inside_calls(at);
         let promoted = self.promoted_var(inst);
         let value = promoted
             .filter(|_| !framed)

@@ -215,9 +215,15 @@ impl Tree {
         }
     }
 
+    /// Whether guard `from` is inside calls the trace inlined: its bridge starts in their
+    /// frames (`trace::record_bridge`), which only the tree's function holds.
+    pub(super) fn inside_calls(&self, from: TreeInst) -> bool {
+        !self.guard_snapshot(from).frames.is_empty()
+    }
+
     /// Whether guard `from` may get a bridge (once its exits are many): the tree has room
-    /// for one, and recordings from it have not failed too often. (A guard inside inlined
-    /// calls gets one that starts in their frames, `trace::record_bridge`.)
+    /// for one, and recordings from it have not failed too often (one inside inlined
+    /// calls too, [`Tree::inside_calls`]).
     pub(super) fn may_get_bridge(&self, from: TreeInst, policy: &super::Policy) -> bool {
         self.bridges.len() < policy.max_bridges
             && self.failures.get(&from).copied().unwrap_or(0) < policy.max_bridge_failures

@@ -721,7 +721,9 @@ impl<'p> Recorder<'p> {
     fn enter_calls(&mut self, state: &State, calls: &[Inlined], start: Position) {
         let n = calls.len();
         let below = state.calls.len() - n;
-        let mut frames = Vec::with_capacity(n);
+        // Per depth, the variables written: the trace's own frame's so far, then each
+        // call's, read whole.
+        let mut frames = vec![std::mem::take(&mut self.written)];
         for (k, call) in calls.iter().enumerate() {
             let depth = k + 1;
             let frame = match state.calls.get(below + depth) {
@@ -736,18 +738,15 @@ impl<'p> Recorder<'p> {
             }
             frames.push(written);
         }
+        self.written = frames.pop().expect("at least one call");
         // The caller at each depth: it goes on where the call it made returns, in the
         // function of the frame above (the innermost's is where the bridge starts).
-        for (k, call) in calls.iter().enumerate() {
+        for ((k, call), written) in calls.iter().enumerate().zip(frames) {
             let callee = calls.get(k + 1).map_or(start, |c| c.ret);
             let func = self
                 .program
                 .func_of(callee.block)
                 .expect("a call's frame is a function's");
-            let written = match k {
-                0 => std::mem::take(&mut self.written),
-                _ => std::mem::take(&mut frames[k - 1]),
-            };
             self.callers.push(Caller {
                 written,
                 ret: call.ret,
@@ -755,7 +754,6 @@ impl<'p> Recorder<'p> {
                 func,
             });
         }
-        self.written = frames.pop().expect("at least one call");
         self.deepest = n;
     }
 
