@@ -565,6 +565,41 @@ mod tests {
         );
     }
 
+    /// A recursion that walks a tree of arrays, its function trace recorded where the
+    /// inlined child's first element is the integer 0 (a leaf), elsewhere an array: the read
+    /// exits past the bridge threshold for an element of another type, which its bridge
+    /// takes. That held its result as an integer of any size too, though none was ever past
+    /// 64 bits, and code holding one is not entered again while it runs: every recursive
+    /// call of `sum` below the first ran in the interpreter.
+    #[test]
+    fn a_read_exiting_for_an_element_of_another_type_is_not_held_wide() {
+        let text = include_str!("../../benches/recursion/tree.fg");
+        let (_, program) = lang::load(text, Syntax::Fg).expect("a valid program");
+        let (d, k) = (program.slot("d").unwrap(), program.slot("k").unwrap());
+        let entry = program.block_id("start").expect("a start block");
+        let config = Config {
+            native: true,
+            ..Config::default()
+        };
+        let mut jit = Jit::new(&program, config).expect("a driver");
+        let inputs = [(d, Value::Int(12)), (k, Value::Int(3))];
+        let mut state = State::new(&program, &inputs, Io::captured(b""));
+        let got = jit.run(&mut state, entry);
+        assert_eq!(format!("{got:?}"), "Ok(100651008)");
+        assert_eq!(jit.trees.len(), 2, "build's and sum's function traces");
+        for tree in &mut jit.trees {
+            let label = describe(&program, &tree.key);
+            let code = tree.code_of(0).expect("machine code");
+            assert!(code.enterable(), "{label}: entered again while it runs");
+            for seg in 0..=tree.bridges.len() {
+                assert!(
+                    tree.wide_results(seg).is_empty(),
+                    "{label}: {seg} holds one wide"
+                );
+            }
+        }
+    }
+
     /// A loop of eight ways, each a bridge on its own (two hang from another bridge's
     /// guards), whose sum leaves 64 bits, compiled on the compiler thread: each bridge
     /// compiled again is linked to, or compiles again, the bridges that hang from its own

@@ -83,7 +83,7 @@ impl Jit<'_> {
         let exits = self.count_exit(t, at);
         let kind = self.trees[t].segment(at.segment).insts[at.inst].kind;
         self.exits_without_bridge(t, at, exits);
-        let big = big_result(self.program, &self.trees[t], at, &state.frame);
+        let big = big_result(self.program, &self.trees[t], at, &state.frame, Some(pos));
         if self.stop_assuming_ints(t, kind, exits) || self.hold_wide(t, at, exits, big) {
             return Ok(leave(pos));
         }
@@ -206,16 +206,15 @@ impl Jit<'_> {
     }
 
     /// A read of an element, a call or arithmetic, of a 64-bit integer in tree `t`'s code,
-    /// that exits again and again (`exits` times, instruction `at`): the integer it finds
-    /// or makes has left 64 bits (or it is not one, or the index is outside, or a division
-    /// by zero, which holding it boxed does not change). As for a variable (`Jit::widen`), the code is compiled again holding that
-    /// result as an integer of any size (`Segment::wide`), once per instruction; whether it
-    /// was. Reads first stop assuming that arrays hold only integers
+    /// that exits again and again (`exits` times, instruction `at`), this time having met an
+    /// integer past 64 bits (`big`, [`big_result`]): as for a variable (`Jit::widen`), the
+    /// code is compiled again holding that result as an integer of any size
+    /// (`Segment::wide`), once per instruction; whether it was. Code holding one may not be
+    /// entered again while it runs (`Compiled::reentrant`), which direct calls and loops
+    /// inside calls need: an exit for another cause (an element of another type, an index
+    /// outside, a division by zero, a call's exit for the driver's sake) holds nothing wide.
+    /// Reads first stop assuming that arrays hold only integers
     /// (`Jit::stop_assuming_ints`), and no exit counts for this while that code is compiled.
-    /// A `call` also exits for the driver's sake and for a result of another type: its
-    /// result is held so only once one of its exits has left an integer past 64 bits
-    /// (`big`, [`big_result`]), since code holding one may not be entered again while it
-    /// runs (`Compiled::reentrant`), which direct calls and loops inside calls need.
     fn hold_wide(&mut self, t: usize, at: TreeInst, exits: u64, big: bool) -> bool {
         let tree = &mut self.trees[t];
         let (kind, ty) = {
@@ -227,7 +226,7 @@ impl Jit<'_> {
         // Not while the tree's new code is on its way from the compiler thread: its exits
         // are the old code's, whose assumptions (`Tuning::ints`) the new one may have dropped.
         if !(crate::opt::repr::may_hold_wide(kind)
-            && (big || !matches!(kind, Kind::Call(_)))
+            && big
             && !compiling
             && ty == trace::Ty::Int
             && exits > self.config.policy.bridge_threshold
@@ -845,22 +844,50 @@ struct Calls<'j> {
     links: std::cell::RefCell<Vec<(usize, TreeInst, usize)>>,
 }
 
-/// Whether exit `at` of `tree`, the frame written back to `frame`, is a `call`'s that left
-/// an integer past 64 bits in the variable receiving the result (any other instruction:
-/// true).
-fn big_result(program: &crate::lang::Program, tree: &Tree, at: TreeInst, frame: &Frame) -> bool {
+/// Whether exit `at` of `tree`, the frame written back to `frame` (at `pos`, where known),
+/// met an integer past 64 bits: a `call`'s, in the variable receiving its result; an
+/// operation's (a read of an element, arithmetic), as the interpreter is about to compute
+/// it at `pos`, its statement. An exit for any other cause (an element of another type,
+/// which a bridge takes; an index outside, a division by zero) is not one: holding the
+/// result wide would change nothing but make the code not reentrant. An operation exiting
+/// elsewhere than at its statement (an exit moved earlier) counts as one.
+fn big_result(
+    program: &crate::lang::Program,
+    tree: &Tree,
+    at: TreeInst,
+    frame: &Frame,
+    pos: Option<Position>,
+) -> bool {
     let inst = &tree.segment(at.segment).insts[at.inst];
-    if !matches!(inst.kind, Kind::Call(_)) {
-        return true;
-    }
-    let Some(origin) = inst.origin else {
-        return false;
+    let call = matches!(inst.kind, Kind::Call(_));
+    // (An origin past the statements is the block's branch.)
+    let Some((origin, stmt)) = inst
+        .origin
+        .and_then(|o| Some((o, program.block(o.block).insts.get(o.inst)?)))
+    else {
+        return !call;
     };
-    match &program.block(origin.block).insts[origin.inst] {
-        crate::lang::Inst::Call { dst, .. } => {
-            matches!(frame[dst.index()], Some(flowjit_runtime::Value::Big(_)))
-        }
-        _ => false,
+    let big =
+        |v: &Option<flowjit_runtime::Value>| matches!(v, Some(flowjit_runtime::Value::Big(_)));
+    match stmt {
+        crate::lang::Inst::Call { dst, .. } => big(&frame[dst.index()]),
+        _ if call => false,
+        _ if pos != Some(origin) => true,
+        _ => match stmt.operation() {
+            Some((_, op, args)) => {
+                let values: Option<Vec<&flowjit_runtime::Value>> = args
+                    .iter()
+                    .map(|a| crate::interp::operand(program, frame, a).ok())
+                    .collect();
+                let made = match values.as_deref() {
+                    Some([a]) => flowjit_runtime::ops::apply1(op, a).ok(),
+                    Some([a, b]) => flowjit_runtime::ops::apply2(op, a, b).ok(),
+                    _ => None,
+                };
+                big(&made)
+            }
+            None => true,
+        },
     }
 }
 
@@ -917,7 +944,7 @@ impl Calls<'_> {
         let tree = &self.trees[t];
         if let Some(at) = at {
             *self.exits.borrow_mut().entry((t, at)).or_default() += 1;
-            if big_result(self.program, tree, at, frame) {
+            if big_result(self.program, tree, at, frame, None) {
                 self.big.borrow_mut().insert((t, at));
             }
         }
@@ -947,7 +974,7 @@ impl Calls<'_> {
         pos: Position,
     ) -> Result<Position, backend::nested::End> {
         let tree = &self.trees[t];
-        if big_result(self.program, tree, at, &state.frame) {
+        if big_result(self.program, tree, at, &state.frame, Some(pos)) {
             self.big.borrow_mut().insert((t, at));
         }
         // An entry trace's end, at its loop's anchor: linked there, its code goes on in
