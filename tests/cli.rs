@@ -927,6 +927,41 @@ fn results_past_64_bits_are_held_boxed_and_stop_exiting() {
     assert!(exits < 100, "{exits} exits");
 }
 
+/// `--stats` says which function traces' code a call made in machine code does not enter:
+/// code holding integers past 64 bits (`tests/programs/big_recursion.fg`). A walk of a
+/// tree of arrays, whose reads exit for an element of another type (a leaf's 0 where the
+/// trace met an array), holds none: its code was held so once, and every recursive call of
+/// `sum` below the first ran in the interpreter.
+#[test]
+fn stats_name_the_function_traces_calls_do_not_enter() {
+    const NOT_ENTERED: &str = "holding integers past 64 bits: not entered from machine code";
+    let (out, err) = common::flowjit_ok(&[
+        "run",
+        "tests/programs/big_recursion.fg",
+        "n=25",
+        "--stats",
+        "--compile-on-driver",
+    ]);
+    assert_eq!(out, "559826400834955899830272\n");
+    assert!(err.contains(NOT_ENTERED), "{err}");
+    let (out, err) = common::flowjit_ok(&[
+        "run",
+        "benches/recursion/tree.fg",
+        "d=12",
+        "k=3",
+        "--stats",
+        "--compile-on-driver",
+    ]);
+    assert_eq!(out, "100651008\n");
+    let functions: Vec<&str> = (err.lines())
+        .filter(|l| l.starts_with("  trace ") && l.contains(": function at "))
+        .collect();
+    assert_eq!(functions.len(), 2, "{err}");
+    for line in functions {
+        assert!(line.ends_with(", machine code"), "{line}");
+    }
+}
+
 /// A bridge on its own whose guards have bridges of their own moves into its tree's
 /// function once entered often: its guards' exits there go on in those bridges as they did
 /// from its own code (compiled again where the new exit says less about the mirror). The

@@ -1296,6 +1296,12 @@ impl Compiled {
         !self.counting && self.reentrant
     }
 
+    /// Whether it holds no integer of any size, whose boxes (one per instruction) its
+    /// activations would share.
+    pub fn reentrant(&self) -> bool {
+        self.reentrant
+    }
+
     /// Stops a bridge unit's count of entries: it does not return [`lower::HOT`] again
     /// (within the next 2^63 entries).
     pub fn stop_counting(&self) {

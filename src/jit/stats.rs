@@ -177,10 +177,17 @@ impl Jit<'_> {
                 describe(self.program, &t.key),
                 t.root.insts.len(),
                 t.bridges.len(),
-                if t.code.is_some() {
-                    ", machine code"
-                } else {
-                    ""
+                match &t.code {
+                    // A call made in machine code runs it in the interpreter instead.
+                    Some(code) if t.root.function.is_some() && !code.enterable() => {
+                        if code.reentrant() {
+                            ", machine code, counting steps: not entered from machine code"
+                        } else {
+                            ", machine code, holding integers past 64 bits: not entered from machine code"
+                        }
+                    }
+                    Some(_) => ", machine code",
+                    None => "",
                 }
             );
         }
