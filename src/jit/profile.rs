@@ -250,6 +250,17 @@ impl Profile {
         Some(Key::function(entry, greens))
     }
 
+    /// The tree of the function trace a call entering `entry` with `frame` finds
+    /// ([`Profile::lookup`] of its [`Profile::function_key`]), without making the key of a
+    /// function that has no greens: asked at every call the interpreter makes inside calls
+    /// made by machine code.
+    pub fn function_tree(&self, entry: BlockId, frame: &Frame) -> Option<usize> {
+        match self.portal_of[entry.index()] {
+            None => self.entries[entry.index()].trace,
+            Some(_) => self.lookup(&self.function_key(entry, frame)?),
+        }
+    }
+
     /// The key the interpreter stopped for at a back edge to `anchor`, and whether the
     /// frame's greens (if any) still have its values.
     pub fn take_key(&mut self, anchor: BlockId, frame: &Frame) -> Option<Key> {

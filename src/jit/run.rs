@@ -1194,8 +1194,11 @@ impl backend::nested::Functions for Calls<'_> {
     }
 
     fn enters(&self, entry: BlockId, frame: &Frame) -> bool {
-        let key = self.profile.function_key(entry, frame);
-        self.callee(key, |c| c.enterable()) == Some(true)
+        // Asked at every call the interpreter makes inside machine code's calls: code that
+        // may not be entered (holding integers past 64 bits) is seen first, cheaply.
+        let t = self.profile.function_tree(entry, frame);
+        t.is_some_and(|t| self.trees[t].code.as_ref().is_some_and(|c| c.enterable()))
+            && self.callee(self.profile.function_key(entry, frame), |c| c.enterable()) == Some(true)
     }
 
     fn call_frame(
