@@ -46,6 +46,17 @@ impl Array {
     #[inline]
     pub fn new(items: Vec<Value>) -> Rc<Array> {
         let ints = items.iter().all(|v| matches!(v, Value::Int(_)));
+        Array::holding(items, ints)
+    }
+
+    /// A new array of `n` elements, each the integer `k`: `array(n, k)`.
+    pub fn ints(n: usize, k: i64) -> Rc<Array> {
+        Array::holding(std::iter::repeat_n(Value::Int(k), n).collect(), true)
+    }
+
+    /// A new array holding `items`, which are all 64-bit integers if `ints`.
+    #[inline]
+    fn holding(items: Vec<Value>, ints: bool) -> Rc<Array> {
         let (items, len) = crate::list::into_raw(items);
         let (seq, collect) = crate::cycles::made(len);
         let array = Rc::new(Array {

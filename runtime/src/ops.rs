@@ -555,7 +555,10 @@ fn new_array(size: &Value, init: &Value) -> Result<Value, OpError> {
     if n > crate::array::MAX_ARRAY_LEN as u64 {
         return Err(OpError::SizeTooLarge { size: size.clone() });
     }
-    Ok(Value::array(vec![init.clone(); n as usize]))
+    Ok(match *init {
+        Value::Int(k) => Value::Array(crate::Array::ints(n as usize, k)),
+        _ => Value::array(vec![init.clone(); n as usize]),
+    })
 }
 
 /// `setitem(a, i, v)`: stores `v` at index `i` of array `a`.

@@ -217,6 +217,23 @@ pub unsafe extern "C" fn alloc(
     }
 }
 
+/// `array(n, k)` of a 64-bit integer `k`, as [`alloc`] makes it without going through the
+/// operations' table: the new array, kept alive in the context; 0 when `n` is negative or
+/// too large (the code then exits before the operation, and the interpreter fails there).
+///
+/// # Safety
+/// `ctx` is the code's context.
+pub unsafe extern "C" fn new_ints(ctx: *mut Ctx, n: i64, k: i64) -> i64 {
+    // SAFETY: the caller's guarantee.
+    let ctx = unsafe { &mut *ctx };
+    if !(0..=flowjit_runtime::array::MAX_ARRAY_LEN as i64).contains(&n) {
+        return 0;
+    }
+    let made = Value::Array(flowjit_runtime::Array::ints(n as usize, k));
+    ctx.allocated += 1;
+    ctx.keep(made, Repr::Array)
+}
+
 /// The operation's code for [`alloc`].
 pub fn op_code(op: flowjit_runtime::Op) -> i64 {
     flowjit_runtime::Op::ALL

@@ -1026,11 +1026,23 @@ impl Lower<'_> {
         let seg = self.seg;
         let inst = &self.segments[seg].trace.insts[i];
         let ctx = self.ctx(b);
-        let mut words = vec![ctx, b.ins().iconst(I64, helpers::op_code(op))];
-        self.operand_words(b, i, &mut words);
-        let made = self
-            .call(b, helpers::alloc as *const u8, &words, true)
-            .expect("a result");
+        let int = |o: &Opnd| match o {
+            Opnd::Ref(r) => self.kind(seg, r.index()) == Repr::Int,
+            Opnd::Const(v) => matches!(v, Value::Int(_)),
+        };
+        let (f, words) = match (op, inst.args.as_slice()) {
+            // `array(n, k)` of 64-bit integers, the common case, made directly.
+            (Op::Array, [n, k]) if int(n) && int(k) => {
+                let (n, k) = (self.opnd(b, seg, n).0, self.opnd(b, seg, k).0);
+                (helpers::new_ints as *const u8, vec![ctx, n, k])
+            }
+            _ => {
+                let mut words = vec![ctx, b.ins().iconst(I64, helpers::op_code(op))];
+                self.operand_words(b, i, &mut words);
+                (helpers::alloc as *const u8, words)
+            }
+        };
+        let made = self.call(b, f, &words, true).expect("a result");
         if inst.snap.is_some() {
             let failed = b.ins().icmp_imm_s(IntCC::Equal, made, 0);
             self.exit_if(b, failed, i);
@@ -1241,13 +1253,9 @@ impl Lower<'_> {
         for v in snap.virtuals.iter().filter(|v| needed(v.at)) {
             let n = b.ins().iconst(I64, v.fields.len() as i64);
             let zero = b.ins().iconst(I64, 0);
-            let int = b.ins().iconst(I64, helpers::kind_code(Repr::Int));
-            let code = b.ins().iconst(I64, helpers::op_code(Op::Array));
-            let f = helpers::alloc as *const u8;
+            let f = helpers::new_ints as *const u8;
             let ctx = self.ctx(b);
-            let made = self
-                .call(b, f, &[ctx, code, n, int, zero, int], true)
-                .expect("a result");
+            let made = self.call(b, f, &[ctx, n, zero], true).expect("a result");
             self.built.insert(v.at, made);
         }
         // Each element but a 0, which the array was made with, stored as a store of the
