@@ -845,8 +845,10 @@ struct Calls<'j> {
 }
 
 /// Whether exit `at` of `tree`, the frame written back to `frame` (at `pos`, where known),
+/// of an instruction whose result may be held wide ([`crate::opt::repr::may_hold_wide`]),
 /// met an integer past 64 bits: a `call`'s, in the variable receiving its result; an
-/// operation's (a read of an element, arithmetic), as the interpreter is about to compute
+/// elidable call's, always (it exits before the call); an operation's (a read of an
+/// element, arithmetic), as the interpreter is about to compute
 /// it at `pos`, its statement. An exit for any other cause (an element of another type,
 /// which a bridge takes; an index outside, a division by zero) is not one: holding the
 /// result wide would change nothing but make the code not reentrant. An operation exiting
@@ -859,6 +861,10 @@ fn big_result(
     pos: Option<Position>,
 ) -> bool {
     let inst = &tree.segment(at.segment).insts[at.inst];
+    if !crate::opt::repr::may_hold_wide(inst.kind) {
+        // (Nor is an allocation's `array(n, x)` made again to see.)
+        return false;
+    }
     let call = matches!(inst.kind, Kind::Call(_));
     // (An origin past the statements is the block's branch.)
     let Some((origin, stmt)) = inst
@@ -870,8 +876,10 @@ fn big_result(
     let big =
         |v: &Option<flowjit_runtime::Value>| matches!(v, Some(flowjit_runtime::Value::Big(_)));
     match stmt {
-        crate::lang::Inst::Call { dst, .. } => big(&frame[dst.index()]),
+        crate::lang::Inst::Call { dst, .. } if call => big(&frame[dst.index()]),
         _ if call => false,
+        // An elidable call's exit is before it (the interpreter makes the call).
+        crate::lang::Inst::Call { .. } => true,
         _ if pos != Some(origin) => true,
         _ => match stmt.operation() {
             Some((_, op, args)) => {
