@@ -379,14 +379,16 @@ pub unsafe extern "C" fn getchar(ctx: *mut Ctx) -> i64 {
 /// `array` is the address of a live array, `index` one of its indices, `bits` a live value
 /// of kind `kind`.
 pub unsafe extern "C" fn setitem(array: i64, index: i64, bits: i64, kind: i64) {
-    // SAFETY: the caller's guarantee.
-    unsafe {
-        abi::with_boxed(array, Repr::Array, |a| {
-            let v = abi::rebox(bits, kind_from(kind));
-            let stored = ops::setitem(a, &Value::Int(index), v);
-            debug_assert!(stored.is_ok(), "the code checked the index");
-        })
-    }
+    // SAFETY: the caller's guarantee: the array outlives the store (what the code borrows
+    // it from holds it), and the value's reference taken here is the array's.
+    let (array, v) = unsafe {
+        (
+            &*(array as *const flowjit_runtime::Array),
+            abi::rebox(bits, kind_from(kind)),
+        )
+    };
+    let stored = array.set(index as usize, v);
+    debug_assert!(stored, "the code checked the index");
 }
 
 /// An elidable call: runs the function of `site` on the `args` (one word per argument)
@@ -535,6 +537,15 @@ pub unsafe extern "C" fn release(ctx: *mut Ctx, mark: u64) {
 /// As [`release`]'s, but for the value `bits`, a live value of kind `kind`.
 pub unsafe extern "C" fn release_keeping(ctx: *mut Ctx, mark: u64, bits: i64, kind: i64) {
     let kind = kind_from(kind);
+    // SAFETY: the caller's guarantee.
+    let owned = unsafe { &(*ctx).owned };
+    // The first value the callee kept is the one it returns (the node a recursion that
+    // builds a tree made first): it stays where it is, the others go.
+    if (owned.get(mark as usize)).is_some_and(|v| abi::unbox(v, kind) == Some(bits)) {
+        // SAFETY: the caller's guarantee; the value returned is kept.
+        unsafe { release(ctx, mark + 1) };
+        return;
+    }
     // SAFETY: the caller's guarantee: a live value, alive until the release below.
     let v = unsafe { abi::rebox(bits, kind) };
     // SAFETY: the caller's guarantee.
