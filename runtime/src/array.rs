@@ -51,7 +51,10 @@ impl Array {
 
     /// A new array of `n` elements, each the integer `k`: `array(n, k)`.
     pub fn ints(n: usize, k: i64) -> Rc<Array> {
-        Array::holding(std::iter::repeat_n(Value::Int(k), n).collect(), true)
+        let mut items = Vec::with_capacity(n);
+        // (`repeat_n` and `vec!` clone through `Value::clone`, several times as long.)
+        items.extend((0..n).map(|_| Value::Int(k)));
+        Array::holding(items, true)
     }
 
     /// A new array holding `items`, which are all 64-bit integers if `ints`.
