@@ -848,11 +848,11 @@ struct Calls<'j> {
 /// of an instruction whose result may be held wide ([`crate::opt::repr::may_hold_wide`]),
 /// met an integer past 64 bits: a `call`'s, in the variable receiving its result; an
 /// elidable call's, always (it exits before the call); an operation's (a read of an
-/// element, arithmetic), as the interpreter is about to compute
-/// it at `pos`, its statement. An exit for any other cause (an element of another type,
-/// which a bridge takes; an index outside, a division by zero) is not one: holding the
-/// result wide would change nothing but make the code not reentrant. An operation exiting
-/// elsewhere than at its statement (an exit moved earlier) counts as one.
+/// element, arithmetic), as the interpreter is about to compute it at `pos`, its statement.
+/// An exit for any other cause (an element of another type, which a bridge takes; an index
+/// outside, a division by zero) is not one: holding the result wide would change nothing
+/// but make the code not reentrant. An operation exiting elsewhere than at its statement
+/// (an exit moved earlier) counts as one.
 fn big_result(
     program: &crate::lang::Program,
     tree: &Tree,
